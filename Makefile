@@ -1,0 +1,51 @@
+# wf — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+# staticcheck is pinned: a new release may bring new checks, taken deliberately.
+STATICCHECK_VERSION ?= v0.7.0
+GO_TEST_FLAGS ?= -count=1 -timeout 15m
+ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build the wf binary into bin/wf
+	$(GO) build -o bin/wf .
+
+.PHONY: run
+run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./.wf); ARGS="..." adds flags
+	./bin/wf run $(ARGS)
+
+.PHONY: test
+test: postgres ## run every test against one throwaway PostgreSQL (installs the server when missing)
+	$(GO) run ./engine/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
+	$(GO) build -o bin/wf . && ./bin/wf validate specs/
+
+.PHONY: test-race
+test-race: postgres ## run every test with the race detector
+	$(GO) run ./engine/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: postgres
+postgres: ## install the PostgreSQL server package when its binaries are missing (apt-get, as root)
+	@if [ -n "$$WF_TEST_DATABASE_URL$$WF_DATABASE_URL" ] || command -v initdb >/dev/null 2>&1 \
+	    || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	    echo "PostgreSQL server binaries are missing: run 'sudo apt-get install -y postgresql' (or set WF_TEST_DATABASE_URL)"; exit 1; \
+	fi; \
+	echo "installing the PostgreSQL server package (apt-get install postgresql)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+
+.PHONY: clean
+clean: ## remove build output (keeps ./.wf, the local database)
+	rm -rf bin

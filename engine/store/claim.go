@@ -1,0 +1,143 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"wf/engine/wftype"
+)
+
+// ClaimSlot is how many tasks of one (execution mode, task type) pair the
+// caller can run now, and the lease each claimed task gets.
+type ClaimSlot struct {
+	Mode     wftype.ExecutionMode
+	TaskType string
+	Max      int
+	Lease    time.Duration
+}
+
+// ClaimParams selects what ClaimTasks may take.
+type ClaimParams struct {
+	Owner string
+	Slots []ClaimSlot
+	Total int        // at most this many tasks in all
+	Now   *time.Time // nil: the database clock
+}
+
+// claimTasksSQL claims, in one statement, up to each pair's free slots and at
+// most $5 tasks in all, highest priority then oldest first. Each pair is read
+// from the partial index on PENDING rows with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers never wait on or take each other's rows.
+const claimTasksSQL = `
+WITH slots AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::float8[])
+        AS s(execution_mode, task_type, max_claim, lease_seconds)
+),
+candidates AS (
+    SELECT c.task_id, c."timestamp", s.lease_seconds
+    FROM slots s
+    CROSS JOIN LATERAL (
+        SELECT t.task_id, t."timestamp", t.priority, t.run_after
+        FROM tasks.tasks t
+        WHERE t.status = 'PENDING'
+          AND t.task_type = s.task_type
+          AND t.execution_mode = s.execution_mode
+          AND t.run_after <= coalesce($6::timestamptz, now())
+        ORDER BY t.priority DESC, t.run_after, t.task_id
+        LIMIT s.max_claim
+        FOR UPDATE SKIP LOCKED
+    ) c
+    ORDER BY c.priority DESC, c.run_after, c.task_id
+    LIMIT $5
+)
+UPDATE tasks.tasks t
+SET status            = 'ACTIVE',
+    owner_id          = $7,
+    attempts          = t.attempts + 1,
+    started_at        = coalesce($6::timestamptz, now()),
+    last_heartbeat_at = coalesce($6::timestamptz, now()),
+    locked_until      = coalesce($6::timestamptz, now()) + make_interval(secs => c.lease_seconds)
+FROM candidates c
+WHERE t.task_id = c.task_id AND t."timestamp" = c."timestamp"
+RETURNING ` + taskColumnsT
+
+// ClaimTasks moves up to Total PENDING tasks that are due to ACTIVE, owned by
+// Owner, and returns them. Pairs with no free slot are skipped.
+func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, error) {
+	var modes, types []string
+	var maxes []int32
+	var leases []float64
+	for _, sl := range p.Slots {
+		if sl.Max <= 0 {
+			continue
+		}
+		modes = append(modes, string(sl.Mode))
+		types = append(types, sl.TaskType)
+		maxes = append(maxes, int32(min(sl.Max, p.Total)))
+		leases = append(leases, sl.Lease.Seconds())
+	}
+	if len(types) == 0 || p.Total <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, claimTasksSQL, modes, types, maxes, leases, p.Total, p.Now, p.Owner)
+	if err != nil {
+		return nil, wrap("claiming tasks", err)
+	}
+	tasks, err := collectTasks(rows, "claiming tasks")
+	if err != nil {
+		return nil, err
+	}
+	// UPDATE … RETURNING has no order: hand tasks out highest priority, oldest first.
+	slices.SortFunc(tasks, func(a, b wftype.Task) int {
+		if a.Priority != b.Priority {
+			return b.Priority - a.Priority
+		}
+		if c := a.RunAfter.Compare(b.RunAfter); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
+	return tasks, nil
+}
+
+// ClaimSQL returns the claim statement, for EXPLAIN in tests and benchmarks.
+func ClaimSQL() string { return claimTasksSQL }
+
+// CountActive returns how many tasks of each type are ACTIVE across all
+// instances, for global concurrency limits. It reads the lease index only.
+func (s *Store) CountActive(ctx context.Context, taskTypes []string) (map[string]int, error) {
+	const q = `
+SELECT task_type, count(*) FROM tasks.tasks
+WHERE status = 'ACTIVE' AND task_type = ANY($1::text[])
+GROUP BY task_type`
+	rows, err := s.db.Query(ctx, q, taskTypes)
+	if err != nil {
+		return nil, wrap("counting active tasks", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, len(taskTypes))
+	for rows.Next() {
+		var tt string
+		var n int
+		if err := rows.Scan(&tt, &n); err != nil {
+			return nil, wrap("counting active tasks", err)
+		}
+		out[tt] = n
+	}
+	return out, wrap("counting active tasks", rows.Err())
+}
+
+// HasDueTasks reports whether any PENDING task of the given types is due. It
+// is the one cheap query an idle follower runs per poll interval.
+func (s *Store) HasDueTasks(ctx context.Context, taskTypes []string) (bool, error) {
+	const q = `
+SELECT EXISTS (
+    SELECT 1 FROM tasks.tasks
+    WHERE status = 'PENDING' AND task_type = ANY($1::text[]) AND run_after <= now()
+)`
+	var ok bool
+	err := s.db.QueryRow(ctx, q, taskTypes).Scan(&ok)
+	return ok, wrap("looking for due tasks", err)
+}

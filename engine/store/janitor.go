@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"wf/engine/wftype"
+)
+
+// ExpiredLeases returns ACTIVE tasks whose lease ended before now (their
+// instance died or stalled), at most limit, locking them (SKIP LOCKED) for the
+// caller's transaction so two janitors never decide on the same task.
+func (s *Store) ExpiredLeases(ctx context.Context, now *time.Time, limit int) ([]wftype.Task, error) {
+	const q = `
+SELECT ` + taskColumns + `
+FROM tasks.tasks
+WHERE status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
+ORDER BY locked_until
+LIMIT $2
+FOR UPDATE SKIP LOCKED`
+	rows, err := s.db.Query(ctx, q, now, limit)
+	if err != nil {
+		return nil, wrap("finding expired leases", err)
+	}
+	return collectTasks(rows, "finding expired leases")
+}
+
+// DeadLetterOrphans moves PENDING and ACTIVE tasks whose tenant no longer
+// exists in catalog.catalogs (other than "system") to DEAD_LETTER, writing a
+// task.dead_lettered event for each, and returns how many it moved.
+func (s *Store) DeadLetterOrphans(ctx context.Context, limit int) (int, error) {
+	const q = `
+WITH orphans AS (
+    SELECT t.task_id, t."timestamp"
+    FROM tasks.tasks t
+    WHERE t.status IN ('PENDING', 'ACTIVE')
+      AND t.schema_name <> 'system'
+      AND NOT EXISTS (SELECT 1 FROM catalog.catalogs c WHERE c.schema_name = t.schema_name)
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    UPDATE tasks.tasks t
+    SET status = 'DEAD_LETTER', finished_at = now(), locked_until = NULL,
+        error = 'tenant ' || t.schema_name || ' no longer exists'
+    FROM orphans o
+    WHERE t.task_id = o.task_id AND t."timestamp" = o."timestamp"
+    RETURNING t.task_id, t.task_type, t.schema_name, t.error, t.retry_count, t.attempts
+),
+events AS (
+    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload)
+    SELECT tasks.uuid_v7(e.at), e.at, 'task.dead_lettered', 'CATALOG', m.schema_name,
+           jsonb_build_object('task_id', m.task_id, 'task_type', m.task_type, 'status', 'DEAD_LETTER',
+                              'error', m.error, 'retry_count', m.retry_count, 'attempts', m.attempts)
+    FROM moved m CROSS JOIN LATERAL (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) e
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM events)`
+	var moved, events int
+	err := s.db.QueryRow(ctx, q, limit).Scan(&moved, &events)
+	return moved, wrap("dead-lettering orphaned tasks", err)
+}

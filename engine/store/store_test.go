@@ -1,0 +1,428 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/dbtest"
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+type bundle struct {
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	store *store.Store
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	return &bundle{ctx: context.Background(), pool: pool, store: store.New(pool)}
+}
+
+func newTask(taskType string) store.NewTask {
+	return store.NewTask{
+		SchemaName: wftype.SystemSchema, Scope: wftype.ScopeSystem, ExecutionMode: wftype.ModeAsync,
+		TaskType: taskType, Inputs: json.RawMessage(`{"n":1}`), MaxRetries: 3,
+	}
+}
+
+func TestIDTimeRoundTrip(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 31, 23, 59, 59, 999_000_000, time.UTC)
+	id, err := store.NewIDAt(at)
+	require.NoError(t, err)
+	require.True(t, store.IsV7(id))
+	require.Equal(t, at, store.IDTime(id))
+	id2, ts, err := store.NewID()
+	require.NoError(t, err)
+	require.Equal(t, ts, store.IDTime(id2))
+}
+
+func TestInsertGetAndDedup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := newTask("noop")
+	a.DedupKey = "k1"
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{a, newTask("noop")})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	require.False(t, res[0].Duplicate)
+	require.Equal(t, wftype.StatusPending, res[0].Task.Status)
+	require.Equal(t, store.IDTime(res[0].Task.ID), res[0].Task.Timestamp)
+
+	got, err := b.store.GetTask(b.ctx, res[0].Task.ID)
+	require.NoError(t, err)
+	require.Equal(t, "k1", *got.DedupKey)
+	require.JSONEq(t, `{"n":1}`, string(got.Inputs))
+
+	again := newTask("noop")
+	again.DedupKey = "k1"
+	res2, err := b.store.InsertTasks(b.ctx, []store.NewTask{again})
+	require.NoError(t, err)
+	require.True(t, res2[0].Duplicate)
+	require.Equal(t, res[0].Task.ID, res2[0].Task.ID)
+
+	_, err = b.store.GetTask(b.ctx, uuid.Must(store.NewIDAt(time.Now())))
+	require.ErrorIs(t, err, wftype.ErrNotFound)
+}
+
+// TestDedupConcurrent: 100 concurrent enqueues with one key make one task.
+func TestDedupConcurrent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var wg sync.WaitGroup
+	ids := make([]uuid.UUID, 100)
+	dups := make([]bool, 100)
+	errs := make([]error, 100)
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nt := newTask("noop")
+			nt.DedupKey = "same"
+			res, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ids[i], dups[i] = res[0].Task.ID, res[0].Duplicate
+		}()
+	}
+	wg.Wait()
+	inserted := 0
+	for i := range 100 {
+		require.NoError(t, errs[i])
+		require.Equal(t, ids[0], ids[i])
+		if !dups[i] {
+			inserted++
+		}
+	}
+	require.Equal(t, 1, inserted)
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE dedup_key = 'same'`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// TestDedupAcrossMonthBoundary: a PENDING task in one month's partition
+// blocks the same key in the next month's, concurrently too.
+func TestDedupAcrossMonthBoundary(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	jan := time.Date(2031, 1, 31, 23, 59, 59, 0, time.UTC)
+	feb := time.Date(2031, 2, 1, 0, 0, 1, 0, time.UTC)
+	_, err := b.store.EnsurePartitions(b.ctx, jan, 2)
+	require.NoError(t, err)
+
+	first := newTask("noop")
+	first.ID = uuid.Must(store.NewIDAt(jan))
+	first.DedupKey = "month-key"
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{first})
+	require.NoError(t, err)
+	require.False(t, res[0].Duplicate)
+
+	var wg sync.WaitGroup
+	results := make([]store.InsertResult, 20)
+	errs := make([]error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nt := newTask("noop")
+			nt.ID = uuid.Must(store.NewIDAt(feb.Add(time.Duration(i) * time.Millisecond)))
+			nt.DedupKey = "month-key"
+			r, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
+			errs[i] = err
+			if err == nil {
+				results[i] = r[0]
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 20 {
+		require.NoError(t, errs[i])
+		require.True(t, results[i].Duplicate)
+		require.Equal(t, first.ID, results[i].Task.ID)
+	}
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE dedup_key = 'month-key'`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// Once the first finishes, the key is free again.
+	claimed := claimAll(t, b, "noop", 10)
+	require.Len(t, claimed, 1)
+	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{{ID: first.ID, Status: wftype.StatusCompleted}})
+	require.NoError(t, err)
+	nt := newTask("noop")
+	nt.ID = uuid.Must(store.NewIDAt(feb))
+	nt.DedupKey = "month-key"
+	r, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
+	require.NoError(t, err)
+	require.False(t, r[0].Duplicate)
+
+	// Requeueing the finished one now conflicts with the live holder.
+	_, err = b.store.RequeueTask(b.ctx, first.ID)
+	require.ErrorIs(t, err, wftype.ErrConflict)
+}
+
+func claimAll(t *testing.T, b *bundle, taskType string, n int) []wftype.Task {
+	t.Helper()
+	got, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{
+		Owner: "w1", Total: n,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: taskType, Max: n, Lease: time.Minute}},
+	})
+	require.NoError(t, err)
+	return got
+}
+
+func TestClaimOrderLimitsAndModes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var batch []store.NewTask
+	for i := range 5 {
+		nt := newTask("a")
+		nt.Priority = i % 2
+		batch = append(batch, nt)
+	}
+	syncTask := newTask("a")
+	syncTask.ExecutionMode = wftype.ModeSync
+	later := newTask("b")
+	future := time.Now().Add(time.Hour)
+	later.RunAfter = &future
+	batch = append(batch, syncTask, later, newTask("b"))
+	_, err := b.store.InsertTasks(b.ctx, batch)
+	require.NoError(t, err)
+
+	got, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{
+		Owner: "w1", Total: 3,
+		Slots: []store.ClaimSlot{
+			{Mode: wftype.ModeAsync, TaskType: "a", Max: 10, Lease: time.Minute},
+			{Mode: wftype.ModeAsync, TaskType: "b", Max: 10, Lease: time.Minute},
+		},
+	})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	// Priority 1 tasks first.
+	require.Equal(t, 1, got[0].Priority)
+	for _, tk := range got {
+		require.Equal(t, wftype.StatusActive, tk.Status)
+		require.Equal(t, "w1", *tk.OwnerID)
+		require.Equal(t, 1, tk.Attempts)
+		require.NotNil(t, tk.LockedUntil)
+		require.Equal(t, wftype.ModeAsync, tk.ExecutionMode)
+	}
+	// Per-pair max is honoured.
+	got, err = b.store.ClaimTasks(b.ctx, store.ClaimParams{
+		Owner: "w1", Total: 100,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "a", Max: 1, Lease: time.Minute}},
+	})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	// The future task of b is not due; the due one is claimed.
+	got = claimAll(t, b, "b", 10)
+	require.Len(t, got, 1)
+	// The remaining async a's, never the sync one.
+	got = claimAll(t, b, "a", 10)
+	require.Len(t, got, 1)
+	// With a clock an hour ahead, the future task is due.
+	ahead := time.Now().Add(2 * time.Hour)
+	got, err = b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w2", Total: 10, Now: &ahead,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "b", Max: 10, Lease: time.Minute}}})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+}
+
+// TestClaimExactlyOnce: 8 claimers racing over 2,000 tasks take each exactly once.
+func TestClaimExactlyOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const total = 2000
+	batch := make([]store.NewTask, total)
+	for i := range batch {
+		batch[i] = newTask("noop")
+	}
+	_, err := b.store.InsertTasks(b.ctx, batch)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	seen := map[uuid.UUID]string{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("w%d", w)
+			for {
+				got, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: owner, Total: 37,
+					Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 37, Lease: time.Minute}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range got {
+					if prev, dup := seen[tk.ID]; dup {
+						t.Errorf("task %s claimed by %s and %s", tk.ID, prev, owner)
+					}
+					seen[tk.ID] = owner
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, total)
+}
+
+func TestFinishRetryDeadLetterAndEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("x"), newTask("x"), newTask("x")})
+	require.NoError(t, err)
+	claimed := claimAll(t, b, "x", 10)
+	require.Len(t, claimed, 3)
+	msg := "boom"
+	retryAt := time.Now().Add(time.Hour)
+	done, err := b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{
+		{ID: res[0].Task.ID, Status: wftype.StatusCompleted, Outputs: json.RawMessage(`{"ok":true}`)},
+		{ID: res[1].Task.ID, Status: wftype.StatusPending, Error: &msg, RetryCount: 1, RunAfter: &retryAt},
+		{ID: res[2].Task.ID, Status: wftype.StatusDeadLetter, Error: &msg, RetryCount: 3},
+	})
+	require.NoError(t, err)
+	require.Len(t, done, 3)
+
+	t0, _ := b.store.GetTask(b.ctx, res[0].Task.ID)
+	require.Equal(t, wftype.StatusCompleted, t0.Status)
+	require.JSONEq(t, `{"ok":true}`, string(t0.Outputs))
+	require.NotNil(t, t0.FinishedAt)
+	t1, _ := b.store.GetTask(b.ctx, res[1].Task.ID)
+	require.Equal(t, wftype.StatusPending, t1.Status)
+	require.Equal(t, 1, t1.RetryCount)
+	require.Nil(t, t1.OwnerID)
+	require.WithinDuration(t, retryAt, t1.RunAfter, time.Millisecond)
+	t2, _ := b.store.GetTask(b.ctx, res[2].Task.ID)
+	require.Equal(t, wftype.StatusDeadLetter, t2.Status)
+
+	var evType string
+	var payload map[string]any
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT event_type, payload FROM tasks.events`).Scan(&evType, &payload))
+	require.Equal(t, "task.dead_lettered", evType)
+	require.Equal(t, res[2].Task.ID.String(), payload["task_id"])
+
+	// A second finish of the same task changes nothing (not ACTIVE any more).
+	done, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{{ID: res[0].Task.ID, Status: wftype.StatusFailed}})
+	require.NoError(t, err)
+	require.Empty(t, done)
+	// Requeue the dead letter.
+	rq, err := b.store.RequeueTask(b.ctx, res[2].Task.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusPending, rq.Status)
+	require.Equal(t, 0, rq.RetryCount)
+	_, err = b.store.RequeueTask(b.ctx, res[2].Task.ID)
+	require.ErrorIs(t, err, wftype.ErrConflict)
+}
+
+func TestHeartbeatOwnershipReleaseAndCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("x"), newTask("x"), newTask("x")})
+	require.NoError(t, err)
+	claimed := claimAll(t, b, "x", 10)
+	require.Len(t, claimed, 3)
+	_, err = b.store.CancelTask(b.ctx, res[0].Task.ID)
+	require.NoError(t, err)
+
+	leases := []store.Lease{{ID: res[0].Task.ID, Lease: time.Minute}, {ID: res[1].Task.ID, Lease: time.Minute}, {ID: res[2].Task.ID, Lease: time.Minute}}
+	held, err := b.store.Heartbeat(b.ctx, "w1", leases, nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{res[1].Task.ID, res[2].Task.ID}, held)
+	held, err = b.store.Heartbeat(b.ctx, "someone-else", leases, nil)
+	require.NoError(t, err)
+	require.Empty(t, held)
+
+	released, err := b.store.ReleaseTasks(b.ctx, "w1", []uuid.UUID{res[1].Task.ID})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{res[1].Task.ID}, released)
+	t1, _ := b.store.GetTask(b.ctx, res[1].Task.ID)
+	require.Equal(t, wftype.StatusPending, t1.Status)
+	require.Equal(t, 0, t1.Attempts)
+	require.Equal(t, 0, t1.RetryCount)
+}
+
+func TestExpiredLeasesAndOrphans(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO catalog.catalogs (catalog_id, schema_name) VALUES ('alive', 's_alive')`)
+	require.NoError(t, err)
+	alive, gone := newTask("x"), newTask("x")
+	alive.SchemaName, alive.Scope = "s_alive", wftype.ScopeCatalog
+	gone.SchemaName, gone.Scope = "s_gone", wftype.ScopeCatalog
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("y"), alive, gone})
+	require.NoError(t, err)
+
+	n, err := b.store.DeadLetterOrphans(b.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	g, _ := b.store.GetTask(b.ctx, res[2].Task.ID)
+	require.Equal(t, wftype.StatusDeadLetter, g.Status)
+	require.Contains(t, *g.Error, "s_gone")
+
+	claimAll(t, b, "y", 1)
+	future := time.Now().Add(2 * time.Minute)
+	err = b.store.InTx(b.ctx, func(tx *store.Store) error {
+		exp, err := tx.ExpiredLeases(b.ctx, nil, 10)
+		require.NoError(t, err)
+		require.Empty(t, exp)
+		exp, err = tx.ExpiredLeases(b.ctx, &future, 10)
+		require.NoError(t, err)
+		require.Len(t, exp, 1)
+		done, err := tx.FinishTasks(b.ctx, store.FinishParams{ExpiredBefore: &future}, []store.Finish{
+			{ID: exp[0].ID, Status: wftype.StatusPending, RetryCount: 1},
+		})
+		require.Len(t, done, 1)
+		return err
+	})
+	require.NoError(t, err)
+}
+
+func TestListTasksKeyset(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	batch := make([]store.NewTask, 25)
+	for i := range batch {
+		batch[i] = newTask("l")
+	}
+	_, err := b.store.InsertTasks(b.ctx, batch)
+	require.NoError(t, err)
+	seen := map[uuid.UUID]bool{}
+	f := store.TaskFilter{TaskTypes: []string{"l"}, Statuses: []wftype.TaskStatus{wftype.StatusPending}, Limit: 10}
+	for {
+		page, err := b.store.ListTasks(b.ctx, f)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, tk := range page {
+			require.False(t, seen[tk.ID])
+			seen[tk.ID] = true
+		}
+		last := page[len(page)-1]
+		f.AfterTime, f.AfterID = &last.Timestamp, &last.ID
+	}
+	require.Len(t, seen, 25)
+}

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/wftype"
+)
+
+// taskColumns is the column list every task query returns, in scanTask's order.
+const taskColumns = `task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, dedup_key,
+    inputs, outputs, progress, error, priority, retry_count, max_retries, attempts, owner_id,
+    run_after, locked_until, started_at, finished_at, last_heartbeat_at`
+
+// taskColumnsT is taskColumns qualified with the alias t.
+const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execution_mode, t.task_type, t.status, t.dedup_key,
+    t.inputs, t.outputs, t.progress, t.error, t.priority, t.retry_count, t.max_retries, t.attempts, t.owner_id,
+    t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at`
+
+func scanTask(row pgx.Row) (wftype.Task, error) {
+	var t wftype.Task
+	var scope, mode, status string
+	var inputs, outputs, progress []byte
+	err := row.Scan(&t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
+		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
+		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt)
+	if err != nil {
+		return t, err
+	}
+	t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
+	t.Inputs, t.Outputs, t.Progress = inputs, outputs, progress
+	utcTimes(&t)
+	return t, nil
+}
+
+// utcTimes presents every time of a task in UTC, whatever the session's zone.
+func utcTimes(t *wftype.Task) {
+	t.Timestamp, t.RunAfter = t.Timestamp.UTC(), t.RunAfter.UTC()
+	for _, p := range []**time.Time{&t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt} {
+		if *p != nil {
+			u := (*p).UTC()
+			*p = &u
+		}
+	}
+}
+
+func collectTasks(rows pgx.Rows, doing string) ([]wftype.Task, error) {
+	defer rows.Close()
+	var out []wftype.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, wrap(doing, err)
+		}
+		out = append(out, t)
+	}
+	return out, wrap(doing, rows.Err())
+}
+
+// NewTask is one task to insert.
+type NewTask struct {
+	ID            uuid.UUID // optional: a UUIDv7 is generated when zero
+	SchemaName    string
+	Scope         wftype.Scope
+	ExecutionMode wftype.ExecutionMode
+	TaskType      string
+	DedupKey      string // "" means no deduplication
+	Inputs        json.RawMessage
+	Priority      int
+	MaxRetries    int
+	RunAfter      *time.Time // nil means now
+}
+
+// InsertResult is the outcome of inserting one NewTask.
+type InsertResult struct {
+	Task wftype.Task
+	// Duplicate is true when a live task already held the dedup key: Task is
+	// that existing task and nothing was inserted.
+	Duplicate bool
+}
+
+const insertTasksSQL = `
+WITH input AS (
+    SELECT *
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
+                $7::text[], $8::jsonb[], $9::smallint[], $10::int[], $11::timestamptz[])
+         AS i(task_id, ts, schema_name, scope, execution_mode, task_type, dedup_key, inputs, priority, max_retries, run_after)
+),
+dedup AS (
+    INSERT INTO tasks.task_dedup (dedup_key, task_id, task_timestamp)
+    SELECT dedup_key, task_id, ts FROM input WHERE dedup_key IS NOT NULL
+    ON CONFLICT (dedup_key) DO NOTHING
+    RETURNING task_id
+),
+inserted AS (
+    INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, dedup_key,
+                             inputs, priority, max_retries, run_after)
+    SELECT i.task_id, i.ts, i.schema_name, i.scope, i.execution_mode, i.task_type, i.dedup_key,
+           i.inputs, i.priority, i.max_retries, coalesce(i.run_after, now())
+    FROM input i
+    WHERE i.dedup_key IS NULL OR i.task_id IN (SELECT task_id FROM dedup)
+    RETURNING ` + taskColumns + `
+),
+notified AS (
+    SELECT count(pg_notify($12, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM inserted) q
+)
+SELECT ` + taskColumns + ` FROM inserted, notified`
+
+const existingByDedupSQL = `
+SELECT d.dedup_key, ` + taskColumnsT + `
+FROM tasks.task_dedup d
+JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp
+WHERE d.dedup_key = ANY($1::text[])`
+
+// InsertTasks inserts tasks as PENDING in one statement (whatever their
+// number) and notifies the queued channel once per task type, in the same
+// transaction as the caller's when the store runs on one. A task whose dedup
+// key is held by a live task is not inserted; its result is the existing task
+// with Duplicate set. Two tasks in one call with the same key: the first wins.
+// The partitions for the tasks' months must exist (EnsurePartitions).
+func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	n := len(tasks)
+	ids := make([]uuid.UUID, n)
+	ts := make([]time.Time, n)
+	schemas, scopes, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dedups := make([]*string, n)
+	inputs := make([][]byte, n)
+	prios := make([]int16, n)
+	maxRetries := make([]int32, n)
+	runAfter := make([]*time.Time, n)
+	for i := range tasks {
+		t := &tasks[i]
+		if t.ID == uuid.Nil {
+			id, _, err := NewID()
+			if err != nil {
+				return nil, err
+			}
+			t.ID = id
+		}
+		if !IsV7(t.ID) {
+			return nil, fmt.Errorf("error inserting task: id %s is not a UUIDv7", t.ID)
+		}
+		ids[i], ts[i] = t.ID, IDTime(t.ID)
+		schemas[i], scopes[i], modes[i], types[i] = t.SchemaName, string(t.Scope), string(t.ExecutionMode), t.TaskType
+		if t.DedupKey != "" {
+			k := t.DedupKey
+			dedups[i] = &k
+		}
+		inputs[i] = t.Inputs
+		if len(inputs[i]) == 0 {
+			inputs[i] = []byte("{}")
+		}
+		prios[i], maxRetries[i], runAfter[i] = int16(t.Priority), int32(t.MaxRetries), t.RunAfter
+	}
+	rows, err := s.db.Query(ctx, insertTasksSQL, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
+		maxRetries, runAfter, s.channels.TaskQueued)
+	if err != nil {
+		return nil, wrap("inserting tasks", err)
+	}
+	inserted, err := collectTasks(rows, "inserting tasks")
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]wftype.Task, len(inserted))
+	for _, t := range inserted {
+		byID[t.ID] = t
+	}
+	results := make([]InsertResult, n)
+	var dupKeys []string
+	for i, t := range tasks {
+		if row, ok := byID[t.ID]; ok {
+			results[i] = InsertResult{Task: row}
+			continue
+		}
+		dupKeys = append(dupKeys, t.DedupKey)
+	}
+	if len(dupKeys) == 0 {
+		return results, nil
+	}
+	existing, err := s.tasksByDedupKey(ctx, dupKeys)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range tasks {
+		if _, ok := byID[t.ID]; ok {
+			continue
+		}
+		row, ok := existing[t.DedupKey]
+		if !ok {
+			// The holder finished between the two statements: the caller may retry.
+			return nil, fmt.Errorf("error inserting task with dedup key %q: the task holding it just finished, retry: %w", t.DedupKey, wftype.ErrConflict)
+		}
+		results[i] = InsertResult{Task: row, Duplicate: true}
+	}
+	return results, nil
+}
+
+func (s *Store) tasksByDedupKey(ctx context.Context, keys []string) (map[string]wftype.Task, error) {
+	rows, err := s.db.Query(ctx, existingByDedupSQL, keys)
+	if err != nil {
+		return nil, wrap("looking up deduplicated tasks", err)
+	}
+	defer rows.Close()
+	out := make(map[string]wftype.Task, len(keys))
+	for rows.Next() {
+		var key string
+		var t wftype.Task
+		var scope, mode, status string
+		var in, outp, prog []byte
+		if err := rows.Scan(&key, &t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
+			&in, &outp, &prog, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
+			&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt); err != nil {
+			return nil, wrap("reading deduplicated tasks", err)
+		}
+		t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
+		t.Inputs, t.Outputs, t.Progress = in, outp, prog
+		utcTimes(&t)
+		out[key] = t
+	}
+	return out, wrap("looking up deduplicated tasks", rows.Err())
+}
+
+// GetTask returns one task by id. The id's embedded time prunes the look-up
+// to one partition.
+func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
+	const q = `SELECT ` + taskColumns + ` FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
+	t, err := scanTask(s.db.QueryRow(ctx, q, id, IDTime(id)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+	}
+	return t, wrap("reading task", err)
+}
+
+// TaskFilter selects tasks for ListTasks. Zero fields do not filter.
+type TaskFilter struct {
+	Statuses    []wftype.TaskStatus
+	TaskTypes   []string
+	SchemaNames []string
+	From, To    *time.Time // creation time range, [From, To)
+	// After is the keyset cursor: tasks strictly older than this (timestamp, id).
+	AfterTime *time.Time
+	AfterID   *uuid.UUID
+	Limit     int // default 100, at most 1000
+}
+
+// ListTasks returns tasks newest first, filtered, one page at a time (keyset
+// pagination on (timestamp, task_id)).
+func (s *Store) ListTasks(ctx context.Context, f TaskFilter) ([]wftype.Task, error) {
+	const q = `
+SELECT ` + taskColumns + `
+FROM tasks.tasks
+WHERE ($1::text[] IS NULL OR status = ANY($1))
+  AND ($2::text[] IS NULL OR task_type = ANY($2))
+  AND ($3::text[] IS NULL OR schema_name = ANY($3))
+  AND ($4::timestamptz IS NULL OR "timestamp" >= $4)
+  AND ($5::timestamptz IS NULL OR "timestamp" < $5)
+  AND ($6::timestamptz IS NULL OR ("timestamp", task_id) < ($6, $7::uuid))
+ORDER BY "timestamp" DESC, task_id DESC
+LIMIT $8`
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	var statuses []string
+	for _, st := range f.Statuses {
+		statuses = append(statuses, string(st))
+	}
+	rows, err := s.db.Query(ctx, q, nilIfEmpty(statuses), nilIfEmpty(f.TaskTypes), nilIfEmpty(f.SchemaNames),
+		f.From, f.To, f.AfterTime, f.AfterID, limit)
+	if err != nil {
+		return nil, wrap("listing tasks", err)
+	}
+	return collectTasks(rows, "listing tasks")
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// RequeueTask puts a DEAD_LETTER, FAILED or CANCELLED task back to PENDING
+// with its retries reset. It fails with ErrConflict when the task is live, or
+// when another live task now holds its dedup key.
+func (s *Store) RequeueTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
+	const q = `
+WITH requeued AS (
+    UPDATE tasks.tasks
+    SET status = 'PENDING', retry_count = 0, run_after = now(), owner_id = NULL, locked_until = NULL,
+        finished_at = NULL, error = NULL
+    WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('DEAD_LETTER', 'FAILED', 'CANCELLED')
+    RETURNING ` + taskColumns + `
+),
+notified AS (SELECT count(pg_notify($3, task_type)) AS n FROM requeued)
+SELECT ` + taskColumns + ` FROM requeued, notified`
+	t, err := scanTask(s.db.QueryRow(ctx, q, id, IDTime(id), s.channels.TaskQueued))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, gerr := s.GetTask(ctx, id); gerr != nil {
+			return t, gerr
+		}
+		return t, fmt.Errorf("task %s is not DEAD_LETTER, FAILED or CANCELLED: %w", id, wftype.ErrConflict)
+	case IsUniqueViolation(err):
+		return t, fmt.Errorf("task %s: another live task holds its dedup key: %w", id, wftype.ErrConflict)
+	}
+	return t, wrap("requeueing task", err)
+}
+
+// CancelTask moves a PENDING or ACTIVE task to CANCELLED and notifies the
+// status channel with "CANCELLED:<id>", so the instance running it stops its
+// runner (at the latest at its next heartbeat).
+func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
+	const q = `
+WITH cancelled AS (
+    UPDATE tasks.tasks
+    SET status = 'CANCELLED', finished_at = now(), locked_until = NULL, error = coalesce(error, 'cancelled')
+    WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('PENDING', 'ACTIVE')
+    RETURNING ` + taskColumns + `
+),
+notified AS (SELECT count(pg_notify($3, 'CANCELLED:' || task_id::text)) AS n FROM cancelled)
+SELECT ` + taskColumns + ` FROM cancelled, notified`
+	t, err := scanTask(s.db.QueryRow(ctx, q, id, IDTime(id), s.channels.TaskStatusChanged))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, gerr := s.GetTask(ctx, id); gerr != nil {
+			return t, gerr
+		}
+		return t, fmt.Errorf("task %s is not PENDING or ACTIVE: %w", id, wftype.ErrConflict)
+	}
+	return t, wrap("cancelling task", err)
+}

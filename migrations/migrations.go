@@ -1,0 +1,10 @@
+// Package migrations embeds wf's numbered SQL migrations. They are applied by
+// `wf migrate up` and by `wf run` at start (see engine/dbmigrate).
+package migrations
+
+import "embed"
+
+// FS holds the migration files, named NNN_description.sql.
+//
+//go:embed *.sql
+var FS embed.FS
