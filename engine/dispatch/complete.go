@@ -1,0 +1,86 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// maxErrorLen bounds the error text stored on a task.
+const maxErrorLen = 8 << 10
+
+// complete writes outcomes in batches: every FlushSize results or
+// FlushInterval after the first one waiting, whichever comes first. The bounded
+// channel makes finishing runs wait when writes fall behind (back-pressure). A
+// failed write is retried until it succeeds or the dispatcher stops; a result
+// never written is not lost, only re-run after its lease expires.
+func (d *Dispatcher) complete() {
+	batch := make([]result, 0, d.cfg.FlushSize)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		d.flush(batch)
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case r, ok := <-d.done:
+			if !ok {
+				flush()
+				return
+			}
+			if len(batch) == 0 {
+				timer.Reset(d.cfg.FlushInterval)
+			}
+			batch = append(batch, r)
+			if len(batch) >= d.cfg.FlushSize {
+				timer.Stop()
+				flush()
+			}
+		case <-timer.C:
+			flush()
+		}
+	}
+}
+
+func (d *Dispatcher) flush(batch []result) {
+	now := d.cfg.Clock.Now()
+	outcomes := make([]store.Finish, len(batch))
+	statuses := make([]wftype.TaskStatus, len(batch))
+	for i, r := range batch {
+		status, retries, runAfter := Decide(&r.task, r.err, now, r.rule.Backoff)
+		o := store.Finish{ID: r.task.ID, Status: status, RetryCount: retries, RunAfter: runAfter, Outputs: r.outputs}
+		if r.err != nil {
+			msg := r.err.Error()
+			if len(msg) > maxErrorLen {
+				msg = msg[:maxErrorLen] + "…"
+			}
+			o.Error = &msg
+		}
+		outcomes[i], statuses[i] = o, status
+	}
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := d.cfg.Store.FinishTasks(ctx, store.FinishParams{Owner: d.cfg.Owner, Now: d.cfg.Clock.DBNow()}, outcomes)
+		cancel()
+		if err == nil {
+			break
+		}
+		if attempt >= 9 {
+			d.log.Error("giving up writing results; the tasks will run again when their leases expire", "tasks", len(batch), "err", err)
+			return
+		}
+		d.log.Warn("writing results failed; retrying", "tasks", len(batch), "err", err)
+		time.Sleep(time.Duration(attempt+1) * 500 * time.Millisecond)
+	}
+	if d.cfg.Observer != nil {
+		for i := range batch {
+			d.cfg.Observer.Finished(&batch[i].task, statuses[i], batch[i].ran)
+		}
+	}
+}

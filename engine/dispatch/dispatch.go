@@ -1,0 +1,521 @@
+// Package dispatch claims tasks this instance can run and runs them: one
+// batched claim per wake-up for as many tasks as there are free slots, a
+// goroutine per task on the runner the capability map names, one batched
+// heartbeat per interval, and batched completion. It is the seed's Dispatcher,
+// BatchedHeartbeat and complete/fail path.
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"wf/engine/clock"
+	"wf/engine/signalbus"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	Store *store.Store
+	// Owner is this instance's id, written to claimed rows.
+	Owner string
+	// Capabilities says which runner runs each pair; only these are claimed.
+	Capabilities runners.CapabilityMap
+	// Rules per pair; a pair without one gets the defaults.
+	Rules map[runners.Pair]Rule
+	// Slots is how many tasks run at once in this instance. Default 100.
+	Slots int
+	// HeartbeatInterval is how often leases are extended. Default 30s.
+	HeartbeatInterval time.Duration
+	// FlushInterval and FlushSize batch completions. Defaults 5ms and 1000.
+	FlushInterval time.Duration
+	FlushSize     int
+	// Grace is how long running tasks may finish after Run's context ends;
+	// the rest are handed back to PENDING. Default 30s.
+	Grace time.Duration
+	// Bus wakes the dispatcher (signalbus.TaskQueued) and carries cancellations.
+	Bus *signalbus.Bus
+	// Reporters builds the reporter of a task run; nil discards records.
+	Reporters func(task *wftype.Task) (reporters.Reporter, error)
+	// Clock is the time source. Default the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Observer, when set, is told about claims and outcomes (metrics).
+	Observer Observer
+}
+
+// Observer receives the dispatcher's events; implementations must be fast.
+type Observer interface {
+	Claimed(tasks []wftype.Task, took time.Duration)
+	Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration)
+}
+
+// Dispatcher claims and runs tasks. Create it with New and call Run once.
+type Dispatcher struct {
+	cfg   Config
+	log   *slog.Logger
+	waker *signalbus.Waker
+	rules map[runners.Pair]Rule
+	types []string
+	done  chan result
+
+	mu      sync.Mutex
+	running map[uuid.UUID]*run
+	perType map[runners.Pair]int
+	backlog bool // the last claim filled every free slot: more may wait
+	wg      sync.WaitGroup
+	idle    chan struct{} // closed and replaced whenever nothing runs
+}
+
+type run struct {
+	task      wftype.Task
+	rule      Rule
+	cancel    context.CancelCauseFunc
+	started   time.Time
+	leaseLost bool // result must be discarded
+	shutdown  bool // cancelled by shutdown: hand back, count nothing
+}
+
+type result struct {
+	task    wftype.Task
+	rule    Rule
+	outputs json.RawMessage
+	err     error
+	ran     time.Duration
+}
+
+var (
+	errLeaseLost = errors.New("lease lost: the task was cancelled, rescued or taken over")
+	errShutdown  = errors.New("instance shutting down")
+	errTimeout   = errors.New("run timeout exceeded")
+)
+
+// New validates cfg, fills defaults and returns a Dispatcher.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Store == nil || cfg.Bus == nil || cfg.Owner == "" {
+		return nil, errors.New("error creating dispatcher: store, bus and owner are required")
+	}
+	cfg.Slots = cmp.Or(cfg.Slots, 100)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 5*time.Millisecond)
+	cfg.FlushSize = cmp.Or(cfg.FlushSize, 1000)
+	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Reporters == nil {
+		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
+	}
+	d := &Dispatcher{
+		cfg:     cfg,
+		log:     cfg.Logger.With("owner", cfg.Owner),
+		waker:   signalbus.NewWaker(),
+		rules:   map[runners.Pair]Rule{},
+		done:    make(chan result, cfg.FlushSize*2),
+		running: map[uuid.UUID]*run{},
+		perType: map[runners.Pair]int{},
+		idle:    make(chan struct{}),
+	}
+	close(d.idle)
+	seen := map[string]bool{}
+	for pair := range cfg.Capabilities {
+		r, ok := cfg.Rules[pair]
+		if !ok {
+			r = Rule{Pair: pair}
+		}
+		r.Pair = pair
+		d.rules[pair] = r.withDefaults()
+		if !seen[pair.TaskType] {
+			seen[pair.TaskType] = true
+			d.types = append(d.types, pair.TaskType)
+		}
+	}
+	sort.Strings(d.types)
+	return d, nil
+}
+
+// TaskTypes lists the task types this dispatcher can claim.
+func (d *Dispatcher) TaskTypes() []string { return append([]string(nil), d.types...) }
+
+// Running returns how many tasks run now.
+func (d *Dispatcher) Running() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.running)
+}
+
+// Run claims and runs tasks until ctx ends, then shuts down: no more claims,
+// running tasks get the grace period, the rest go back to PENDING at once,
+// and every finished result is written before Run returns.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	unsubWake := d.cfg.Bus.Subscribe(signalbus.TaskQueued, func(string) { d.waker.Wake() })
+	defer unsubWake()
+	unsubStatus := d.cfg.Bus.Subscribe(signalbus.TaskStatusChanged, d.onStatusChanged)
+	defer unsubStatus()
+
+	// Runs and the completer outlive ctx: they stop after the grace period.
+	runsCtx, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelRuns(errShutdown)
+	completerDone := make(chan struct{})
+	go func() { defer close(completerDone); d.complete() }()
+	hbCtx, stopHeartbeat := context.WithCancel(runsCtx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); d.heartbeat(hbCtx) }()
+
+	d.waker.Wake()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-d.waker.C():
+			d.claimUntilIdle(ctx, runsCtx)
+		}
+	}
+	d.shutdown(cancelRuns)
+	stopHeartbeat()
+	<-hbDone
+	close(d.done)
+	<-completerDone
+	return nil
+}
+
+// claimUntilIdle claims batch after batch while every batch comes back full.
+func (d *Dispatcher) claimUntilIdle(ctx, runsCtx context.Context) {
+	for ctx.Err() == nil {
+		full, err := d.claimOnce(ctx, runsCtx)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("claim failed; retrying at the next wake-up", "err", err)
+			}
+			return
+		}
+		if !full {
+			return
+		}
+	}
+}
+
+// claimOnce claims up to the free slots in one statement and starts the
+// tasks. It reports whether the claim filled every slot it asked for.
+func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context) (bool, error) {
+	slots, total := d.freeSlots()
+	if total == 0 {
+		d.mu.Lock()
+		d.backlog = true
+		d.mu.Unlock()
+		return false, nil
+	}
+	if err := d.applyGlobalLimits(ctx, slots); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	tasks, err := d.cfg.Store.ClaimTasks(ctx, store.ClaimParams{
+		Owner: d.cfg.Owner, Slots: slots, Total: total, Now: d.cfg.Clock.DBNow(),
+	})
+	if err != nil {
+		return false, err
+	}
+	if d.cfg.Observer != nil && len(tasks) > 0 {
+		d.cfg.Observer.Claimed(tasks, time.Since(start))
+	}
+	// A pair that got all it asked for may have more waiting: finishing
+	// runs then wake the dispatcher instead of waiting for a signal.
+	got := map[runners.Pair]int{}
+	for _, t := range tasks {
+		got[runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}]++
+	}
+	full := len(tasks) > 0 && len(tasks) == total
+	backlog := full
+	for _, s := range slots {
+		if s.Max > 0 && got[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}] >= s.Max {
+			backlog = true
+		}
+	}
+	d.mu.Lock()
+	d.backlog = backlog
+	d.mu.Unlock()
+	for i := range tasks {
+		d.start(runsCtx, tasks[i])
+	}
+	return full, nil
+}
+
+// freeSlots computes, per pair, how many more tasks this instance may run.
+func (d *Dispatcher) freeSlots() ([]store.ClaimSlot, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	total := d.cfg.Slots - len(d.running)
+	if total <= 0 {
+		return nil, 0
+	}
+	slots := make([]store.ClaimSlot, 0, len(d.rules))
+	for pair, r := range d.rules {
+		max := total
+		if r.PerInstance > 0 {
+			max = min(max, r.PerInstance-d.perType[pair])
+		}
+		if max <= 0 {
+			continue
+		}
+		slots = append(slots, store.ClaimSlot{Mode: pair.Mode, TaskType: pair.TaskType, Max: max, Lease: r.Lease})
+	}
+	if len(slots) == 0 {
+		return nil, 0
+	}
+	return slots, total
+}
+
+// applyGlobalLimits lowers the slots of types with a cluster-wide cap by the
+// number of their tasks ACTIVE anywhere. The count and the claim are not one
+// transaction, so two instances claiming at the same instant may overshoot a
+// cap by at most one batch; the next claims correct it.
+func (d *Dispatcher) applyGlobalLimits(ctx context.Context, slots []store.ClaimSlot) error {
+	var limited []string
+	for _, s := range slots {
+		if d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}].Global > 0 {
+			limited = append(limited, s.TaskType)
+		}
+	}
+	if len(limited) == 0 {
+		return nil
+	}
+	active, err := d.cfg.Store.CountActive(ctx, limited)
+	if err != nil {
+		return err
+	}
+	for i := range slots {
+		r := d.rules[runners.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}]
+		if r.Global > 0 {
+			slots[i].Max = min(slots[i].Max, r.Global-active[slots[i].TaskType])
+		}
+	}
+	return nil
+}
+
+// start runs one claimed task on its own goroutine.
+func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task) {
+	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
+	rule := d.rules[pair]
+	runner := d.cfg.Capabilities[pair]
+	runCtx, cancel := context.WithCancelCause(runsCtx)
+	r := &run{task: task, rule: rule, cancel: cancel, started: time.Now()}
+	d.mu.Lock()
+	if len(d.running) == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.running[task.ID] = r
+	d.perType[pair]++
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		outputs, err := d.execute(runCtx, runner, r)
+		cancel(nil)
+		d.finish(r, outputs, err)
+	}()
+}
+
+// execute runs the task with its timeout and reporter, turning a panic into an error.
+func (d *Dispatcher) execute(ctx context.Context, runner runners.Runner, r *run) (outputs json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("runner panicked", "task_id", r.task.ID, "task_type", r.task.TaskType, "panic", p)
+			err = fmt.Errorf("runner panicked: %v", p)
+		}
+	}()
+	if runner == nil {
+		return nil, wftype.Permanent(fmt.Errorf("no runner for %s %s", r.task.ExecutionMode, r.task.TaskType))
+	}
+	rep, err := d.cfg.Reporters(&r.task)
+	if err != nil {
+		return nil, fmt.Errorf("error creating reporters: %w", err)
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, r.rule.Timeout, errTimeout)
+	defer cancel()
+	outputs, err = runner.Run(runCtx, &r.task, rep)
+	if err == nil && runCtx.Err() != nil {
+		err = context.Cause(runCtx)
+	}
+	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	// The report is written whatever the outcome; its outputs join the task's.
+	finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer finishCancel()
+	extra, ferr := rep.Finish(finishCtx)
+	if ferr != nil && err == nil {
+		err = fmt.Errorf("error finishing reports: %w", ferr)
+	}
+	if err == nil {
+		outputs, err = mergeOutputs(outputs, extra)
+	}
+	return outputs, err
+}
+
+// mergeOutputs adds the reporters' outputs to the handler's JSON object.
+func mergeOutputs(outputs json.RawMessage, extra map[string]any) (json.RawMessage, error) {
+	if len(extra) == 0 {
+		return outputs, nil
+	}
+	merged := map[string]any{}
+	if len(outputs) > 0 && string(outputs) != "null" {
+		if err := json.Unmarshal(outputs, &merged); err != nil {
+			merged = map[string]any{"result": json.RawMessage(outputs)}
+		}
+	}
+	for k, v := range extra {
+		merged[k] = v
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding outputs: %w", err)
+	}
+	return b, nil
+}
+
+// finish frees the slot and queues the outcome for the batched write.
+func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
+	d.mu.Lock()
+	delete(d.running, r.task.ID)
+	pair := runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}
+	d.perType[pair]--
+	leaseLost, shutdown, backlog := r.leaseLost, r.shutdown, d.backlog
+	if len(d.running) == 0 {
+		close(d.idle)
+	}
+	d.mu.Unlock()
+	if backlog {
+		d.waker.Wake()
+	}
+	switch {
+	case leaseLost:
+		d.log.Info("result discarded: lease lost", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		return
+	case shutdown:
+		return // handed back by shutdown
+	}
+	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: time.Since(r.started)}
+}
+
+// onStatusChanged cancels a running task that was cancelled in the database.
+func (d *Dispatcher) onStatusChanged(payload string) {
+	const prefix = "CANCELLED:"
+	if len(payload) <= len(prefix) || payload[:len(prefix)] != prefix {
+		return
+	}
+	id, err := uuid.Parse(payload[len(prefix):])
+	if err != nil {
+		return
+	}
+	d.mu.Lock()
+	r, ok := d.running[id]
+	if ok {
+		r.leaseLost = true
+	}
+	d.mu.Unlock()
+	if ok {
+		r.cancel(errLeaseLost)
+	}
+}
+
+// shutdown waits up to Grace for running tasks, then cancels and hands back the rest.
+func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
+	d.mu.Lock()
+	idle := d.idle
+	n := len(d.running)
+	d.mu.Unlock()
+	if n > 0 {
+		d.log.Info("shutting down: waiting for running tasks", "running", n, "grace", d.cfg.Grace)
+	}
+	select {
+	case <-idle:
+	case <-time.After(d.cfg.Grace):
+	}
+	d.mu.Lock()
+	var ids []uuid.UUID
+	for id, r := range d.running {
+		r.shutdown = true
+		ids = append(ids, id)
+	}
+	d.mu.Unlock()
+	if len(ids) > 0 {
+		cancelRuns(errShutdown)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		released, err := d.cfg.Store.ReleaseTasks(ctx, d.cfg.Owner, ids)
+		cancel()
+		if err != nil {
+			d.log.Error("could not hand tasks back; their leases will expire", "tasks", len(ids), "err", err)
+		} else {
+			d.log.Info("handed unfinished tasks back", "tasks", len(released))
+		}
+	}
+	d.wg.Wait()
+}
+
+// heartbeat extends the leases of every running task once per interval, in
+// one statement, and cancels the tasks whose lease is gone.
+func (d *Dispatcher) heartbeat(ctx context.Context) {
+	t := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := d.beat(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("heartbeat failed; retrying at the next interval", "err", err)
+		}
+	}
+}
+
+func (d *Dispatcher) beat(ctx context.Context) error {
+	d.mu.Lock()
+	leases := make([]store.Lease, 0, len(d.running))
+	for id, r := range d.running {
+		leases = append(leases, store.Lease{ID: id, Lease: r.rule.Lease})
+	}
+	d.mu.Unlock()
+	if len(leases) == 0 {
+		return nil
+	}
+	held, err := d.cfg.Store.Heartbeat(ctx, d.cfg.Owner, leases, d.cfg.Clock.DBNow())
+	if err != nil {
+		return err
+	}
+	keep := make(map[uuid.UUID]bool, len(held))
+	for _, id := range held {
+		keep[id] = true
+	}
+	var lost []*run
+	d.mu.Lock()
+	for _, l := range leases {
+		if r, ok := d.running[l.ID]; ok && !keep[l.ID] {
+			r.leaseLost = true
+			lost = append(lost, r)
+		}
+	}
+	d.mu.Unlock()
+	for _, r := range lost {
+		d.log.Warn("lease lost; cancelling the run", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		r.cancel(errLeaseLost)
+	}
+	return nil
+}
+
+// Beat runs one heartbeat now (for tests and benchmarks).
+func (d *Dispatcher) Beat(ctx context.Context) error { return d.beat(ctx) }

@@ -1,0 +1,236 @@
+// Package leader elects one leader per service name with a PostgreSQL
+// advisory lock held on a dedicated connection, as in the seed.
+//
+// States:
+//
+//	follower --(pg_try_advisory_lock = true)--> leader
+//	leader   --(connection lost / stop)------> follower (the lock dies with the session)
+//
+// The leader holds the one LISTEN connection (on that same session) and
+// forwards notifications to the signal bus; it also runs the leader-only
+// services (maintenance, schedules) in a context that ends the moment the
+// connection is lost. A follower polls once per interval with one query that
+// both tries the lock and probes for due work, and wakes the bus only when
+// there is some: an idle follower costs one cheap query per poll interval.
+package leader
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/signalbus"
+	"wf/engine/store"
+)
+
+// Config configures an Elector.
+type Config struct {
+	// Name is the service name (NAME): one leader per name.
+	Name string
+	// ConnConfig opens the dedicated connection.
+	ConnConfig *pgx.ConnConfig
+	// Owner identifies this instance in logs and in application_name.
+	Owner string
+	// Channels are the NOTIFY channels the leader listens on.
+	Channels store.Channels
+	// PollInterval is how often a follower tries to lead and probes for work,
+	// and how often the leader sweeps when no notification came. Default 1s.
+	PollInterval time.Duration
+	// Bus receives the wake-ups.
+	Bus *signalbus.Bus
+	// TaskTypes returns the task types this instance can run (for the probe).
+	TaskTypes func() []string
+	// OnElected runs leader-only work; its context ends when leadership ends.
+	// It runs on its own goroutine and must return when its context ends.
+	OnElected func(ctx context.Context)
+	// Logger receives state changes.
+	Logger *slog.Logger
+}
+
+// Elector runs the election loop. Create it with New, then Run it.
+type Elector struct {
+	cfg      Config
+	isLeader atomic.Bool
+	changed  chan struct{}
+	mu       sync.Mutex
+}
+
+// New validates cfg, fills defaults and returns an Elector.
+func New(cfg Config) (*Elector, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("error creating leader elector: no service name")
+	}
+	if cfg.ConnConfig == nil || cfg.Bus == nil {
+		return nil, errors.New("error creating leader elector: no connection config or bus")
+	}
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TaskTypes == nil {
+		cfg.TaskTypes = func() []string { return nil }
+	}
+	if cfg.Channels.TaskQueued == "" {
+		cfg.Channels = store.DefaultChannels
+	}
+	cc := cfg.ConnConfig.Copy()
+	cc.RuntimeParams["application_name"] = "wf-leader:" + cfg.Name + ":" + cfg.Owner
+	cfg.ConnConfig = cc
+	return &Elector{cfg: cfg, changed: make(chan struct{})}, nil
+}
+
+// IsLeader reports whether this instance leads now.
+func (e *Elector) IsLeader() bool { return e.isLeader.Load() }
+
+// Changed returns a channel closed at the next change of leadership (for tests
+// and for services that wait on the role).
+func (e *Elector) Changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+func (e *Elector) setLeader(v bool) {
+	if e.isLeader.Swap(v) == v {
+		return
+	}
+	e.mu.Lock()
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// LockName is the advisory lock key's text for a service name.
+func LockName(service string) string { return "wf:leader:" + service }
+
+// Run elects until ctx ends. Connection failures are logged and retried every
+// poll interval; Run returns only when ctx is done.
+func (e *Elector) Run(ctx context.Context) {
+	log := e.cfg.Logger.With("service", e.cfg.Name, "owner", e.cfg.Owner)
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, e.cfg.ConnConfig)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("leader election: cannot connect, retrying", "err", err)
+			}
+		} else {
+			err = e.session(ctx, conn, log)
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				log.Warn("leader election: connection lost, retrying", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(e.cfg.PollInterval):
+		}
+	}
+}
+
+// session polls as a follower on one connection until it leads or fails.
+func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	st := store.New(conn)
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	for {
+		probe, err := st.TryLeadAndProbe(ctx, LockName(e.cfg.Name), e.cfg.TaskTypes())
+		if err != nil {
+			return err
+		}
+		if probe.Leader {
+			return e.lead(ctx, conn, st, log)
+		}
+		if probe.TasksDue {
+			e.cfg.Bus.Publish(signalbus.TaskQueued, "")
+		}
+		if probe.EventsDue {
+			e.cfg.Bus.Publish(signalbus.EventQueued, "")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// lead holds leadership on conn until the connection fails or ctx ends.
+func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, st *store.Store, log *slog.Logger) error {
+	ch := e.cfg.Channels
+	if err := st.Listen(ctx, ch.TaskQueued, ch.TaskStatusChanged, ch.Events); err != nil {
+		return err
+	}
+	leaderCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		e.setLeader(false)
+		wg.Wait()
+		log.Info("leadership ended")
+	}()
+	e.setLeader(true)
+	log.Info("elected leader")
+	if e.cfg.OnElected != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.cfg.OnElected(leaderCtx)
+		}()
+	}
+	e.sweep()
+	for {
+		waitCtx, waitCancel := context.WithTimeout(ctx, e.cfg.PollInterval)
+		n, err := conn.WaitForNotification(waitCtx)
+		waitCancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && conn.IsClosed():
+			return fmt.Errorf("error waiting for notifications: %w", err)
+		case err != nil:
+			// The poll interval passed with no notification: sweep, so tasks
+			// whose retry delay ended are claimed without a notification.
+			if !errors.Is(err, context.DeadlineExceeded) && !pgconnTimeout(err) {
+				return fmt.Errorf("error waiting for notifications: %w", err)
+			}
+			if err := conn.Ping(ctx); err != nil {
+				return fmt.Errorf("error checking the leader connection: %w", err)
+			}
+			e.sweep()
+		default:
+			e.forward(n.Channel, n.Payload)
+		}
+	}
+}
+
+func (e *Elector) sweep() {
+	e.cfg.Bus.Publish(signalbus.TaskQueued, "")
+	e.cfg.Bus.Publish(signalbus.EventQueued, "")
+}
+
+func (e *Elector) forward(channel, payload string) {
+	switch channel {
+	case e.cfg.Channels.TaskQueued:
+		e.cfg.Bus.Publish(signalbus.TaskQueued, payload)
+	case e.cfg.Channels.TaskStatusChanged:
+		e.cfg.Bus.Publish(signalbus.TaskStatusChanged, payload)
+	case e.cfg.Channels.Events:
+		e.cfg.Bus.Publish(signalbus.EventQueued, payload)
+	}
+}
+
+// pgconnTimeout recognises the timeout error pgx returns when the wait's
+// context deadline passes.
+func pgconnTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}

@@ -1,0 +1,111 @@
+package leader_test
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/dbtest"
+	"wf/engine/leader"
+	"wf/engine/signalbus"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+type instance struct {
+	elector *leader.Elector
+	bus     *signalbus.Bus
+	leading atomic.Int32 // OnElected contexts currently alive
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func start(t *testing.T, url, owner string) *instance {
+	t.Helper()
+	cc, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	inst := &instance{bus: signalbus.New(), done: make(chan struct{})}
+	inst.elector, err = leader.New(leader.Config{
+		Name: "svc", ConnConfig: cc, Owner: owner, PollInterval: 100 * time.Millisecond, Bus: inst.bus,
+		TaskTypes: func() []string { return []string{"noop"} },
+		OnElected: func(ctx context.Context) {
+			inst.leading.Add(1)
+			<-ctx.Done()
+			inst.leading.Add(-1)
+		},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	inst.cancel = cancel
+	go func() { defer close(inst.done); inst.elector.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-inst.done })
+	return inst
+}
+
+func TestOneLeaderAndFailover(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	a, b := start(t, url, "a"), start(t, url, "b")
+
+	require.Eventually(t, func() bool { return a.elector.IsLeader() != b.elector.IsLeader() }, 10*time.Second, 10*time.Millisecond)
+	old, other := a, b
+	if b.elector.IsLeader() {
+		old, other = b, a
+	}
+	oldOwner := "a"
+	if old == b {
+		oldOwner = "b"
+	}
+	// Several polls later there is still exactly one leader.
+	for range 3 {
+		<-time.After(120 * time.Millisecond)
+		require.True(t, old.elector.IsLeader())
+		require.False(t, other.elector.IsLeader())
+	}
+	require.Equal(t, int32(1), old.leading.Load())
+
+	// Kill the leader's backend: the other instance takes over, the old one
+	// stops acting as leader.
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var killed bool
+	require.NoError(t, conn.QueryRow(context.Background(),
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
+		"wf-leader:svc:"+oldOwner).Scan(&killed))
+	require.True(t, killed)
+
+	require.Eventually(t, func() bool { return other.elector.IsLeader() }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return old.leading.Load() == 0 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, int32(1), other.leading.Load())
+	// The old instance rejoins as a follower.
+	for range 3 {
+		<-time.After(120 * time.Millisecond)
+		require.False(t, old.elector.IsLeader())
+	}
+}
+
+func TestLeaderForwardsNotifications(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	a := start(t, url, "solo")
+	got := make(chan string, 16)
+	a.bus.Subscribe(signalbus.TaskStatusChanged, func(p string) { got <- p })
+	require.Eventually(t, a.elector.IsLeader, 10*time.Second, 10*time.Millisecond)
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), `SELECT pg_notify('task_status_changed', 'CANCELLED:x')`)
+	require.NoError(t, err)
+	select {
+	case p := <-got:
+		require.Equal(t, "CANCELLED:x", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("notification not forwarded")
+	}
+}

@@ -1,0 +1,41 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Probe is what one poll of a follower learns.
+type Probe struct {
+	Leader    bool // the advisory lock was taken: this session now leads
+	TasksDue  bool // a PENDING task of the probed types is due
+	EventsDue bool // a PENDING event is due
+}
+
+// TryLeadAndProbe tries the leadership lock of a service (a session-level
+// advisory lock, held for as long as the connection lives) and, in the same
+// round trip, looks for due work. It is the one query an idle follower runs
+// per poll interval. It must run on a dedicated connection, never a pool.
+func (s *Store) TryLeadAndProbe(ctx context.Context, lockName string, taskTypes []string) (Probe, error) {
+	const q = `
+SELECT pg_try_advisory_lock(hashtextextended($1, 0)),
+       EXISTS (SELECT 1 FROM tasks.tasks
+               WHERE status = 'PENDING' AND task_type = ANY($2::text[]) AND run_after <= now()),
+       EXISTS (SELECT 1 FROM tasks.events WHERE status = 'PENDING' AND run_after <= now())`
+	var p Probe
+	err := s.db.QueryRow(ctx, q, lockName, taskTypes).Scan(&p.Leader, &p.TasksDue, &p.EventsDue)
+	return p, wrap("probing for leadership and work", err)
+}
+
+// Listen subscribes the store's connection to the channels. It must run on a
+// dedicated connection.
+func (s *Store) Listen(ctx context.Context, channels ...string) error {
+	for _, ch := range channels {
+		if _, err := s.db.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return wrap("listening on "+ch, err)
+		}
+	}
+	return nil
+}
+

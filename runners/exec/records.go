@@ -1,0 +1,72 @@
+package exec
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"wf/engine/wftype"
+	"wf/reporters"
+)
+
+// readRecords decodes one envelope per line from r and reports each to rep as
+// soon as it is read, so memory stays bounded by one line (at most maxLine
+// bytes) however many records the child writes. Blank lines are skipped. A
+// malformed line is a permanent error naming its line number; a reporter
+// failure is a retryable one.
+func readRecords(ctx context.Context, r io.Reader, rep reporters.Reporter, maxLine int) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, min(64*1024, maxLine)), maxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		env, err := decodeEnvelope(text)
+		if err != nil {
+			return wftype.Permanent(fmt.Errorf("error reading records from file descriptor %d: line %d: %w", recordsFD, line, err))
+		}
+		if err := rep.Report(ctx, env); err != nil {
+			return fmt.Errorf("error reporting the record on line %d: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return nil // closed by the runner after its drain timeout
+		}
+		if errors.Is(err, bufio.ErrTooLong) {
+			return wftype.Permanent(fmt.Errorf("error reading records from file descriptor %d: line %d: longer than %d bytes", recordsFD, line+1, maxLine))
+		}
+		return fmt.Errorf("error reading records from file descriptor %d after line %d: %w", recordsFD, line, err)
+	}
+	return nil
+}
+
+// decodeEnvelope decodes one line strictly: exactly one JSON object, no
+// unknown fields, and a known status.
+func decodeEnvelope(line []byte) (reporters.Envelope, error) {
+	var env reporters.Envelope
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return env, fmt.Errorf("not a valid envelope: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return env, errors.New("unexpected data after the envelope: want one JSON object per line")
+	}
+	switch env.Status {
+	case reporters.RecordSuccess, reporters.RecordRejected, reporters.RecordFailed:
+		return env, nil
+	case "":
+		return env, errors.New(`"status" is required (SUCCESS, REJECTED or FAILED)`)
+	default:
+		return env, fmt.Errorf(`"status" is %q, want SUCCESS, REJECTED or FAILED`, env.Status)
+	}
+}
