@@ -62,7 +62,7 @@ func (b *bundle) dispatcher(t *testing.T, owner string, r runners.Runner, mutate
 	cfg := dispatch.Config{
 		Store: b.store, Owner: owner, Bus: b.bus, Slots: 50,
 		Capabilities: runners.BuildCapabilityMap([]runners.Runner{r}, pairs),
-		Rules: map[runners.Pair]dispatch.Rule{},
+		Rules:        map[runners.Pair]dispatch.Rule{},
 	}
 	if mutate != nil {
 		mutate(&cfg)
