@@ -10,6 +10,8 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
+
+	"wf/runners/builtin"
 )
 
 // Exit codes shared by every command.
@@ -19,14 +21,32 @@ const (
 	ExitUsage   = 2
 )
 
+// Options customise the wf application for programs that embed wf and
+// register Go handlers of their own.
+type Options struct {
+	// Registry holds the builtin handlers; nil means builtin.NewRegistry().
+	Registry *builtin.Registry
+}
+
+// registryKey is where the app keeps its Options in cli.App.Metadata.
+const registryKey = "wf.registry"
+
 // NewApp builds the wf application. It writes to stdout and stderr as given,
 // so tests can run commands in-process.
-func NewApp(stdout, stderr io.Writer) *cli.App {
+func NewApp(stdout, stderr io.Writer) *cli.App { return NewAppWith(stdout, stderr, Options{}) }
+
+// NewAppWith builds the wf application with opts.
+func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
+	if opts.Registry == nil {
+		opts.Registry = builtin.NewRegistry()
+	}
 	app := &cli.App{
+		Metadata:  map[string]any{registryKey: opts.Registry},
 		Name:      "wf",
 		Usage:     "a declarative task and event engine on PostgreSQL",
 		Writer:    stdout,
 		ErrWriter: stderr,
+		Flags:     globalFlags(),
 		// Usage errors print their own message; exit codes are decided in Main.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -34,14 +54,46 @@ func NewApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			// Commands register here, one constructor per file.
+			validateCommand(),
+			compileCommand(),
+			configCommand(),
+			migrateCommand(),
+			runCommand(),
+			enqueueCommand(),
+			tasksCommand(),
 		},
 	}
+	hideHelpCommands(app.Commands)
 	return app
+}
+
+// hideHelpCommands drops the "help" subcommands: urfave/cli v2 shares one
+// help command object across apps and writes to it on every run, a data race
+// when tests run commands in parallel. --help works as usual.
+func hideHelpCommands(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.HideHelpCommand = true
+		hideHelpCommands(c.Subcommands)
+	}
+}
+
+// registry returns the builtin handler registry of the running app.
+func registry(c *cli.Context) *builtin.Registry {
+	if r, ok := c.App.Metadata[registryKey].(*builtin.Registry); ok {
+		return r
+	}
+	return builtin.NewRegistry()
 }
 
 // Main runs the application with args (os.Args) and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	app := NewApp(stdout, stderr)
+	return MainWith(ctx, args, stdout, stderr, Options{})
+}
+
+// MainWith is Main with Options: a program embedding wf registers its own
+// Go handlers in opts.Registry and calls MainWith from its main.
+func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, opts Options) int {
+	app := NewAppWith(stdout, stderr, opts)
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return ExitOK

@@ -1,43 +1,36 @@
 // Package reporters holds the per-record envelope that every task handler
 // reports its results in, and the Reporter interface the engine builds from a
 // task type's spec (database counts, a detailed GCS report, or both).
+//
+// The envelope's contract is schemas/envelope.schema.json; ValidateEnvelope
+// checks a JSON line against it. The reporters themselves live in
+// sub-packages (dbreporter, gcsreporter), which the engine combines through a
+// Factory; reportertest is the one suite every reporter passes.
+//
+// Dependencies point one way: the engine imports reporters, never the
+// reverse, so the few engine facts a reporter needs travel in TaskInfo.
 package reporters
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+
+	"github.com/google/uuid"
 )
-
-// RecordStatus is the outcome of one record.
-type RecordStatus string
-
-// Record outcomes.
-const (
-	RecordSuccess  RecordStatus = "SUCCESS"
-	RecordRejected RecordStatus = "REJECTED"
-	RecordFailed   RecordStatus = "FAILED"
-)
-
-// Envelope is the seed's per-record result: the outcome, an optional message
-// and the record itself.
-type Envelope struct {
-	Status  RecordStatus `json:"status"`
-	Message *string      `json:"message"`
-	Record  Record       `json:"record"`
-}
-
-// Record is the body of an envelope. Stats and System are always present
-// (possibly empty); absent keys inside them are omitted.
-type Record struct {
-	Type       string          `json:"type"`
-	ID         string          `json:"id,omitempty"`
-	Geometry   json.RawMessage `json:"geometry,omitempty"`
-	Properties map[string]any  `json:"properties"`
-	Stats      map[string]any  `json:"stats"`
-	System     map[string]any  `json:"system"`
-}
 
 // Reporter receives the per-record results of one task run.
+//
+// The contract, checked for every implementation by reportertest:
+//   - Report is cheap (no write per record) and safe for concurrent calls.
+//   - Finish flushes what is left, synchronously, and returns what the
+//     reporter adds to the task's outputs. It honours its context: a
+//     cancelled context makes it return an error wrapping the context's.
+//   - Once Finish has been called, Report returns ErrFinished.
+//   - Finish may be called again: after a failure it retries, after a
+//     success it returns the same outputs without writing anything again.
+//   - A reporter holds no resources (goroutines, files, connections) before
+//     its first Report, so one that is dropped unused leaks nothing; once it
+//     has received a record, Finish must be called.
 type Reporter interface {
 	// Report records one envelope. Implementations batch; Report must not do
 	// one write per record.
@@ -45,6 +38,21 @@ type Reporter interface {
 	// Finish flushes what is buffered when the task ends and returns what the
 	// reporter adds to the task's outputs (for example a report URL), or nil.
 	Finish(ctx context.Context) (map[string]any, error)
+}
+
+// ErrFinished is returned by Report once Finish has been called: a record
+// that arrives after the report was closed would be lost silently otherwise.
+var ErrFinished = errors.New("the reporter is finished")
+
+// TaskInfo is what a reporter knows of the task whose records it receives:
+// its identity, without importing the engine's row type.
+type TaskInfo struct {
+	// ID is the task's UUIDv7.
+	ID uuid.UUID
+	// SchemaName is the tenant schema of the task ("system" for platform tasks).
+	SchemaName string
+	// TaskType is the name of the task's type.
+	TaskType string
 }
 
 // Discard is a Reporter that drops every record; for tasks whose spec names no reporter.

@@ -38,4 +38,3 @@ func (s *Store) Listen(ctx context.Context, channels ...string) error {
 	}
 	return nil
 }
-

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +16,9 @@ import (
 // readRecords decodes one envelope per line from r and reports each to rep as
 // soon as it is read, so memory stays bounded by one line (at most maxLine
 // bytes) however many records the child writes. Blank lines are skipped. A
-// malformed line is a permanent error naming its line number; a reporter
-// failure is a retryable one.
+// malformed line (not one JSON object, or one that breaks the envelope
+// schema) is a permanent error naming its line number; a reporter failure is
+// a retryable one.
 func readRecords(ctx context.Context, r io.Reader, rep reporters.Reporter, maxLine int) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, min(64*1024, maxLine)), maxLine)
@@ -49,24 +49,9 @@ func readRecords(ctx context.Context, r io.Reader, rep reporters.Reporter, maxLi
 	return nil
 }
 
-// decodeEnvelope decodes one line strictly: exactly one JSON object, no
-// unknown fields, and a known status.
+// decodeEnvelope decodes one line: exactly one JSON object that follows
+// the envelope schema (schemas/envelope.schema.json). The error names the
+// JSON pointer of every problem.
 func decodeEnvelope(line []byte) (reporters.Envelope, error) {
-	var env reporters.Envelope
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return env, fmt.Errorf("not a valid envelope: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return env, errors.New("unexpected data after the envelope: want one JSON object per line")
-	}
-	switch env.Status {
-	case reporters.RecordSuccess, reporters.RecordRejected, reporters.RecordFailed:
-		return env, nil
-	case "":
-		return env, errors.New(`"status" is required (SUCCESS, REJECTED or FAILED)`)
-	default:
-		return env, fmt.Errorf(`"status" is %q, want SUCCESS, REJECTED or FAILED`, env.Status)
-	}
+	return reporters.ValidateEnvelope(line)
 }

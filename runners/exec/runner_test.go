@@ -291,12 +291,12 @@ func TestRecordsMalformed(t *testing.T) {
 		want      []string
 		reported  int
 	}{
-		"UnknownField":  {lines: good + "\n\n" + `{"status":"SUCCESS","bogus":1}`, want: []string{"line 3", `unknown field "bogus"`}, reported: 1},
-		"NestedUnknown": {lines: `{"status":"SUCCESS","record":{"typo":1}}`, want: []string{"line 1", `unknown field "typo"`}},
-		"MissingStatus": {lines: good + "\n" + `{"message":"hi"}`, want: []string{"line 2", `"status" is required`}, reported: 1},
-		"BadStatus":     {lines: `{"status":"OK"}`, want: []string{"line 1", `"status" is "OK"`}},
-		"NotJSON":       {lines: `hello`, want: []string{"line 1", "not a valid envelope"}},
-		"NotAnObject":   {lines: `[1]`, want: []string{"line 1", "not a valid envelope"}},
+		"UnknownField":  {lines: good + "\n\n" + `{"status":"SUCCESS","bogus":1}`, want: []string{"line 3", `at "": additionalProperties 'bogus' not allowed`}, reported: 1},
+		"NestedUnknown": {lines: `{"status":"SUCCESS","record":{"typo":1}}`, want: []string{"line 1", `at "/record": additionalProperties 'typo' not allowed`}},
+		"MissingStatus": {lines: good + "\n" + `{"message":"hi"}`, want: []string{"line 2", `at "": missing properties: 'status'`}, reported: 1},
+		"BadStatus":     {lines: `{"status":"OK"}`, want: []string{"line 1", `at "/status": value must be one of "SUCCESS", "REJECTED", "FAILED"`}},
+		"NotJSON":       {lines: `hello`, want: []string{"line 1", "not valid JSON"}},
+		"NotAnObject":   {lines: `[1]`, want: []string{"line 1", `at "": expected object, but got array`}},
 		"TwoOnOneLine":  {lines: `{"status":"SUCCESS"} {"status":"SUCCESS"}`, want: []string{"line 1", "one JSON object per line"}},
 		"TooLong":       {lines: good + "\n" + `{"status":"SUCCESS","message":"` + strings.Repeat("m", 300) + `"}`, lineLimit: 200, want: []string{"line 2", "longer than 200 bytes"}, reported: 1},
 	} {
@@ -341,9 +341,9 @@ func (g *gateReporter) Report(ctx context.Context, env reporters.Envelope) error
 func TestRecordsStream(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := script(t, dir, "stream", `echo '{"status":"SUCCESS","record":{"id":"1"}}' >&3
+	cmd := script(t, dir, "stream", `echo '{"status":"SUCCESS","record":{"type":"Feature","id":"1","properties":{},"stats":{},"system":{}}}' >&3
 while [ ! -e "$GATE" ]; do sleep 0.01; done
-echo '{"status":"REJECTED","message":"no","record":{"id":"2"}}' >&3
+echo '{"status":"REJECTED","message":"no","record":{"type":"Feature","id":"2","properties":{},"stats":{},"system":{}}}' >&3
 `)
 	gate := filepath.Join(dir, "gate")
 	rep := &gateReporter{gate: gate}
@@ -366,7 +366,7 @@ func (failingReporter) Report(context.Context, reporters.Envelope) error {
 
 func TestReporterFailureRetryable(t *testing.T) {
 	t.Parallel()
-	cmd := script(t, t.TempDir(), "rep", `echo '{"status":"SUCCESS"}' >&3
+	cmd := script(t, t.TempDir(), "rep", `echo '{"status":"SUCCESS","record":{"type":"Feature","properties":{},"stats":{},"system":{}}}' >&3
 sleep 1000`)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/spec"
+)
+
+// compileCommand is wf compile: print the compiled spec set.
+func compileCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compile",
+		Usage:     "compile spec files and print what the engine would run from",
+		ArgsUsage: "[PATH...]",
+		Description: "Compiles the specs under each PATH (default " + defaultSpecPath + "/) and prints the result: task types\n" +
+			"with their dispatch rules, the capability map (which runners serve each execution\n" +
+			"mode and task type, in order), subscriptions, schedules and runners. --format json\n" +
+			"prints it as stable JSON. Invalid specs print their errors and exit 1.",
+		Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+		Action: runCompile,
+		// No "help" subcommand: urfave/cli shares one across commands and
+		// writes to it on every run, a data race when tests run wf in parallel.
+		HideHelpCommand: true,
+	}
+}
+
+// runCompile is the action of wf compile.
+func runCompile(c *cli.Context) error {
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	paths, err := specPaths(c)
+	if err != nil {
+		return err
+	}
+	set, errs, _, err := compileSpecs(paths)
+	if err != nil {
+		return err
+	}
+	if errs != nil {
+		if err := writeSpecErrors(c.App.ErrWriter, formatText, errs, 0); err != nil {
+			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+		}
+		return invalidSpecs(errs)
+	}
+	if format == formatJSON {
+		err = writeJSON(c.App.Writer, set)
+	} else {
+		err = writeSetText(c.App.Writer, set)
+	}
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+	}
+	return nil
+}
+
+// writeSetText prints a compiled set for a person to read.
+func writeSetText(w io.Writer, set *spec.Set) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec set: %s, from %s\n", setSummary(set), plural(len(set.Files()), "file"))
+	for _, f := range set.Files() {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	writeTaskTypesText(&b, set)
+	writeCapabilitiesText(&b, set)
+	writeSubscriptionsText(&b, set)
+	writeSchedulesText(&b, set)
+	writeRunnersText(&b, set)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTaskTypesText prints the task types and their dispatch rules.
+func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
+	fmt.Fprintf(b, "\ntask types:\n")
+	for _, t := range set.TaskTypes() {
+		fmt.Fprintf(b, "  %s  (%s)\n", t.Name(), t.Source())
+		if t.Description() != "" {
+			fmt.Fprintf(b, "    %s\n", t.Description())
+		}
+		fmt.Fprintf(b, "    scope %s, %s, handler %s\n", t.Scope(), t.Mode(), handlerText(t.Handler()))
+		fmt.Fprintf(b, "    priority %d, timeout %s, visibility timeout %s, concurrency %s\n",
+			t.Priority(), durationText(t.Timeout()), durationText(t.VisibilityTimeout()), concurrencyText(t.Concurrency()))
+		bo := t.Backoff()
+		fmt.Fprintf(b, "    retries %d, backoff %s x %s up to %s, jitter %s\n", t.MaxRetries(),
+			durationText(bo.Base), strconv.FormatFloat(bo.Factor, 'f', -1, 64), durationText(bo.Max), strconv.FormatFloat(bo.Jitter, 'f', -1, 64))
+		dedup := t.DedupKeyExpr()
+		if dedup == "" {
+			dedup = "none"
+		}
+		fmt.Fprintf(b, "    dedup key: %s\n", dedup)
+		fmt.Fprintf(b, "    reporters: %s\n", reportersText(t.Reporters()))
+		fmt.Fprintf(b, "    inputs: %s\n", t.InputSchema())
+	}
+}
+
+// writeCapabilitiesText prints the capability map as a table.
+func writeCapabilitiesText(b *strings.Builder, set *spec.Set) {
+	fmt.Fprintf(b, "\ncapability map:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, c := range set.Capabilities() {
+		chain := make([]string, len(c.Runners))
+		for i, r := range c.Runners {
+			detail := strconv.Itoa(r.Priority)
+			if r.Job != "" {
+				detail += ", job " + r.Job
+			}
+			if r.Handler != "" {
+				detail += ", " + string(r.Handler)
+			}
+			chain[i] = fmt.Sprintf("%s (%s)", r.Name, detail)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Mode, c.TaskType, strings.Join(chain, " -> "))
+	}
+	_ = tw.Flush() // writes to a strings.Builder cannot fail
+}
+
+// writeSubscriptionsText prints the subscription table.
+func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
+	fmt.Fprintf(b, "\nsubscriptions:\n")
+	subs := set.Subscriptions()
+	if len(subs) == 0 {
+		fmt.Fprintf(b, "  none\n")
+	}
+	for _, s := range subs {
+		fmt.Fprintf(b, "  %s  (%s)\n", s.Name(), s.Source())
+		match := "event type " + s.EventType()
+		if s.IsGlob() {
+			match = "event types matching " + s.EventType()
+		}
+		if s.WhenExpr() != "" {
+			match += " when " + s.WhenExpr()
+		}
+		fmt.Fprintf(b, "    on %s\n", match)
+		fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		exprs := s.InputExprs()
+		for _, name := range sortedNames(exprs) {
+			fmt.Fprintf(b, "    input %s = %s\n", name, exprs[name])
+		}
+	}
+}
+
+// writeSchedulesText prints the schedule table.
+func writeSchedulesText(b *strings.Builder, set *spec.Set) {
+	fmt.Fprintf(b, "\nschedules:\n")
+	scheds := set.Schedules()
+	if len(scheds) == 0 {
+		fmt.Fprintf(b, "  none\n")
+	}
+	for _, s := range scheds {
+		fmt.Fprintf(b, "  %s  (%s)\n", s.Name(), s.Source())
+		fmt.Fprintf(b, "    cron %q in %s, missed ticks: %s\n", s.Cron(), s.Location(), s.Missed())
+		fmt.Fprintf(b, "    creates %s in schema %s with inputs %s\n", s.TaskType(), s.SchemaName(), s.Inputs())
+	}
+}
+
+// writeRunnersText prints the Runner specs.
+func writeRunnersText(b *strings.Builder, set *spec.Set) {
+	fmt.Fprintf(b, "\nrunners:\n")
+	runners := set.Runners()
+	if len(runners) == 0 {
+		fmt.Fprintf(b, "  none besides the local background and sync runners\n")
+	}
+	for _, r := range runners {
+		fmt.Fprintf(b, "  %s  (%s)\n", r.Name(), r.Source())
+		cr := r.CloudRun()
+		fmt.Fprintf(b, "    %s, priority %d, project %s, region %s\n", r.Type(), r.Priority(), cr.Project, cr.Region)
+		for _, tt := range r.TaskTypes() {
+			fmt.Fprintf(b, "    %s -> job %s\n", tt, cr.Jobs[tt])
+		}
+	}
+}
+
+// handlerText describes a handler in one line.
+func handlerText(h spec.Handler) string {
+	switch h.Kind {
+	case spec.HandlerBuiltin:
+		return "builtin " + h.Builtin
+	case spec.HandlerExec:
+		args := make([]string, len(h.Exec.Command))
+		for i, a := range h.Exec.Command {
+			args[i] = shellWord(a)
+		}
+		s := "exec " + strings.Join(args, " ")
+		if h.Exec.Dir != "" {
+			s += " in " + h.Exec.Dir
+		}
+		if len(h.Exec.Env) > 0 {
+			s += " with env " + strings.Join(sortedNames(h.Exec.Env), ", ")
+		}
+		return s
+	case spec.HandlerHTTP:
+		return fmt.Sprintf("http POST %s (timeout %s)", h.HTTP.URL, durationText(h.HTTP.Timeout))
+	}
+	return string(h.Kind)
+}
+
+// shellWord quotes an argument when it would not read as one word.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`") {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// concurrencyText describes concurrency limits.
+func concurrencyText(c spec.Concurrency) string {
+	var parts []string
+	if c.PerInstance > 0 {
+		parts = append(parts, strconv.Itoa(c.PerInstance)+" per instance")
+	}
+	if c.Global > 0 {
+		parts = append(parts, strconv.Itoa(c.Global)+" in all")
+	}
+	if len(parts) == 0 {
+		return "unlimited"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reportersText lists reporters, or says there are none.
+func reportersText(rs []spec.ReporterKind) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// durationText prints a duration without zero trailing units: 1h, 5m, 1h30m.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// sortedNames returns the keys of m, sorted.
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

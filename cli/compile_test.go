@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/spec"
+)
+
+func TestCompileText(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML + `---
+kind: TaskType
+name: ingestion
+handler:
+  exec: {command: ["./ingest.sh", "--all files"], env: {TOKEN: "${TOKEN}"}}
+concurrency: {per_instance: 2, global: 8}
+dedup_key: 'inputs.path'
+reporters: []
+---
+kind: Runner
+name: gcp
+type: cloudrun
+settings: {project: p, region: europe-west1, jobs: {ingestion: ingest-job}}
+`})
+	code, out, errOut := runSpecCLI(t, "compile", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	file := filepath.Join(dir, "a.yaml")
+	for _, want := range []string{
+		"spec set: 2 task types, 1 subscription, 1 schedule, 1 runner, from 1 file\n  " + file + "\n",
+		"  ingestion  (" + file + ":15:1)\n",
+		`    scope SYSTEM, ASYNCHRONOUS, handler exec ./ingest.sh "--all files" with env TOKEN` + "\n",
+		"    priority 0, timeout 1h, visibility timeout 5m, concurrency 2 per instance, 8 in all\n",
+		"    retries 3, backoff 1s x 2 up to 1h, jitter 0.1\n",
+		"    dedup key: inputs.path\n    reporters: none\n",
+		"  ASYNCHRONOUS  ingestion  gcp (10, job ingest-job) -> background (100, exec)\n",
+		"  ASYNCHRONOUS  noop       background (100, builtin)\n",
+		"    on event types matching catalog.*\n",
+		`    creates noop in schema event.schema_name, dedup key "evt:" + event.event_id + ":" + task_type` + "\n",
+		"    cron \"@hourly\" in UTC, missed ticks: skip\n    creates noop in schema system with inputs {}\n",
+		"  gcp  (" + file + ":23:1)\n    cloudrun, priority 10, project p, region europe-west1\n    ingestion -> job ingest-job\n",
+	} {
+		require.Contains(t, out, want)
+	}
+}
+
+func TestCompileJSON(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML})
+	code, out, errOut := runSpecCLI(t, "compile", "--format", "json", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	set, err := spec.Load(specOptions(), dir)
+	require.NoError(t, err)
+	want, err := json.MarshalIndent(set, "", "  ")
+	require.NoError(t, err)
+	require.Equal(t, string(want)+"\n", out)
+
+	code, again, _ := runSpecCLI(t, "compile", "-f", "json", dir)
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, out, again, "the JSON is stable")
+}
+
+func TestCompileInvalid(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": invalidSpecYAML})
+	file := filepath.Join(dir, "a.yaml")
+	for _, format := range []string{"text", "json"} {
+		code, out, errOut := runSpecCLI(t, "compile", "--format", format, dir)
+		require.Equal(t, ExitFailure, code)
+		require.Empty(t, out)
+		require.Equal(t, file+`:3:20: handler.builtin: unknown builtin handler "nope"; did you mean "noop"?`+"\n"+
+			file+":4:11: priority: must be <= 100; got 500\nwf: 2 errors in 1 file\n", errOut)
+	}
+
+	code, _, errOut := runSpecCLI(t, "compile", "--format", "github", dir)
+	require.Equal(t, ExitUsage, code)
+	require.Equal(t, "wf: usage: --format must be one of text, json; got \"github\"\n", errOut)
+
+	code, _, errOut = runSpecCLI(t, "compile", filepath.Join(dir, "nope.yaml"))
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, "does not exist")
+}

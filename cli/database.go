@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"wf/engine/config"
+	"wf/engine/dbmigrate"
+	"wf/engine/localpg"
+)
+
+// localDatabase is the database wf uses in its local cluster.
+const localDatabase = "wf"
+
+// connectTimeout bounds one connection attempt when the URL sets none.
+const connectTimeout = 10 * time.Second
+
+// openDatabase returns a pool on wf's database and a cleanup that closes it.
+//
+// With a database URL it connects there. Without one it uses the local
+// PostgreSQL cluster in <data_dir>/pg: it reuses the cluster when another wf
+// process already runs it, else starts it (creating it the first time, with
+// durable settings) and then the cleanup also stops it. Either way the
+// database "wf" is created when missing.
+//
+// Errors are one clear line: where wf tried to connect and what failed.
+func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
+	if cfg.DatabaseURL != "" {
+		pool, err := connectPool(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pool, pool.Close, nil
+	}
+	return openLocalDatabase(ctx, cfg, logger)
+}
+
+// openLocalDatabase is openDatabase without a URL: the cluster in
+// <data_dir>/pg.
+func openLocalDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
+	// The server may run as another user (when wf runs as root): it must be
+	// able to reach its folder.
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("error creating data folder %s: %w", cfg.DataDir, err)
+	}
+	dir := filepath.Join(cfg.DataDir, "pg")
+	if adminURL, ok := runningLocalCluster(ctx, dir); ok {
+		if pool, err := openLocalPool(ctx, adminURL); err == nil {
+			logger.Debug("using the local PostgreSQL already running", "dir", dir)
+			return pool, pool.Close, nil
+		}
+	}
+
+	logger.Info("starting local PostgreSQL", "dir", dir)
+	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: dir, Durable: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		// Stop even when ctx is cancelled (the usual case on SIGTERM).
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := cluster.Stop(stopCtx); err != nil {
+			logger.Warn("error stopping local PostgreSQL", "dir", dir, "error", err)
+		}
+	}
+	pool, err := openLocalPool(ctx, cluster.URL("postgres"))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	logger.Debug("local PostgreSQL started", "dir", dir, "port", cluster.Port())
+	return pool, func() { pool.Close(); stop() }, nil
+}
+
+// openLocalPool creates wf's database in a local cluster when missing (via
+// the cluster's maintenance database at adminURL) and opens a pool on it.
+func openLocalPool(ctx context.Context, adminURL string) (*pgxpool.Pool, error) {
+	if err := ensureDatabase(ctx, adminURL, localDatabase); err != nil {
+		return nil, err
+	}
+	return connectPool(ctx, urlWithDatabase(adminURL, localDatabase))
+}
+
+// ensureDatabase creates database name when it does not exist. This is
+// bootstrap of wf's own local cluster, not part of the data contract, so it
+// lives here rather than in the store.
+func ensureDatabase(ctx context.Context, adminURL, name string) error {
+	cfg, err := pgx.ParseConfig(adminURL)
+	if err != nil {
+		return fmt.Errorf("error reading the local PostgreSQL URL: %w", err)
+	}
+	cfg.ConnectTimeout = connectTimeout
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return connectError(cfg.Host, cfg.Port, cfg.Database, cfg.User, cfg.Password, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("error looking up database %q in the local PostgreSQL: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: created by another process meanwhile
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("error creating database %q in the local PostgreSQL: %w", name, err)
+	}
+	return nil
+}
+
+// runningLocalCluster reports whether a live server runs from dir and, if
+// so, the URL of its maintenance database. It reads PostgreSQL's own
+// postmaster.pid (pid on line 1, port on line 4) and the password localpg
+// keeps next to it. localpg.Start would stop such a server before starting
+// its own, which would cut off the wf process using it.
+func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
+	pidFile, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return "", false
+	}
+	lines := strings.Split(string(pidFile), "\n")
+	if len(lines) < 4 {
+		return "", false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+	if err != nil || pid <= 0 {
+		return "", false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return "", false // stale: localpg.Start cleans up
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(lines[3]))
+	if err != nil || port <= 0 {
+		return "", false
+	}
+	password, err := os.ReadFile(filepath.Join(dir, "wf-password"))
+	if err != nil {
+		return "", false
+	}
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword("wf", strings.TrimSpace(string(password))),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Path:     "/postgres",
+		RawQuery: "sslmode=disable",
+	}
+	// The server may still be starting or stopping: only a live answer counts.
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(pingCtx, u.String())
+	if err != nil {
+		return "", false
+	}
+	_ = conn.Close(pingCtx)
+	return u.String(), true
+}
+
+// urlWithDatabase returns a URL naming another database.
+func urlWithDatabase(rawURL, database string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + database
+	return u.String()
+}
+
+// connectPool opens a pool and checks that one connection succeeds, so a
+// wrong URL fails here with a clear message rather than later.
+func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// The parse error may quote the URL, password included: say only what is expected.
+		return nil, errors.New("error reading the database URL: it is not a valid PostgreSQL connection string " +
+			"(expected postgres://user:password@host:port/database)")
+	}
+	cc := pcfg.ConnConfig
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = connectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err)
+	}
+	return pool, nil
+}
+
+// connectError words a failed connection on one line: where, as whom, and
+// the root cause, never the password.
+func connectError(host string, port uint16, database, user, password string, err error) error {
+	where := host
+	if !strings.HasPrefix(host, "/") {
+		where = net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	reason := connectReason(err)
+	if password != "" {
+		reason = strings.ReplaceAll(reason, password, config.Mask)
+	}
+	return fmt.Errorf("error connecting to PostgreSQL at %s (database %q, user %q): %s", where, database, user, reason)
+}
+
+// connectReason is the root cause of a connection failure, in a few words.
+func connectReason(err error) string {
+	var pgErr *pgconn.PgError
+	var dnsErr *net.DNSError
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Message
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.As(err, &dnsErr):
+		return "cannot resolve host " + dnsErr.Name
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		msg = msg[i+2:]
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// migrateDatabase applies every pending migration on one connection of the
+// pool and returns where the database stands.
+func migrateDatabase(ctx context.Context, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return dbmigrate.Status{}, fmt.Errorf("error acquiring a connection to migrate: %w", err)
+	}
+	defer conn.Release()
+	return dbmigrate.Up(ctx, conn.Conn())
+}
+
+// migrationStatus reports where the database stands against the embedded
+// migrations, changing nothing.
+func migrationStatus(ctx context.Context, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return dbmigrate.Status{}, fmt.Errorf("error acquiring a connection to read the migration status: %w", err)
+	}
+	defer conn.Release()
+	return dbmigrate.CurrentStatus(ctx, conn.Conn())
+}

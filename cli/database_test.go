@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/config"
+	"wf/engine/localpg"
+)
+
+// TestOpenDatabaseLocal starts the local cluster of a data folder, reuses
+// it from a second opener while it runs, and stops it only when its starter
+// is done.
+func TestOpenDatabaseLocal(t *testing.T) {
+	t.Parallel()
+	if _, err := localpg.FindBinDir(); err != nil {
+		t.Skip(err)
+	}
+	// The server may run as another user (as root): the folder must be
+	// reachable, which t.TempDir's is not.
+	dir, err := os.MkdirTemp("", "wf-cli-local-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "data")
+
+	pool, cleanup, err := openDatabase(ctx, cfg, logger)
+	require.NoError(t, err)
+	var db string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&db))
+	require.Equal(t, "wf", db)
+	pidFile := filepath.Join(cfg.DataDir, "pg", "postmaster.pid")
+	require.FileExists(t, pidFile)
+
+	// A second opener (wf migrate status next to wf run) reuses the
+	// running cluster and leaves it running.
+	var logs bytes.Buffer
+	pool2, cleanup2, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	require.NoError(t, err)
+	require.Contains(t, logs.String(), "using the local PostgreSQL already running")
+	st, err := migrateDatabase(ctx, pool2)
+	require.NoError(t, err)
+	require.True(t, st.UpToDate())
+	cleanup2()
+	require.NoError(t, pool.Ping(ctx))
+	require.FileExists(t, pidFile)
+
+	cleanup()
+	require.NoFileExists(t, pidFile)
+
+	// The data survives a restart, through the command line.
+	code, out, errOut := runWF(t, "--config", writeConfig(t, ""), "--data-dir", cfg.DataDir, "migrate", "up")
+	require.Equal(t, ExitOK, code, errOut)
+	require.True(t, strings.HasPrefix(out, "already at version "), out)
+	require.NoFileExists(t, pidFile)
+}

@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/client"
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// enqueueCommand is `wf enqueue TYPE`: create a task, or find the live task
+// that holds its dedup key, and optionally follow it to its end.
+func enqueueCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "enqueue",
+		Usage:     "create a task (PENDING) of a task type",
+		ArgsUsage: "TYPE",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
+			&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
+			&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` (default system; required for CATALOG and ASSET task types)"},
+			&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY` overriding the spec's expression"},
+			&cli.IntFlag{Name: "count", Value: 1, Usage: "create `N` tasks with these inputs in one statement (bulk)"},
+			&cli.BoolFlag{Name: "wait", Usage: "follow the task to its end; exit 1 unless it COMPLETED"},
+			formatFlag(formatText, formatJSON),
+		},
+		Action: runEnqueue,
+	}
+}
+
+func runEnqueue(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return Usagef("enqueue takes one TYPE argument (flags go before it), got %d arguments", c.NArg())
+	}
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	count := c.Int("count")
+	if count < 1 || count > 1_000_000 {
+		return Usagef("--count must be between 1 and 1000000, got %d", count)
+	}
+	if c.Bool("wait") && count != 1 {
+		return Usagef("--wait follows one task; drop --count")
+	}
+	inputs, err := enqueueInputs(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	specs, err := loadSpecs(c, cfg)
+	if err != nil {
+		return err
+	}
+	pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter))
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer cleanup()
+	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs)
+	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key")}
+	reqs := make([]client.Request, count)
+	for i := range reqs {
+		reqs[i] = req
+	}
+	results, err := cl.EnqueueMany(c.Context, reqs)
+	if err != nil {
+		var verr *client.ValidationError
+		if errors.As(err, &verr) && len(verr.Inputs) > 0 {
+			lines := make([]string, len(verr.Inputs))
+			for i, ie := range verr.Inputs {
+				lines[i] = "  " + ie.String()
+			}
+			return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
+		}
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if err := printEnqueued(c.App.Writer, format, results); err != nil {
+		return err
+	}
+	if !c.Bool("wait") {
+		return nil
+	}
+	final, err := waitForTask(c.Context, pool, results[0].Task.ID, c.App.ErrWriter)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if format == formatJSON {
+		if err := writeJSON(c.App.Writer, final); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.Writer, "task %s %s\n", final.ID, final.Status)
+	}
+	if final.Status != wftype.StatusCompleted {
+		msg := fmt.Sprintf("task %s ended %s", final.ID, final.Status)
+		if final.Error != nil {
+			msg += ": " + *final.Error
+		}
+		return cli.Exit(msg, ExitFailure)
+	}
+	return nil
+}
+
+// enqueueInputs builds the inputs object from --json and --input flags.
+func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
+	obj := map[string]any{}
+	if path := c.String("json"); path != "" {
+		var r io.Reader
+		if path == "-" {
+			r = c.App.Reader
+			if r == nil {
+				r = os.Stdin
+			}
+		} else {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, Usagef("--json: %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		if err != nil {
+			return nil, Usagef("--json: error reading %s: %v", path, err)
+		}
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, Usagef("--json: %s does not hold a JSON object: %v", path, err)
+		}
+	}
+	for _, kv := range c.StringSlice("input") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, Usagef("--input %q: expected KEY=VALUE", kv)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			val = v
+		}
+		obj[k] = val
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding inputs: %w", err)
+	}
+	return b, nil
+}
+
+func printEnqueued(w io.Writer, format string, results []client.Result) error {
+	if format == formatJSON {
+		type row struct {
+			TaskID       uuid.UUID         `json:"task_id"`
+			Status       wftype.TaskStatus `json:"status"`
+			Deduplicated bool              `json:"deduplicated"`
+		}
+		rows := make([]row, len(results))
+		for i, r := range results {
+			rows[i] = row{r.Task.ID, r.Task.Status, r.Duplicate}
+		}
+		if len(rows) == 1 {
+			return writeJSON(w, rows[0])
+		}
+		return writeJSON(w, rows)
+	}
+	created, dups := 0, 0
+	for _, r := range results {
+		if r.Duplicate {
+			dups++
+			if len(results) <= 10 {
+				fmt.Fprintf(w, "deduplicated: task %s (%s) already holds dedup key %q; nothing created\n", r.Task.ID, r.Task.Status, deref(r.Task.DedupKey))
+			}
+			continue
+		}
+		created++
+		if len(results) <= 10 {
+			fmt.Fprintf(w, "created task %s (%s, %s)\n", r.Task.ID, r.Task.TaskType, r.Task.Status)
+		}
+	}
+	if len(results) > 10 {
+		fmt.Fprintf(w, "created %d tasks, %d deduplicated\n", created, dups)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// waitForTask polls the task until it is terminal, drawing its progress on w.
+func waitForTask(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID, w io.Writer) (wftype.Task, error) {
+	st := store.New(pool)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	// On a terminal the line is redrawn in place; elsewhere each change is a line.
+	term := isTerminalWriter(w)
+	endLine := func() {
+		if term {
+			fmt.Fprintln(w)
+		}
+	}
+	last := ""
+	for {
+		t, err := st.GetTask(ctx, id)
+		if err != nil {
+			return t, err
+		}
+		if line := progressLine(t); line != last {
+			if term {
+				fmt.Fprintf(w, "\r\033[K%s", line)
+			} else {
+				fmt.Fprintln(w, line)
+			}
+			last = line
+		}
+		if t.Status.Terminal() {
+			endLine()
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			endLine()
+			return t, fmt.Errorf("stopped waiting for task %s (it goes on): %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// progressLine renders a task's status and record counts as one line with a
+// bar when the handler reported an expected total.
+func progressLine(t wftype.Task) string {
+	line := fmt.Sprintf("%s %s attempt %d", t.ID, t.Status, t.Attempts)
+	if t.RetryCount > 0 {
+		line += fmt.Sprintf(" (retry %d of %d)", t.RetryCount, t.MaxRetries)
+	}
+	var p map[string]any
+	if len(t.Progress) == 0 || json.Unmarshal(t.Progress, &p) != nil {
+		return line
+	}
+	if r, ok := p["records"].(map[string]any); ok {
+		p = r
+	}
+	num := func(k string) (float64, bool) {
+		v, ok := p[k].(float64)
+		return v, ok
+	}
+	done, hasDone := num("total")
+	if expected, ok := num("expected"); ok && expected > 0 && hasDone {
+		const width = 30
+		filled := min(int(done/expected*width), width)
+		line += fmt.Sprintf(" [%s%s] %3.0f%%", strings.Repeat("#", filled), strings.Repeat("-", width-filled), done/expected*100)
+	}
+	if hasDone {
+		line += " records " + strconv.FormatFloat(done, 'f', -1, 64)
+		for _, k := range []string{"succeeded", "rejected", "failed"} {
+			if v, ok := num(k); ok {
+				line += fmt.Sprintf(" %s %v", k, v)
+			}
+		}
+	}
+	return line
+}

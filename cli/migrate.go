@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/config"
+)
+
+// migrateCommand is `wf migrate`: apply or inspect the database migrations.
+// Without a database URL both subcommands use the local PostgreSQL in the
+// data folder.
+func migrateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "migrate",
+		Usage: "apply or inspect the database migrations",
+		// No "help" subcommand: urfave/cli v2 shares one across apps and
+		// writes to it on every run. --help works as usual.
+		HideHelpCommand: true,
+		Subcommands: []*cli.Command{
+			{
+				Name: "up",
+				// See HideHelpCommand above.
+				HideHelpCommand: true,
+				Usage:           "apply every pending migration (safe to run from many instances at once)",
+				Action:          databaseAction(migrateUp),
+			},
+			{
+				Name: "status",
+				// See HideHelpCommand above.
+				HideHelpCommand: true,
+				Usage:           "print the applied version, the latest version and the pending migrations",
+				Action:          databaseAction(migrateStatus),
+			},
+		},
+	}
+}
+
+// databaseAction wraps a command that needs the database: it checks that no
+// arguments are given, loads the configuration, opens the database and
+// closes it afterwards. Failures exit 1 with a one-line message.
+func databaseAction(run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return Usagef("%s takes no arguments, got %q", cmp.Or(c.Command.HelpName, c.Command.Name), c.Args().First())
+		}
+		return databaseActionArgs(run)(c)
+	}
+}
+
+// databaseActionArgs is databaseAction for commands that check their own arguments.
+func databaseActionArgs(run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		cfg, err := loadConfig(c)
+		if err != nil {
+			return err
+		}
+		pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter))
+		if err != nil {
+			return cli.Exit(err.Error(), ExitFailure)
+		}
+		defer cleanup()
+		return run(c, cfg, pool)
+	}
+}
+
+// migrateUp applies pending migrations and says where the database ended.
+func migrateUp(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	before, err := migrationStatus(c.Context, pool)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	after, err := migrateDatabase(c.Context, pool)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if after.Current > before.Current {
+		_, err = fmt.Fprintf(c.App.Writer, "migrated to version %d\n", after.Current)
+	} else {
+		_, err = fmt.Fprintf(c.App.Writer, "already at version %d\n", after.Current)
+	}
+	return outputError(err)
+}
+
+// migrateStatus prints the applied and latest versions and the pending
+// migrations; it exits 0 whether or not some are pending.
+func migrateStatus(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	st, err := migrationStatus(c.Context, pool)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return outputError(printMigrationStatus(c.App.Writer, st.Current, st.Latest, st.Pending))
+}
+
+// printMigrationStatus writes a migration status.
+func printMigrationStatus(w io.Writer, current, latest int32, pending []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "current version: %d\n", current)
+	fmt.Fprintf(&b, "latest version:  %d\n", latest)
+	if len(pending) == 0 {
+		b.WriteString("pending:         none\n")
+	} else {
+		fmt.Fprintf(&b, "pending:         %d\n", len(pending))
+		for _, name := range pending {
+			fmt.Fprintf(&b, "  %s\n", name)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

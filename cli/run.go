@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"wf/engine"
+	"wf/engine/config"
+	"wf/engine/runnerset"
+	"wf/engine/spec"
+	"wf/engine/store"
+)
+
+// runCommand is `wf run`, the daemon: it migrates the database, loads the
+// specs and claims and runs tasks until SIGINT or SIGTERM, then shuts down
+// gracefully (running tasks get --grace to finish, the rest are handed back).
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run the engine: claim and run tasks until SIGINT/SIGTERM",
+		Description: "Without a database URL, wf run starts a PostgreSQL of its own in <data-dir>/pg.\n" +
+			"Any number of instances may share one database; each claims only what its runners can run.",
+		Flags: []cli.Flag{
+			configFlag("slots", "how many tasks run at once in this instance (`N`)"),
+			configFlag("grace", "how long running tasks may finish on shutdown (`DURATION`)"),
+			configFlag("poll_interval", "follower poll and leader sweep interval (`DURATION`)"),
+			configFlag("heartbeat_interval", "lease extension interval (`DURATION`)"),
+			configFlag("janitor_interval", "janitor throttle (`DURATION`)"),
+			configFlag("specs", "comma-separated spec `PATHS` (default specs)"),
+		},
+		Action: runEngine,
+	}
+}
+
+// configFlag is a command flag that overrides the configuration key of the
+// same name; package config parses and checks its value.
+func configFlag(key, usage string) cli.Flag {
+	return &cli.StringFlag{Name: configFlagName(key), Usage: usage}
+}
+
+func runEngine(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return Usagef("run takes no arguments, got %q", c.Args().First())
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, c.App.ErrWriter)
+	specs, err := loadSpecs(c, cfg)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	pool, cleanup, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer cleanup()
+	if _, err := migrateDatabase(ctx, pool); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	set, err := runnerset.Build(specs, runnerset.Options{
+		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	eng, err := engine.New(engine.Config{
+		Name: cfg.Name, Pool: pool, Channels: storeChannels(cfg),
+		Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules,
+		Slots: cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
+		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: cfg.Retention.PartitionsAhead,
+		Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if err := eng.Run(ctx); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return nil
+}
+
+// loadSpecs compiles the configured spec paths; invalid specs exit 1 with
+// every error as file:line:col.
+func loadSpecs(c *cli.Context, cfg *config.Config) (*spec.Set, error) {
+	set, err := spec.Load(spec.Options{Builtins: registry(c).Names()}, cfg.Specs...)
+	if err != nil {
+		return nil, cli.Exit(fmt.Sprintf("invalid specs:\n%s", err), ExitFailure)
+	}
+	return set, nil
+}
+
+// storeChannels maps the configured NOTIFY channels.
+func storeChannels(cfg *config.Config) store.Channels {
+	return store.Channels{
+		TaskQueued:        cfg.Channels.TaskQueued,
+		TaskStatusChanged: cfg.Channels.TaskStatusChanged,
+		Events:            cfg.Channels.Events,
+	}
+}

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/config"
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// tasksCommand is `wf tasks`: list, show, requeue and cancel tasks.
+func tasksCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tasks",
+		Usage: "list, show, requeue or cancel tasks",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list tasks, newest first (keyset pagination: pass --cursor from the previous page)",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "status", Usage: "only tasks in `STATUS` (repeatable)"},
+					&cli.StringSliceFlag{Name: "type", Usage: "only tasks of task `TYPE` (repeatable)"},
+					&cli.StringSliceFlag{Name: "schema-name", Usage: "only tasks of tenant `SCHEMA` (repeatable)"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` tasks (1..1000)"},
+					&cli.StringFlag{Name: "cursor", Usage: "continue after task `ID` (printed at the end of a page)"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: databaseAction(tasksList),
+			},
+			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(tasksShow)},
+			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(tasksRequeue)},
+			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(tasksCancel)},
+		},
+	}
+}
+
+// taskAction wraps a command taking one task ID argument.
+func taskAction(run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return Usagef("%s takes one task ID argument, got %d", c.Command.Name, c.NArg())
+		}
+		id, err := parseTaskID(c.Args().First())
+		if err != nil {
+			return err
+		}
+		return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+			return run(c, store.New(pool).WithChannels(storeChannels(cfg)), id)
+		})(c)
+	}
+}
+
+func parseTaskID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || !store.IsV7(id) {
+		return uuid.Nil, Usagef("%q is not a task id (a UUIDv7)", s)
+	}
+	return id, nil
+}
+
+// storeError turns a store error into a one-line CLI failure.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, wftype.ErrNotFound), errors.Is(err, wftype.ErrConflict):
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return cli.Exit(err.Error(), ExitFailure)
+}
+
+func tasksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 1 || limit > 1000 {
+		return Usagef("--limit must be between 1 and 1000, got %d", limit)
+	}
+	f := store.TaskFilter{TaskTypes: c.StringSlice("type"), SchemaNames: c.StringSlice("schema-name"), Limit: limit}
+	for _, s := range c.StringSlice("status") {
+		st := wftype.TaskStatus(strings.ToUpper(s))
+		switch st {
+		case wftype.StatusPending, wftype.StatusActive, wftype.StatusCompleted, wftype.StatusFailed, wftype.StatusDeadLetter, wftype.StatusCancelled:
+		default:
+			return Usagef("--status %q: expected PENDING, ACTIVE, COMPLETED, FAILED, DEAD_LETTER or CANCELLED", s)
+		}
+		f.Statuses = append(f.Statuses, st)
+	}
+	if cur := c.String("cursor"); cur != "" {
+		id, err := parseTaskID(cur)
+		if err != nil {
+			return err
+		}
+		at := store.IDTime(id)
+		f.AfterTime, f.AfterID = &at, &id
+	}
+	tasks, err := store.New(pool).ListTasks(c.Context, f)
+	if err != nil {
+		return storeError(err)
+	}
+	next := ""
+	if len(tasks) == limit {
+		next = tasks[len(tasks)-1].ID.String()
+	}
+	if format == formatJSON {
+		if tasks == nil {
+			tasks = []wftype.Task{}
+		}
+		return writeJSON(c.App.Writer, map[string]any{"tasks": tasks, "next_cursor": next})
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.TaskType, t.SchemaName, t.Status, t.Attempts, t.Timestamp.Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(c.App.Writer, "more: --cursor %s\n", next)
+	}
+	return nil
+}
+
+func tasksShow(c *cli.Context, st *store.Store, id uuid.UUID) error {
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	t, err := st.GetTask(c.Context, id)
+	if err != nil {
+		return storeError(err)
+	}
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, t)
+	}
+	return writeTaskText(c.App.Writer, t)
+}
+
+func writeTaskText(w io.Writer, t wftype.Task) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	tm := func(p *time.Time) string {
+		if p == nil {
+			return "-"
+		}
+		return p.Format(time.RFC3339Nano)
+	}
+	row("task_id", t.ID.String())
+	row("task_type", t.TaskType)
+	row("status", string(t.Status))
+	row("schema_name", t.SchemaName)
+	row("scope", string(t.Scope))
+	row("execution_mode", string(t.ExecutionMode))
+	row("priority", fmt.Sprint(t.Priority))
+	row("attempts", fmt.Sprint(t.Attempts))
+	row("retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetries))
+	row("dedup_key", deref(t.DedupKey))
+	row("owner_id", deref(t.OwnerID))
+	row("created", t.Timestamp.Format(time.RFC3339Nano))
+	row("run_after", t.RunAfter.Format(time.RFC3339Nano))
+	row("started", tm(t.StartedAt))
+	row("finished", tm(t.FinishedAt))
+	row("locked_until", tm(t.LockedUntil))
+	row("inputs", string(t.Inputs))
+	if len(t.Progress) > 0 {
+		row("progress", string(t.Progress))
+	}
+	if len(t.Outputs) > 0 {
+		row("outputs", string(t.Outputs))
+	}
+	if t.Error != nil {
+		row("error", *t.Error)
+	}
+	return tw.Flush()
+}
+
+func tasksRequeue(c *cli.Context, st *store.Store, id uuid.UUID) error {
+	t, err := st.RequeueTask(c.Context, id)
+	if err != nil {
+		return storeError(err)
+	}
+	fmt.Fprintf(c.App.Writer, "requeued task %s (%s)\n", t.ID, t.Status)
+	return nil
+}
+
+func tasksCancel(c *cli.Context, st *store.Store, id uuid.UUID) error {
+	t, err := st.CancelTask(c.Context, id)
+	if err != nil {
+		return storeError(err)
+	}
+	fmt.Fprintf(c.App.Writer, "cancelled task %s\n", t.ID)
+	return nil
+}

@@ -1,0 +1,56 @@
+// Command wfrecord is wf with one more builtin handler, "record", which
+// writes every execution (task id, process id, attempt) to the table
+// wf_test.executions. The multi-process tests run it as `wf run` to count how
+// often each task really ran; it also shows how a program embeds wf with Go
+// handlers of its own.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"wf/cli"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners/builtin"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	reg := builtin.NewRegistry()
+	var pool *pgxpool.Pool
+	err := reg.Register("record", func(ctx context.Context, t *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		if pool == nil {
+			return nil, fmt.Errorf("WF_DATABASE_URL is not set")
+		}
+		// A little work, so a killed process dies with tasks in flight.
+		select {
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		_, err := pool.Exec(ctx, `INSERT INTO wf_test.executions (task_id, pid, attempt) VALUES ($1, $2, $3)`,
+			t.ID, os.Getpid(), t.Attempts)
+		return nil, err
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if url := os.Getenv("WF_DATABASE_URL"); url != "" {
+		if pool, err = pgxpool.New(ctx, url); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	code := cli.MainWith(ctx, os.Args, os.Stdout, os.Stderr, cli.Options{Registry: reg})
+	stop()
+	os.Exit(code)
+}

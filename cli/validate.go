@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/spec"
+	"wf/runners/builtin"
+)
+
+// defaultSpecPath is where the spec commands look when given no PATH.
+const defaultSpecPath = "specs"
+
+// Output formats of the spec commands.
+const (
+	formatText   = "text"
+	formatJSON   = "json"
+	formatGitHub = "github"
+)
+
+// specOptions are the options specs are compiled with. The builtin handler
+// names come from runners/builtin, the registry the engine runs them from.
+func specOptions() spec.Options {
+	return spec.Options{Builtins: builtin.Names()}
+}
+
+// specPaths returns the PATH arguments of a spec command, or the default.
+// Flags after a PATH are not parsed (urfave/cli stops at the first
+// argument): say so instead of looking for a file called --format.
+func specPaths(c *cli.Context) ([]string, error) {
+	if c.NArg() == 0 {
+		return []string{defaultSpecPath}, nil
+	}
+	for _, a := range c.Args().Slice() {
+		if strings.HasPrefix(a, "-") {
+			return nil, Usagef("flag %s after a PATH: put flags before the paths (wf %s %s PATH...)", a, c.Command.Name, a)
+		}
+	}
+	return c.Args().Slice(), nil
+}
+
+// formatFlag is the --format flag of a spec command.
+func formatFlag(formats ...string) *cli.StringFlag {
+	return &cli.StringFlag{
+		Name:    "format",
+		Aliases: []string{"f"},
+		Value:   formats[0],
+		Usage:   "output `FORMAT`: " + strings.Join(formats, ", "),
+	}
+}
+
+// checkFormat returns a usage error when --format is not one of formats.
+func checkFormat(c *cli.Context, formats ...string) (string, error) {
+	f := c.String("format")
+	if !slices.Contains(formats, f) {
+		return "", Usagef("--format must be one of %s; got %q", strings.Join(formats, ", "), f)
+	}
+	return f, nil
+}
+
+// compileSpecs reads and compiles the specs at paths. It returns the set, or
+// the spec errors (with the number of files read), or another error when the
+// files cannot be read.
+func compileSpecs(paths []string) (*spec.Set, spec.Errors, int, error) {
+	sources, err := spec.ReadSources(paths...)
+	if err != nil {
+		return nil, nil, 0, cli.Exit(err.Error(), ExitFailure)
+	}
+	set, err := spec.Compile(sources, specOptions())
+	var errs spec.Errors
+	if errors.As(err, &errs) {
+		return nil, errs, len(sources), nil
+	}
+	if err != nil {
+		return nil, nil, 0, cli.Exit(err.Error(), ExitFailure)
+	}
+	return set, nil, len(sources), nil
+}
+
+// invalidSpecs is the exit error of a spec command that found problems.
+func invalidSpecs(errs spec.Errors) error {
+	files := map[string]bool{}
+	for _, e := range errs {
+		files[e.File] = true
+	}
+	return cli.Exit(fmt.Sprintf("%s in %s", plural(len(errs), "error"), plural(len(files), "file")), ExitFailure)
+}
+
+// plural formats a count with its noun: 1 file, 2 files.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// validateCommand is wf validate: check specs, print every problem.
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "check spec files and print every problem as file:line:col: message",
+		ArgsUsage: "[PATH...]",
+		Description: "Reads every *.yaml and *.yml file under each PATH (default " + defaultSpecPath + "/), checks it against\n" +
+			"the spec schemas and the semantic rules, and prints every problem found. Exits 0 when\n" +
+			"the specs are valid, 1 when they are not. --format github prints GitHub Actions\n" +
+			"workflow commands, so the problems show on the lines of a pull request.",
+		Flags:  []cli.Flag{formatFlag(formatText, formatJSON, formatGitHub)},
+		Action: runValidate,
+		// No "help" subcommand: urfave/cli shares one across commands and
+		// writes to it on every run, a data race when tests run wf in parallel.
+		HideHelpCommand: true,
+	}
+}
+
+// runValidate is the action of wf validate.
+func runValidate(c *cli.Context) error {
+	format, err := checkFormat(c, formatText, formatJSON, formatGitHub)
+	if err != nil {
+		return err
+	}
+	paths, err := specPaths(c)
+	if err != nil {
+		return err
+	}
+	set, errs, files, err := compileSpecs(paths)
+	if err != nil {
+		return err
+	}
+	w := c.App.Writer
+	if errs != nil {
+		if err := writeSpecErrors(w, format, errs, files); err != nil {
+			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+		}
+		return invalidSpecs(errs)
+	}
+	if err := writeValidSummary(w, format, set); err != nil {
+		return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+	}
+	return nil
+}
+
+// validateJSON is the output of wf validate --format json.
+type validateJSON struct {
+	Valid         bool        `json:"valid"`
+	Files         int         `json:"files"`
+	TaskTypes     int         `json:"task_types"`
+	Subscriptions int         `json:"subscriptions"`
+	Schedules     int         `json:"schedules"`
+	Runners       int         `json:"runners"`
+	Errors        []errorJSON `json:"errors"`
+}
+
+// errorJSON is one spec error in JSON.
+type errorJSON struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// writeSpecErrors prints spec errors in the given format.
+func writeSpecErrors(w io.Writer, format string, errs spec.Errors, files int) error {
+	var b strings.Builder
+	switch format {
+	case formatJSON:
+		out := validateJSON{Files: files, Errors: make([]errorJSON, len(errs))}
+		for i, e := range errs {
+			out.Errors[i] = errorJSON{File: e.File, Line: e.Line, Col: e.Col, Message: e.Message}
+		}
+		return writeJSON(w, out)
+	case formatGitHub:
+		for _, e := range errs {
+			fmt.Fprintf(&b, "::error file=%s,line=%d,col=%d::%s\n", escapeGitHubProperty(e.File), e.Line, e.Col, escapeGitHubData(e.Message))
+		}
+	default:
+		for _, e := range errs {
+			b.WriteString(e.String() + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeValidSummary prints what a valid set holds.
+func writeValidSummary(w io.Writer, format string, set *spec.Set) error {
+	if format == formatJSON {
+		return writeJSON(w, validateJSON{
+			Valid:         true,
+			Files:         len(set.Files()),
+			TaskTypes:     len(set.TaskTypes()),
+			Subscriptions: len(set.Subscriptions()),
+			Schedules:     len(set.Schedules()),
+			Runners:       len(set.Runners()),
+			Errors:        []errorJSON{},
+		})
+	}
+	_, err := fmt.Fprintf(w, "ok: %s in %s\n", setSummary(set), plural(len(set.Files()), "file"))
+	return err
+}
+
+// setSummary counts what a set holds: 3 task types, 1 subscription, ...
+func setSummary(set *spec.Set) string {
+	return strings.Join([]string{
+		plural(len(set.TaskTypes()), "task type"),
+		plural(len(set.Subscriptions()), "subscription"),
+		plural(len(set.Schedules()), "schedule"),
+		plural(len(set.Runners()), "runner"),
+	}, ", ")
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("error encoding JSON: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// escapeGitHubData escapes the message of a workflow command.
+func escapeGitHubData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// escapeGitHubProperty escapes a property value of a workflow command.
+func escapeGitHubProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

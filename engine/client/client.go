@@ -1,0 +1,237 @@
+// Package client enqueues tasks: the Go API behind `wf enqueue`, the HTTP
+// API and event subscriptions. It checks inputs against the task type's
+// schema, evaluates its dedup-key expression, makes sure the month's
+// partition exists, and inserts PENDING tasks with their notification in one
+// statement — standalone, in the caller's transaction, or in bulk.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/spec"
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// ErrUnknownTaskType is returned for a task type no spec declares.
+var ErrUnknownTaskType = errors.New("unknown task type")
+
+// ValidationError lists every way a request breaks its task type's rules.
+type ValidationError struct {
+	TaskType string
+	// Inputs holds the input schema violations, each with its JSON pointer.
+	Inputs spec.InputErrors
+	// Message describes a problem that is not about one input (schema name, dedup key).
+	Message string
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("invalid %s task: %s", e.TaskType, e.Message)
+	}
+	return fmt.Sprintf("invalid inputs for task type %s: %s", e.TaskType, e.Inputs.Error())
+}
+
+// Request is one task to enqueue.
+type Request struct {
+	TaskType string
+	// SchemaName is the tenant; default "system" (required for CATALOG and ASSET scopes).
+	SchemaName string
+	// Inputs is a JSON object; default {}.
+	Inputs json.RawMessage
+	// DedupKey overrides the spec's dedup-key expression when set.
+	DedupKey string
+	// Priority overrides the spec's priority when set.
+	Priority *int
+	// RunAfter delays the task; nil means now.
+	RunAfter *time.Time
+}
+
+// Result is the outcome of one request.
+type Result struct {
+	Task wftype.Task
+	// Duplicate: a live task already held the dedup key; Task is that task
+	// and nothing was created.
+	Duplicate bool
+}
+
+// Client enqueues tasks of the spec set's types.
+type Client struct {
+	store *store.Store
+	specs *spec.Set
+
+	mu     sync.Mutex
+	months map[string]bool // partitions known to exist, by "2006-01"
+}
+
+// New returns a client that writes through st (on a pool) for specs.
+func New(st *store.Store, specs *spec.Set) *Client {
+	return &Client{store: st, specs: specs, months: map[string]bool{}}
+}
+
+// Specs returns the spec set the client validates against.
+func (c *Client) Specs() *spec.Set { return c.specs }
+
+// Enqueue creates one task in its own transaction.
+func (c *Client) Enqueue(ctx context.Context, req Request) (Result, error) {
+	res, err := c.EnqueueMany(ctx, []Request{req})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// EnqueueTx creates one task inside the caller's transaction: it exists, and
+// its notification is sent, only if the caller commits.
+func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
+	res, err := c.enqueue(ctx, c.store.WithTx(tx), []Request{req})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// EnqueueMany creates many tasks in one round trip (one statement). Every
+// request is validated first; one invalid request fails the whole call and
+// creates nothing.
+func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]Result, error) {
+	return c.enqueue(ctx, c.store, reqs)
+}
+
+// EnqueueManyTx is EnqueueMany inside the caller's transaction.
+func (c *Client) EnqueueManyTx(ctx context.Context, tx pgx.Tx, reqs []Request) ([]Result, error) {
+	return c.enqueue(ctx, c.store.WithTx(tx), reqs)
+}
+
+func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) ([]Result, error) {
+	tasks := make([]store.NewTask, len(reqs))
+	for i, req := range reqs {
+		nt, err := c.prepare(req)
+		if err != nil {
+			return nil, err
+		}
+		tasks[i] = nt
+	}
+	if err := c.ensurePartitions(ctx, tasks); err != nil {
+		return nil, err
+	}
+	var (
+		inserted []store.InsertResult
+		err      error
+	)
+	// A dedup holder that finishes between the insert and the look-up of the
+	// existing task leaves the key free: trying again inserts.
+	for attempt := 0; attempt < 3; attempt++ {
+		inserted, err = st.InsertTasks(ctx, tasks)
+		if !errors.Is(err, wftype.ErrConflict) {
+			break
+		}
+		for i := range tasks {
+			tasks[i].ID = [16]byte{}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error enqueueing: %w", err)
+	}
+	out := make([]Result, len(inserted))
+	for i, r := range inserted {
+		out[i] = Result{Task: r.Task, Duplicate: r.Duplicate}
+	}
+	return out, nil
+}
+
+// prepare validates a request against its task type and fills what the spec decides.
+func (c *Client) prepare(req Request) (store.NewTask, error) {
+	tt, ok := c.specs.TaskType(req.TaskType)
+	if !ok {
+		return store.NewTask{}, fmt.Errorf("%w %q", ErrUnknownTaskType, req.TaskType)
+	}
+	schema := req.SchemaName
+	if schema == "" {
+		if tt.Scope() != wftype.ScopeSystem {
+			return store.NewTask{}, &ValidationError{TaskType: tt.Name(),
+				Message: fmt.Sprintf("a %s-scoped task needs a schema_name (its tenant)", tt.Scope())}
+		}
+		schema = wftype.SystemSchema
+	}
+	if len(schema) > 255 {
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "schema_name is longer than 255 characters"}
+	}
+	raw := req.Inputs
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	var inputs any
+	if err := json.Unmarshal(raw, &inputs); err != nil {
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "inputs are not valid JSON: " + err.Error()}
+	}
+	if err := tt.ValidateInputs(inputs); err != nil {
+		var ie spec.InputErrors
+		if errors.As(err, &ie) {
+			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Inputs: ie}
+		}
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: err.Error()}
+	}
+	key := req.DedupKey
+	if key == "" {
+		obj, _ := inputs.(map[string]any)
+		k, ok, err := tt.DedupKey(schema, obj)
+		if err != nil {
+			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "error evaluating the dedup key: " + err.Error()}
+		}
+		if ok {
+			key = k
+		}
+	}
+	if len(key) > spec.MaxDedupKeyLength {
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(),
+			Message: fmt.Sprintf("dedup key is %d characters long; the limit is %d", len(key), spec.MaxDedupKeyLength)}
+	}
+	priority := tt.Priority()
+	if req.Priority != nil {
+		priority = *req.Priority
+	}
+	id, _, err := store.NewID()
+	if err != nil {
+		return store.NewTask{}, err
+	}
+	return store.NewTask{
+		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
+		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: tt.MaxRetries(), RunAfter: req.RunAfter,
+	}, nil
+}
+
+// ensurePartitions creates the monthly partitions the tasks fall in, once per
+// month per process. It runs on the client's own pool, outside any caller
+// transaction, so partition DDL never holds locks for the caller's lifetime.
+func (c *Client) ensurePartitions(ctx context.Context, tasks []store.NewTask) error {
+	var missing []time.Time
+	c.mu.Lock()
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		at := store.IDTime(t.ID)
+		key := at.Format("2006-01")
+		if !c.months[key] && !seen[key] {
+			seen[key] = true
+			missing = append(missing, at)
+		}
+	}
+	c.mu.Unlock()
+	for _, at := range missing {
+		if _, err := c.store.EnsurePartitions(ctx, at, 1); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.months[at.Format("2006-01")] = true
+		c.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// channelRE is what a NOTIFY channel name may be: a plain PostgreSQL
+// identifier, so it needs no quoting.
+var channelRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// hexSHA256RE is a SHA-256 in hex.
+var hexSHA256RE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// MinTokenLength is the shortest plain token accepted.
+const MinTokenLength = 16
+
+// Validate checks every bound and relation of the configuration and returns
+// all problems as Errors (nil when there is none). Each problem names the
+// source of the value at fault when Load recorded one.
+func (c *Config) Validate() error {
+	var errs Errors
+	add := func(field, format string, args ...any) {
+		errs = append(errs, Error{Source: c.Origin(field), Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+
+	if c.DatabaseURL != "" {
+		if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
+			add("database_url", "%s", msg)
+		}
+	}
+	if strings.TrimSpace(c.Name) == "" {
+		add("name", "must not be empty")
+	}
+	if msg := checkListen(c.Listen); msg != "" {
+		add("listen", "%s", msg)
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		add("data_dir", "must not be empty")
+	}
+	for i, s := range c.Specs {
+		if strings.TrimSpace(s) == "" {
+			add(fmt.Sprintf("specs[%d]", i), "must not be empty")
+		}
+	}
+	if levels := []string{LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError}; !slices.Contains(levels, c.LogLevel) {
+		add("log_level", "expected one of %s, got %q", strings.Join(levels, ", "), c.LogLevel)
+	}
+	if formats := []string{LogFormatAuto, LogFormatText, LogFormatJSON}; !slices.Contains(formats, c.LogFormat) {
+		add("log_format", "expected one of %s, got %q", strings.Join(formats, ", "), c.LogFormat)
+	}
+	if c.Slots < 1 {
+		add("slots", "must be at least 1, got %d", c.Slots)
+	}
+
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"poll_interval", c.PollInterval},
+		{"heartbeat_interval", c.HeartbeatInterval},
+		{"janitor_interval", c.JanitorInterval},
+		{"maintenance_interval", c.MaintenanceInterval},
+		{"visibility_timeout", c.VisibilityTimeout},
+		{"retention.completed", c.Retention.Completed},
+		{"retention.failed", c.Retention.Failed},
+		{"retention.dead_letter", c.Retention.DeadLetter},
+		{"retention.dead_letter_events", c.Retention.DeadLetterEvents},
+		{"http.read_timeout", c.HTTP.ReadTimeout},
+		{"http.write_timeout", c.HTTP.WriteTimeout},
+	} {
+		if d.value <= 0 {
+			add(d.field, "must be a positive duration, got %s", FormatDuration(d.value))
+		}
+	}
+	if c.Grace < 0 {
+		add("grace", "must not be negative, got %s", FormatDuration(c.Grace))
+	}
+	if c.HeartbeatInterval > 0 && c.VisibilityTimeout > 0 && c.HeartbeatInterval >= c.VisibilityTimeout {
+		add("heartbeat_interval", "must be shorter than visibility_timeout (%s), or leases expire between heartbeats; got %s",
+			FormatDuration(c.VisibilityTimeout), FormatDuration(c.HeartbeatInterval))
+	}
+
+	seen := map[string]string{}
+	for _, ch := range []struct{ field, value string }{
+		{"channels.task_queued", c.Channels.TaskQueued},
+		{"channels.task_status_changed", c.Channels.TaskStatusChanged},
+		{"channels.events", c.Channels.Events},
+	} {
+		if !channelRE.MatchString(ch.value) {
+			add(ch.field, "expected a PostgreSQL identifier (letters, digits and underscores, not starting with a digit, at most 63 characters), got %q", ch.value)
+			continue
+		}
+		if other, dup := seen[ch.value]; dup {
+			add(ch.field, "must differ from %s (both are %q)", other, ch.value)
+		}
+		seen[ch.value] = ch.field
+	}
+	if c.Retention.PartitionsAhead < 1 {
+		add("retention.partitions_ahead", "must be at least 1, got %d", c.Retention.PartitionsAhead)
+	}
+
+	c.validateTokens(add)
+
+	if c.Report.BucketURL != "" {
+		if msg := checkBucketURL(c.Report.BucketURL); msg != "" {
+			add("report.bucket_url", "%s", msg)
+		}
+	}
+	if c.HTTP.MaxBodyBytes < 1 {
+		add("http.max_body_bytes", "must be at least 1, got %d", c.HTTP.MaxBodyBytes)
+	}
+	return errs.orNil()
+}
+
+// validateTokens checks names, roles, catalogs and the token or its hash.
+func (c *Config) validateTokens(add func(field, format string, args ...any)) {
+	names := map[string]int{}
+	hashes := map[string]int{}
+	for i, t := range c.Tokens {
+		p := fmt.Sprintf("tokens[%d]", i)
+		switch j, dup := names[t.Name]; {
+		case strings.TrimSpace(t.Name) == "":
+			add(p+".name", "required field is missing")
+		case dup:
+			add(p+".name", "duplicate token name %q (also tokens[%d])", t.Name, j)
+		default:
+			names[t.Name] = i
+		}
+		if !t.Role.Valid() {
+			add(p+".role", "expected one of client, worker, admin, got %q", t.Role)
+		}
+		if t.Role == RoleAdmin && len(t.Catalogs) > 0 {
+			add(p+".catalogs", "an admin token sees every catalog; remove catalogs or use role client")
+		}
+		for j, cat := range t.Catalogs {
+			if strings.TrimSpace(cat) == "" {
+				add(fmt.Sprintf("%s.catalogs[%d]", p, j), "must not be empty")
+			}
+		}
+		var hash string
+		switch {
+		case t.Token == "" && t.TokenSHA256 == "":
+			add(p, "set token or token_sha256")
+		case t.Token != "" && t.TokenSHA256 != "":
+			add(p, "set token or token_sha256, not both")
+		case t.Token != "" && len(t.Token) < MinTokenLength:
+			add(p+".token", "must be at least %d characters long", MinTokenLength)
+		case t.Token != "":
+			hash = HashToken(t.Token)
+		case !hexSHA256RE.MatchString(t.TokenSHA256):
+			add(p+".token_sha256", "expected 64 hexadecimal digits (the SHA-256 of the token)")
+		default:
+			hash = strings.ToLower(t.TokenSHA256)
+		}
+		if hash == "" {
+			continue
+		}
+		if j, dup := hashes[hash]; dup {
+			add(p, "same token as tokens[%d]; every token must be different", j)
+		}
+		hashes[hash] = i
+	}
+}
+
+// checkDatabaseURL checks the shape of a connection string without echoing
+// it (it holds a password).
+func checkDatabaseURL(s string) string {
+	const expected = "expected postgres://user:password@host:port/database or key=value pairs"
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "is not a valid URL; " + expected
+		}
+		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+			return fmt.Sprintf("%s, got a %s:// URL", expected, u.Scheme)
+		}
+		return ""
+	}
+	if !strings.Contains(s, "=") {
+		return expected
+	}
+	return ""
+}
+
+// checkListen checks a host:port address.
+func checkListen(s string) string {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Sprintf("expected host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("expected a port number from 0 to 65535, got %q", port)
+	}
+	return ""
+}
+
+// checkBucketURL checks a report location: gs://bucket/prefix or
+// file:///folder.
+func checkBucketURL(s string) string {
+	const expected = "expected gs://bucket/prefix or file:///folder"
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Sprintf("%s, got %q", expected, s)
+	}
+	switch u.Scheme {
+	case "gs":
+		if u.Host == "" {
+			return fmt.Sprintf("%s: no bucket in %q", expected, s)
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" || u.Path == "" {
+			return fmt.Sprintf("%s (an absolute path after file://), got %q", expected, s)
+		}
+	default:
+		return fmt.Sprintf("%s, got %q", expected, s)
+	}
+	return ""
+}
+
+// FormatDuration formats a duration the way a configuration file writes it:
+// 720h rather than 720h0m0s.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *Config)
+		want   string
+	}{
+		{"empty name", func(c *Config) { c.Name = " " }, "name: must not be empty"},
+		{"listen without port", func(c *Config) { c.Listen = "localhost" }, `listen: expected host:port such as 127.0.0.1:8080 or :8080, got "localhost"`},
+		{"listen bad port", func(c *Config) { c.Listen = "localhost:http" }, `listen: expected a port number from 0 to 65535, got "http"`},
+		{"listen port too big", func(c *Config) { c.Listen = ":70000" }, `listen: expected a port number from 0 to 65535, got "70000"`},
+		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir: must not be empty"},
+		{"empty spec path", func(c *Config) { c.Specs = []string{"a", ""} }, "specs[1]: must not be empty"},
+		{"log level", func(c *Config) { c.LogLevel = "trace" }, `log_level: expected one of debug, info, warn, error, got "trace"`},
+		{"log format", func(c *Config) { c.LogFormat = "xml" }, `log_format: expected one of auto, text, json, got "xml"`},
+		{"slots", func(c *Config) { c.Slots = 0 }, "slots: must be at least 1, got 0"},
+		{"poll interval", func(c *Config) { c.PollInterval = 0 }, "poll_interval: must be a positive duration, got 0s"},
+		{"negative retention", func(c *Config) { c.Retention.DeadLetter = -time.Hour }, "retention.dead_letter: must be a positive duration, got -1h"},
+		{"negative grace", func(c *Config) { c.Grace = -time.Second }, "grace: must not be negative, got -1s"},
+		{"heartbeat not below visibility", func(c *Config) { c.HeartbeatInterval = 5 * time.Minute },
+			"heartbeat_interval: must be shorter than visibility_timeout (5m), or leases expire between heartbeats; got 5m"},
+		{"channel name", func(c *Config) { c.Channels.Events = "1abc" },
+			`channels.events: expected a PostgreSQL identifier (letters, digits and underscores, not starting with a digit, at most 63 characters), got "1abc"`},
+		{"channel too long", func(c *Config) { c.Channels.TaskQueued = strings.Repeat("a", 64) }, "channels.task_queued: expected a PostgreSQL identifier"},
+		{"duplicate channel", func(c *Config) { c.Channels.TaskStatusChanged = c.Channels.TaskQueued },
+			`channels.task_status_changed: must differ from channels.task_queued (both are "new_task_queued")`},
+		{"partitions ahead", func(c *Config) { c.Retention.PartitionsAhead = 0 }, "retention.partitions_ahead: must be at least 1, got 0"},
+		{"max body", func(c *Config) { c.HTTP.MaxBodyBytes = 0 }, "http.max_body_bytes: must be at least 1, got 0"},
+		{"write timeout", func(c *Config) { c.HTTP.WriteTimeout = 0 }, "http.write_timeout: must be a positive duration, got 0s"},
+		{"bucket scheme", func(c *Config) { c.Report.BucketURL = "s3://b/p" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder, got "s3://b/p"`},
+		{"bucket without bucket", func(c *Config) { c.Report.BucketURL = "gs:///p" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder: no bucket in "gs:///p"`},
+		{"relative file bucket", func(c *Config) { c.Report.BucketURL = "file://reports" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder (an absolute path after file://), got "file://reports"`},
+		{"database scheme", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "database_url: expected postgres://user:password@host:port/database or key=value pairs, got a mysql:// URL"},
+		{"database not a URL", func(c *Config) { c.DatabaseURL = "postgres://u:pw@h:port/db" }, "database_url: is not a valid URL; expected postgres://user:password@host:port/database or key=value pairs"},
+		{"database gibberish", func(c *Config) { c.DatabaseURL = "just-a-host" }, "database_url: expected postgres://user:password@host:port/database or key=value pairs"},
+		{"token without name", func(c *Config) { c.Tokens = []Token{{Role: RoleClient, Token: "0123456789abcdef"}} }, "tokens[0].name: required field is missing"},
+		{"token role", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: "root", Token: "0123456789abcdef"}} }, `tokens[0].role: expected one of client, worker, admin, got "root"`},
+		{"token neither", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: RoleClient}} }, "tokens[0]: set token or token_sha256"},
+		{"token both", func(c *Config) {
+			c.Tokens = []Token{{Name: "a", Role: RoleClient, Token: "0123456789abcdef", TokenSHA256: HashToken("x")}}
+		}, "tokens[0]: set token or token_sha256, not both"},
+		{"token short", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: RoleClient, Token: "short"}} }, "tokens[0].token: must be at least 16 characters long"},
+		{"token hash", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: RoleClient, TokenSHA256: "zz"}} },
+			"tokens[0].token_sha256: expected 64 hexadecimal digits (the SHA-256 of the token)"},
+		{"admin with catalogs", func(c *Config) {
+			c.Tokens = []Token{{Name: "a", Role: RoleAdmin, Catalogs: []string{"c"}, Token: "0123456789abcdef"}}
+		}, "tokens[0].catalogs: an admin token sees every catalog; remove catalogs or use role client"},
+		{"empty catalog", func(c *Config) {
+			c.Tokens = []Token{{Name: "a", Role: RoleClient, Catalogs: []string{""}, Token: "0123456789abcdef"}}
+		}, "tokens[0].catalogs[0]: must not be empty"},
+		{"duplicate token name", func(c *Config) {
+			c.Tokens = []Token{{Name: "a", Role: RoleClient, Token: "0123456789abcdef"}, {Name: "a", Role: RoleWorker, Token: "fedcba9876543210"}}
+		}, `tokens[1].name: duplicate token name "a" (also tokens[0])`},
+		{"same token twice", func(c *Config) {
+			c.Tokens = []Token{
+				{Name: "a", Role: RoleClient, Token: "0123456789abcdef"},
+				{Name: "b", Role: RoleAdmin, TokenSHA256: strings.ToUpper(HashToken("0123456789abcdef"))},
+			}
+		}, "tokens[1]: same token as tokens[0]; every token must be different"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			tc.mutate(c)
+			err := c.Validate()
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			var errs Errors
+			require.ErrorAs(t, err, &errs)
+			require.Len(t, errs, 1, err.Error())
+		})
+	}
+}
+
+func TestValidateCollectsEveryError(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	c.Slots = 0
+	c.LogLevel = "loud"
+	c.Listen = "nowhere"
+	err := c.Validate()
+	require.EqualError(t, err, strings.Join([]string{
+		`listen: expected host:port such as 127.0.0.1:8080 or :8080, got "nowhere"`,
+		`log_level: expected one of debug, info, warn, error, got "loud"`,
+		`slots: must be at least 1, got 0`,
+	}, "\n"))
+}
+
+func TestValidateAcceptsLoadedConfig(t *testing.T) {
+	t.Parallel()
+	c, err := Load(Options{WorkDir: t.TempDir(), LookupEnv: envOf(map[string]string{
+		"WF_TOKENS": `[{"name":"a","role":"client","token":"0123456789abcdef"}]`,
+	})})
+	require.NoError(t, err)
+	// Once hashed, tokens still validate.
+	require.NoError(t, c.Validate())
+}
+
+func TestFormatDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		0:                             "0s",
+		time.Second:                   "1s",
+		500 * time.Millisecond:        "500ms",
+		720 * time.Hour:               "720h",
+		90 * time.Minute:              "1h30m",
+		time.Hour + time.Second:       "1h0m1s",
+		5 * time.Minute:               "5m",
+		5*time.Minute + 3*time.Second: "5m3s",
+		-time.Hour:                    "-1h",
+	} {
+		require.Equal(t, want, FormatDuration(d))
+	}
+}

@@ -1,0 +1,164 @@
+// Package events is the durable events outbox: emitting events (alone, in
+// the caller's transaction, or in bulk) and, in the consumer, turning them
+// into the tasks their Subscription specs ask for.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/store"
+)
+
+// Scopes an event may have.
+const (
+	ScopePlatform   = "PLATFORM"
+	ScopeCatalog    = "CATALOG"
+	ScopeCollection = "COLLECTION"
+	ScopeAsset      = "ASSET"
+)
+
+// Event is one event to emit.
+type Event struct {
+	// Type names the event, e.g. "catalog.deleted" (lower-case words and dots).
+	Type string
+	// Scope is PLATFORM, CATALOG, COLLECTION or ASSET; default PLATFORM.
+	Scope string
+	// SchemaName is the tenant; default "system".
+	SchemaName string
+	// Payload is a JSON object; default {}.
+	Payload json.RawMessage
+	// DedupKey, when set, makes the emit a no-op while an event with the same
+	// key is still pending.
+	DedupKey string
+}
+
+// Result is the outcome of one emit.
+type Result struct {
+	Event     store.Event
+	Duplicate bool
+}
+
+// ErrInvalidEvent is wrapped by every validation failure.
+var ErrInvalidEvent = errors.New("invalid event")
+
+var eventTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$`)
+
+// Emitter writes events to the outbox.
+type Emitter struct {
+	store *store.Store
+
+	mu     sync.Mutex
+	months map[string]bool
+}
+
+// NewEmitter returns an emitter writing through st (on a pool).
+func NewEmitter(st *store.Store) *Emitter { return &Emitter{store: st, months: map[string]bool{}} }
+
+// Emit writes one event in its own transaction.
+func (e *Emitter) Emit(ctx context.Context, ev Event) (Result, error) {
+	res, err := e.emit(ctx, e.store, []Event{ev})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// EmitTx writes one event inside the caller's transaction: it exists, and
+// wakes consumers, only if the caller commits.
+func (e *Emitter) EmitTx(ctx context.Context, tx pgx.Tx, ev Event) (Result, error) {
+	res, err := e.emit(ctx, e.store.WithTx(tx), []Event{ev})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// EmitMany writes many events in one statement.
+func (e *Emitter) EmitMany(ctx context.Context, evs []Event) ([]Result, error) {
+	return e.emit(ctx, e.store, evs)
+}
+
+// Validate checks an event and fills its defaults.
+func Validate(ev Event) (store.NewEvent, error) {
+	if !eventTypeRE.MatchString(ev.Type) || len(ev.Type) > 255 {
+		return store.NewEvent{}, fmt.Errorf("%w: type %q must be lower-case words joined by dots (e.g. catalog.deleted), at most 255 characters", ErrInvalidEvent, ev.Type)
+	}
+	if ev.Scope == "" {
+		ev.Scope = ScopePlatform
+	}
+	switch ev.Scope {
+	case ScopePlatform, ScopeCatalog, ScopeCollection, ScopeAsset:
+	default:
+		return store.NewEvent{}, fmt.Errorf("%w: scope %q must be PLATFORM, CATALOG, COLLECTION or ASSET", ErrInvalidEvent, ev.Scope)
+	}
+	if ev.SchemaName == "" {
+		ev.SchemaName = "system"
+	}
+	if len(ev.SchemaName) > 255 || len(ev.DedupKey) > 512 {
+		return store.NewEvent{}, fmt.Errorf("%w: schema_name is limited to 255 characters and dedup_key to 512", ErrInvalidEvent)
+	}
+	if len(ev.Payload) == 0 {
+		ev.Payload = json.RawMessage(`{}`)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(ev.Payload, &obj); err != nil || obj == nil {
+		return store.NewEvent{}, fmt.Errorf("%w: payload must be a JSON object", ErrInvalidEvent)
+	}
+	id, _, err := store.NewID()
+	if err != nil {
+		return store.NewEvent{}, err
+	}
+	return store.NewEvent{ID: id, EventType: ev.Type, Scope: ev.Scope, SchemaName: ev.SchemaName, Payload: ev.Payload, DedupKey: ev.DedupKey}, nil
+}
+
+func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Result, error) {
+	rows := make([]store.NewEvent, len(evs))
+	for i, ev := range evs {
+		row, err := Validate(ev)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = row
+	}
+	if err := e.ensurePartitions(ctx, rows); err != nil {
+		return nil, err
+	}
+	inserted, err := st.InsertEvents(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("error emitting events: %w", err)
+	}
+	out := make([]Result, len(inserted))
+	for i, r := range inserted {
+		out[i] = Result{Event: r.Event, Duplicate: r.Duplicate}
+	}
+	return out, nil
+}
+
+// ensurePartitions creates the months' partitions once per process, on the
+// emitter's own pool (never inside a caller's transaction).
+func (e *Emitter) ensurePartitions(ctx context.Context, rows []store.NewEvent) error {
+	for _, r := range rows {
+		at := store.IDTime(r.ID)
+		key := at.Format("2006-01")
+		e.mu.Lock()
+		known := e.months[key]
+		e.mu.Unlock()
+		if known {
+			continue
+		}
+		if _, err := e.store.EnsurePartitions(ctx, at, 1); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.months[key] = true
+		e.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/dbtest"
+	"wf/engine/events"
+	"wf/engine/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+func TestEmitDedupAndTransactions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	em := events.NewEmitter(store.New(pool))
+
+	first, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", Scope: events.ScopeCatalog, SchemaName: "s_a",
+		Payload: json.RawMessage(`{"catalog_id":"a"}`), DedupKey: "del:a"})
+	require.NoError(t, err)
+	require.False(t, first.Duplicate)
+	require.Equal(t, store.EventPending, first.Event.Status)
+	require.Equal(t, store.IDTime(first.Event.ID), first.Event.CreatedAt)
+
+	again, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", DedupKey: "del:a"})
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.Equal(t, first.Event.ID, again.Event.ID)
+
+	// In a rolled-back transaction nothing is written.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = em.EmitTx(ctx, tx, events.Event{Type: "catalog.created"})
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM tasks.events`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	for _, bad := range []events.Event{
+		{Type: "Bad Type"},
+		{Type: "x.y", Scope: "GALAXY"},
+		{Type: "x.y", Payload: json.RawMessage(`[1]`)},
+	} {
+		_, err := em.Emit(ctx, bad)
+		require.ErrorIs(t, err, events.ErrInvalidEvent)
+	}
+}

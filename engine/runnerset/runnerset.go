@@ -1,0 +1,104 @@
+// Package runnerset turns a compiled spec set into what the engine runs: the
+// local runners (builtin, exec, http, and the synchronous runner over them),
+// the (execution mode, task type) pairs, and the dispatcher's rules.
+package runnerset
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"wf/engine/dispatch"
+	"wf/engine/spec"
+	"wf/runners"
+	"wf/runners/builtin"
+	"wf/runners/exec"
+	httprunner "wf/runners/http"
+	"wf/runners/syncrunner"
+)
+
+// Options configure Build.
+type Options struct {
+	// Registry holds the builtin Go handlers; nil means builtin.NewRegistry().
+	Registry *builtin.Registry
+	// DefaultVisibilityTimeout applies to task types that set none.
+	DefaultVisibilityTimeout time.Duration
+	Logger                   *slog.Logger
+	// Extra runners (remote jobs such as Cloud Run) join the chain by priority.
+	Extra []runners.Runner
+}
+
+// Set is the runnable form of a spec set.
+type Set struct {
+	Runners []runners.Runner
+	Pairs   []runners.Pair
+	Rules   map[runners.Pair]dispatch.Rule
+}
+
+// Build creates one runner per handler kind that some task type uses, the
+// synchronous runner over them, and a rule per task type.
+func Build(specs *spec.Set, opts Options) (*Set, error) {
+	builtins := map[string]string{}
+	execs := map[string]exec.Handler{}
+	endpoints := map[string]httprunner.Endpoint{}
+	out := &Set{Rules: map[runners.Pair]dispatch.Rule{}}
+	for _, tt := range specs.TaskTypes() {
+		h := tt.Handler()
+		switch h.Kind {
+		case spec.HandlerBuiltin:
+			builtins[tt.Name()] = h.Builtin
+		case spec.HandlerExec:
+			execs[tt.Name()] = exec.Handler{Command: h.Exec.Command, Env: h.Exec.Env, Dir: h.Exec.Dir}
+		case spec.HandlerHTTP:
+			endpoints[tt.Name()] = httprunner.Endpoint{URL: h.HTTP.URL, Headers: h.HTTP.Headers, Timeout: h.HTTP.Timeout}
+		default:
+			return nil, fmt.Errorf("error building runners: task type %s has an unknown handler kind %q", tt.Name(), h.Kind)
+		}
+		pair := runners.Pair{Mode: tt.Mode(), TaskType: tt.Name()}
+		out.Pairs = append(out.Pairs, pair)
+		out.Rules[pair] = RuleFor(tt, opts.DefaultVisibilityTimeout)
+	}
+	var local []runners.Runner
+	if len(builtins) > 0 {
+		r, err := builtin.New(builtin.Config{Registry: opts.Registry, Handlers: builtins, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		local = append(local, r)
+	}
+	if len(execs) > 0 {
+		r, err := exec.New(exec.Config{Handlers: execs, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		local = append(local, r)
+	}
+	if len(endpoints) > 0 {
+		r, err := httprunner.New(httprunner.Config{Handlers: endpoints})
+		if err != nil {
+			return nil, err
+		}
+		local = append(local, r)
+	}
+	out.Runners = append(append(append(out.Runners, opts.Extra...), local...), syncrunner.New(local...))
+	return out, nil
+}
+
+// RuleFor compiles a task type's dispatch rule.
+func RuleFor(tt *spec.TaskType, defaultLease time.Duration) dispatch.Rule {
+	r := tt.DispatchRule()
+	lease := r.VisibilityTimeout
+	if lease <= 0 {
+		lease = defaultLease
+	}
+	backoff := r.Backoff
+	return dispatch.Rule{
+		Pair:        runners.Pair{Mode: r.Mode, TaskType: r.TaskType},
+		Lease:       lease,
+		Timeout:     r.Timeout,
+		PerInstance: r.Concurrency.PerInstance,
+		Global:      r.Concurrency.Global,
+		Backoff:     func(n int) time.Duration { return backoff.Delay(n, rand.Float64()) },
+	}
+}

@@ -1,0 +1,90 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParsePositions(t *testing.T) {
+	t.Parallel()
+	docs, errs := parseSource(Source{Name: "p.yaml", Data: []byte(`kind: TaskType
+name: t
+handler:
+  exec:
+    command: ["a", "b"]
+    env: {"a/b~c": x}
+---
+- 1
+`)})
+	require.Empty(t, errs)
+	require.Len(t, docs, 2)
+	d := docs[0]
+	require.Equal(t, "TaskType", d.kind)
+	require.Equal(t, "t", d.name)
+	require.Equal(t, pos{1, 1}, d.pos)
+	require.Equal(t, pos{5, 15}, d.at("/handler/exec/command/0"))
+	require.Equal(t, pos{5, 20}, d.at("/handler/exec/command/1"))
+	require.Equal(t, pos{5, 5}, d.keyAt("/handler/exec/command"))
+	require.Equal(t, pos{6, 11}, d.keyAt("/handler/exec/env/a~1b~0c"))
+	require.Equal(t, pos{6, 20}, d.at("/handler/exec/env/a~1b~0c"))
+	require.Equal(t, pos{5, 14}, d.at("/handler/exec/command/9"), "falls back to the closest ancestor")
+	require.Equal(t, `handler.exec.env["a/b~c"]`, fieldPath(d.value, "/handler/exec/env/a~1b~0c"))
+	require.Equal(t, `handler.exec.command[1]`, fieldPath(d.value, "/handler/exec/command/1"))
+	require.Equal(t, pos{8, 1}, docs[1].pos)
+}
+
+func TestParseMergeKeys(t *testing.T) {
+	t.Parallel()
+	docs, errs := parseSource(Source{Name: "m.yaml", Data: []byte(`
+base: &base {a: 1, b: 2}
+other: &other {b: 20, c: 30}
+one:
+  <<: *base
+  b: 3
+many:
+  <<: [*base, *other]
+  d: 4
+`)})
+	require.Empty(t, errs)
+	m := docs[0].value.(map[string]any)
+	require.Equal(t, map[string]any{"a": int64(1), "b": int64(3)}, m["one"])
+	require.Equal(t, map[string]any{"a": int64(1), "b": int64(2), "c": int64(30), "d": int64(4)}, m["many"])
+}
+
+func TestParseRejects(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ src, want string }{
+		"BillionLaughs": {
+			src:  billionLaughs(),
+			want: "document too large: more than 100000 values once aliases are expanded",
+		},
+		"TooDeep": {
+			src:  strings.Repeat("[", 150) + strings.Repeat("]", 150),
+			want: "document nested too deep: more than 100 levels",
+		},
+		"MergeOfScalar": {src: "a: &x 1\nb: {<<: *x}\n", want: "a merge key (<<) needs a mapping or a list of mappings"},
+		"Infinity":      {src: "a: .inf\n", want: "number .inf has no JSON value"},
+		"SetTag":        {src: "a: !!set {x}\n", want: "unsupported YAML tag !!set on a mapping"},
+		"Syntax":        {src: "a: [1\n", want: "invalid YAML: did not find expected ',' or ']'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, errs := parseSource(Source{Name: "x.yaml", Data: []byte(tc.src)})
+			require.NotEmpty(t, errs)
+			require.Contains(t, errs[0].Message, tc.want)
+		})
+	}
+}
+
+// billionLaughs builds the classic alias bomb: ten levels of ten aliases.
+func billionLaughs() string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		prev := "*a" + string(rune('0'+i-1))
+		b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(prev+", ", 9) + prev + "]\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,198 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// The JSON form of a Set, as `wf compile --format json` prints it. Field
+// order is fixed and lists are sorted, so the output is stable.
+type (
+	setJSON struct {
+		Files         []string           `json:"files"`
+		TaskTypes     []taskTypeJSON     `json:"task_types"`
+		Runners       []runnerJSON       `json:"runners"`
+		Capabilities  []capabilityJSON   `json:"capabilities"`
+		Subscriptions []subscriptionJSON `json:"subscriptions"`
+		Schedules     []scheduleJSON     `json:"schedules"`
+	}
+	taskTypeJSON struct {
+		Name              string          `json:"name"`
+		Description       string          `json:"description,omitempty"`
+		Source            string          `json:"source"`
+		Scope             string          `json:"scope"`
+		ExecutionMode     string          `json:"execution_mode"`
+		Handler           handlerJSON     `json:"handler"`
+		Inputs            json.RawMessage `json:"inputs"`
+		MaxRetries        int             `json:"max_retries"`
+		Backoff           backoffJSON     `json:"backoff"`
+		VisibilityTimeout string          `json:"visibility_timeout"`
+		Timeout           string          `json:"timeout"`
+		Priority          int             `json:"priority"`
+		Concurrency       concurrencyJSON `json:"concurrency"`
+		DedupKey          string          `json:"dedup_key,omitempty"`
+		Reporters         []ReporterKind  `json:"reporters"`
+	}
+	handlerJSON struct {
+		Kind    HandlerKind `json:"kind"`
+		Builtin string      `json:"builtin,omitempty"`
+		Exec    *execJSON   `json:"exec,omitempty"`
+		HTTP    *httpJSON   `json:"http,omitempty"`
+	}
+	execJSON struct {
+		Command []string          `json:"command"`
+		Env     map[string]string `json:"env,omitempty"`
+		Dir     string            `json:"dir,omitempty"`
+	}
+	httpJSON struct {
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers,omitempty"`
+		Timeout string            `json:"timeout"`
+	}
+	backoffJSON struct {
+		Base   string  `json:"base"`
+		Factor float64 `json:"factor"`
+		Max    string  `json:"max"`
+		Jitter float64 `json:"jitter"`
+	}
+	concurrencyJSON struct {
+		PerInstance *int `json:"per_instance"`
+		Global      *int `json:"global"`
+	}
+	runnerJSON struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description,omitempty"`
+		Source      string            `json:"source"`
+		Type        RunnerType        `json:"type"`
+		Priority    int               `json:"priority"`
+		Project     string            `json:"project,omitempty"`
+		Region      string            `json:"region,omitempty"`
+		Jobs        map[string]string `json:"jobs,omitempty"`
+	}
+	capabilityJSON struct {
+		ExecutionMode string          `json:"execution_mode"`
+		TaskType      string          `json:"task_type"`
+		Runners       []runnerRefJSON `json:"runners"`
+	}
+	runnerRefJSON struct {
+		Name     string      `json:"name"`
+		Type     RunnerType  `json:"type"`
+		Priority int         `json:"priority"`
+		Job      string      `json:"job,omitempty"`
+		Handler  HandlerKind `json:"handler,omitempty"`
+	}
+	subscriptionJSON struct {
+		Name        string            `json:"name"`
+		Description string            `json:"description,omitempty"`
+		Source      string            `json:"source"`
+		EventType   string            `json:"event_type"`
+		Glob        bool              `json:"glob"`
+		When        string            `json:"when,omitempty"`
+		TaskType    string            `json:"task_type"`
+		SchemaName  string            `json:"schema_name"`
+		Inputs      map[string]string `json:"inputs"`
+		DedupKey    string            `json:"dedup_key"`
+	}
+	scheduleJSON struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Source      string          `json:"source"`
+		Cron        string          `json:"cron"`
+		Timezone    string          `json:"timezone"`
+		TaskType    string          `json:"task_type"`
+		SchemaName  string          `json:"schema_name"`
+		Inputs      json.RawMessage `json:"inputs"`
+		Missed      MissedPolicy    `json:"missed"`
+	}
+)
+
+// MarshalJSON renders the set as stable JSON: fixed field order, lists
+// sorted, durations as Go duration strings (1h, 5m, 1h30m).
+func (s *Set) MarshalJSON() ([]byte, error) {
+	out := setJSON{
+		Files:         s.Files(),
+		TaskTypes:     make([]taskTypeJSON, 0, len(s.taskTypes)),
+		Runners:       make([]runnerJSON, 0, len(s.runners)),
+		Capabilities:  make([]capabilityJSON, 0, len(s.capabilities)),
+		Subscriptions: make([]subscriptionJSON, 0, len(s.subscriptions)),
+		Schedules:     make([]scheduleJSON, 0, len(s.schedules)),
+	}
+	for _, t := range s.taskTypes {
+		out.TaskTypes = append(out.TaskTypes, t.toJSON())
+	}
+	for _, r := range s.runners {
+		out.Runners = append(out.Runners, runnerJSON{
+			Name: r.name, Description: r.description, Source: r.source.String(), Type: r.typ, Priority: r.priority,
+			Project: r.cloudRun.Project, Region: r.cloudRun.Region, Jobs: r.cloudRun.Jobs,
+		})
+	}
+	for _, c := range s.capabilities {
+		cj := capabilityJSON{ExecutionMode: string(c.Mode), TaskType: c.TaskType}
+		for _, r := range c.Runners {
+			cj.Runners = append(cj.Runners, runnerRefJSON(r))
+		}
+		out.Capabilities = append(out.Capabilities, cj)
+	}
+	for _, sub := range s.subscriptions {
+		out.Subscriptions = append(out.Subscriptions, subscriptionJSON{
+			Name: sub.name, Description: sub.description, Source: sub.source.String(),
+			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), TaskType: sub.taskType.name,
+			SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
+		})
+	}
+	for _, sch := range s.schedules {
+		out.Schedules = append(out.Schedules, scheduleJSON{
+			Name: sch.name, Description: sch.description, Source: sch.source.String(),
+			Cron: sch.cronLine, Timezone: sch.location.String(), TaskType: sch.taskType.name,
+			SchemaName: sch.schemaName, Inputs: compactJSON(sch.inputs), Missed: sch.missed,
+		})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding spec set: %w", err)
+	}
+	return b, nil
+}
+
+// toJSON renders a task type.
+func (t *TaskType) toJSON() taskTypeJSON {
+	h := handlerJSON{Kind: t.handler.Kind, Builtin: t.handler.Builtin}
+	switch t.handler.Kind {
+	case HandlerExec:
+		h.Exec = &execJSON{Command: t.handler.Exec.Command, Env: t.handler.Exec.Env, Dir: t.handler.Exec.Dir}
+	case HandlerHTTP:
+		h.HTTP = &httpJSON{URL: t.handler.HTTP.URL, Headers: t.handler.HTTP.Headers, Timeout: formatDuration(t.handler.HTTP.Timeout)}
+	}
+	var conc concurrencyJSON
+	if t.concurrency.PerInstance > 0 {
+		conc.PerInstance = &t.concurrency.PerInstance
+	}
+	if t.concurrency.Global > 0 {
+		conc.Global = &t.concurrency.Global
+	}
+	return taskTypeJSON{
+		Name: t.name, Description: t.description, Source: t.source.String(),
+		Scope: string(t.scope), ExecutionMode: string(t.mode), Handler: h,
+		Inputs:     compactJSON(t.inputsRaw),
+		MaxRetries: t.maxRetries,
+		Backoff: backoffJSON{
+			Base: formatDuration(t.backoff.Base), Factor: t.backoff.Factor,
+			Max: formatDuration(t.backoff.Max), Jitter: t.backoff.Jitter,
+		},
+		VisibilityTimeout: formatDuration(t.visibilityTimeout),
+		Timeout:           formatDuration(t.timeout),
+		Priority:          t.priority,
+		Concurrency:       conc,
+		DedupKey:          t.DedupKeyExpr(),
+		Reporters:         t.Reporters(),
+	}
+}
+
+// compactJSON re-encodes a JSON value with sorted keys (it already has them:
+// it was encoded from a map), guarding against an empty value.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}

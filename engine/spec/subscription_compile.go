@@ -1,0 +1,112 @@
+package spec
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// subscriptionSpec is the shape of a Subscription document (pass 1 checked it).
+type subscriptionSpec struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	EventType   string            `json:"event_type"`
+	When        string            `json:"when"`
+	TaskType    string            `json:"task_type"`
+	SchemaName  string            `json:"schema_name"`
+	Inputs      map[string]string `json:"inputs"`
+	DedupKey    string            `json:"dedup_key"`
+}
+
+// compileSubscription runs pass 2 over a Subscription document.
+func (c *checker) compileSubscription(d *document) *Subscription {
+	var s subscriptionSpec
+	c.decode(d, "", d.value, &s)
+	sub := &Subscription{
+		name:        s.Name,
+		description: s.Description,
+		source:      d.location(),
+		eventType:   s.EventType,
+		glob:        isGlob(s.EventType),
+		inputNames:  sortedKeys(s.Inputs),
+		inputs:      map[string]*program{},
+	}
+	if sub.glob {
+		if _, err := path.Match(s.EventType, ""); err != nil {
+			c.fail(d, "/event_type", "invalid glob pattern %q (path.Match syntax: *, ?, [a-z], \\ escapes)", s.EventType)
+		}
+	}
+	compile := func(ptr, source string, env any, result resultKind) *program {
+		p, err := d.compileExpression(ptr, source, env, result)
+		c.failAt(d, ptr, err)
+		return p
+	}
+	if s.When != "" {
+		sub.when = compile("/when", s.When, eventEnv{}, resultBool)
+	}
+	if s.SchemaName != "" {
+		sub.schemaName = compile("/schema_name", s.SchemaName, eventEnv{}, resultString)
+	} else {
+		sub.schemaName, _ = compileProgram(defaultSubscriptionSchemaName, eventEnv{}, resultString)
+	}
+	for _, name := range sub.inputNames {
+		sub.inputs[name] = compile(joinPointer("/inputs", name), s.Inputs[name], eventEnv{}, resultAny)
+	}
+	if s.DedupKey != "" {
+		sub.dedupKey = compile("/dedup_key", s.DedupKey, eventDedupEnv{}, resultString)
+	} else {
+		sub.dedupKey, _ = compileProgram(defaultSubscriptionDedupKey, eventDedupEnv{}, resultString)
+	}
+	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
+	if t != nil {
+		c.checkSubscriptionInputs(d, t, s.Inputs)
+	}
+	if d.failed || t == nil {
+		return nil
+	}
+	sub.taskType = t
+	return sub
+}
+
+// checkSubscriptionInputs compares the inputs a subscription maps with what
+// its task type's schema declares: every required input must be mapped,
+// and when the schema allows no other fields, every mapped input must exist.
+func (c *checker) checkSubscriptionInputs(d *document, t *TaskType, inputs map[string]string) {
+	schema, ok := t.inputsDoc[inputsSchemaURL(t.name)].(map[string]any)
+	if !ok {
+		return
+	}
+	if required, ok := schema["required"].([]any); ok {
+		var missing []string
+		for _, r := range required {
+			if name, isStr := r.(string); isStr {
+				if _, mapped := inputs[name]; !mapped {
+					missing = append(missing, fmt.Sprintf("%q", name))
+				}
+			}
+		}
+		if len(missing) > 0 {
+			noun := "input"
+			if len(missing) > 1 {
+				noun = "inputs"
+			}
+			c.fail(d, "/inputs", "task type %q requires %s %s", t.name, noun, strings.Join(missing, ", "))
+		}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	if open, isBool := schema["additionalProperties"].(bool); !isBool || open || schema["patternProperties"] != nil {
+		return
+	}
+	known := sortedKeys(props)
+	for _, name := range sortedKeys(inputs) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		hint := ""
+		if sug, ok := suggest(name, known); ok {
+			hint = fmt.Sprintf("; did you mean %q?", sug)
+		}
+		c.failKey(d, joinPointer("/inputs", name), "task type %q has no input %q%s", t.name, name, hint)
+	}
+}

@@ -1,0 +1,248 @@
+package spec
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"wf/engine/wftype"
+)
+
+// Bounds and defaults of a task type's durations.
+const (
+	defaultVisibilityTimeout = 5 * time.Minute
+	minVisibilityTimeout     = 5 * time.Second
+	maxVisibilityTimeout     = 24 * time.Hour
+	defaultTimeout           = time.Hour
+	minTimeout               = time.Second
+	maxTimeout               = 7 * 24 * time.Hour
+	minBackoffBase           = time.Millisecond
+	maxBackoffBase           = 24 * time.Hour
+	maxBackoffMax            = 7 * 24 * time.Hour
+	minHTTPTimeout           = time.Second
+	defaultMaxRetries        = 3
+)
+
+// taskTypeSpec is the shape of a TaskType document (pass 1 checked it).
+type taskTypeSpec struct {
+	Name          string `json:"name"`
+	Description   string `json:"description"`
+	Scope         string `json:"scope"`
+	ExecutionMode string `json:"execution_mode"`
+	Handler       struct {
+		Builtin *string `json:"builtin"`
+		Exec    *struct {
+			Command []string          `json:"command"`
+			Env     map[string]string `json:"env"`
+			Dir     string            `json:"dir"`
+		} `json:"exec"`
+		HTTP *struct {
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+			Timeout string            `json:"timeout"`
+		} `json:"http"`
+	} `json:"handler"`
+	Inputs     json.RawMessage `json:"inputs"`
+	MaxRetries *int            `json:"max_retries"`
+	Backoff    struct {
+		Base   string   `json:"base"`
+		Factor *float64 `json:"factor"`
+		Max    string   `json:"max"`
+		Jitter *float64 `json:"jitter"`
+	} `json:"backoff"`
+	VisibilityTimeout string `json:"visibility_timeout"`
+	Timeout           string `json:"timeout"`
+	Priority          int    `json:"priority"`
+	Concurrency       struct {
+		PerInstance int `json:"per_instance"`
+		Global      int `json:"global"`
+	} `json:"concurrency"`
+	DedupKey  string    `json:"dedup_key"`
+	Reporters *[]string `json:"reporters"`
+}
+
+// Patterns of the names a handler's config may use.
+var (
+	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRE  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	placeholderRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+)
+
+// compileTaskType runs pass 2 over a TaskType document.
+func (c *checker) compileTaskType(d *document) *TaskType {
+	var s taskTypeSpec
+	c.decode(d, "", d.value, &s)
+	t := &TaskType{
+		name:        s.Name,
+		description: s.Description,
+		source:      d.location(),
+		scope:       wftype.Scope(cmp.Or(s.Scope, string(wftype.ScopeSystem))),
+		mode:        wftype.ExecutionMode(cmp.Or(s.ExecutionMode, string(wftype.ModeAsync))),
+		maxRetries:  defaultMaxRetries,
+		priority:    s.Priority,
+		concurrency: Concurrency{PerInstance: s.Concurrency.PerInstance, Global: s.Concurrency.Global},
+		reporters:   []ReporterKind{ReporterDatabase},
+	}
+	if s.MaxRetries != nil {
+		t.maxRetries = *s.MaxRetries
+	}
+	t.visibilityTimeout = c.duration(d, "/visibility_timeout", s.VisibilityTimeout, defaultVisibilityTimeout, minVisibilityTimeout, maxVisibilityTimeout)
+	t.timeout = c.duration(d, "/timeout", s.Timeout, defaultTimeout, minTimeout, maxTimeout)
+	t.backoff = c.backoff(d, &s)
+	t.handler = c.handler(d, &s, t.timeout)
+	t.inputsRaw, t.inputs, t.inputsDoc = c.inputSchema(d, s.Name, s.Inputs)
+	if s.DedupKey != "" {
+		p, err := d.compileExpression("/dedup_key", s.DedupKey, taskEnv{}, resultString)
+		c.failAt(d, "/dedup_key", err)
+		t.dedupKey = p
+	}
+	if per, global := t.concurrency.PerInstance, t.concurrency.Global; per > 0 && global > 0 && per > global {
+		c.fail(d, "/concurrency/per_instance", "must not exceed concurrency.global (%d); got %d", global, per)
+	}
+	if s.Reporters != nil {
+		t.reporters = make([]ReporterKind, len(*s.Reporters))
+		for i, r := range *s.Reporters {
+			t.reporters[i] = ReporterKind(r)
+		}
+	}
+	if d.failed {
+		return nil
+	}
+	return t
+}
+
+// backoff checks and fills in a task type's backoff policy.
+func (c *checker) backoff(d *document, s *taskTypeSpec) Backoff {
+	b := defaultBackoff()
+	b.Base = c.duration(d, "/backoff/base", s.Backoff.Base, b.Base, minBackoffBase, maxBackoffBase)
+	b.Max = c.duration(d, "/backoff/max", s.Backoff.Max, b.Max, minBackoffBase, maxBackoffMax)
+	if s.Backoff.Factor != nil {
+		b.Factor = *s.Backoff.Factor
+	}
+	if s.Backoff.Jitter != nil {
+		b.Jitter = *s.Backoff.Jitter
+	}
+	if b.Max < b.Base {
+		if s.Backoff.Max == "" {
+			c.fail(d, "/backoff/base", "must not be above backoff.max (%s); got %s", formatDuration(b.Max), s.Backoff.Base)
+		} else {
+			c.fail(d, "/backoff/max", "must not be below backoff.base (%s); got %s", formatDuration(b.Base), s.Backoff.Max)
+		}
+	}
+	return b
+}
+
+// handler checks a task type's handler.
+func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration) Handler {
+	h := s.Handler
+	switch {
+	case h.Builtin != nil:
+		name := *h.Builtin
+		if !slices.Contains(c.builtins, name) {
+			hint := ""
+			if sug, ok := suggest(name, c.builtins); ok {
+				hint = fmt.Sprintf("; did you mean %q?", sug)
+			} else if len(c.builtins) > 0 {
+				hint = "; known builtins: " + strings.Join(c.builtins, ", ")
+			}
+			c.fail(d, "/handler/builtin", "unknown builtin handler %q%s", name, hint)
+		}
+		return Handler{Kind: HandlerBuiltin, Builtin: name}
+	case h.Exec != nil:
+		for _, k := range sortedKeys(h.Exec.Env) {
+			ptr := joinPointer("/handler/exec/env", k)
+			if !envNameRE.MatchString(k) {
+				c.failKey(d, ptr, "not a valid environment variable name")
+			}
+			c.placeholders(d, ptr, h.Exec.Env[k])
+		}
+		return Handler{Kind: HandlerExec, Exec: ExecHandler{Command: h.Exec.Command, Env: h.Exec.Env, Dir: h.Exec.Dir}}
+	case h.HTTP != nil:
+		c.placeholders(d, "/handler/http/url", h.HTTP.URL)
+		expanded := placeholderRE.ReplaceAllString(h.HTTP.URL, "x")
+		if u, err := url.Parse(expanded); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.fail(d, "/handler/http/url", "expected an absolute http or https URL; got %s", strconv.Quote(h.HTTP.URL))
+		}
+		for _, k := range sortedKeys(h.HTTP.Headers) {
+			ptr := joinPointer("/handler/http/headers", k)
+			if !headerNameRE.MatchString(k) {
+				c.failKey(d, ptr, "not a valid HTTP header name")
+			}
+			if strings.ContainsAny(h.HTTP.Headers[k], "\r\n") {
+				c.fail(d, ptr, "a header value must be one line")
+			}
+			c.placeholders(d, ptr, h.HTTP.Headers[k])
+		}
+		reqTimeout := c.duration(d, "/handler/http/timeout", h.HTTP.Timeout, timeout, minHTTPTimeout, maxTimeout)
+		if reqTimeout > timeout {
+			c.fail(d, "/handler/http/timeout", "must not exceed the task's timeout (%s); got %s", formatDuration(timeout), h.HTTP.Timeout)
+		}
+		return Handler{Kind: HandlerHTTP, HTTP: HTTPHandler{URL: h.HTTP.URL, Headers: h.HTTP.Headers, Timeout: reqTimeout}}
+	}
+	return Handler{}
+}
+
+// placeholders checks the ${NAME} references of a value.
+func (c *checker) placeholders(d *document, ptr, value string) {
+	for _, m := range placeholderRE.FindAllStringSubmatch(value, -1) {
+		if !envNameRE.MatchString(m[1]) {
+			c.fail(d, ptr, "${%s} does not name an environment variable", m[1])
+		}
+	}
+	if rest := placeholderRE.ReplaceAllString(value, ""); strings.Contains(rest, "${") {
+		c.fail(d, ptr, "unclosed ${ in %s", strconv.Quote(value))
+	}
+}
+
+// inputSchema compiles a task type's inputs schema (default {"type": "object"}).
+func (c *checker) inputSchema(d *document, name string, raw json.RawMessage) (json.RawMessage, *jsonschema.Schema, rawSchemas) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	if string(raw) == "false" {
+		c.fail(d, "/inputs", "false rejects every input; use {type: object} for any inputs")
+		return nil, nil, nil
+	}
+	schema, doc, violations := compileInputSchema(name, raw)
+	for _, v := range violations {
+		c.add(d, v.pointer("/inputs"), d.violationError(v, "/inputs"))
+	}
+	if schema == nil {
+		return nil, nil, nil
+	}
+	if m, ok := doc[inputsSchemaURL(name)].(map[string]any); ok {
+		if typ, has := m["type"]; has && !acceptsObject(typ) {
+			c.fail(d, "/inputs/type", "task inputs are a JSON object, so the schema must accept an object; got %s", jsonText(typ))
+		}
+	}
+	return raw, schema, doc
+}
+
+// acceptsObject reports whether a schema's type keyword allows an object.
+func acceptsObject(typ any) bool {
+	switch t := typ.(type) {
+	case string:
+		return t == "object"
+	case []any:
+		return slices.Contains(t, any("object"))
+	}
+	return false
+}
+
+// sortedKeys returns the keys of m, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

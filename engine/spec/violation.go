@@ -1,0 +1,382 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// violationKind tells how a schema violation is placed and worded.
+type violationKind int
+
+const (
+	// violationValue: the value at ptr is wrong.
+	violationValue violationKind = iota
+	// violationMissing: the object at ptr lacks the required field.
+	violationMissing
+	// violationUnknown: the object at ptr has a field its schema does not allow.
+	violationUnknown
+)
+
+// violation is one leaf of a JSON Schema validation error, worded as what
+// was expected.
+type violation struct {
+	kind     violationKind
+	ptr      string   // instance location, escaped like the index of a document
+	field    string   // the missing or unknown field
+	expected []string // for an unknown field: the fields allowed there
+	message  string   // for violationValue
+}
+
+// rawSchemas maps a schema resource URL to its decoded JSON, so that the
+// keyword behind a violation can be read (enum values, allowed fields, the
+// errorMessage annotation editors show too).
+type rawSchemas map[string]any
+
+// keyword returns the schema object holding the keyword an error points at.
+func (r rawSchemas) keyword(absLocation string) map[string]any {
+	url, frag, _ := strings.Cut(absLocation, "#")
+	doc, ok := r[url]
+	if !ok {
+		return nil
+	}
+	v, ok := lookupPointer(doc, parentPointer(frag))
+	if !ok {
+		return nil
+	}
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// violations flattens a validation error into its leaves. instance is the
+// value that was validated.
+func violations(err error, raw rawSchemas, instance any) []violation {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []violation{{message: err.Error()}}
+	}
+	var out []violation
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, leafViolations(e, raw, instance)...)
+			return
+		}
+		causes := e.Causes
+		if kw := lastToken(e.KeywordLocation); kw == "anyOf" || kw == "oneOf" {
+			if merged, ok := mergeTypeAlternatives(e, instance); ok {
+				out = append(out, merged)
+				return
+			}
+			causes = dropTypeMismatches(causes)
+		}
+		for _, c := range causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+// lastToken returns the last token of a keyword location.
+func lastToken(loc string) string { return loc[strings.LastIndexByte(loc, '/')+1:] }
+
+// isTypeMismatch reports whether an alternative failed on its type alone.
+func isTypeMismatch(e *jsonschema.ValidationError) bool {
+	return len(e.Causes) == 0 && lastToken(e.KeywordLocation) == "type"
+}
+
+// dropTypeMismatches keeps, among the alternatives of an anyOf or oneOf, the
+// ones that failed on something else than their type: those are what the
+// author meant.
+func dropTypeMismatches(causes []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	kept := slices.DeleteFunc(slices.Clone(causes), isTypeMismatch)
+	if len(kept) == 0 {
+		return causes
+	}
+	return kept
+}
+
+// mergeTypeAlternatives words alternatives that all failed on their type as
+// one violation: expected string or array, got number.
+func mergeTypeAlternatives(e *jsonschema.ValidationError, instance any) (violation, bool) {
+	var types []string
+	for _, c := range e.Causes {
+		if !isTypeMismatch(c) || c.InstanceLocation != e.InstanceLocation {
+			return violation{}, false
+		}
+		want, _, ok := strings.Cut(strings.TrimPrefix(c.Message, "expected "), ", but got ")
+		if !ok {
+			return violation{}, false
+		}
+		types = append(types, want)
+	}
+	value, _ := lookupPointer(instance, e.InstanceLocation)
+	return violation{ptr: e.InstanceLocation, message: "expected " + strings.Join(types, " or ") + ", got " + jsonKind(value)}, true
+}
+
+// jsonKind names the JSON type of a value as schemas do.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	}
+	return "number"
+}
+
+// leafViolations words one leaf error.
+func leafViolations(e *jsonschema.ValidationError, raw rawSchemas, instance any) []violation {
+	kw := lastToken(e.KeywordLocation)
+	sch := raw.keyword(e.AbsoluteKeywordLocation)
+	value, _ := lookupPointer(instance, e.InstanceLocation)
+	obj, _ := value.(map[string]any)
+	switch kw {
+	case "required":
+		if req, ok := sch["required"].([]any); ok && obj != nil {
+			var out []violation
+			for _, r := range req {
+				if name, isStr := r.(string); isStr {
+					if _, present := obj[name]; !present {
+						out = append(out, violation{kind: violationMissing, ptr: e.InstanceLocation, field: name})
+					}
+				}
+			}
+			if len(out) > 0 {
+				return out
+			}
+		}
+	case "additionalProperties":
+		if sch != nil && obj != nil {
+			return unknownFields(e.InstanceLocation, sch, obj)
+		}
+	case "uniqueItems":
+		var i, j int
+		if _, err := fmt.Sscanf(e.Message, "items at index %d and %d are equal", &i, &j); err == nil {
+			first, second := min(i, j), max(i, j)
+			return []violation{{
+				ptr:     e.InstanceLocation + "/" + strconv.Itoa(second),
+				message: fmt.Sprintf("repeats item [%d]; items must be unique", first),
+			}}
+		}
+	}
+	return []violation{{ptr: e.InstanceLocation, message: valueMessage(kw, e.Message, sch, value)}}
+}
+
+// unknownFields lists the fields of obj that sch neither names nor matches.
+func unknownFields(ptr string, sch, obj map[string]any) []violation {
+	props, _ := sch["properties"].(map[string]any)
+	var patterns []*regexp.Regexp
+	if pp, ok := sch["patternProperties"].(map[string]any); ok {
+		for p := range pp {
+			if re, err := regexp.Compile(p); err == nil {
+				patterns = append(patterns, re)
+			}
+		}
+	}
+	expected := make([]string, 0, len(props))
+	for k := range props {
+		expected = append(expected, k)
+	}
+	slices.Sort(expected)
+	var out []violation
+	for k := range obj {
+		if _, ok := props[k]; ok {
+			continue
+		}
+		if slices.ContainsFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(k) }) {
+			continue
+		}
+		out = append(out, violation{kind: violationUnknown, ptr: ptr, field: k, expected: expected})
+	}
+	slices.SortFunc(out, func(a, b violation) int { return strings.Compare(a.field, b.field) })
+	return out
+}
+
+// valueMessage words a violation of keyword kw by value. sch is the schema
+// object holding the keyword (nil when unknown); msg is the library's own
+// wording, the fallback.
+func valueMessage(kw, msg string, sch map[string]any, value any) string {
+	got := "; got " + describeValue(value)
+	if custom, ok := sch["patternErrorMessage"].(string); ok && kw == "pattern" {
+		return custom + got
+	}
+	if custom, ok := sch["errorMessage"].(string); ok {
+		if isScalar(value) {
+			return custom + got
+		}
+		return custom
+	}
+	limit := func() string { return jsonText(sch[kw]) }
+	switch kw {
+	case "type":
+		return strings.Replace(msg, ", but got ", ", got ", 1)
+	case "enum":
+		if values, ok := sch["enum"].([]any); ok {
+			names := make([]string, len(values))
+			for i, v := range values {
+				names[i] = plainText(v)
+			}
+			if len(names) == 1 {
+				return "must be " + names[0] + got
+			}
+			return "must be one of " + strings.Join(names, ", ") + got
+		}
+	case "const":
+		if c, ok := sch["const"]; ok {
+			return "must be " + plainText(c) + got
+		}
+	case "minimum":
+		return "must be >= " + limit() + got
+	case "maximum":
+		return "must be <= " + limit() + got
+	case "exclusiveMinimum":
+		return "must be > " + limit() + got
+	case "exclusiveMaximum":
+		return "must be < " + limit() + got
+	case "multipleOf":
+		return "must be a multiple of " + limit() + got
+	case "minLength":
+		if limit() == "1" {
+			return "must not be empty"
+		}
+		return "must be at least " + limit() + " characters long" + got
+	case "maxLength":
+		return "must be at most " + limit() + " characters long"
+	case "pattern":
+		if p, ok := sch["pattern"].(string); ok {
+			return "must match the pattern " + p + got
+		}
+	case "minItems":
+		if limit() == "1" {
+			return "must not be empty"
+		}
+		return "must have at least " + limit() + " items"
+	case "maxItems":
+		return "must have at most " + limit() + " items"
+	case "minProperties":
+		if limit() == "1" {
+			return "must not be empty"
+		}
+		return "must have at least " + limit() + " fields"
+	case "maxProperties":
+		return "must have at most " + limit() + " fields"
+	case "uniqueItems":
+		return "items must be unique (" + strings.Replace(msg, "items at index", "items", 1) + ")"
+	case "format":
+		if f, ok := sch["format"].(string); ok {
+			return "expected a valid " + f + got
+		}
+		if m := formatMessageRE.FindStringSubmatch(msg); m != nil {
+			return "expected a valid " + m[1] + got
+		}
+	}
+	if sch == nil && (kw == "enum" || kw == "const") {
+		return msg + got
+	}
+	return msg
+}
+
+// formatMessageRE reads the library's wording of a format violation.
+var formatMessageRE = regexp.MustCompile(`is not valid '([^']+)'$`)
+
+// isScalar reports whether v is a string, number, boolean or null.
+func isScalar(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return false
+	}
+	return true
+}
+
+// describeValue shows a value in a message: scalars as JSON, containers by kind.
+func describeValue(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return jsonText(v)
+}
+
+// plainText shows a schema constant: strings bare, the rest as JSON.
+func plainText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return jsonText(v)
+}
+
+// jsonText renders v as compact JSON.
+func jsonText(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// suggest returns the candidate closest to word when it is a likely typo:
+// at most two edits away, and no more edits than half the word's length.
+func suggest(word string, candidates []string) (string, bool) {
+	best, bestDist := "", 3
+	for _, c := range slices.Sorted(slices.Values(candidates)) {
+		if d := editDistance(word, c); d < bestDist && 2*d <= len([]rune(word)) {
+			best, bestDist = c, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// unknownFieldHint says what was expected instead of an unknown field.
+func unknownFieldHint(v violation) string {
+	if s, ok := suggest(v.field, v.expected); ok {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	if len(v.expected) > 0 {
+		return "; expected one of " + strings.Join(v.expected, ", ")
+	}
+	return ""
+}

@@ -1,0 +1,300 @@
+package dbreporter_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/dbtest"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/reporters/dbreporter"
+	"wf/reporters/reportertest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// The real store is the reporter's writer.
+var _ dbreporter.ProgressWriter = (*store.Store)(nil)
+
+// waitBound bounds every wait on a test signal.
+const waitBound = 10 * time.Second
+
+// countingWriter wraps a ProgressWriter: it counts the writes, signals each
+// successful one, and can be made to hang until its context ends or to fail.
+type countingWriter struct {
+	inner   dbreporter.ProgressWriter
+	writes  atomic.Int64
+	written chan struct{}
+	hang    atomic.Bool
+	fail    atomic.Bool
+}
+
+func newCountingWriter(inner dbreporter.ProgressWriter) *countingWriter {
+	return &countingWriter{inner: inner, written: make(chan struct{}, 1000)}
+}
+
+func (w *countingWriter) SetProgress(ctx context.Context, id uuid.UUID, p json.RawMessage) error {
+	w.writes.Add(1)
+	if w.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if w.fail.Load() {
+		return errors.New("database is down")
+	}
+	if err := w.inner.SetProgress(ctx, id, p); err != nil {
+		return err
+	}
+	w.written <- struct{}{}
+	return nil
+}
+
+// waitWrite waits for the next successful write.
+func (w *countingWriter) waitWrite(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.written:
+	case <-time.After(waitBound):
+		t.Fatal("no progress write happened")
+	}
+}
+
+type bundle struct {
+	store *store.Store
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	s := store.New(dbtest.NewPool(t))
+	_, err := s.EnsurePartitions(t.Context(), time.Now(), 2)
+	require.NoError(t, err)
+	return &bundle{store: s}
+}
+
+// newTask inserts a task row and returns its identity.
+func (b *bundle) newTask(t *testing.T) reporters.TaskInfo {
+	t.Helper()
+	res, err := b.store.InsertTasks(t.Context(), []store.NewTask{{
+		SchemaName: wftype.SystemSchema, Scope: wftype.ScopeSystem, ExecutionMode: wftype.ModeAsync,
+		TaskType: "ingest", Inputs: json.RawMessage(`{}`), MaxRetries: 3,
+	}})
+	require.NoError(t, err)
+	task := res[0].Task
+	return reporters.TaskInfo{ID: task.ID, SchemaName: task.SchemaName, TaskType: task.TaskType}
+}
+
+// progress reads the task's progress.
+func (b *bundle) progress(t *testing.T, id uuid.UUID) map[string]any {
+	t.Helper()
+	raw, err := b.store.GetProgress(t.Context(), id)
+	require.NoError(t, err)
+	if raw == nil {
+		return nil
+	}
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(raw, &p))
+	return p
+}
+
+// quiet returns a logger that drops everything.
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// wantCounts is the JSON of the counts of envs.
+func wantCounts(envs []reporters.Envelope) dbreporter.Counts {
+	by, total := reportertest.Counts(envs)
+	return dbreporter.Counts{Total: total, Succeeded: by[reporters.RecordSuccess], Rejected: by[reporters.RecordRejected], Failed: by[reporters.RecordFailed]}
+}
+
+// requireProgress checks the counts stored in the task's progress.
+func (b *bundle) requireProgress(t *testing.T, id uuid.UUID, want dbreporter.Counts) {
+	t.Helper()
+	p := b.progress(t, id)
+	require.NotNil(t, p)
+	require.Equal(t, float64(want.Total), p["total"])
+	require.Equal(t, float64(want.Succeeded), p["succeeded"])
+	require.Equal(t, float64(want.Rejected), p["rejected"])
+	require.Equal(t, float64(want.Failed), p["failed"])
+	at, err := time.Parse(time.RFC3339Nano, p["updated_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), at, time.Minute)
+}
+
+func TestSuite(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reportertest.Run(t, reportertest.Harness{
+		NewTask: b.newTask,
+		New: func(t *testing.T, task reporters.TaskInfo) reporters.Reporter {
+			r, err := dbreporter.New(b.store, task.ID, dbreporter.Config{BatchSize: 100, Interval: 20 * time.Millisecond, Logger: quiet()})
+			require.NoError(t, err)
+			return r
+		},
+		Check: func(t *testing.T, task reporters.TaskInfo, outputs map[string]any, want []reporters.Envelope) {
+			if len(want) == 0 {
+				require.Nil(t, outputs, "a run without records adds nothing to the outputs")
+				require.Nil(t, b.progress(t, task.ID), "and writes no progress")
+				return
+			}
+			got, err := json.Marshal(outputs)
+			require.NoError(t, err)
+			wantJSON, err := json.Marshal(map[string]any{"records": wantCounts(want)})
+			require.NoError(t, err)
+			require.JSONEq(t, string(wantJSON), string(got))
+			b.requireProgress(t, task.ID, wantCounts(want))
+		},
+	})
+}
+
+func TestProgressVisibleMidRunAndWritesBatched(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.newTask(t)
+	w := newCountingWriter(b.store)
+	const batch = 100
+	// The interval is out of reach: only full batches and Finish write.
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: batch, Interval: time.Hour, Logger: quiet()})
+	require.NoError(t, err)
+
+	envs := reportertest.Envelopes(10_250)
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs[:150], 1))
+	w.waitWrite(t)
+	mid := b.progress(t, task.ID)
+	require.NotNil(t, mid, "progress is visible before Finish")
+	require.GreaterOrEqual(t, mid["total"], float64(batch))
+	require.LessOrEqual(t, mid["total"], float64(150))
+
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs[150:], 8))
+	out, err := r.Finish(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
+	b.requireProgress(t, task.ID, wantCounts(envs))
+
+	n := int64(len(envs))
+	maxWrites := (n+batch-1)/batch + 1
+	require.LessOrEqual(t, w.writes.Load(), maxWrites, "never one write per record")
+	require.GreaterOrEqual(t, w.writes.Load(), int64(2))
+}
+
+func TestWritesOnInterval(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.newTask(t)
+	w := newCountingWriter(b.store)
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: 10 * time.Millisecond, Logger: quiet()})
+	require.NoError(t, err)
+
+	envs := reportertest.Envelopes(3)
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 3))
+	// Far fewer than a batch: only the interval writes them (a write may
+	// come between two of the Reports; the next one catches up).
+	for {
+		w.waitWrite(t)
+		if b.progress(t, task.ID)["total"] == float64(len(envs)) {
+			break
+		}
+	}
+	b.requireProgress(t, task.ID, wantCounts(envs))
+
+	_, err = r.Finish(t.Context())
+	require.NoError(t, err)
+}
+
+func TestBackgroundFailureRepairedByNextWrite(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.newTask(t)
+	w := newCountingWriter(b.store)
+	w.fail.Store(true)
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: 10, Interval: time.Hour, Logger: quiet()})
+	require.NoError(t, err)
+	envs := reportertest.Envelopes(30)
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
+	w.fail.Store(false)
+	out, err := r.Finish(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
+	b.requireProgress(t, task.ID, wantCounts(envs))
+}
+
+func TestFinishCancelledWhileWriting(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.newTask(t)
+	w := newCountingWriter(b.store)
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: time.Hour, Logger: quiet()})
+	require.NoError(t, err)
+	envs := reportertest.Envelopes(5)
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
+
+	w.hang.Store(true) // the database stops answering during Finish
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = r.Finish(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "error writing the progress of task "+task.ID.String())
+	require.Nil(t, b.progress(t, task.ID))
+
+	w.hang.Store(false)
+	out, err := r.Finish(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
+	b.requireProgress(t, task.ID, wantCounts(envs))
+}
+
+func TestRejectsUnknownStatus(t *testing.T) {
+	t.Parallel()
+	r, err := dbreporter.New(newCountingWriter(nil), uuid.Must(uuid.NewV7()), dbreporter.Config{})
+	require.NoError(t, err)
+	err = r.Report(t.Context(), reporters.Envelope{Status: "OK"})
+	require.ErrorContains(t, err, `status "OK", want SUCCESS, REJECTED or FAILED`)
+	out, err := r.Finish(t.Context())
+	require.NoError(t, err)
+	require.Nil(t, out)
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	_, err := dbreporter.New(newCountingWriter(nil), uuid.Nil, dbreporter.Config{BatchSize: -1, Interval: -time.Second, WriteTimeout: -time.Second})
+	require.ErrorContains(t, err, "batch size is -1")
+	require.ErrorContains(t, err, "interval is -1s")
+	require.ErrorContains(t, err, "write timeout is -1s")
+	_, err = dbreporter.NewBuilder(nil, dbreporter.Config{})
+	require.ErrorContains(t, err, "the progress writer is nil")
+}
+
+func TestStoreProgress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.newTask(t)
+	ctx := t.Context()
+
+	p, err := b.store.GetProgress(ctx, task.ID)
+	require.NoError(t, err)
+	require.Nil(t, p)
+
+	// Keys merge: the reporter's counts and a worker's own fields live side by side.
+	require.NoError(t, b.store.SetProgress(ctx, task.ID, json.RawMessage(`{"percent": 10, "total": 1}`)))
+	require.NoError(t, b.store.SetProgress(ctx, task.ID, json.RawMessage(`{"total": 2}`)))
+	p, err = b.store.GetProgress(ctx, task.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"percent": 10, "total": 2}`, string(p))
+
+	err = b.store.SetProgress(ctx, task.ID, json.RawMessage(`[1]`))
+	require.ErrorContains(t, err, "want a JSON object")
+
+	missing := uuid.Must(uuid.NewV7())
+	require.ErrorIs(t, b.store.SetProgress(ctx, missing, json.RawMessage(`{}`)), wftype.ErrNotFound)
+	_, err = b.store.GetProgress(ctx, missing)
+	require.ErrorIs(t, err, wftype.ErrNotFound)
+}
