@@ -15,12 +15,6 @@ import (
 	"wf/engine/config"
 )
 
-// configFlagKeys are the configuration fields that have a global flag; the
-// flag's name is config.FlagName of the key.
-func configFlagKeys() []string {
-	return []string{"database_url", "name", "data_dir", "log_level", "log_format"}
-}
-
 // configFlagName is the name of the flag of a configuration key, without dashes.
 func configFlagName(key string) string { return strings.TrimPrefix(config.FlagName(key), "--") }
 

@@ -14,17 +14,6 @@ func compileYAML(t *testing.T, src string) *Set {
 	return set
 }
 
-// compileErrors compiles one in-memory spec file that must be invalid and
-// returns its errors as text, one per line.
-func compileErrors(t *testing.T, src string) string {
-	t.Helper()
-	set, err := Compile([]Source{{Name: "test.yaml", Data: []byte(src)}}, testOptions())
-	require.Nil(t, set)
-	var errs Errors
-	require.ErrorAs(t, err, &errs)
-	return errs.Error()
-}
-
 // taskType compiles src and returns its task type called name.
 func taskType(t *testing.T, src, name string) *TaskType {
 	t.Helper()

@@ -41,7 +41,7 @@ func (c *checker) compileRunner(d *document) *Runner {
 		var cr cloudRunSpec
 		settings, _ := d.lookup("/settings")
 		c.decode(d, "/settings", settings, &cr)
-		r.cloudRun = CloudRunSettings{Project: cr.Project, Region: cr.Region, Jobs: cr.Jobs}
+		r.cloudRun = CloudRunSettings(cr)
 		if len(cr.Jobs) == 0 {
 			c.fail(d, "/settings/jobs", "no task type is mapped to a job, so nothing can reach this runner")
 		}
