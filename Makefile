@@ -22,6 +22,8 @@ run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./
 
 .PHONY: test
 test: postgres ## run every test against one throwaway PostgreSQL (installs the server when missing)
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
 	$(GO) run ./engine/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
 	$(GO) build -o bin/wf . && ./bin/wf validate specs/
 
