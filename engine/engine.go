@@ -107,6 +107,13 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	heartbeat := cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
+	for pair, r := range cfg.Rules {
+		if r.Lease > 0 && r.Lease <= heartbeat {
+			return nil, fmt.Errorf("error creating engine: task type %s has a visibility timeout of %s, not longer than the heartbeat interval %s: its leases would expire between heartbeats",
+				pair.TaskType, r.Lease, heartbeat)
+		}
+	}
 	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
 	e.capability = runners.BuildCapabilityMap(cfg.Runners, cfg.Pairs)
 	var err error
