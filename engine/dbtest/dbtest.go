@@ -177,7 +177,20 @@ func BaseURL(t testing.TB) string {
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := BaseURL(t)
-	name := "wf_test_" + randomSuffix()
+	return createDatabase(t, base, "wf_test_"+randomSuffix(), server.template)
+}
+
+// NewEmptyDatabase creates a database with no wf schema (for migration tests).
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	base := BaseURL(t)
+	return createDatabase(t, base, "wf_empty_"+randomSuffix(), "")
+}
+
+// createDatabase creates name (cloned from template when given), drops it
+// when the test ends, and returns its URL.
+func createDatabase(t testing.TB, base, name, template string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
@@ -185,8 +198,12 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("error connecting to the test server: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, server.template)); err != nil {
-		t.Fatalf("error creating test database: %v", err)
+	stmt := "CREATE DATABASE " + name
+	if template != "" {
+		stmt += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		t.Fatalf("error creating test database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -199,32 +216,6 @@ func NewDatabase(t testing.TB) string {
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Logf("error dropping test database %s: %v", name, err)
-		}
-	})
-	return withDatabase(base, name)
-}
-
-// NewEmptyDatabase creates a database with no wf schema (for migration tests).
-func NewEmptyDatabase(t testing.TB) string {
-	t.Helper()
-	base := BaseURL(t)
-	name := "wf_empty_" + randomSuffix()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("error connecting to the test server: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("error creating empty test database: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			conn.Close(ctx)
 		}
 	})
 	return withDatabase(base, name)
