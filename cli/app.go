@@ -26,6 +26,8 @@ const (
 type Options struct {
 	// Registry holds the builtin handlers; nil means builtin.NewRegistry().
 	Registry *builtin.Registry
+	// CloudRun tunes the runners built from cloudrun Runner specs.
+	CloudRun CloudRunOptions
 }
 
 // registryKey is where the app keeps its Options in cli.App.Metadata.
@@ -41,7 +43,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 		opts.Registry = builtin.NewRegistry()
 	}
 	app := &cli.App{
-		Metadata:  map[string]any{registryKey: opts.Registry},
+		Metadata:  map[string]any{registryKey: opts.Registry, cloudRunKey: opts.CloudRun},
 		Name:      "wf",
 		Usage:     "a declarative task and event engine on PostgreSQL",
 		Writer:    stdout,
@@ -61,8 +63,18 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 			runCommand(),
 			enqueueCommand(),
 			tasksCommand(),
+			eventsCommand(),
+			webhooksCommand(),
+			execCommand(),
+			serveCommand(),
+			catalogsCommand(),
+			benchCommand(),
 		},
 	}
+	// Handlers that need the database register now (validation needs their
+	// names); `wf run` gives them the database through its context.
+	registerWebhooks(opts.Registry)
+	registerFeatures(opts.Registry)
 	hideHelpCommands(app.Commands)
 	return app
 }

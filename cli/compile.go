@@ -42,7 +42,7 @@ func runCompile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, _, err := compileSpecs(paths)
+	set, errs, _, err := compileSpecs(registry(c), paths)
 	if err != nil {
 		return err
 	}

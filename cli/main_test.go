@@ -17,7 +17,9 @@ func TestMain(m *testing.M) {
 	// in parallel. The wf binary runs Main once per process, so only tests
 	// swap in a flag that keeps no state.
 	cli.HelpFlag = statelessHelpFlag{}
-	os.Exit(dbtest.Main(m))
+	code := dbtest.Main(m)
+	removeWFBuild()
+	os.Exit(code)
 }
 
 // statelessHelpFlag is --help/-h without the shared state of cli.BoolFlag.

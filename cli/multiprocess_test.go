@@ -57,7 +57,9 @@ CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attemp
 
 func (c *cluster) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(os.Environ(), "WF_DATABASE_URL="+c.url, "WF_SPECS="+c.specs, "WF_LOG_FORMAT=json", "WF_LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "WF_DATABASE_URL="+c.url, "WF_SPECS="+c.specs, "WF_LOG_FORMAT=json", "WF_LOG_LEVEL=warn",
+		// Each instance serves the HTTP API on a port of its own.
+		"WF_LISTEN=127.0.0.1:0")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -28,6 +29,7 @@ func runCommand() *cli.Command {
 			configFlag("heartbeat_interval", "lease extension interval (`DURATION`)"),
 			configFlag("janitor_interval", "janitor throttle (`DURATION`)"),
 			configFlag("specs", "comma-separated spec `PATHS` (default specs)"),
+			configFlag("listen", "HTTP API listen address `HOST:PORT` (default 127.0.0.1:8080; port 0 picks a free one)"),
 		},
 		Action: runEngine,
 	}
@@ -61,10 +63,30 @@ func runEngine(c *cli.Context) error {
 	if _, err := migrateDatabase(ctx, pool); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
+	st := store.New(pool).WithChannels(storeChannels(cfg))
+	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer closeReporters(factory, log)
+	remote, closeRemote, err := cloudRunRunners(ctx, specs, st, cloudRunOptions(c), log)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer closeRemote()
 	set, err := runnerset.Build(specs, runnerset.Options{
-		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log,
+		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log, Extra: remote,
 	})
 	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	metrics := newAPIMetrics(cfg, pool, specs, log)
+	owner := engine.NewOwnerID()
+	ctx, services, leaderServices, err := eventServices(ctx, cfg, st, specs, owner, log)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if ctx, err = withFeatureDeps(ctx, st, log); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	eng, err := engine.New(engine.Config{
@@ -72,12 +94,19 @@ func runEngine(c *cli.Context) error {
 		Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules,
 		Slots: cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: cfg.Retention.PartitionsAhead,
-		Logger: log,
+		Logger: log, Observer: metrics, Reporters: reporterHook,
+		Owner: owner, Services: services, LeaderServices: leaderServices,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	if err := eng.Run(ctx); err != nil {
+	// The HTTP API serves alongside the engine and stops after it (SIGTERM).
+	apiServer, err := startAPI(ctx, apiOptions{cfg: cfg, log: log, pool: pool, specs: specs, set: set, metrics: metrics, owner: eng.Owner(), reporters: reporterHook})
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	runErr := eng.Run(ctx)
+	if err := errors.Join(runErr, apiServer.stop()); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	return nil

@@ -11,7 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"wf/engine/featuretasks"
 	"wf/engine/spec"
+	"wf/engine/webhooks"
 	"wf/runners/builtin"
 )
 
@@ -25,10 +27,13 @@ const (
 	formatGitHub = "github"
 )
 
-// specOptions are the options specs are compiled with. The builtin handler
-// names come from runners/builtin, the registry the engine runs them from.
+// specOptions are the options specs are compiled with in a default wf app:
+// the handlers of runners/builtin's default registry, plus the webhook and
+// feature handlers (they need the database, so every app registers them
+// itself, see registerWebhooks and registerFeatures). Commands compile
+// against their app's registry.
 func specOptions() spec.Options {
-	return spec.Options{Builtins: builtin.Names()}
+	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), featuretasks.Names())}
 }
 
 // specPaths returns the PATH arguments of a spec command, or the default.
@@ -65,15 +70,16 @@ func checkFormat(c *cli.Context, formats ...string) (string, error) {
 	return f, nil
 }
 
-// compileSpecs reads and compiles the specs at paths. It returns the set, or
-// the spec errors (with the number of files read), or another error when the
-// files cannot be read.
-func compileSpecs(paths []string) (*spec.Set, spec.Errors, int, error) {
+// compileSpecs reads and compiles the specs at paths against the builtin
+// handlers of reg (the app's registry, so handlers an app registers count).
+// It returns the set, or the spec errors (with the number of files read), or
+// another error when the files cannot be read.
+func compileSpecs(reg *builtin.Registry, paths []string) (*spec.Set, spec.Errors, int, error) {
 	sources, err := spec.ReadSources(paths...)
 	if err != nil {
 		return nil, nil, 0, cli.Exit(err.Error(), ExitFailure)
 	}
-	set, err := spec.Compile(sources, specOptions())
+	set, err := spec.Compile(sources, spec.Options{Builtins: reg.Names()})
 	var errs spec.Errors
 	if errors.As(err, &errs) {
 		return nil, errs, len(sources), nil
@@ -129,7 +135,7 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, files, err := compileSpecs(paths)
+	set, errs, files, err := compileSpecs(registry(c), paths)
 	if err != nil {
 		return err
 	}

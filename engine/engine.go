@@ -53,8 +53,8 @@ type Config struct {
 	JanitorInterval time.Duration
 	// Grace is how long running tasks may finish on shutdown. Default 30s.
 	Grace time.Duration
-	// PartitionsAhead is how many months of partitions the leader keeps
-	// created ahead. Default 3.
+	// PartitionsAhead is how many months of partitions are created at start
+	// (the maintenance supervisor keeps them ahead afterwards). Default 3.
 	PartitionsAhead int
 	// Reporters builds the reporters of a task run (nil: records are dropped).
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
@@ -207,34 +207,13 @@ func (e *Engine) runJanitor(ctx context.Context) {
 	}
 }
 
-// lead runs the leader-only services while this instance leads.
+// lead runs the leader-only services while this instance leads. (Partitions
+// ahead are the maintenance supervisor's job, one of those services in wf run.)
 func (e *Engine) lead(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); e.keepPartitions(ctx) }()
 	for _, svc := range e.cfg.LeaderServices {
 		wg.Add(1)
 		go func() { defer wg.Done(); svc(ctx) }()
 	}
 	wg.Wait()
-}
-
-// keepPartitions creates partitions ahead once an hour while leading.
-func (e *Engine) keepPartitions(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if n, err := e.store.EnsurePartitions(ctx, e.cfg.Clock.Now(), e.cfg.PartitionsAhead); err != nil {
-			if ctx.Err() == nil {
-				e.cfg.Logger.Warn("creating partitions failed", "err", err)
-			}
-		} else if n > 0 {
-			e.cfg.Logger.Info("created partitions", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -29,6 +29,25 @@ type Runner interface {
 	Run(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error)
 }
 
+// Remote is implemented by runners whose tasks run in another process that
+// builds its own reporters and writes the task's result to the database
+// itself (`wf exec` in a Cloud Run job). The dispatcher gives their runs no
+// reporters of its own, so an empty local report never replaces the
+// worker's, and it writes nothing when Run returns wftype.ErrFinishedRemotely.
+type Remote interface {
+	Runner
+	// RunsRemotely reports whether the runner's tasks report their records
+	// and results from another process; true for every remote runner.
+	RunsRemotely() bool
+}
+
+// RunsRemotely reports whether r is a Remote runner whose tasks report
+// from another process.
+func RunsRemotely(r Runner) bool {
+	rr, ok := r.(Remote)
+	return ok && rr.RunsRemotely()
+}
+
 // Pair is one (execution mode, task type) combination a runner can serve.
 type Pair struct {
 	Mode     wftype.ExecutionMode

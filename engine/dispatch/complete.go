@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"wf/engine/store"
@@ -12,11 +13,29 @@ import (
 const maxErrorLen = 8 << 10
 
 // complete writes outcomes in batches: every FlushSize results or
-// FlushInterval after the first one waiting, whichever comes first. The bounded
-// channel makes finishing runs wait when writes fall behind (back-pressure). A
-// failed write is retried until it succeeds or the dispatcher stops; a result
-// never written is not lost, only re-run after its lease expires.
+// FlushInterval after the first one waiting, whichever comes first. Up to
+// FlushWorkers batches are written at once, each on its own connection, so
+// the next batch is sent while the database still writes the last one. The
+// bounded channel makes finishing runs wait when writes fall behind
+// (back-pressure). A failed write is retried until it succeeds or the
+// dispatcher stops; a result never written is not lost, only re-run after
+// its lease expires.
 func (d *Dispatcher) complete() {
+	batches := make(chan []result)
+	var writers sync.WaitGroup
+	for range d.cfg.FlushWorkers {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for b := range batches {
+				d.flush(b)
+			}
+		}()
+	}
+	defer func() {
+		close(batches)
+		writers.Wait()
+	}()
 	batch := make([]result, 0, d.cfg.FlushSize)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -24,8 +43,8 @@ func (d *Dispatcher) complete() {
 		if len(batch) == 0 {
 			return
 		}
-		d.flush(batch)
-		batch = batch[:0]
+		batches <- batch
+		batch = make([]result, 0, d.cfg.FlushSize)
 	}
 	for {
 		select {
@@ -53,16 +72,8 @@ func (d *Dispatcher) flush(batch []result) {
 	outcomes := make([]store.Finish, len(batch))
 	statuses := make([]wftype.TaskStatus, len(batch))
 	for i, r := range batch {
-		status, retries, runAfter := Decide(&r.task, r.err, now, r.rule.Backoff)
-		o := store.Finish{ID: r.task.ID, Status: status, RetryCount: retries, RunAfter: runAfter, Outputs: r.outputs}
-		if r.err != nil {
-			msg := r.err.Error()
-			if len(msg) > maxErrorLen {
-				msg = msg[:maxErrorLen] + "…"
-			}
-			o.Error = &msg
-		}
-		outcomes[i], statuses[i] = o, status
+		o := Outcome(&r.task, r.rule, r.outputs, r.err, now)
+		outcomes[i], statuses[i] = o, o.Status
 	}
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -42,6 +42,8 @@ type Config struct {
 	// FlushInterval and FlushSize batch completions. Defaults 5ms and 1000.
 	FlushInterval time.Duration
 	FlushSize     int
+	// FlushWorkers is how many batches are written at once. Default 2.
+	FlushWorkers int
 	// Grace is how long running tasks may finish after Run's context ends;
 	// the rest are handed back to PENDING. Default 30s.
 	Grace time.Duration
@@ -77,6 +79,10 @@ type Dispatcher struct {
 	backlog bool // the last claim filled every free slot: more may wait
 	wg      sync.WaitGroup
 	idle    chan struct{} // closed and replaced whenever nothing runs
+
+	jobs          chan func()      // hands a task to an idle worker goroutine
+	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline
+	nextDeadline  time.Time        // what watchDeadlines waits for (zero: nothing)
 }
 
 type run struct {
@@ -84,8 +90,10 @@ type run struct {
 	rule      Rule
 	cancel    context.CancelCauseFunc
 	started   time.Time
-	leaseLost bool // result must be discarded
-	shutdown  bool // cancelled by shutdown: hand back, count nothing
+	deadline  time.Time // started + the run timeout (see watchDeadlines)
+	leaseLost bool      // result must be discarded
+	shutdown  bool      // cancelled by shutdown: hand back, count nothing
+	ended     bool      // the runner returned: the outcome is being queued
 }
 
 type result struct {
@@ -111,6 +119,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 5*time.Millisecond)
 	cfg.FlushSize = cmp.Or(cfg.FlushSize, 1000)
+	cfg.FlushWorkers = cmp.Or(cfg.FlushWorkers, 2)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -130,6 +139,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		running: map[uuid.UUID]*run{},
 		perType: map[runners.Pair]int{},
 		idle:    make(chan struct{}),
+
+		jobs:          make(chan func()),
+		deadlineWaker: signalbus.NewWaker(),
 	}
 	close(d.idle)
 	seen := map[string]bool{}
@@ -176,6 +188,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	hbCtx, stopHeartbeat := context.WithCancel(runsCtx)
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); d.heartbeat(hbCtx) }()
+	dlDone := make(chan struct{})
+	go func() { defer close(dlDone); d.watchDeadlines(hbCtx) }()
 
 	d.waker.Wake()
 	for ctx.Err() == nil {
@@ -188,6 +202,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.shutdown(cancelRuns)
 	stopHeartbeat()
 	<-hbDone
+	<-dlDone
 	close(d.done)
 	<-completerDone
 	return nil
@@ -306,27 +321,35 @@ func (d *Dispatcher) applyGlobalLimits(ctx context.Context, slots []store.ClaimS
 	return nil
 }
 
-// start runs one claimed task on its own goroutine.
+// start runs one claimed task on a worker goroutine of its own.
 func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task) {
 	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
 	rule := d.rules[pair]
 	runner := d.cfg.Capabilities[pair]
 	runCtx, cancel := context.WithCancelCause(runsCtx)
-	r := &run{task: task, rule: rule, cancel: cancel, started: time.Now()}
+	now := time.Now()
+	r := &run{task: task, rule: rule, cancel: cancel, started: now, deadline: now.Add(rule.Timeout)}
 	d.mu.Lock()
 	if len(d.running) == 0 {
 		d.idle = make(chan struct{})
 	}
 	d.running[task.ID] = r
 	d.perType[pair]++
+	earlier := d.nextDeadline.IsZero() || r.deadline.Before(d.nextDeadline)
+	if earlier {
+		d.nextDeadline = r.deadline
+	}
 	d.mu.Unlock()
+	if earlier {
+		d.deadlineWaker.Wake()
+	}
 	d.wg.Add(1)
-	go func() {
+	d.spawn(func() {
 		defer d.wg.Done()
 		outputs, err := d.execute(runCtx, runner, r)
 		cancel(nil)
 		d.finish(r, outputs, err)
-	}()
+	})
 }
 
 // execute runs the task with its timeout and reporter, turning a panic into an error.
@@ -340,12 +363,16 @@ func (d *Dispatcher) execute(ctx context.Context, runner runners.Runner, r *run)
 	if runner == nil {
 		return nil, wftype.Permanent(fmt.Errorf("no runner for %s %s", r.task.ExecutionMode, r.task.TaskType))
 	}
-	rep, err := d.cfg.Reporters(&r.task)
-	if err != nil {
-		return nil, fmt.Errorf("error creating reporters: %w", err)
+	// A remote worker builds its own reporters: a local, empty report would
+	// replace the worker's.
+	var rep reporters.Reporter = reporters.Discard{}
+	if !runners.RunsRemotely(runner) {
+		if rep, err = d.cfg.Reporters(&r.task); err != nil {
+			return nil, fmt.Errorf("error creating reporters: %w", err)
+		}
 	}
-	runCtx, cancel := context.WithTimeoutCause(ctx, r.rule.Timeout, errTimeout)
-	defer cancel()
+	// The run timeout cancels ctx with errTimeout (watchDeadlines).
+	runCtx := ctx
 	outputs, err = runner.Run(runCtx, &r.task, rep)
 	if err == nil && runCtx.Err() != nil {
 		err = context.Cause(runCtx)
@@ -354,9 +381,13 @@ func (d *Dispatcher) execute(ctx context.Context, runner runners.Runner, r *run)
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
 	// The report is written whatever the outcome; its outputs join the task's.
-	finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer finishCancel()
-	extra, ferr := rep.Finish(finishCtx)
+	var extra map[string]any
+	var ferr error
+	if _, discard := rep.(reporters.Discard); !discard {
+		finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer finishCancel()
+		extra, ferr = rep.Finish(finishCtx)
+	}
 	if ferr != nil && err == nil {
 		err = fmt.Errorf("error finishing reports: %w", ferr)
 	}
@@ -387,13 +418,36 @@ func mergeOutputs(outputs json.RawMessage, extra map[string]any) (json.RawMessag
 	return b, nil
 }
 
-// finish frees the slot and queues the outcome for the batched write.
+// finish queues the outcome for the batched write, then frees the slot.
 func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
+	// The slot is freed only once the outcome is queued: while the
+	// completion queue is full the slot stays taken, so claims cannot run
+	// ahead of the writes (back-pressure).
+	d.mu.Lock()
+	r.ended = true // shutdown must not hand back a task whose outcome is queued
+	leaseLost, shutdown := r.leaseLost, r.shutdown
+	d.mu.Unlock()
+	defer d.freeSlot(r)
+	switch {
+	case leaseLost:
+		d.log.Info("result discarded: lease lost", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		return
+	case shutdown:
+		return // handed back by shutdown
+	case errors.Is(err, wftype.ErrFinishedRemotely):
+		d.log.Debug("result written by the remote worker", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		return
+	}
+	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: time.Since(r.started)}
+}
+
+// freeSlot forgets a run whose outcome is queued (or dropped) and wakes the
+// claim loop when tasks may be waiting.
+func (d *Dispatcher) freeSlot(r *run) {
 	d.mu.Lock()
 	delete(d.running, r.task.ID)
-	pair := runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}
-	d.perType[pair]--
-	leaseLost, shutdown, backlog := r.leaseLost, r.shutdown, d.backlog
+	d.perType[runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}]--
+	backlog := d.backlog
 	if len(d.running) == 0 {
 		close(d.idle)
 	}
@@ -401,14 +455,6 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 	if backlog {
 		d.waker.Wake()
 	}
-	switch {
-	case leaseLost:
-		d.log.Info("result discarded: lease lost", "task_id", r.task.ID, "task_type", r.task.TaskType)
-		return
-	case shutdown:
-		return // handed back by shutdown
-	}
-	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: time.Since(r.started)}
 }
 
 // onStatusChanged cancels a running task that was cancelled in the database.
@@ -448,6 +494,9 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 	d.mu.Lock()
 	var ids []uuid.UUID
 	for id, r := range d.running {
+		if r.ended {
+			continue // its outcome is queued: the completer writes it
+		}
 		r.shutdown = true
 		ids = append(ids, id)
 	}

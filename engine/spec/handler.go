@@ -28,7 +28,8 @@ type Handler struct {
 }
 
 // ExecHandler runs a command with the task as JSON on its standard input; it
-// writes per-record envelopes to its standard output.
+// writes per-record envelopes to file descriptor 3 and its outputs to its
+// standard output (see package runners/exec).
 type ExecHandler struct {
 	// Command is the program and its arguments; no shell is involved.
 	Command []string

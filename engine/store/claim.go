@@ -30,16 +30,25 @@ type ClaimParams struct {
 // most $5 tasks in all, highest priority then oldest first. Each pair is read
 // from the partial index on PENDING rows with FOR UPDATE SKIP LOCKED, so
 // concurrent claimers never wait on or take each other's rows.
+//
+// The UPDATE finds the locked rows by primary key (task_id = ANY of the
+// candidates), not by a join: a join lets the planner hash the candidates and
+// scan whole partitions sequentially, which it does as soon as a batch is
+// large next to the table (a backlog in the current month), turning each
+// claim into a scan of every waiting task. Without a status condition here
+// the partial index on PENDING rows cannot be picked either, so every
+// partition is read through its primary key. The rows are locked by this
+// statement, so they are still PENDING.
 const claimTasksSQL = `
 WITH slots AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::float8[])
         AS s(execution_mode, task_type, max_claim, lease_seconds)
 ),
 candidates AS (
-    SELECT c.task_id, c."timestamp", s.lease_seconds
+    SELECT c.task_id
     FROM slots s
     CROSS JOIN LATERAL (
-        SELECT t.task_id, t."timestamp", t.priority, t.run_after
+        SELECT t.task_id, t.priority, t.run_after
         FROM tasks.tasks t
         WHERE t.status = 'PENDING'
           AND t.task_type = s.task_type
@@ -58,30 +67,20 @@ SET status            = 'ACTIVE',
     attempts          = t.attempts + 1,
     started_at        = coalesce($6::timestamptz, now()),
     last_heartbeat_at = coalesce($6::timestamptz, now()),
-    locked_until      = coalesce($6::timestamptz, now()) + make_interval(secs => c.lease_seconds)
-FROM candidates c
-WHERE t.task_id = c.task_id AND t."timestamp" = c."timestamp"
+    locked_until      = coalesce($6::timestamptz, now()) + make_interval(secs => (
+                            SELECT s.lease_seconds FROM slots s
+                            WHERE s.task_type = t.task_type AND s.execution_mode = t.execution_mode))
+WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM candidates))
 RETURNING ` + taskColumnsT
 
 // ClaimTasks moves up to Total PENDING tasks that are due to ACTIVE, owned by
 // Owner, and returns them. Pairs with no free slot are skipped.
 func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, error) {
-	var modes, types []string
-	var maxes []int32
-	var leases []float64
-	for _, sl := range p.Slots {
-		if sl.Max <= 0 {
-			continue
-		}
-		modes = append(modes, string(sl.Mode))
-		types = append(types, sl.TaskType)
-		maxes = append(maxes, int32(min(sl.Max, p.Total)))
-		leases = append(leases, sl.Lease.Seconds())
-	}
-	if len(types) == 0 || p.Total <= 0 {
+	args, ok := claimArgs(p)
+	if !ok {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, claimTasksSQL, modes, types, maxes, leases, p.Total, p.Now, p.Owner)
+	rows, err := s.db.Query(ctx, claimTasksSQL, args...)
 	if err != nil {
 		return nil, wrap("claiming tasks", err)
 	}
@@ -100,6 +99,27 @@ func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, e
 		return bytes.Compare(a.ID[:], b.ID[:])
 	})
 	return tasks, nil
+}
+
+// claimArgs returns the claim statement's arguments, or false when no pair
+// has a free slot.
+func claimArgs(p ClaimParams) ([]any, bool) {
+	var modes, types []string
+	var maxes []int32
+	var leases []float64
+	for _, sl := range p.Slots {
+		if sl.Max <= 0 {
+			continue
+		}
+		modes = append(modes, string(sl.Mode))
+		types = append(types, sl.TaskType)
+		maxes = append(maxes, int32(min(sl.Max, p.Total)))
+		leases = append(leases, sl.Lease.Seconds())
+	}
+	if len(types) == 0 || p.Total <= 0 {
+		return nil, false
+	}
+	return []any{modes, types, maxes, leases, p.Total, p.Now, p.Owner}, true
 }
 
 // ClaimSQL returns the claim statement, for EXPLAIN in tests and benchmarks.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,29 +42,39 @@ type FinishParams struct {
 // task.dead_lettered events to the outbox in the same statement (so in the
 // same transaction). Retried tasks notify the queued channel; terminal ones
 // the status channel.
+//
+// The statement has no join, so its plan cannot go wrong with the batch size
+// or the table's statistics (a join of the outcomes with the tasks turns into
+// a whole-partition scan, or a nested loop over every pair of rows, as soon
+// as an estimate is off):
+//   - the tasks are read by primary key, task_id = ANY of the ids ($2),
+//     passed through a sub-select so the planner counts on a few probes and
+//     never trades them for a scan of the partition;
+//   - the range of the tasks' creation times ($6, $7) prunes the partitions
+//     they cannot be in;
+//   - the status test is written "IS TRUE" so the planner cannot read the
+//     partial index on ACTIVE rows instead, whole (every running task and,
+//     until vacuum, every finished one) for each batch;
+//   - each row finds its outcome in $1, a JSON object keyed by task id (a
+//     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
+//     "r": retry count, "a": run after, "ev": event id, "et": event time}}.
 const finishTasksSQL = `
-WITH f AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::text[], $6::int[],
-                         $7::timestamptz[], $8::uuid[], $9::timestamptz[])
-        AS f(task_id, ts, status, outputs, error, retry_count, run_after, event_id, event_ts)
-),
-updated AS (
+WITH updated AS (
     UPDATE tasks.tasks t
-    SET status       = f.status,
-        outputs      = coalesce(f.outputs, t.outputs),
-        error        = f.error,
-        retry_count  = f.retry_count,
-        run_after    = coalesce(f.run_after, t.run_after),
-        locked_until = NULL,
-        owner_id     = CASE WHEN f.status = 'PENDING' THEN NULL ELSE t.owner_id END,
-        finished_at  = CASE WHEN f.status = 'PENDING' THEN NULL ELSE coalesce($10::timestamptz, now()) END
-    FROM f
-    WHERE t.task_id = f.task_id AND t."timestamp" = f.ts
-      AND t.status = 'ACTIVE'
-      AND ($11::text IS NULL OR t.owner_id = $11)
-      AND ($12::timestamptz IS NULL OR t.locked_until < $12)
+    SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until) = (
+            SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r, coalesce(o.a, t.run_after),
+                   CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
+                   CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
+                   NULL::timestamptz
+            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz))
+    WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
+      AND t."timestamp" BETWEEN $6 AND $7
+      AND (t.status = 'ACTIVE') IS TRUE
+      AND ($4::text IS NULL OR t.owner_id = $4)
+      AND ($5::timestamptz IS NULL OR t.locked_until < $5)
     RETURNING t.task_id, t.task_type, t.schema_name, t.status, t.error, t.retry_count, t.max_retries, t.attempts,
-              f.event_id, f.event_ts
+              ($1::jsonb -> t.task_id::text ->> 'ev')::uuid AS event_id,
+              ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts
 ),
 events AS (
     INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload)
@@ -77,11 +89,11 @@ events AS (
     RETURNING event_id
 ),
 notified AS (
-    SELECT count(pg_notify($13, q.task_type)) AS n
+    SELECT count(pg_notify($8, q.task_type)) AS n
     FROM (SELECT DISTINCT task_type FROM updated WHERE status = 'PENDING') q
 ),
 event_notified AS (
-    SELECT count(pg_notify($14, 'task_events')) AS n FROM (SELECT 1 FROM events LIMIT 1) q
+    SELECT count(pg_notify($9, 'task_events')) AS n FROM (SELECT 1 FROM events LIMIT 1) q
 )
 SELECT u.task_id FROM updated u, notified, event_notified`
 
@@ -93,42 +105,67 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 		return nil, nil
 	}
 	n := len(outcomes)
-	ids := make([]uuid.UUID, n)
-	ts := make([]time.Time, n)
-	statuses := make([]string, n)
-	outputs := make([][]byte, n)
-	errs := make([]*string, n)
-	retries := make([]int32, n)
-	runAfter := make([]*time.Time, n)
-	eventIDs := make([]*uuid.UUID, n)
-	eventTs := make([]*time.Time, n)
+	ids := make([][16]byte, n) // plain bytes: a uuid.UUID (a driver.Valuer) is encoded through text
+	doc := make([]byte, 0, 80*n)
+	doc = append(doc, '{')
+	var lo, hi time.Time
 	for i, o := range outcomes {
-		ids[i], ts[i], statuses[i] = o.ID, IDTime(o.ID), string(o.Status)
-		if o.Outputs != nil {
-			outputs[i] = o.Outputs
+		ids[i] = o.ID
+		ts := IDTime(o.ID)
+		if i == 0 || ts.Before(lo) {
+			lo = ts
 		}
-		errs[i], retries[i], runAfter[i] = o.Error, int32(o.RetryCount), o.RunAfter
+		if i == 0 || ts.After(hi) {
+			hi = ts
+		}
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = appendQuotedUUID(doc, o.ID)
+		doc = append(doc, `:{"s":"`...)
+		doc = append(doc, o.Status...)
+		doc = append(doc, `","r":`...)
+		doc = strconv.AppendInt(doc, int64(o.RetryCount), 10)
+		if o.Outputs != nil {
+			doc = append(doc, `,"o":`...)
+			doc = appendJSONValue(doc, o.Outputs)
+		}
+		if o.Error != nil {
+			doc = append(doc, `,"e":`...)
+			doc = appendJSONString(doc, *o.Error)
+		}
+		if o.RunAfter != nil {
+			doc = append(doc, `,"a":"`...)
+			doc = o.RunAfter.UTC().AppendFormat(doc, time.RFC3339Nano)
+			doc = append(doc, '"')
+		}
 		if o.Status == wftype.StatusFailed || o.Status == wftype.StatusDeadLetter {
 			id, at, err := NewID()
 			if err != nil {
 				return nil, err
 			}
-			eventIDs[i], eventTs[i] = &id, &at
+			doc = append(doc, `,"ev":`...)
+			doc = appendQuotedUUID(doc, id)
+			doc = append(doc, `,"et":"`...)
+			doc = at.UTC().AppendFormat(doc, time.RFC3339Nano)
+			doc = append(doc, '"')
 		}
+		doc = append(doc, '}')
 	}
+	doc = append(doc, '}')
 	var owner *string
 	if p.Owner != "" {
 		owner = &p.Owner
 	}
-	rows, err := s.db.Query(ctx, finishTasksSQL, ids, ts, statuses, outputs, errs, retries, runAfter, eventIDs, eventTs,
-		p.Now, owner, p.ExpiredBefore, s.channels.TaskQueued, s.channels.Events)
+	rows, err := s.db.Query(ctx, finishTasksSQL, doc, ids, p.Now, owner, p.ExpiredBefore, lo, hi,
+		s.channels.TaskQueued, s.channels.Events)
 	if err != nil {
 		return nil, wrap("finishing tasks", err)
 	}
 	defer rows.Close()
 	done := make([]uuid.UUID, 0, n)
 	for rows.Next() {
-		var id uuid.UUID
+		var id [16]byte
 		if err := rows.Scan(&id); err != nil {
 			return nil, wrap("finishing tasks", err)
 		}
@@ -137,35 +174,76 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 	return done, wrap("finishing tasks", rows.Err())
 }
 
+// appendQuotedUUID appends id as a JSON string in its canonical text form.
+func appendQuotedUUID(b []byte, id uuid.UUID) []byte {
+	var text [36]byte
+	hex.Encode(text[0:8], id[0:4])
+	text[8] = '-'
+	hex.Encode(text[9:13], id[4:6])
+	text[13] = '-'
+	hex.Encode(text[14:18], id[6:8])
+	text[18] = '-'
+	hex.Encode(text[19:23], id[8:10])
+	text[23] = '-'
+	hex.Encode(text[24:], id[10:])
+	b = append(b, '"')
+	b = append(b, text[:]...)
+	return append(b, '"')
+}
+
+// appendJSONValue appends raw, or, when raw is not valid JSON, raw as a JSON
+// string: one handler's malformed outputs must not fail its whole batch.
+func appendJSONValue(b []byte, raw json.RawMessage) []byte {
+	if json.Valid(raw) {
+		return append(b, raw...)
+	}
+	return appendJSONString(b, string(raw))
+}
+
+// appendJSONString appends s as a JSON string (invalid UTF-8 replaced).
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
 // ReleaseTasks hands ACTIVE tasks the owner still holds back to PENDING at
 // once (shutdown): no lease wait, no retry counted, the attempt not counted.
 func (s *Store) ReleaseTasks(ctx context.Context, owner string, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// Read by primary key, as in finishTasksSQL.
 	const q = `
 WITH released AS (
     UPDATE tasks.tasks t
     SET status = 'PENDING', owner_id = NULL, locked_until = NULL, started_at = NULL,
         attempts = greatest(t.attempts - 1, 0), run_after = now()
-    FROM unnest($1::uuid[], $2::timestamptz[]) AS r(task_id, ts)
-    WHERE t.task_id = r.task_id AND t."timestamp" = r.ts AND t.status = 'ACTIVE' AND t.owner_id = $3
+    WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
+      AND t."timestamp" BETWEEN $2 AND $3
+      AND (t.status = 'ACTIVE') IS TRUE AND t.owner_id = $4
     RETURNING t.task_id, t.task_type
 ),
-notified AS (SELECT count(pg_notify($4, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM released) q)
+notified AS (SELECT count(pg_notify($5, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM released) q)
 SELECT task_id FROM released, notified`
-	ts := make([]time.Time, len(ids))
+	keys := make([][16]byte, len(ids))
+	var lo, hi time.Time
 	for i, id := range ids {
-		ts[i] = IDTime(id)
+		keys[i] = id
+		if ts := IDTime(id); i == 0 || ts.Before(lo) {
+			lo = ts
+		}
+		if ts := IDTime(id); i == 0 || ts.After(hi) {
+			hi = ts
+		}
 	}
-	rows, err := s.db.Query(ctx, q, ids, ts, owner, s.channels.TaskQueued)
+	rows, err := s.db.Query(ctx, q, keys, lo, hi, owner, s.channels.TaskQueued)
 	if err != nil {
 		return nil, wrap("releasing tasks", err)
 	}
 	defer rows.Close()
 	var out []uuid.UUID
 	for rows.Next() {
-		var id uuid.UUID
+		var id [16]byte
 		if err := rows.Scan(&id); err != nil {
 			return nil, wrap("releasing tasks", err)
 		}

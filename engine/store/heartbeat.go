@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +14,20 @@ type Lease struct {
 	Lease time.Duration
 }
 
+// heartbeatSQL extends many leases in one statement. Like finishTasksSQL it
+// has no join: the tasks are read by primary key within the range of their
+// creation times, the status test cannot pick the partial index on ACTIVE
+// rows, and each row finds its lease, in seconds, in $1, a JSON object keyed
+// by task id.
+const heartbeatSQL = `
+UPDATE tasks.tasks t
+SET locked_until      = coalesce($3::timestamptz, now()) + make_interval(secs => ($1::jsonb ->> t.task_id::text)::float8),
+    last_heartbeat_at = coalesce($3::timestamptz, now())
+WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
+  AND t."timestamp" BETWEEN $5 AND $6
+  AND (t.status = 'ACTIVE') IS TRUE AND t.owner_id = $4
+RETURNING t.task_id`
+
 // Heartbeat extends the leases of many tasks in one statement and returns the
 // ids still held by owner. A task missing from the result lost its lease
 // (cancelled, rescued by the janitor, or finished elsewhere): its runner must
@@ -21,28 +36,35 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, leases []Lease, now
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	const q = `
-UPDATE tasks.tasks t
-SET locked_until      = coalesce($4::timestamptz, now()) + make_interval(secs => h.lease_seconds),
-    last_heartbeat_at = coalesce($4::timestamptz, now())
-FROM unnest($1::uuid[], $2::timestamptz[], $3::float8[]) AS h(task_id, ts, lease_seconds)
-WHERE t.task_id = h.task_id AND t."timestamp" = h.ts
-  AND t.status = 'ACTIVE' AND t.owner_id = $5
-RETURNING t.task_id`
-	ids := make([]uuid.UUID, len(leases))
-	ts := make([]time.Time, len(leases))
-	secs := make([]float64, len(leases))
+	ids := make([][16]byte, len(leases))
+	doc := make([]byte, 0, 48*len(leases))
+	doc = append(doc, '{')
+	var lo, hi time.Time
 	for i, l := range leases {
-		ids[i], ts[i], secs[i] = l.ID, IDTime(l.ID), l.Lease.Seconds()
+		ids[i] = l.ID
+		ts := IDTime(l.ID)
+		if i == 0 || ts.Before(lo) {
+			lo = ts
+		}
+		if i == 0 || ts.After(hi) {
+			hi = ts
+		}
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = appendQuotedUUID(doc, l.ID)
+		doc = append(doc, ':')
+		doc = strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64)
 	}
-	rows, err := s.db.Query(ctx, q, ids, ts, secs, now, owner)
+	doc = append(doc, '}')
+	rows, err := s.db.Query(ctx, heartbeatSQL, doc, ids, now, owner, lo, hi)
 	if err != nil {
 		return nil, wrap("extending leases", err)
 	}
 	defer rows.Close()
 	held := make([]uuid.UUID, 0, len(leases))
 	for rows.Next() {
-		var id uuid.UUID
+		var id [16]byte
 		if err := rows.Scan(&id); err != nil {
 			return nil, wrap("extending leases", err)
 		}

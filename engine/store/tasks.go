@@ -25,14 +25,16 @@ const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execut
 
 func scanTask(row pgx.Row) (wftype.Task, error) {
 	var t wftype.Task
+	var id [16]byte // scanned as bytes: a uuid.UUID (an sql.Scanner) would go through text
 	var scope, mode, status string
 	var inputs, outputs, progress []byte
-	err := row.Scan(&t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
+	err := row.Scan(&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
 		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
 		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt)
 	if err != nil {
 		return t, err
 	}
+	t.ID = id
 	t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
 	t.Inputs, t.Outputs, t.Progress = inputs, outputs, progress
 	utcTimes(&t)

@@ -87,6 +87,11 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict is returned when a state change does not apply to the row's current state.
 	ErrConflict = errors.New("conflict with the current state")
+	// ErrFinishedRemotely is returned by a runner whose task ran in another
+	// process (a Cloud Run job running `wf exec`) that wrote the task's
+	// result to the database itself: the dispatcher must write nothing, or
+	// it would overwrite that result.
+	ErrFinishedRemotely = errors.New("the task's result was written by its remote worker")
 )
 
 // PermanentError marks a handler failure that retrying cannot fix (bad input,

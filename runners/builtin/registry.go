@@ -1,7 +1,9 @@
 // Package builtin runs tasks with Go handlers compiled into wf, registered by
 // name in a Registry. A spec names the handler; the engine passes the runner
 // a map from task type to handler name. The default registry ships three
-// handlers that need no code of their own: noop, sleep and fail.
+// handlers that need no code of their own: noop, sleep and fail. Handlers
+// that need the database (ingestion, webhooks) are registered by the
+// application (engine/featuretasks, engine/webhooks).
 package builtin
 
 import (

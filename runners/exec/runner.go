@@ -8,10 +8,18 @@
 //     Env, then WF_TASK_ID, WF_TASK_TYPE, WF_SCHEMA_NAME, WF_ATTEMPT and
 //     WF_RECORDS_FD=3 (later entries win, so the WF_ values cannot be
 //     overridden by configuration).
-//   - file descriptor 3: per-record results, one reporters.Envelope as a JSON
-//     object per line, reported as they arrive. Unknown fields and a missing
-//     or unknown status make the line malformed: the task fails permanently
-//     with the line number, and the child's process group is killed.
+//   - file descriptor 3 (named by WF_RECORDS_FD): per-record results, one
+//     envelope per line as a JSON object (reporters.Envelope, whose contract
+//     is schemas/envelope.schema.json), reported to the task's reporters as
+//     they arrive, so the database progress moves while the child runs.
+//     Blank lines are skipped. Each line is validated against the schema: a
+//     line that is not exactly one JSON object, or that breaks the schema
+//     (a missing or unknown status, an unknown field, stats or system
+//     missing or not an object), or that is longer than RecordLineLimit,
+//     fails the task permanently with an error naming the line number and
+//     the JSON pointer of each problem; the child's process group is then
+//     killed. The records before the bad line stay counted. A child that
+//     writes no records may ignore the descriptor.
 //   - stdout: if, trimmed, it is one JSON value, that value is the task's
 //     outputs; otherwise the outputs are {"stdout": "<its last 4 KiB>"};
 //     empty stdout means no outputs.
@@ -25,6 +33,16 @@
 // when the child exits by itself, whatever it left running in its group is
 // killed. Run returns only once the child is reaped and its group is gone.
 // Output capture is bounded: only the tail of stdout and stderr is kept.
+//
+// Records from any language: a child needs nothing from wf but a file
+// descriptor. In sh, `printf '%s\n' "$json" >&3`; in Python,
+// `os.fdopen(int(os.environ["WF_RECORDS_FD"]), "w")` and one json.dumps(...)
+// plus "\n" per record. Handlers that do not run under this runner report
+// records elsewhere: an HTTP handler or a remote worker posts progress to
+// the API (POST /tasks/{id}/progress, under the claim it was given), and
+// `wf exec` (the generic worker a Cloud Run job runs) runs the task's own
+// handler locally, so its exec children write to file descriptor 3 exactly
+// as here.
 package exec
 
 import (

@@ -17,7 +17,12 @@
 //
 // At most 1 MiB of a reply is read. The HTTP runner has no per-record
 // channel: an endpoint that has per-record results returns what it wants
-// kept in its outputs.
+// kept in its outputs, and reports progress while it works through the
+// API (POST /tasks/{task_id}/progress with a worker token, the owner_id
+// and attempts of the row it was sent, and a JSON object of counts that is
+// merged into the task's progress). A handler that needs the detailed
+// (gcs_detailed) report of every record runs as an exec child instead,
+// writing envelopes to file descriptor 3, locally or under `wf exec`.
 package httprunner
 
 import (

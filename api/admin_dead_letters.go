@@ -1,0 +1,93 @@
+package api
+
+import (
+	"net/http"
+
+	"wf/engine/store"
+)
+
+// deadLettersView answers GET /admin/dead-letters (schema DeadLetterList):
+// tasks or events, as kind says.
+type deadLettersView struct {
+	Kind string `json:"kind"`
+	// Items are tasks or events, as Kind says.
+	Items      any    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// listDeadLetters answers GET /admin/dead-letters?kind=tasks|events (admin
+// only; default tasks): dead letters, most recently dead-lettered first, a
+// page at a time (limit, cursor). It reads the partial indexes on dead
+// letters only.
+func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, p *principal) error {
+	q, prob := parseQuery(r, []string{"kind", "limit", "cursor"}, nil)
+	if prob != nil {
+		return prob
+	}
+	kind := q.get("kind")
+	if kind == "" {
+		kind = "tasks"
+	}
+	if kind != "tasks" && kind != "events" {
+		return invalidParameter("kind", "must be tasks or events")
+	}
+	limit, prob := q.limit(50, 500)
+	if prob != nil {
+		return prob
+	}
+	page := store.DeadLetterPage{Limit: limit + 1}
+	c, prob := q.cursor("dead-" + kind)
+	if prob != nil {
+		return prob
+	}
+	if c != nil {
+		id, _, prob := c.uuidOf()
+		if prob != nil {
+			return prob
+		}
+		at := c.Time
+		page.AfterID, page.AfterTime = id, &at
+	}
+	out := deadLettersView{Kind: kind}
+	if kind == "tasks" {
+		rows, err := s.store.ListDeadLetterTasks(r.Context(), page)
+		if err != nil {
+			return err
+		}
+		items := []taskView{}
+		for i, t := range rows {
+			if i == limit {
+				last := rows[i-1]
+				at := last.Timestamp
+				if last.FinishedAt != nil {
+					at = *last.FinishedAt
+				}
+				out.NextCursor = cursor{Kind: "dead-tasks", Time: at, ID: last.ID.String()}.encode()
+				break
+			}
+			items = append(items, s.newTaskView(t, p))
+		}
+		out.Items = items
+	} else {
+		rows, err := s.store.ListDeadLetterEvents(r.Context(), page)
+		if err != nil {
+			return err
+		}
+		items := []eventView{}
+		for i, e := range rows {
+			if i == limit {
+				last := rows[i-1]
+				at := last.CreatedAt
+				if last.DeadLetteredAt != nil {
+					at = *last.DeadLetteredAt
+				}
+				out.NextCursor = cursor{Kind: "dead-events", Time: at, ID: last.ID.String()}.encode()
+				break
+			}
+			items = append(items, newEventView(e))
+		}
+		out.Items = items
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

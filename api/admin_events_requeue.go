@@ -1,0 +1,28 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"wf/engine/wftype"
+)
+
+// requeueEvent answers POST /admin/events/{event_id}/requeue (admin only): a
+// DEAD_LETTER event goes back to PENDING with its attempts reset, and the
+// consumers are woken. 409 when the event is not DEAD_LETTER or another
+// pending event now holds its dedup key.
+func (s *Server) requeueEvent(w http.ResponseWriter, r *http.Request, _ *principal) error {
+	id, prob := pathTaskID(r, "event_id")
+	if prob != nil {
+		return prob
+	}
+	e, err := s.store.RequeueEvent(r.Context(), id.UUID)
+	if errors.Is(err, wftype.ErrNotFound) {
+		return notFound("no event %s", id.UUID)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newEventView(e))
+	return nil
+}

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"wf/engine/config"
+	"wf/engine/wftype"
+)
+
+// principal is who made a request: the token's name, role and catalogs.
+type principal struct {
+	name string
+	role config.Role
+	// catalogs limits a client or worker token to these catalog ids; nil
+	// means every catalog (and platform tasks).
+	catalogs []string
+}
+
+// limited reports whether the principal sees only some catalogs.
+func (p *principal) limited() bool { return p.role != config.RoleAdmin && len(p.catalogs) > 0 }
+
+// canUseCatalog reports whether the principal may see and touch a catalog.
+func (p *principal) canUseCatalog(id string) bool {
+	return !p.limited() || slices.Contains(p.catalogs, id)
+}
+
+// authenticate finds the token presented in the Authorization header. Every
+// configured token is compared (in constant time, on hashes), whether or not
+// an earlier one matched, so the time taken says nothing about which matched.
+func (s *Server) authenticate(r *http.Request) (*principal, *problem) {
+	h := r.Header.Get("Authorization")
+	scheme, presented, ok := strings.Cut(h, " ")
+	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(presented) == "" {
+		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized",
+			"send a bearer token: Authorization: Bearer <token>")
+		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf"`}}
+		return nil, p
+	}
+	presented = strings.TrimSpace(presented)
+	var found *config.Token
+	for i := range s.cfg.Tokens {
+		if s.cfg.Tokens[i].Matches(presented) && found == nil {
+			found = &s.cfg.Tokens[i]
+		}
+	}
+	if found == nil {
+		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized", "the bearer token is not valid")
+		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf", error="invalid_token"`}}
+		return nil, p
+	}
+	return &principal{name: found.Name, role: found.Role, catalogs: slices.Clone(found.Catalogs)}, nil
+}
+
+// authorize checks the principal's role against the route's roles: admin
+// routes answer 403 to everyone else.
+func authorize(p *principal, roles []config.Role) *problem {
+	if slices.Contains(roles, p.role) {
+		return nil
+	}
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	return forbidden("this operation needs a token with role %s; this token's role is %s", strings.Join(names, " or "), p.role)
+}
+
+// scope is the set of tenants a principal may see: all, or the schema names
+// of its catalogs.
+type scope struct {
+	all     bool
+	schemas []string
+}
+
+// has reports whether a tenant schema is in the scope.
+func (sc scope) has(schemaName string) bool { return sc.all || slices.Contains(sc.schemas, schemaName) }
+
+// scopeOf resolves the principal's catalogs to their tenant schemas (one
+// indexed look-up per request, so a catalog created or deleted since shows at
+// once).
+func (s *Server) scopeOf(ctx context.Context, p *principal) (scope, error) {
+	if !p.limited() {
+		return scope{all: true}, nil
+	}
+	schemas, err := s.store.SchemaNamesOf(ctx, p.catalogs)
+	if err != nil {
+		return scope{}, err
+	}
+	return scope{schemas: schemas}, nil
+}
+
+// visibleTask reads a task and checks the principal may see it. A task of
+// another tenant answers exactly as a task that does not exist (404), so a
+// limited token learns nothing about other catalogs.
+func (s *Server) visibleTask(ctx context.Context, p *principal, id taskID) (wftype.Task, error) {
+	t, err := s.store.GetTask(ctx, id.UUID)
+	if err != nil {
+		return t, s.taskNotFound(id, err)
+	}
+	sc, err := s.scopeOf(ctx, p)
+	if err != nil {
+		return t, err
+	}
+	if !sc.has(t.SchemaName) {
+		return wftype.Task{}, notFound("no task %s", id.UUID)
+	}
+	return t, nil
+}

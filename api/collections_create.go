@@ -1,0 +1,46 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"wf/engine/catalog"
+	"wf/engine/wftype"
+)
+
+// createCollectionRequest is the body of POST /catalogs/{catalog_id}/collections.
+type createCollectionRequest struct {
+	CollectionID string          `json:"collection_id"`
+	Title        *string         `json:"title"`
+	LayerConfig  json.RawMessage `json:"layer_config"`
+}
+
+// createCollection answers POST /catalogs/{catalog_id}/collections: it adds
+// a collection with its layer configuration, emits collection.created, and
+// answers 201.
+func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
+	catalogID, prob := pathCatalogID(r, "catalog_id")
+	if prob != nil {
+		return prob
+	}
+	if !p.canUseCatalog(catalogID) {
+		return catalogNotFound(catalogID)
+	}
+	var req createCollectionRequest
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return prob
+	}
+	c, err := s.catalogs.AddCollection(r.Context(), catalog.NewCollection{
+		CatalogID: catalogID, ID: req.CollectionID, Title: req.Title, LayerConfig: req.LayerConfig,
+	})
+	if errors.Is(err, wftype.ErrNotFound) {
+		return catalogNotFound(catalogID)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", s.url("/catalogs/"+c.CatalogID+"/collections/"+c.ID))
+	writeJSON(w, http.StatusCreated, newCollectionView(c))
+	return nil
+}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"wf/engine/events"
+	"wf/engine/wftype"
+)
+
+// emitEventRequest is the body of POST /events.
+type emitEventRequest struct {
+	EventType  string          `json:"event_type"`
+	Scope      string          `json:"scope"`
+	SchemaName string          `json:"schema_name"`
+	Payload    json.RawMessage `json:"payload"`
+	DedupKey   string          `json:"dedup_key"`
+}
+
+// emitView answers POST /events (schema EmittedEvent).
+type emitView struct {
+	eventView
+	Deduplicated bool `json:"deduplicated"`
+}
+
+// emitEvent answers POST /events: it writes an event to the outbox, where
+// the event consumer turns it into the tasks its subscriptions ask for, and
+// answers 202 Accepted. An event whose dedup key is held by a pending one is
+// not written: 200 with that event, "deduplicated": true. The tenant
+// (schema_name, default "system") follows the rules of POST /tasks.
+func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var req emitEventRequest
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return prob
+	}
+	if req.EventType == "" {
+		return validationOne("/event_type", "is required: lower-case words joined by dots, such as catalog.updated")
+	}
+	if len(req.Payload) > 0 && string(req.Payload) != "null" && req.Payload[0] != '{' {
+		return validationOne("/payload", "must be a JSON object")
+	}
+	schema := req.SchemaName
+	if schema == "" {
+		schema = wftype.SystemSchema
+	}
+	if err := s.checkTenant(r, p, schema); err != nil {
+		return err
+	}
+	res, err := s.emitter.Emit(r.Context(), events.Event{
+		Type: req.EventType, Scope: req.Scope, SchemaName: schema, Payload: nullableJSON(req.Payload), DedupKey: req.DedupKey,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, emitView{eventView: newEventView(res.Event), Deduplicated: res.Duplicate})
+	return nil
+}

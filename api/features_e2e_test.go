@@ -1,0 +1,163 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine"
+	"wf/engine/client"
+	"wf/engine/events"
+	"wf/engine/featuretasks"
+	"wf/engine/runnerset"
+	"wf/engine/signalbus"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/reporters/gcsreporter"
+	"wf/reporters/standard"
+)
+
+// startFeatureEngine runs an engine as `wf run` does for feature data: the
+// registry's handlers, the standard reporters (detailed reports under
+// reportDir), the event consumer, and the feature handlers' dependencies in
+// the context of every task run.
+func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
+	t.Helper()
+	st := store.New(b.pool)
+	factory, err := standard.Open(b.ctx, standard.Config{Progress: st, GCS: gcsreporter.Config{LocalDir: reportDir}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = factory.Close() })
+	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: b.reg, DefaultVisibilityTimeout: time.Minute})
+	require.NoError(t, err)
+	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs), Specs: b.specs,
+		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger})
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{
+		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
+		Logger: quietLogger, Owner: "e2e",
+		Services: []func(context.Context, *signalbus.Bus){cons.Run},
+		Reporters: func(task *wftype.Task) (reporters.Reporter, error) {
+			tt, _ := b.specs.TaskType(task.TaskType)
+			var names []string
+			for _, k := range tt.Reporters() {
+				names = append(names, string(k))
+			}
+			return factory.New(names, reporters.TaskInfo{ID: task.ID, SchemaName: task.SchemaName, TaskType: task.TaskType})
+		},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx, err = featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, Logger: quietLogger})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestFeaturesEndToEnd is issue 7's walkthrough over HTTP: register a
+// catalog and a collection, POST /ingestion with the admin regions fixture,
+// poll the task to COMPLETED, read its progress, its per-feature report and
+// the stored rows, export the collection through POST /tasks, and delete
+// the collection, whose feature table a collection_drop task then drops.
+func TestFeaturesEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reportDir := t.TempDir()
+	startFeatureEngine(t, b, reportDir)
+	b.createCatalog("cat-a", "regions")
+	var registered bool
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&registered))
+	require.True(t, registered, "registering the collection created its feature table")
+	source, err := filepath.Abs("../engine/ingest/testdata/admin_regions.geojson")
+	require.NoError(t, err)
+
+	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
+		"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "ADMIN_2024",
+		"validity_start": "2024-01-01T00:00:00Z",
+	})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task := b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+
+	outputs := task["outputs"].(map[string]any)
+	require.Equal(t, "s_cat_a.regions", outputs["table"])
+	require.Equal(t, map[string]any{"read": 6.0, "created": 6.0, "versioned": 0.0, "unchanged": 0.0, "rejected": 0.0}, outputs["features"])
+	require.Equal(t, map[string]any{"total": 6.0, "succeeded": 6.0, "rejected": 0.0, "failed": 0.0}, outputs["records"])
+	progress := task["progress"].(map[string]any)
+	require.Equal(t, 6.0, progress["total"], "the database reporter's counts are the progress")
+
+	// The detailed report: one valid envelope per feature.
+	reportURL, err := url.Parse(outputs["report_url"].(string))
+	require.NoError(t, err)
+	require.Equal(t, "file", reportURL.Scheme)
+	f, err := os.Open(filepath.FromSlash(reportURL.Path))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+	byCode := map[string]reporters.Envelope{}
+	for sc.Scan() {
+		env, err := reporters.ValidateEnvelope(sc.Bytes())
+		require.NoError(t, err)
+		byCode[env.Record.System[reporters.SystemExternalID].(string)] = env
+	}
+	require.NoError(t, sc.Err())
+	require.Len(t, byCode, 6)
+	wy := byCode["US-WY"]
+	require.Equal(t, reporters.RecordSuccess, wy.Status)
+	require.Equal(t, "[2024-01-01T00:00:00Z,)", wy.Record.System[reporters.SystemValidity])
+	area, err := wy.Record.Stats["area"].(interface{ Float64() (float64, error) }).Float64()
+	require.NoError(t, err)
+	require.InEpsilon(t, 253587744820.5, area, 1e-4, "GeographicLib's area of the fixture's Wyoming")
+
+	// The rows, with the reported identities.
+	var rows int
+	var geoid string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*), max(geoid::text) FILTER (WHERE external_id = 'US-WY') FROM s_cat_a.regions`).Scan(&rows, &geoid))
+	require.Equal(t, 6, rows)
+	require.Equal(t, wy.Record.ID, geoid)
+
+	// A CSV source with its geometry columns named; a bad row is rejected alone.
+	csvFile := filepath.Join(t.TempDir(), "towns.csv")
+	require.NoError(t, os.WriteFile(csvFile, []byte("code;y;x\nT1;45.07;7.69\nT2;north;7.7\n"), 0o644))
+	res = b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
+		"source": csvFile, "format": "csv", "id_attribute": "code", "asset_id": "TOWNS",
+		"csv": map[string]any{"lon_column": "x", "lat_column": "y", "delimiter": ";"},
+	})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task = b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+	require.Equal(t, map[string]any{"read": 2.0, "created": 1.0, "versioned": 0.0, "unchanged": 0.0, "rejected": 1.0},
+		task["outputs"].(map[string]any)["features"])
+
+	// Export the collection through the task API.
+	dest := filepath.Join(t.TempDir(), "regions.geojson")
+	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{
+		"task_type": "export_features", "schema_name": "s_cat_a",
+		"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": dest, "format": "geojson"},
+	})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task = b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+	require.Equal(t, 7.0, task["outputs"].(map[string]any)["features"])
+	exported, err := os.ReadFile(dest)
+	require.NoError(t, err)
+	require.Contains(t, string(exported), `"external_id":"US-WY"`)
+
+	// Deleting the collection drops its table through collection.deleted.
+	res = b.do("DELETE", "/catalogs/cat-a/collections/regions", tokClientLimited, nil)
+	require.Less(t, res.status, 300, string(res.body))
+	require.Eventually(t, func() bool {
+		var exists bool
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&exists))
+		return !exists
+	}, 20*time.Second, 50*time.Millisecond, "the collection_drop task drops the feature table")
+}

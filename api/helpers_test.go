@@ -1,0 +1,341 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"wf/api"
+	"wf/engine/config"
+	"wf/engine/dbtest"
+	"wf/engine/featuretasks"
+	"wf/engine/runnerset"
+	"wf/engine/spec"
+	"wf/engine/store"
+	"wf/engine/webhooks"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners/builtin"
+	"wf/schemas"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// quietLogger drops the servers' and engines' logs.
+var quietLogger = slog.New(slog.DiscardHandler)
+
+// Plain tokens of the test server, by who holds them.
+const (
+	tokAdmin         = "admin-token-0123456789"
+	tokClient        = "client-token-0123456789"
+	tokClientLimited = "client-a-token-0123456789"
+	tokWorker        = "worker-token-0123456789"
+	tokWorkerLimited = "worker-a-token-0123456789"
+)
+
+// testSpecs are task types for the tests, next to the shipped specs.
+const testSpecs = `
+kind: TaskType
+name: echo_sync
+description: Echoes its inputs back as outputs, in front of its caller.
+execution_mode: SYNCHRONOUS
+handler: {builtin: echo}
+inputs:
+  type: object
+  properties:
+    word: {type: string}
+    fail: {type: boolean}
+---
+kind: TaskType
+name: tenant_job
+description: A catalog-scoped job.
+scope: CATALOG
+handler: {builtin: noop}
+max_retries: 1
+backoff: {base: 1s, factor: 2, max: 1h, jitter: 0}
+inputs:
+  type: object
+  additionalProperties: false
+  properties:
+    n: {type: integer, minimum: 0}
+    name: {type: string, maxLength: 10}
+dedup_key: 'string(inputs.name ?? "")'
+`
+
+// echo returns the task's inputs as its outputs; {"fail": true} fails.
+func echo(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+	var in struct {
+		Fail bool `json:"fail"`
+	}
+	_ = json.Unmarshal(task.Inputs, &in)
+	if in.Fail {
+		return nil, fmt.Errorf("echo asked to fail")
+	}
+	return task.Inputs, nil
+}
+
+// bundle is one test's server, database and helpers.
+type bundle struct {
+	t      *testing.T
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	store  *store.Store
+	specs  *spec.Set
+	server *api.Server
+	http   *httptest.Server
+	router routers.Router
+	doc    *openapi3.T
+	reg    *builtin.Registry
+}
+
+// in returns the bundle for a subtest: failures are reported on t.
+func (b *bundle) in(t *testing.T) *bundle {
+	cp := *b
+	cp.t = t
+	return &cp
+}
+
+// options tune setup.
+type options struct {
+	maxBody  int64
+	registry func(*builtin.Registry)
+}
+
+// loadSpecs compiles the shipped specs plus testSpecs with reg's builtins.
+func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
+	t.Helper()
+	sources, err := spec.ReadSources("../specs")
+	require.NoError(t, err)
+	sources = append(sources, spec.Source{Name: "test.yaml", Data: []byte(testSpecs)})
+	set, err := spec.Compile(sources, spec.Options{Builtins: reg.Names()})
+	require.NoError(t, err)
+	return set
+}
+
+// openAPI loads the contract once per test binary.
+var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
+	b, err := schemas.Read(api.OpenAPIFile)
+	if err != nil {
+		return nil, err
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(b)
+	if err != nil {
+		return nil, err
+	}
+	return doc, doc.Validate(context.Background())
+})
+
+func setup(t *testing.T, opts ...options) *bundle {
+	t.Helper()
+	var o options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	reg := builtin.NewRegistry()
+	require.NoError(t, reg.Register("echo", echo))
+	// The shipped specs name the webhook handlers (specs/events.yaml) and
+	// the feature handlers (specs/ingestion.yaml, specs/features.yaml).
+	require.NoError(t, webhooks.Register(reg))
+	require.NoError(t, featuretasks.Register(reg))
+	if o.registry != nil {
+		o.registry(reg)
+	}
+	specs := loadSpecs(t, reg)
+	set, err := runnerset.Build(specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
+	require.NoError(t, err)
+	tokens := []config.Token{
+		{Name: "admin", Role: config.RoleAdmin, TokenSHA256: config.HashToken(tokAdmin)},
+		{Name: "client", Role: config.RoleClient, TokenSHA256: config.HashToken(tokClient)},
+		{Name: "client-a", Role: config.RoleClient, Catalogs: []string{"cat-a"}, TokenSHA256: config.HashToken(tokClientLimited)},
+		{Name: "worker", Role: config.RoleWorker, TokenSHA256: config.HashToken(tokWorker)},
+		{Name: "worker-a", Role: config.RoleWorker, Catalogs: []string{"cat-a"}, TokenSHA256: config.HashToken(tokWorkerLimited)},
+	}
+	srv, err := api.New(api.Config{
+		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
+		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
+		Metrics: api.NewMetrics(api.MetricsConfig{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger}),
+	})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	doc, err := openAPI()
+	require.NoError(t, err)
+	router, err := gorillamux.NewRouter(doc)
+	require.NoError(t, err)
+	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
+		router: router, doc: doc, reg: reg}
+}
+
+// response is one answer, its body read.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body into a generic map.
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), string(r.body))
+	return m
+}
+
+// do sends a request with a token ("" for none) and a body (a string sent as
+// is, nil for none, anything else encoded as JSON), checks the answer
+// against the OpenAPI document, and returns it.
+func (b *bundle) do(method, path, token string, body any) response {
+	b.t.Helper()
+	return b.doHeaders(method, path, token, body, nil)
+}
+
+func (b *bundle) doHeaders(method, path, token string, body any, header http.Header) response {
+	b.t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(b.t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(b.ctx, method, b.http.URL+path, rd)
+	require.NoError(b.t, err)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	res, err := b.http.Client().Do(req)
+	require.NoError(b.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(b.t, err)
+	out := response{status: res.StatusCode, header: res.Header, body: raw}
+	b.checkContract(req, out)
+	return out
+}
+
+// checkContract validates an answer against the OpenAPI document: the
+// operation's documented status, headers and body schema. Answers to paths
+// the document does not have must be problem documents.
+func (b *bundle) checkContract(req *http.Request, res response) {
+	b.t.Helper()
+	if res.status >= 400 {
+		require.Equal(b.t, "application/problem+json", res.header.Get("Content-Type"), "errors are problem documents: %s", res.body)
+		var p map[string]any
+		require.NoError(b.t, json.Unmarshal(res.body, &p))
+		require.Equal(b.t, float64(res.status), p["status"], "problem status")
+		require.NotEmpty(b.t, p["type"])
+		require.NotEmpty(b.t, p["title"])
+	}
+	route, params, err := b.router.FindRoute(req)
+	if err != nil {
+		// Not an operation of the document (unknown path, method or a
+		// refused path): it must be a problem.
+		require.GreaterOrEqual(b.t, res.status, 400, "%s %s answered %d outside the contract", req.Method, req.URL, res.status)
+		schema := b.doc.Components.Schemas["Problem"].Value
+		var v any
+		require.NoError(b.t, json.Unmarshal(res.body, &v))
+		require.NoError(b.t, schema.VisitJSON(v, openapi3.EnableJSONSchema2020()), "problem document: %s", res.body)
+		return
+	}
+	opts := &openapi3filter.Options{ExcludeRequestBody: true, ExcludeRequestQueryParams: true, IncludeResponseStatus: true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 res.status,
+		Header:                 res.header,
+		Options:                opts,
+	}
+	in.SetBodyBytes(res.body)
+	require.NoError(b.t, openapi3filter.ValidateResponse(b.ctx, in), "%s %s → %d does not match the contract: %s", req.Method, req.URL.Path, res.status, res.body)
+}
+
+// snapshot fingerprints every table the API writes, to prove a refused
+// request changed nothing.
+func (b *bundle) snapshot() string {
+	b.t.Helper()
+	var out strings.Builder
+	for _, table := range []string{"catalog.catalogs", "catalog.collections", "tasks.tasks", "tasks.events", "tasks.task_dedup", "tasks.event_dedup"} {
+		var n int
+		var sum string
+		err := b.pool.QueryRow(b.ctx, `SELECT count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM `+table+` x`).Scan(&n, &sum)
+		require.NoError(b.t, err)
+		fmt.Fprintf(&out, "%s %d %s\n", table, n, sum)
+	}
+	return out.String()
+}
+
+// unchanged runs fn and checks the database is as before.
+func (b *bundle) unchanged(fn func()) {
+	b.t.Helper()
+	before := b.snapshot()
+	fn()
+	require.Equal(b.t, before, b.snapshot(), "a refused request changed the database")
+}
+
+// createCatalog registers a catalog and a collection through the API.
+func (b *bundle) createCatalog(id string, collections ...string) map[string]any {
+	b.t.Helper()
+	res := b.do("POST", "/catalogs", tokAdmin, map[string]any{"catalog_id": id, "title": "Catalog " + id})
+	require.Equal(b.t, http.StatusCreated, res.status, string(res.body))
+	for _, c := range collections {
+		cr := b.do("POST", "/catalogs/"+id+"/collections", tokAdmin, map[string]any{
+			"collection_id": c, "layer_config": map[string]any{"geometry": "polygon"},
+		})
+		require.Equal(b.t, http.StatusCreated, cr.status, string(cr.body))
+	}
+	return res.json(b.t)
+}
+
+// problemPointers returns the pointers of a problem's errors.
+func problemPointers(t *testing.T, res response) []string {
+	t.Helper()
+	var p struct {
+		Errors []struct {
+			Pointer *string `json:"pointer"`
+		} `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &p))
+	var out []string
+	for _, e := range p.Errors {
+		if e.Pointer != nil {
+			out = append(out, *e.Pointer)
+		}
+	}
+	return out
+}
+
+// ingestionBody is a valid ingestion request.
+func ingestionBody(source string) map[string]any {
+	return map[string]any{"source": source, "format": "geojson", "id_attribute": "CODE", "asset_id": "ALBL1_01"}
+}

@@ -1,0 +1,194 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine"
+	"wf/engine/featuretasks"
+	"wf/engine/runnerset"
+	"wf/engine/webhooks"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners/builtin"
+)
+
+func TestIngestionSubmit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+
+	res := b.do("POST", "/ingestion/cat-a/roads", tokClientLimited, ingestionBody("gs://bucket/roads.geojson"))
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	sub := res.json(t)
+	id := sub["task_id"].(string)
+	require.Equal(t, "/tasks/"+id, sub["status_url"])
+	require.Equal(t, "/tasks/"+id, res.header.Get("Location"))
+	require.Equal(t, false, sub["deduplicated"])
+	require.Equal(t, "PENDING", sub["status"])
+
+	// The task is in the catalog's tenant with the path's ids in its inputs.
+	task := b.do("GET", "/tasks/"+id, tokClientLimited, nil).json(t)
+	require.Equal(t, "s_cat_a", task["schema_name"])
+	require.Equal(t, "ingestion", task["task_type"])
+	require.Equal(t, "CATALOG", task["scope"])
+	inputs := task["inputs"].(map[string]any)
+	require.Equal(t, "cat-a", inputs["catalog_id"])
+	require.Equal(t, "roads", inputs["collection_id"])
+	require.Equal(t, "gs://bucket/roads.geojson", inputs["source"])
+	require.Equal(t, "ingestion:cat-a/roads:gs://bucket/roads.geojson", task["dedup_key"])
+
+	// The same source again deduplicates to the live task, and changes nothing.
+	b.unchanged(func() {
+		body := ingestionBody("gs://bucket/roads.geojson")
+		body["catalog_id"] = "cat-a" // the path's value may be repeated
+		res = b.do("POST", "/ingestion/cat-a/roads", tokClient, body)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		dup := res.json(t)
+		require.Equal(t, id, dup["task_id"])
+		require.Equal(t, true, dup["deduplicated"])
+	})
+
+	// Another source is another task.
+	res = b.do("POST", "/ingestion/cat-a/roads", tokAdmin, ingestionBody("data/roads-2.csv"))
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.NotEqual(t, id, res.json(t)["task_id"])
+}
+
+func TestIngestionBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{maxBody: 4096})
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+
+	valid := ingestionBody("gs://bucket/roads.geojson")
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for kk, vv := range valid {
+			m[kk] = vv
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name     string
+		path     string
+		token    string
+		body     any
+		status   int
+		pointers []string
+	}{
+		{"UnknownCatalog", "/ingestion/nope/roads", tokAdmin, valid, 404, nil},
+		{"UnknownCollection", "/ingestion/cat-a/nope", tokAdmin, valid, 404, nil},
+		{"OtherTenant", "/ingestion/cat-b/rivers", tokClientLimited, valid, 404, nil},
+		{"NoToken", "/ingestion/cat-a/roads", "", valid, 401, nil},
+		{"WorkerToken", "/ingestion/cat-a/roads", tokWorker, valid, 403, nil},
+		{"SQLInPath", "/ingestion/cat-a'%3B--/roads", tokAdmin, valid, 400, nil},
+		{"MalformedJSON", "/ingestion/cat-a/roads", tokAdmin, `{"source": "x",`, 400, nil},
+		{"NotAnObject", "/ingestion/cat-a/roads", tokAdmin, `"gs://x/y"`, 400, []string{""}},
+		{"Oversize", "/ingestion/cat-a/roads", tokAdmin, with("source", strings.Repeat("a", 5000)), 413, nil},
+		{"EveryError", "/ingestion/cat-a/roads", tokAdmin, map[string]any{
+			"format": "shapefile", "id_attribute": 7, "validity_start": "yesterday", "extra": true,
+		}, 400, []string{"/source", "/asset_id", "/format", "/id_attribute", "/validity_start", "/extra"}},
+		{"UnknownField", "/ingestion/cat-a/roads", tokAdmin, with("owner", "me"), 400, []string{"/owner"}},
+		{"WrongType", "/ingestion/cat-a/roads", tokAdmin, with("source", []string{"a"}), 400, []string{"/source"}},
+		{"SQLInSource", "/ingestion/cat-a/roads", tokAdmin, with("source", "x'; DROP TABLE tasks.tasks; --"), 400, []string{"/source"}},
+		{"TraversalInSource", "/ingestion/cat-a/roads", tokAdmin, with("source", "../../etc/passwd"), 400, []string{"/source"}},
+		{"UnknownScheme", "/ingestion/cat-a/roads", tokAdmin, with("source", "s3://bucket/x"), 400, []string{"/source"}},
+		{"PathContradiction", "/ingestion/cat-a/roads", tokAdmin, with("collection_id", "rivers"), 400, []string{"/collection_id"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			b.unchanged(func() {
+				res := b.do("POST", tc.path, tc.token, tc.body)
+				require.Equal(t, tc.status, res.status, string(res.body))
+				if tc.pointers != nil {
+					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
+				}
+			})
+		})
+	}
+}
+
+// startEngine runs an engine on the bundle's database with reg's handlers
+// until the test ends.
+func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
+	t.Helper()
+	_ = webhooks.Register(reg) // the shipped specs name them; reg may hold them already
+	_ = featuretasks.Register(reg)
+	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{
+		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
+		Observer: b.server.Metrics(), Logger: quietLogger,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// follow polls a status_url, as a client would, until the task ends.
+func (b *bundle) follow(statusURL, token string) map[string]any {
+	b.t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		res := b.do("GET", statusURL, token, nil)
+		require.Equal(b.t, http.StatusOK, res.status, string(res.body))
+		task := res.json(b.t)
+		if wftype.TaskStatus(task["status"].(string)).Terminal() {
+			return task
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			b.t.Fatalf("task at %s did not end: %v", statusURL, task)
+		}
+	}
+}
+
+func TestIngestionEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The engine runs a stand-in for the real ingestion handler.
+	reg := &builtin.Registry{}
+	for name, h := range map[string]builtin.Handler{"noop": builtin.Noop, "sleep": builtin.Sleep, "fail": builtin.Fail, "echo": echo} {
+		require.NoError(t, reg.Register(name, h))
+	}
+	require.NoError(t, reg.Register("ingestion", func(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		var in map[string]any
+		if err := json.Unmarshal(task.Inputs, &in); err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"ingested": in["source"], "records": 2})
+	}))
+	startEngine(t, b, reg)
+	b.createCatalog("cat-a", "roads")
+
+	res := b.do("POST", "/ingestion/cat-a/roads", tokClientLimited, ingestionBody("gs://bucket/roads.geojson"))
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task := b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+	require.Equal(t, map[string]any{"ingested": "gs://bucket/roads.geojson", "records": float64(2)}, task["outputs"])
+	require.Equal(t, float64(1), task["attempts"])
+	require.NotEmpty(t, task["finished_at"])
+
+	metrics := string(b.do("GET", "/metrics", "", nil).body)
+	require.Contains(t, metrics, `wf_tasks_finished_total{status="COMPLETED",task_type="ingestion"} 1`)
+	require.Contains(t, metrics, `wf_tasks_claimed_total{task_type="ingestion"} 1`)
+}

@@ -1,0 +1,226 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"wf/engine/config"
+)
+
+// handlerFunc is an API operation: it writes its answer and returns nil, or
+// returns the error to answer with (see toProblem).
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *principal) error
+
+// route is one operation: its method and path pattern (net/http's), the
+// roles that may call it (none: public, no token needed) and its handler.
+type route struct {
+	method  string
+	pattern string
+	roles   []config.Role
+	handle  handlerFunc
+}
+
+var (
+	anyRole     = []config.Role{config.RoleClient, config.RoleWorker, config.RoleAdmin}
+	clientRoles = []config.Role{config.RoleClient, config.RoleAdmin}
+	workerRoles = []config.Role{config.RoleWorker}
+	adminRoles  = []config.Role{config.RoleAdmin}
+)
+
+// routeTable lists every operation of the API; the OpenAPI document has one
+// operation for each (checked by a test).
+func (s *Server) routeTable() []route {
+	return []route{
+		{"GET", "/healthz", nil, s.healthz},
+		{"GET", "/readyz", nil, s.readyz},
+		{"GET", "/metrics", nil, s.getMetrics},
+		{"GET", "/openapi.json", nil, s.getOpenAPI},
+
+		{"POST", "/catalogs", clientRoles, s.createCatalog},
+		{"GET", "/catalogs", clientRoles, s.listCatalogs},
+		{"GET", "/catalogs/{catalog_id}", clientRoles, s.getCatalog},
+		{"DELETE", "/catalogs/{catalog_id}", clientRoles, s.deleteCatalog},
+		{"POST", "/catalogs/{catalog_id}/collections", clientRoles, s.createCollection},
+		{"GET", "/catalogs/{catalog_id}/collections", clientRoles, s.listCollections},
+		{"GET", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.getCollection},
+		{"DELETE", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.deleteCollection},
+
+		{"POST", "/ingestion/{catalog_id}/{collection_id}", clientRoles, s.submitIngestion},
+
+		{"POST", "/tasks", clientRoles, s.createTask},
+		{"GET", "/tasks", anyRole, s.listTasks},
+		{"GET", "/tasks/{task_id}", anyRole, s.getTask},
+		{"POST", "/tasks/{task_id}/progress", workerRoles, s.reportProgress},
+		{"POST", "/tasks/{task_id}/complete", workerRoles, s.completeTask},
+		{"POST", "/tasks/{task_id}/fail", workerRoles, s.failTask},
+		{"POST", "/tasks/{task_id}/cancel", clientRoles, s.cancelTask},
+
+		{"POST", "/events", clientRoles, s.emitEvent},
+
+		{"POST", "/admin/tasks/{task_id}/requeue", adminRoles, s.requeueTask},
+		{"POST", "/admin/events/{event_id}/requeue", adminRoles, s.requeueEvent},
+		{"GET", "/admin/dead-letters", adminRoles, s.listDeadLetters},
+	}
+}
+
+// routes builds the handler: the router, wrapped in path canonicalisation,
+// panic recovery and an access log.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routeTable() {
+		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	return s.logRequests(s.recoverPanics(s.canonical(s.problemsForMux(mux))))
+}
+
+// wrap authenticates and authorises a request, then runs the operation and
+// turns its error into a problem document.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p *principal
+		if rt.roles != nil {
+			var prob *problem
+			if p, prob = s.authenticate(r); prob != nil {
+				writeProblem(w, r, prob)
+				return
+			}
+			if prob = authorize(p, rt.roles); prob != nil {
+				writeProblem(w, r, prob)
+				return
+			}
+		}
+		if err := rt.handle(w, r, p); err != nil {
+			writeProblem(w, r, s.toProblem(r, err))
+		}
+	})
+}
+
+// canonical refuses request paths that are not in canonical form (dot
+// segments, repeated or encoded slashes) with a 400, instead of the router's
+// redirect: an id in a path can never reach another resource.
+func (s *Server) canonical(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		raw := r.URL.RawPath
+		lower := strings.ToLower(raw)
+		if p == "" || p[0] != '/' || path.Clean(p) != p && !(strings.HasSuffix(p, "/") && path.Clean(p)+"/" == p) ||
+			strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(p, "\\") ||
+			strings.ContainsAny(p, "\x00\r\n") {
+			writeProblem(w, r, badRequest("the request path is not in canonical form (no '.' or '..' segments, no repeated or encoded slashes)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// problemsForMux answers the router's own 404 and 405 with problem
+// documents: when no pattern matches, the router's answer is recorded (to
+// learn its status and Allow header) and replaced.
+func (s *Server) problemsForMux(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			p := newProblem(http.StatusMethodNotAllowed, typeMethodNotAllowed, "Method not allowed",
+				"%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.header.Get("Allow"))
+			p.header = http.Header{"Allow": {rec.header.Get("Allow")}}
+			writeProblem(w, r, p)
+		default:
+			writeProblem(w, r, notFound("no operation at %s %s; see /openapi.json", r.Method, r.URL.Path))
+		}
+	})
+}
+
+// headerRecorder captures a handler's status and headers and drops its body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (h *headerRecorder) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+// recoverPanics turns a panicking handler into a 500 problem (the stack goes
+// to the log, never to the client).
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("HTTP API handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeProblem(w, r, newProblem(http.StatusInternalServerError, typeInternal, "Internal error",
+					"the server could not complete the request; the error is in its log"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status a handler sent, for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests logs every request at debug level (4xx at info, 5xx at warn)
+// and counts it in the metrics.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		took := time.Since(start)
+		s.metrics.observeRequest(r.Pattern, sw.status, took)
+		s.log.Log(r.Context(), slogLevelFor(sw.status), "HTTP request", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "took", took.Round(time.Microsecond).String())
+	})
+}
+
+// slogLevelFor is the log level of a request by its answer's status.
+func slogLevelFor(status int) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelWarn
+	case status >= 400:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}

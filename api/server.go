@@ -1,0 +1,215 @@
+// Package api is wf's HTTP API: the ingestion gateway, the catalog registry,
+// tasks (create, read, list, remote-worker updates, cancel), events, admin
+// operations on dead letters, and the operational endpoints (health,
+// readiness, Prometheus metrics, the OpenAPI document).
+//
+// One file per operation: routes.go lists every route with the roles that
+// may call it, and each handler lives in the file named after it. Handlers
+// return errors; problem.go turns them into RFC 9457 problem documents, so
+// every error the API gives is application/problem+json. Rows from the store
+// are converted to the API's own JSON shapes in views.go, never encoded as
+// they are. The contract is schemas/openapi.json, served at /openapi.json
+// and checked against every response in the tests.
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"wf/engine"
+	"wf/engine/catalog"
+	"wf/engine/client"
+	"wf/engine/config"
+	"wf/engine/dispatch"
+	"wf/engine/events"
+	"wf/engine/spec"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners"
+	"wf/schemas"
+)
+
+// OpenAPIFile is the name of the API's contract in schemas.FS.
+const OpenAPIFile = "openapi.json"
+
+// Config configures the API server. Pool and Specs are required; zero fields
+// take the defaults noted.
+type Config struct {
+	// Pool is the database.
+	Pool *pgxpool.Pool
+	// Specs are the compiled specs: task types and their input schemas.
+	Specs *spec.Set
+	// Channels are the NOTIFY channel names. Default the seed's.
+	Channels store.Channels
+	// Tokens are the bearer tokens (hashed). No tokens: every route that
+	// needs one answers 401.
+	Tokens []config.Token
+	// HTTP holds the body limit and the read and write timeouts. Zero fields
+	// take config.Default()'s (1 MiB, 15s, 60s).
+	HTTP config.HTTP
+	// IdleTimeout closes idle keep-alive connections. Default 2 minutes.
+	IdleTimeout time.Duration
+	// Owner identifies this instance on the SYNCHRONOUS tasks it runs
+	// inline. Default a random host-pid id.
+	Owner string
+	// Runners run SYNCHRONOUS tasks inline (the runner set's synchronous
+	// runner). Without one, creating a task of a SYNCHRONOUS type answers 501.
+	Runners []runners.Runner
+	// Rules give the lease and timeout of SYNCHRONOUS runs, by pair.
+	Rules map[runners.Pair]dispatch.Rule
+	// Reporters builds the reporters of a SYNCHRONOUS run; nil discards records.
+	Reporters func(task *wftype.Task) (reporters.Reporter, error)
+	// Metrics, when set, is the metrics the engine also reports to (wf run);
+	// nil makes one for the API alone.
+	Metrics *Metrics
+	// BaseURL, when set (https://wf.example.com), makes status_url and
+	// Location absolute; otherwise they are paths from the server's root.
+	BaseURL string
+	Logger  *slog.Logger
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	store     *store.Store
+	client    *client.Client
+	emitter   *events.Emitter
+	catalogs  *catalog.Registry
+	metrics   *Metrics
+	sync      runners.CapabilityMap
+	openapi   []byte
+	maxBody   int64
+	handler   http.Handler
+	ingestion *spec.TaskType
+}
+
+// New validates cfg, fills its defaults and builds the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pool == nil || cfg.Specs == nil {
+		return nil, errors.New("error creating the HTTP API: a database pool and specs are required")
+	}
+	def := config.Default().HTTP
+	cfg.HTTP.MaxBodyBytes = cmp.Or(cfg.HTTP.MaxBodyBytes, def.MaxBodyBytes)
+	cfg.HTTP.ReadTimeout = cmp.Or(cfg.HTTP.ReadTimeout, def.ReadTimeout)
+	cfg.HTTP.WriteTimeout = cmp.Or(cfg.HTTP.WriteTimeout, def.WriteTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 2*time.Minute)
+	if cfg.Channels.TaskQueued == "" {
+		cfg.Channels = store.DefaultChannels
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = engine.NewOwnerID()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Reporters == nil {
+		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	doc, err := schemas.Read(OpenAPIFile)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the HTTP API: %w", err)
+	}
+	st := store.New(cfg.Pool).WithChannels(cfg.Channels)
+	em := events.NewEmitter(st)
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		store:    st,
+		client:   client.New(st, cfg.Specs),
+		emitter:  em,
+		catalogs: catalog.New(st, em),
+		metrics:  cfg.Metrics,
+		openapi:  doc,
+		maxBody:  cfg.HTTP.MaxBodyBytes,
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics(MetricsConfig{Store: st})
+	}
+	var syncPairs []runners.Pair
+	for _, tt := range cfg.Specs.TaskTypes() {
+		if tt.Mode() == wftype.ModeSync {
+			syncPairs = append(syncPairs, runners.Pair{Mode: wftype.ModeSync, TaskType: tt.Name()})
+		}
+	}
+	s.sync = runners.BuildCapabilityMap(cfg.Runners, syncPairs)
+	s.ingestion, _ = cfg.Specs.TaskType(IngestionTaskType)
+	if len(cfg.Tokens) == 0 {
+		s.log.Warn("the HTTP API has no tokens configured: every route but health, readiness, metrics and the OpenAPI document answers 401")
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the API's HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Metrics returns the server's metrics; pass it to the engine as its
+// dispatch.Observer so one /metrics shows both.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Owner is the owner id of the SYNCHRONOUS tasks this server runs.
+func (s *Server) Owner() string { return s.cfg.Owner }
+
+// httpServer builds the net/http server with the configured timeouts.
+func (s *Server) httpServer(ctx context.Context) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
+		ReadHeaderTimeout: min(s.cfg.HTTP.ReadTimeout, 10*time.Second),
+		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, lets requests in flight finish for up to grace
+// (default 10s), and returns. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := s.httpServer(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("HTTP API listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("error serving the HTTP API on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(grace, 10*time.Second))
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("error shutting down the HTTP API: %w", err)
+	}
+	s.log.Info("HTTP API stopped", "addr", ln.Addr().String())
+	return nil
+}
+
+// Listen opens the TCP listener of addr (host:port), with a clear error.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("error listening on %s for the HTTP API: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// url returns the URL of a path: absolute when BaseURL is set.
+func (s *Server) url(path string) string { return s.cfg.BaseURL + path }

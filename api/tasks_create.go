@@ -1,0 +1,120 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+
+	"wf/engine/client"
+	"wf/engine/wftype"
+)
+
+// createTaskRequest is the body of POST /tasks.
+type createTaskRequest struct {
+	TaskType   string          `json:"task_type"`
+	SchemaName string          `json:"schema_name"`
+	Inputs     json.RawMessage `json:"inputs"`
+	DedupKey   string          `json:"dedup_key"`
+	Priority   *int            `json:"priority"`
+}
+
+// createTask answers POST /tasks: it creates a task of any task type in a
+// tenant (schema_name; default "system" for SYSTEM-scoped types), its inputs
+// checked against the type's schema (400 listing every error under
+// /inputs). An ASYNCHRONOUS task is queued: 202 Accepted with its status_url
+// and a Location header. A SYNCHRONOUS task runs here, in front of the
+// caller: 200 with its outcome (status COMPLETED with outputs, or FAILED with
+// the error); its row is written, claimed by this instance and finished, so it
+// shows in the history. A request whose dedup key is held by a live task
+// creates nothing and answers 200 with that task, "deduplicated": true.
+//
+// schema_name must be "system" or the tenant of a registered catalog; a
+// token limited to catalogs may only use theirs. Anything else answers 404,
+// the same for a tenant that does not exist and for one the token may not see.
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal) error {
+	var req createTaskRequest
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return prob
+	}
+	if req.TaskType == "" {
+		return validationOne("/task_type", "is required: the name of a task type")
+	}
+	tt, ok := s.cfg.Specs.TaskType(req.TaskType)
+	if !ok {
+		return validationOne("/task_type", "unknown task type "+quote(req.TaskType))
+	}
+	if req.Priority != nil && (*req.Priority < math.MinInt16 || *req.Priority > math.MaxInt16) {
+		return validationOne("/priority", "must be an integer from -32768 to 32767")
+	}
+	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
+		return validationOne("/inputs", "must be a JSON object")
+	}
+	schema := req.SchemaName
+	if schema == "" && tt.Scope() == wftype.ScopeSystem {
+		schema = wftype.SystemSchema
+	}
+	if schema != "" {
+		if err := s.checkTenant(r, p, schema); err != nil {
+			return err
+		}
+	}
+	creq := client.Request{TaskType: req.TaskType, SchemaName: schema, Inputs: req.Inputs, DedupKey: req.DedupKey, Priority: req.Priority}
+	if tt.Mode() == wftype.ModeSync {
+		task, dedup, err := s.runSync(r.Context(), creq)
+		if err != nil {
+			return err
+		}
+		v := s.newSubmissionView(task, dedup)
+		v.Outputs, v.Error = nullableJSON(task.Outputs), task.Error
+		w.Header().Set("Location", v.StatusURL)
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+	res, err := s.client.Enqueue(r.Context(), creq)
+	if err != nil {
+		return err
+	}
+	s.writeSubmission(w, res.Task, res.Duplicate)
+	return nil
+}
+
+// checkTenant answers 404 unless schema is one the principal may create
+// tasks or events in: "system" for an unlimited token, or the tenant of a
+// registered catalog the token may use.
+func (s *Server) checkTenant(r *http.Request, p *principal, schema string) error {
+	missing := notFound("no catalog this token may use has schema_name %s", quote(schema))
+	if schema == wftype.SystemSchema {
+		if p.limited() {
+			return missing
+		}
+		return nil
+	}
+	id, err := s.store.CatalogIDBySchema(r.Context(), schema)
+	if errors.Is(err, wftype.ErrNotFound) {
+		return missing
+	}
+	if err != nil {
+		return err
+	}
+	if !p.canUseCatalog(id) {
+		return missing
+	}
+	return nil
+}
+
+// validationOne is a 400 about one field of the body.
+func validationOne(pointer, message string) *problem {
+	p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s %s", pointer, message)
+	p.Errors = []fieldError{pointerError(pointer, message)}
+	return p
+}
+
+// quote quotes a client's value for a message, bounded in length.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"wf/engine/wftype"
+)
+
+// failRequest is the body of POST /tasks/{task_id}/fail.
+type failRequest struct {
+	leaseFields
+	// Error says what went wrong (required).
+	Error string `json:"error"`
+	// Permanent marks a failure a retry cannot fix: FAILED at once.
+	Permanent bool `json:"permanent"`
+}
+
+// failTask answers POST /tasks/{task_id}/fail (worker tokens only): the
+// remote worker holding the task's lease reports a failure, and the task
+// takes the path any failed run takes — back to PENDING with the task type's
+// backoff while retries remain, else DEAD_LETTER; FAILED at once when
+// permanent. 409 when the task is not ACTIVE under that lease.
+func (s *Server) failTask(w http.ResponseWriter, r *http.Request, p *principal) error {
+	id, prob := pathTaskID(r, "task_id")
+	if prob != nil {
+		return prob
+	}
+	var req failRequest
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return prob
+	}
+	if prob := req.check(); prob != nil {
+		return prob
+	}
+	if req.Error == "" {
+		return validationOne("/error", "is required: what went wrong")
+	}
+	runErr := errors.New(req.Error)
+	if req.Permanent {
+		runErr = wftype.Permanent(runErr)
+	}
+	t, err := s.finishRemote(r, p, id, req.leaseFields, func(*wftype.Task) remoteOutcome {
+		return remoteOutcome{err: runErr}
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.newTaskView(t, p))
+	return nil
+}

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// listTasks answers GET /tasks: tasks newest first, filtered by status,
+// task_type and schema_name (each repeatable or comma-separated) and by
+// creation time (created_from inclusive, created_to exclusive), a page at a
+// time: pass next_cursor back as cursor. A token limited to catalogs sees
+// only their tenants' tasks, whatever it asks for.
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal) error {
+	q, prob := parseQuery(r, []string{"limit", "cursor", "created_from", "created_to"}, []string{"status", "task_type", "schema_name"})
+	if prob != nil {
+		return prob
+	}
+	limit, prob := q.limit(50, 500)
+	if prob != nil {
+		return prob
+	}
+	f := store.TaskFilter{TaskTypes: q.list("task_type"), SchemaNames: q.list("schema_name"), Limit: limit + 1}
+	for _, st := range q.list("status") {
+		switch ts := wftype.TaskStatus(st); ts {
+		case wftype.StatusPending, wftype.StatusActive, wftype.StatusCompleted, wftype.StatusFailed,
+			wftype.StatusDeadLetter, wftype.StatusCancelled:
+			f.Statuses = append(f.Statuses, ts)
+		default:
+			return invalidParameter("status", "must be PENDING, ACTIVE, COMPLETED, FAILED, DEAD_LETTER or CANCELLED")
+		}
+	}
+	if f.From, prob = q.time("created_from"); prob != nil {
+		return prob
+	}
+	if f.To, prob = q.time("created_to"); prob != nil {
+		return prob
+	}
+	c, prob := q.cursor("tasks")
+	if prob != nil {
+		return prob
+	}
+	if c != nil {
+		if f.AfterID, f.AfterTime, prob = c.uuidOf(); prob != nil {
+			return prob
+		}
+	}
+	sc, err := s.scopeOf(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	if !sc.all {
+		if len(f.SchemaNames) == 0 {
+			f.SchemaNames = sc.schemas
+		} else {
+			f.SchemaNames = slices.DeleteFunc(f.SchemaNames, func(n string) bool { return !sc.has(n) })
+		}
+		if len(f.SchemaNames) == 0 {
+			writeJSON(w, http.StatusOK, listView[taskView]{Items: []taskView{}})
+			return nil
+		}
+	}
+	rows, err := s.store.ListTasks(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := listView[taskView]{Items: []taskView{}}
+	for i, t := range rows {
+		if i == limit {
+			last := rows[i-1]
+			out.NextCursor = cursor{Kind: "tasks", ID: last.ID.String()}.encode()
+			break
+		}
+		out.Items = append(out.Items, s.newTaskView(t, p))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,192 @@
+package api_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTasksCreateGetList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+
+	// A system task, and tenant tasks in two catalogs.
+	res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop"})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	sysID := res.json(t)["task_id"].(string)
+	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"n": 1, "name": "one"}})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	aID := res.json(t)["task_id"].(string)
+	require.Equal(t, "/tasks/"+aID, res.header.Get("Location"))
+	res = b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_b", "priority": 5})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	bID := res.json(t)["task_id"].(string)
+
+	// Dedup: same key → the live task.
+	b.unchanged(func() {
+		res = b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"name": "one"}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, aID, res.json(t)["task_id"])
+		require.Equal(t, true, res.json(t)["deduplicated"])
+	})
+
+	// Get: everything a client needs to follow it.
+	task := b.do("GET", "/tasks/"+aID, tokClientLimited, nil).json(t)
+	require.Equal(t, "PENDING", task["status"])
+	require.Equal(t, map[string]any{"n": float64(1), "name": "one"}, task["inputs"])
+	require.Equal(t, float64(0), task["attempts"])
+	require.Nil(t, task["owner_id"])
+	_, err := time.Parse(time.RFC3339Nano, task["created_at"].(string))
+	require.NoError(t, err)
+
+	// Tenant isolation: the limited client sees its catalog's task only.
+	for _, id := range []string{sysID, bID} {
+		res = b.do("GET", "/tasks/"+id, tokClientLimited, nil)
+		require.Equal(t, http.StatusNotFound, res.status)
+		require.Equal(t, "no task "+id, res.json(t)["detail"])
+		res = b.do("POST", "/tasks/"+id+"/cancel", tokClientLimited, nil)
+		require.Equal(t, http.StatusNotFound, res.status)
+	}
+	list := b.do("GET", "/tasks", tokClientLimited, nil).json(t)["items"].([]any)
+	require.Len(t, list, 1)
+	require.Equal(t, aID, list[0].(map[string]any)["task_id"])
+	list = b.do("GET", "/tasks?schema_name=s_cat_b", tokClientLimited, nil).json(t)["items"].([]any)
+	require.Empty(t, list)
+
+	// Filters and keyset pagination (newest first).
+	all := b.do("GET", "/tasks", tokAdmin, nil).json(t)["items"].([]any)
+	require.Len(t, all, 3)
+	require.Equal(t, bID, all[0].(map[string]any)["task_id"])
+	list = b.do("GET", "/tasks?task_type=tenant_job&status=PENDING,ACTIVE", tokAdmin, nil).json(t)["items"].([]any)
+	require.Len(t, list, 2)
+	list = b.do("GET", "/tasks?schema_name=system", tokWorker, nil).json(t)["items"].([]any)
+	require.Len(t, list, 1)
+	future := url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	list = b.do("GET", "/tasks?created_from="+future, tokAdmin, nil).json(t)["items"].([]any)
+	require.Empty(t, list)
+	var seen []string
+	cursor := ""
+	for range 4 {
+		q := "/tasks?limit=2"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		page := b.do("GET", q, tokAdmin, nil).json(t)
+		for _, it := range page["items"].([]any) {
+			seen = append(seen, it.(map[string]any)["task_id"].(string))
+		}
+		next, _ := page["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, []string{bID, aID, sysID}, seen)
+
+	// Cancel, then cancelling again conflicts.
+	res = b.do("POST", "/tasks/"+aID+"/cancel", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "CANCELLED", res.json(t)["status"])
+	b.unchanged(func() {
+		res = b.do("POST", "/tasks/"+aID+"/cancel", tokClientLimited, nil)
+		require.Equal(t, http.StatusConflict, res.status)
+	})
+}
+
+func TestTasksSynchronous(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "echo_sync", "inputs": map[string]any{"word": "hi"}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	sub := res.json(t)
+	require.Equal(t, "COMPLETED", sub["status"])
+	require.Equal(t, map[string]any{"word": "hi"}, sub["outputs"])
+	require.Equal(t, false, sub["deduplicated"])
+
+	// The run is in the history: claimed by this instance, finished.
+	task := b.do("GET", sub["status_url"].(string), tokAdmin, nil).json(t)
+	require.Equal(t, "COMPLETED", task["status"])
+	require.Equal(t, "api-test", task["owner_id"])
+	require.Equal(t, float64(1), task["attempts"])
+	require.NotEmpty(t, task["finished_at"])
+
+	// A failing synchronous run is FAILED at once (its caller saw it), with a task.failed event.
+	res = b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "echo_sync", "inputs": map[string]any{"fail": true}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	sub = res.json(t)
+	require.Equal(t, "FAILED", sub["status"])
+	require.Contains(t, sub["error"], "echo asked to fail")
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.events WHERE event_type = 'task.failed'`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func TestTasksBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+	res := b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_b"})
+	require.Equal(t, http.StatusAccepted, res.status)
+	otherTenant := res.json(t)["task_id"].(string)
+
+	cases := []struct {
+		name     string
+		method   string
+		path     string
+		token    string
+		body     any
+		status   int
+		pointers []string
+	}{
+		{"MalformedJSON", "POST", "/tasks", tokClient, `{"task_type": noop}`, 400, nil},
+		{"UnknownField", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "when": "now"}, 400, []string{"/when"}},
+		{"WrongType", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "priority": "high"}, 400, []string{"/priority"}},
+		{"PriorityRange", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "priority": 1 << 20}, 400, []string{"/priority"}},
+		{"MissingType", "POST", "/tasks", tokClient, map[string]any{"inputs": map[string]any{}}, 400, []string{"/task_type"}},
+		{"UnknownType", "POST", "/tasks", tokClient, map[string]any{"task_type": "nope"}, 400, []string{"/task_type"}},
+		{"SQLInType", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop'; DELETE FROM tasks.tasks; --"}, 400, []string{"/task_type"}},
+		{"InputsNotObject", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "inputs": []int{1}}, 400, []string{"/inputs"}},
+		{"InputSchema", "POST", "/tasks", tokClient, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"n": -1, "name": "far too long", "x": 1}}, 400, []string{"/inputs/n", "/inputs/name", "/inputs/x"}},
+		{"NeedsTenant", "POST", "/tasks", tokClient, map[string]any{"task_type": "tenant_job"}, 400, nil},
+		{"UnknownTenant", "POST", "/tasks", tokClient, map[string]any{"task_type": "tenant_job", "schema_name": "s_nope"}, 404, nil},
+		{"SQLInTenant", "POST", "/tasks", tokClient, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a' OR '1'='1"}, 404, nil},
+		{"OtherTenant", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_b"}, 404, nil},
+		{"LimitedNoSystem", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "noop"}, 404, nil},
+		{"LongDedupKey", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "dedup_key": strings.Repeat("k", 600)}, 400, nil},
+		{"NoToken", "POST", "/tasks", "", map[string]any{"task_type": "noop"}, 401, nil},
+		{"BadID", "GET", "/tasks/not-a-uuid", tokClient, nil, 400, nil},
+		{"SQLInID", "GET", "/tasks/1'%20OR%201=1", tokClient, nil, 400, nil},
+		{"UUIDv4", "GET", "/tasks/3f0b6c1e-8a1d-4c52-9d0e-2f6a3c1b7e90", tokClient, nil, 400, nil},
+		{"Missing", "GET", "/tasks/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d", tokClient, nil, 404, nil},
+		{"OtherTenantGet", "GET", "/tasks/" + otherTenant, tokClientLimited, nil, 404, nil},
+		{"OtherTenantWorker", "GET", "/tasks/" + otherTenant, tokWorkerLimited, nil, 404, nil},
+		{"BadStatus", "GET", "/tasks?status=DONE", tokClient, nil, 400, nil},
+		{"BadTime", "GET", "/tasks?created_from=yesterday", tokClient, nil, 400, nil},
+		{"BadCursor", "GET", "/tasks?cursor=abc", tokClient, nil, 400, nil},
+		{"CatalogCursor", "GET", "/tasks?cursor=eyJrIjoiY2F0YWxvZ3MiLCJpIjoieCJ9", tokClient, nil, 400, nil},
+		{"RepeatedLimit", "GET", "/tasks?limit=1&limit=2", tokClient, nil, 400, nil},
+		{"UnknownQuery", "GET", "/tasks?order=asc", tokClient, nil, 400, nil},
+		{"CancelMissing", "POST", "/tasks/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/cancel", tokClient, nil, 404, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			b.unchanged(func() {
+				res := b.do(tc.method, tc.path, tc.token, tc.body)
+				require.Equal(t, tc.status, res.status, string(res.body))
+				if tc.pointers != nil {
+					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// claimAs claims every due task of type tenant_job for owner, as the engine
+// does before handing a task to a remote worker.
+func (b *bundle) claimAs(owner string) []wftype.Task {
+	b.t.Helper()
+	later := time.Now().Add(time.Hour)
+	tasks, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: owner, Total: 10, Now: &later,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "tenant_job", Max: 10, Lease: time.Minute}}})
+	require.NoError(b.t, err)
+	return tasks
+}
+
+func (b *bundle) enqueueTenantJob(schema string) string {
+	b.t.Helper()
+	res := b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "tenant_job", "schema_name": schema})
+	require.Equal(b.t, http.StatusAccepted, res.status, string(res.body))
+	return res.json(b.t)["task_id"].(string)
+}
+
+func TestRemoteWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+	id := b.enqueueTenantJob("s_cat_a")
+	otherID := b.enqueueTenantJob("s_cat_b")
+
+	// Not ACTIVE yet: no worker may write.
+	b.unchanged(func() {
+		res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "progress": map[string]any{"done": 1}})
+		require.Equal(t, http.StatusConflict, res.status, string(res.body))
+	})
+	require.Len(t, b.claimAs("remote-1"), 2)
+
+	// The worker sees its lease on the task.
+	task := b.do("GET", "/tasks/"+id, tokWorkerLimited, nil).json(t)
+	require.Equal(t, "remote-1", task["owner_id"])
+	require.Equal(t, float64(1), task["attempts"])
+
+	// Progress: only under the lease.
+	b.unchanged(func() {
+		for _, body := range []map[string]any{
+			{"owner_id": "someone-else", "progress": map[string]any{"done": 1}},
+			{"owner_id": "remote-1", "attempt": 2, "progress": map[string]any{"done": 1}},
+		} {
+			res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, body)
+			require.Equal(t, http.StatusConflict, res.status, string(res.body))
+		}
+		// A worker limited to cat-a never sees cat-b's task.
+		res := b.do("POST", "/tasks/"+otherID+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "progress": map[string]any{}})
+		require.Equal(t, http.StatusNotFound, res.status)
+		for _, bad := range []any{
+			map[string]any{"progress": map[string]any{"done": 1}},
+			map[string]any{"owner_id": "remote-1", "progress": []int{1}},
+			map[string]any{"owner_id": "remote-1"},
+			map[string]any{"owner_id": "remote-1", "progress": map[string]any{}, "eta": 3},
+			map[string]any{"owner_id": "remote-1", "attempt": -1, "progress": map[string]any{}},
+			`{"owner_id": "remote-1", "progress": {`,
+		} {
+			res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, bad)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+		}
+		res = b.do("POST", "/tasks/"+uuid.Must(uuid.NewV7()).String()+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "progress": map[string]any{}})
+		require.Equal(t, http.StatusNotFound, res.status)
+	})
+	res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{"done": 10, "total": 20}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res = b.do("POST", "/tasks/"+id+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "progress": map[string]any{"done": 20}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, map[string]any{"done": float64(20), "total": float64(20)}, res.json(t)["progress"])
+
+	// A failure with retries left goes back to PENDING with a backoff.
+	res = b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "disk full"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	task = res.json(t)
+	require.Equal(t, "PENDING", task["status"])
+	require.Equal(t, float64(1), task["retry_count"])
+	require.Equal(t, "disk full", task["error"])
+
+	// Second attempt: a worker of the first attempt is fenced off.
+	claimed := b.claimAs("remote-1")
+	require.Len(t, claimed, 1)
+	require.Equal(t, 2, claimed[0].Attempts)
+	b.unchanged(func() {
+		res = b.do("POST", "/tasks/"+id+"/complete", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "outputs": map[string]any{"ok": true}})
+		require.Equal(t, http.StatusConflict, res.status)
+	})
+	res = b.do("POST", "/tasks/"+id+"/complete", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 2, "outputs": map[string]any{"ok": true}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	task = res.json(t)
+	require.Equal(t, "COMPLETED", task["status"])
+	require.Equal(t, map[string]any{"ok": true}, task["outputs"])
+	b.unchanged(func() {
+		res = b.do("POST", "/tasks/"+id+"/complete", tokWorker, map[string]any{"owner_id": "remote-1"})
+		require.Equal(t, http.StatusConflict, res.status)
+	})
+
+	// The other task fails twice: retries exhausted → DEAD_LETTER.
+	for _, want := range []string{"PENDING", "DEAD_LETTER"} {
+		res = b.do("POST", "/tasks/"+otherID+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "boom"})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, want, res.json(t)["status"])
+		b.claimAs("remote-1")
+	}
+
+	// A permanent failure is FAILED at once.
+	third := b.enqueueTenantJob("s_cat_a")
+	b.claimAs("remote-2")
+	res = b.do("POST", "/tasks/"+third+"/fail", tokWorker, map[string]any{"owner_id": "remote-2", "error": "bad input", "permanent": true})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "FAILED", res.json(t)["status"])
+
+	var failed, dead int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FILTER (WHERE event_type = 'task.failed'),
+		count(*) FILTER (WHERE event_type = 'task.dead_lettered') FROM tasks.events`).Scan(&failed, &dead))
+	require.Equal(t, 1, failed)
+	require.Equal(t, 1, dead)
+
+	// Admin: the dead letter is listed, then requeued.
+	page := b.do("GET", "/admin/dead-letters", tokAdmin, nil).json(t)
+	require.Equal(t, "tasks", page["kind"])
+	items := page["items"].([]any)
+	require.Len(t, items, 1)
+	require.Equal(t, otherID, items[0].(map[string]any)["task_id"])
+	res = b.do("POST", "/admin/tasks/"+otherID+"/requeue", tokAdmin, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "PENDING", res.json(t)["status"])
+	require.Equal(t, float64(0), res.json(t)["retry_count"])
+	b.unchanged(func() {
+		res = b.do("POST", "/admin/tasks/"+otherID+"/requeue", tokAdmin, nil)
+		require.Equal(t, http.StatusConflict, res.status)
+		res = b.do("POST", "/admin/tasks/"+uuid.Must(uuid.NewV7()).String()+"/requeue", tokAdmin, nil)
+		require.Equal(t, http.StatusNotFound, res.status)
+	})
+	require.Empty(t, b.do("GET", "/admin/dead-letters?kind=tasks", tokAdmin, nil).json(t)["items"])
+}

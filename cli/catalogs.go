@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/catalog"
+	"wf/engine/config"
+	"wf/engine/events"
+	"wf/engine/store"
+)
+
+// catalogsCommand is `wf catalogs`: the tenant registry (catalogs and their
+// collections), the same operations as the HTTP API's /catalogs.
+func catalogsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "catalogs",
+		Usage: "create, list, show or delete catalogs (tenants) and their collections",
+		Subcommands: []*cli.Command{
+			{
+				Name: "create", Usage: "register a catalog (emits catalog.created)", ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` of its tasks (default s_<ID>)"},
+					&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
+					&cli.StringFlag{Name: "description", Usage: "a `DESCRIPTION`"},
+					&cli.StringFlag{Name: "metadata", Usage: "a JSON object, inline or @`FILE`"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: catalogAction(1, catalogsCreate),
+			},
+			{
+				Name: "list", Usage: "list catalogs",
+				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+				Action: catalogAction(0, catalogsList),
+			},
+			{
+				Name: "show", Usage: "show one catalog and its collections", ArgsUsage: "ID",
+				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+				Action: catalogAction(1, catalogsShow),
+			},
+			{
+				Name: "delete", Usage: "delete a catalog and its collections (emits catalog.deleted)", ArgsUsage: "ID",
+				Action: catalogAction(1, catalogsDelete),
+			},
+			{
+				Name:  "collections",
+				Usage: "add, list or remove the collections of a catalog",
+				Subcommands: []*cli.Command{
+					{
+						Name: "add", Usage: "add a collection (emits collection.created)", ArgsUsage: "CATALOG COLLECTION",
+						Flags: []cli.Flag{
+							&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
+							&cli.StringFlag{Name: "layer-config", Usage: "the layer configuration, a JSON object inline or @`FILE`"},
+							formatFlag(formatText, formatJSON),
+						},
+						Action: catalogAction(2, collectionsAdd),
+					},
+					{
+						Name: "list", Usage: "list the collections of a catalog", ArgsUsage: "CATALOG",
+						Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+						Action: catalogAction(1, collectionsList),
+					},
+					{
+						Name: "remove", Usage: "remove a collection (emits collection.deleted)", ArgsUsage: "CATALOG COLLECTION",
+						Action: catalogAction(2, collectionsRemove),
+					},
+				},
+			},
+		},
+	}
+}
+
+// catalogAction wraps a catalogs command taking exactly nargs arguments.
+func catalogAction(nargs int, run func(c *cli.Context, reg *catalog.Registry) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() != nargs {
+			return Usagef("%s takes %d argument(s) (%s), got %d", c.Command.Name, nargs, c.Command.ArgsUsage, c.NArg())
+		}
+		if c.IsSet("format") {
+			if _, err := checkFormat(c, formatText, formatJSON); err != nil {
+				return err
+			}
+		}
+		return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+			st := store.New(pool).WithChannels(storeChannels(cfg))
+			err := run(c, catalog.New(st, events.NewEmitter(st)))
+			if err == nil {
+				return nil
+			}
+			var verr *catalog.ValidationError
+			if errors.As(err, &verr) {
+				lines := make([]string, len(verr.Errors))
+				for i, e := range verr.Errors {
+					lines[i] = "  " + e.String()
+				}
+				return cli.Exit("invalid request:\n"+strings.Join(lines, "\n"), ExitFailure)
+			}
+			var exit cli.ExitCoder
+			var usage usageError
+			if errors.As(err, &exit) || errors.As(err, &usage) {
+				return err
+			}
+			return cli.Exit(err.Error(), ExitFailure)
+		})(c)
+	}
+}
+
+// jsonObjectFlag reads a flag holding a JSON object inline or as @FILE.
+func jsonObjectFlag(c *cli.Context, name string) (json.RawMessage, error) {
+	v := c.String(name)
+	if v == "" {
+		return nil, nil
+	}
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, cli.Exit(fmt.Sprintf("error reading --%s: %v", name, err), ExitFailure)
+		}
+		v = string(b)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
+		return nil, Usagef("--%s must be a JSON object (inline or @FILE)", name)
+	}
+	return json.RawMessage(v), nil
+}
+
+// optionalString returns a flag's value, or nil when it was not set.
+func optionalString(c *cli.Context, name string) *string {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := c.String(name)
+	return &v
+}
+
+func catalogsCreate(c *cli.Context, reg *catalog.Registry) error {
+	meta, err := jsonObjectFlag(c, "metadata")
+	if err != nil {
+		return err
+	}
+	cat, err := reg.Create(c.Context, catalog.NewCatalog{
+		ID: c.Args().First(), SchemaName: c.String("schema-name"), Title: optionalString(c, "title"),
+		Description: optionalString(c, "description"), Metadata: meta,
+	})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, catalogJSON(cat))
+	}
+	fmt.Fprintf(c.App.Writer, "created catalog %s (schema_name %s)\n", cat.ID, cat.SchemaName)
+	return nil
+}
+
+func catalogsList(c *cli.Context, reg *catalog.Registry) error {
+	var all []store.Catalog
+	page := store.Page{Limit: 1000}
+	for {
+		rows, err := reg.List(c.Context, nil, page)
+		if err != nil {
+			return err
+		}
+		all = append(all, rows...)
+		if len(rows) < page.Limit {
+			break
+		}
+		page.After = rows[len(rows)-1].ID
+	}
+	if c.String("format") == formatJSON {
+		out := make([]map[string]any, len(all))
+		for i, cat := range all {
+			out[i] = catalogJSON(cat)
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CATALOG\tSCHEMA\tTITLE\tCREATED")
+	for _, cat := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cat.ID, cat.SchemaName, deref(cat.Title), cat.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func catalogsShow(c *cli.Context, reg *catalog.Registry) error {
+	cat, err := reg.Get(c.Context, c.Args().First())
+	if err != nil {
+		return err
+	}
+	cols, err := reg.ListCollections(c.Context, cat.ID, store.Page{Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		out := catalogJSON(cat)
+		list := make([]map[string]any, len(cols))
+		for i, col := range cols {
+			list[i] = collectionJSON(col)
+		}
+		out["collections"] = list
+		return writeJSON(c.App.Writer, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "catalog_id:\t%s\nschema_name:\t%s\ntitle:\t%s\ndescription:\t%s\nmetadata:\t%s\ncreated:\t%s\n",
+		cat.ID, cat.SchemaName, deref(cat.Title), deref(cat.Description), cat.Metadata, cat.CreatedAt.Format(time.RFC3339))
+	ids := make([]string, len(cols))
+	for i, col := range cols {
+		ids[i] = col.ID
+	}
+	fmt.Fprintf(tw, "collections:\t%s\n", strings.Join(ids, ", "))
+	return tw.Flush()
+}
+
+func catalogsDelete(c *cli.Context, reg *catalog.Registry) error {
+	cat, err := reg.Delete(c.Context, c.Args().First())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "deleted catalog %s (schema_name %s)\n", cat.ID, cat.SchemaName)
+	return nil
+}
+
+func collectionsAdd(c *cli.Context, reg *catalog.Registry) error {
+	cfg, err := jsonObjectFlag(c, "layer-config")
+	if err != nil {
+		return err
+	}
+	col, err := reg.AddCollection(c.Context, catalog.NewCollection{
+		CatalogID: c.Args().Get(0), ID: c.Args().Get(1), Title: optionalString(c, "title"), LayerConfig: cfg,
+	})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, collectionJSON(col))
+	}
+	fmt.Fprintf(c.App.Writer, "added collection %s to catalog %s\n", col.ID, col.CatalogID)
+	return nil
+}
+
+func collectionsList(c *cli.Context, reg *catalog.Registry) error {
+	cols, err := reg.ListCollections(c.Context, c.Args().First(), store.Page{Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		out := make([]map[string]any, len(cols))
+		for i, col := range cols {
+			out[i] = collectionJSON(col)
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COLLECTION\tTITLE\tLAYER CONFIG")
+	for _, col := range cols {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", col.ID, deref(col.Title), col.LayerConfig)
+	}
+	return tw.Flush()
+}
+
+func collectionsRemove(c *cli.Context, reg *catalog.Registry) error {
+	col, err := reg.RemoveCollection(c.Context, c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "removed collection %s from catalog %s\n", col.ID, col.CatalogID)
+	return nil
+}
+
+// catalogJSON is a catalog as `wf catalogs … --format json` prints it (the
+// HTTP API's shape).
+func catalogJSON(c store.Catalog) map[string]any {
+	out := map[string]any{
+		"catalog_id": c.ID, "schema_name": c.SchemaName, "metadata": json.RawMessage(orEmptyObject(c.Metadata)),
+		"created_at": c.CreatedAt, "updated_at": c.UpdatedAt,
+	}
+	if c.Title != nil {
+		out["title"] = *c.Title
+	}
+	if c.Description != nil {
+		out["description"] = *c.Description
+	}
+	return out
+}
+
+// collectionJSON is a collection as `--format json` prints it.
+func collectionJSON(c store.Collection) map[string]any {
+	out := map[string]any{
+		"catalog_id": c.CatalogID, "collection_id": c.ID, "layer_config": json.RawMessage(orEmptyObject(c.LayerConfig)),
+		"created_at": c.CreatedAt, "updated_at": c.UpdatedAt,
+	}
+	if c.Title != nil {
+		out["title"] = *c.Title
+	}
+	return out
+}
+
+func orEmptyObject(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	return raw
+}

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/config"
+	"wf/engine/events"
+	"wf/engine/store"
+)
+
+// eventsCommand is `wf events`: emit events to the outbox, list it, and
+// requeue dead letters.
+func eventsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "events",
+		Usage: "emit events, list the outbox, requeue dead-letter events",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "emit",
+				Usage:     "write one event to the outbox (consumers create the tasks its subscriptions ask for)",
+				ArgsUsage: "TYPE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "scope", Value: events.ScopePlatform, Usage: "`SCOPE`: PLATFORM, CATALOG, COLLECTION or ASSET"},
+					&cli.StringFlag{Name: "schema-name", Value: "system", Usage: "the tenant `SCHEMA` the event concerns"},
+					&cli.StringFlag{Name: "payload", Value: "{}", Usage: "the event's payload, a JSON `OBJECT`"},
+					&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY`: no new event while one with this key is pending"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: eventsEmit,
+			},
+			{
+				Name:  "list",
+				Usage: "list outbox events, newest first (keyset pagination: pass --cursor from the previous page)",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "status", Usage: "only events in `STATUS`: PENDING, PROCESSING or DEAD_LETTER (repeatable)"},
+					&cli.StringSliceFlag{Name: "type", Usage: "only events of event `TYPE` (repeatable)"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` events (1..1000)"},
+					&cli.StringFlag{Name: "cursor", Usage: "continue after event `ID` (printed at the end of a page)"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: eventsList,
+			},
+			{
+				Name:      "requeue",
+				Usage:     "put a DEAD_LETTER event back to PENDING (attempts reset)",
+				ArgsUsage: "ID",
+				Action:    eventsRequeue,
+			},
+		},
+	}
+}
+
+// parseEventID reads an event id argument.
+func parseEventID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || !store.IsV7(id) {
+		return uuid.Nil, Usagef("%q is not an event id (a UUIDv7)", s)
+	}
+	return id, nil
+}
+
+func eventsEmit(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return Usagef("events emit takes one TYPE argument (flags go before it), got %d arguments", c.NArg())
+	}
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	ev := events.Event{
+		Type: c.Args().First(), Scope: strings.ToUpper(c.String("scope")), SchemaName: c.String("schema-name"),
+		Payload: json.RawMessage(c.String("payload")), DedupKey: c.String("dedup-key"),
+	}
+	// Check before connecting: a bad event is a usage error.
+	if _, err := events.Validate(ev); err != nil {
+		return Usagef("%s", strings.TrimPrefix(err.Error(), events.ErrInvalidEvent.Error()+": "))
+	}
+	return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		em := events.NewEmitter(store.New(pool).WithChannels(storeChannels(cfg)))
+		res, err := em.Emit(c.Context, ev)
+		if err != nil {
+			return cli.Exit(err.Error(), ExitFailure)
+		}
+		if format == formatJSON {
+			return writeJSON(c.App.Writer, map[string]any{
+				"event_id": res.Event.ID, "event_type": res.Event.EventType, "status": res.Event.Status, "deduplicated": res.Duplicate,
+			})
+		}
+		if res.Duplicate {
+			_, err = fmt.Fprintf(c.App.Writer, "deduplicated: event %s (%s) already holds dedup key %q; nothing emitted\n",
+				res.Event.ID, res.Event.Status, ev.DedupKey)
+		} else {
+			_, err = fmt.Fprintf(c.App.Writer, "emitted event %s (%s)\n", res.Event.ID, res.Event.EventType)
+		}
+		return outputError(err)
+	})(c)
+}
+
+func eventsList(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return Usagef("events list takes no arguments, got %q", c.Args().First())
+	}
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 1 || limit > 1000 {
+		return Usagef("--limit must be between 1 and 1000, got %d", limit)
+	}
+	f := store.EventFilter{EventTypes: c.StringSlice("type"), Limit: limit}
+	for _, s := range c.StringSlice("status") {
+		st := strings.ToUpper(s)
+		switch st {
+		case store.EventPending, store.EventProcessing, store.EventDeadLetter:
+		default:
+			return Usagef("--status %q: expected PENDING, PROCESSING or DEAD_LETTER", s)
+		}
+		f.Statuses = append(f.Statuses, st)
+	}
+	if cur := c.String("cursor"); cur != "" {
+		id, err := parseEventID(cur)
+		if err != nil {
+			return err
+		}
+		at := store.IDTime(id)
+		f.AfterTime, f.AfterID = &at, &id
+	}
+	// Flags are checked before connecting: a typo is a usage error.
+	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+		return printEvents(c, pool, f, format, limit)
+	})(c)
+}
+
+// printEvents lists one page of events as text or JSON.
+func printEvents(c *cli.Context, pool *pgxpool.Pool, f store.EventFilter, format string, limit int) error {
+	evs, err := store.New(pool).ListEvents(c.Context, f)
+	if err != nil {
+		return storeError(err)
+	}
+	next := ""
+	if len(evs) == limit {
+		next = evs[len(evs)-1].ID.String()
+	}
+	if format == formatJSON {
+		if evs == nil {
+			evs = []store.Event{}
+		}
+		return writeJSON(c.App.Writer, map[string]any{"events": evs, "next_cursor": next})
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED\tERROR")
+	for _, e := range evs {
+		msg := strings.Join(strings.Fields(deref(e.Error)), " ")
+		if len(msg) > 80 {
+			msg = msg[:77] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.EventType, e.SchemaName, e.Status, e.Attempts,
+			e.CreatedAt.Format(time.RFC3339), msg)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(c.App.Writer, "more: --cursor %s\n", next)
+	}
+	return nil
+}
+
+func eventsRequeue(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return Usagef("events requeue takes one event ID argument, got %d", c.NArg())
+	}
+	id, err := parseEventID(c.Args().First())
+	if err != nil {
+		return err
+	}
+	return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		e, err := store.New(pool).WithChannels(storeChannels(cfg)).RequeueEvent(c.Context, id)
+		if err != nil {
+			return storeError(err)
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "requeued event %s (%s, %s)\n", e.ID, e.EventType, e.Status)
+		return outputError(err)
+	})(c)
+}

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine"
+	"wf/engine/client"
+	"wf/engine/runnerset"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/engine/worker"
+	"wf/runners"
+	"wf/runners/cloudrun"
+)
+
+// execCommand is `wf exec`, the generic worker (the seed's main_task.py):
+// it runs one task in this process with its handler and reporters and
+// writes its status, outputs and progress straight to the database. It is
+// what a remote runner's container executes.
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run one task here and write its result to the database (the generic worker)",
+		ArgsUsage: "TASK_TYPE [PAYLOAD] | --task-id ID",
+		Description: "With TASK_TYPE and PAYLOAD (a JSON object of inputs, - for standard input, default {}), wf exec\n" +
+			"creates the task and claims it in one transaction, then runs it. With --task-id it runs an existing\n" +
+			"task: a PENDING one it claims itself; an ACTIVE one only under the claim it was handed, --owner-id\n" +
+			"($" + cloudrun.EnvOwnerID + ") and --attempt ($" + cloudrun.EnvAttempt + "), which is how a Cloud Run job runs the task its\n" +
+			"runner claimed. The task runs on its local handler (never a remote runner), with the reporters of its\n" +
+			"task type; its lease is extended while it runs; its outcome is decided as wf run decides it (retry\n" +
+			"with backoff, DEAD_LETTER, FAILED for a permanent error).\n\n" +
+			"Exit status: 0 when the task COMPLETED (or had already), 1 otherwise, 2 for a usage error.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "task-id", Usage: "run the existing task `ID` instead of creating one"},
+			&cli.StringFlag{Name: "owner-id", EnvVars: []string{cloudrun.EnvOwnerID}, Usage: "with --task-id: the `OWNER` id of the claim to run the ACTIVE task under"},
+			&cli.IntFlag{Name: "attempt", EnvVars: []string{cloudrun.EnvAttempt}, Usage: "with --owner-id: the claim's attempt `N` (0: any; ignored without --owner-id)"},
+			&cli.StringFlag{Name: "schema-name", Usage: "with TASK_TYPE: the tenant `SCHEMA` (default system)"},
+			&cli.StringFlag{Name: "dedup-key", Usage: "with TASK_TYPE: dedup `KEY` overriding the spec's expression"},
+			configFlag("heartbeat_interval", "lease extension interval (`DURATION`)"),
+			configFlag("specs", "comma-separated spec `PATHS` (default specs)"),
+			formatFlag(formatText, formatJSON),
+		},
+		Action: runExec,
+	}
+}
+
+// execRequest is what the command line asks wf exec to do.
+type execRequest struct {
+	taskID *uuid.UUID        // --task-id; nil means create
+	lease  store.WorkerLease // with --task-id: the claim to run under
+	create client.Request    // without --task-id
+}
+
+// parseExec checks the arguments; every mistake is a usage error (exit 2).
+func parseExec(c *cli.Context) (execRequest, error) {
+	var req execRequest
+	if c.String("task-id") != "" {
+		if c.NArg() > 0 {
+			return req, Usagef("exec takes either TASK_TYPE [PAYLOAD] or --task-id ID, not both (got %q)", c.Args().First())
+		}
+		id, err := uuid.Parse(c.String("task-id"))
+		if err != nil {
+			return req, Usagef("--task-id %q is not a task id (a UUID)", c.String("task-id"))
+		}
+		req.taskID = &id
+		req.lease = store.WorkerLease{Owner: c.String("owner-id"), Attempt: c.Int("attempt")}
+		if req.lease.Attempt < 0 {
+			return req, Usagef("--attempt must be 1 or more (0: any), got %d", req.lease.Attempt)
+		}
+		if req.lease.Owner == "" {
+			// WF_ATTEMPT alone (an exec child's environment) names no claim.
+			req.lease.Attempt = 0
+		}
+		return req, nil
+	}
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return req, Usagef("exec takes TASK_TYPE [PAYLOAD] or --task-id ID (flags go before the arguments), got %d arguments", c.NArg())
+	}
+	payload := "{}"
+	if c.NArg() == 2 {
+		payload = c.Args().Get(1)
+	}
+	if payload == "-" {
+		r := c.App.Reader
+		if r == nil {
+			r = os.Stdin
+		}
+		b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		if err != nil {
+			return req, Usagef("PAYLOAD: error reading standard input: %v", err)
+		}
+		payload = string(b)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(payload), &obj); err != nil || obj == nil {
+		return req, Usagef("PAYLOAD must be a JSON object of the task's inputs, got %.60q", strings.TrimSpace(payload))
+	}
+	req.create = client.Request{
+		TaskType: c.Args().First(), SchemaName: c.String("schema-name"), DedupKey: c.String("dedup-key"),
+		Inputs: json.RawMessage(payload),
+	}
+	return req, nil
+}
+
+func runExec(c *cli.Context) error {
+	req, err := parseExec(c)
+	if err != nil {
+		return err
+	}
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, c.App.ErrWriter)
+	specs, err := loadSpecs(c, cfg)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	pool, cleanup, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer cleanup()
+	// The local cluster is wf's own: bring it up to date. A database given
+	// by URL is migrated by its operator (wf migrate, wf run).
+	status, err := migrationStatus(ctx, pool)
+	if err == nil && !status.UpToDate() && cfg.DatabaseURL == "" {
+		status, err = migrateDatabase(ctx, pool)
+	}
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if !status.UpToDate() {
+		return cli.Exit(fmt.Sprintf("the database is at migration %d, this wf needs %d: run wf migrate up first", status.Current, status.Latest), ExitFailure)
+	}
+
+	st := store.New(pool).WithChannels(storeChannels(cfg))
+	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer closeReporters(factory, log)
+	// Local runners only: the worker runs the task, it never hands it on.
+	set, err := runnerset.Build(specs, runnerset.Options{
+		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	w, err := worker.New(worker.Config{
+		Store: st, Owner: engine.NewOwnerID(), Capabilities: runners.BuildCapabilityMap(set.Runners, set.Pairs),
+		Rules: set.Rules, Reporters: reporterHook, HeartbeatInterval: cfg.HeartbeatInterval, Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+
+	var claim worker.Claim
+	if req.taskID != nil {
+		claim, err = w.Take(ctx, *req.taskID, req.lease)
+	} else {
+		claim, err = w.Create(ctx, client.New(st, specs), req.create)
+	}
+	if err != nil {
+		return execTakeError(c, format, err)
+	}
+	runCtx, err := withFeatureDeps(ctx, st, log)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	res, err := w.Run(runCtx, claim)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("task %s: %v", claim.Task.ID, err), ExitFailure)
+	}
+	if err := printExecResult(c.App.Writer, format, res.Task); err != nil {
+		return err
+	}
+	if res.Status != wftype.StatusCompleted {
+		msg := fmt.Sprintf("task %s ended %s", res.Task.ID, res.Status)
+		if res.Status == wftype.StatusPending {
+			msg += fmt.Sprintf(" (retry %d of %d at %s)", res.Task.RetryCount, res.Task.MaxRetries, res.Task.RunAfter.Format("2006-01-02T15:04:05Z07:00"))
+		}
+		if res.RunErr != nil {
+			msg += ": " + res.RunErr.Error()
+		}
+		return cli.Exit(msg, ExitFailure)
+	}
+	return nil
+}
+
+// execTakeError reports why a task could not be taken: a task that had
+// already COMPLETED is success (a restarted container), any other reason a
+// failure.
+func execTakeError(c *cli.Context, format string, err error) error {
+	var fin *worker.FinishedError
+	if errors.As(err, &fin) {
+		if perr := printExecResult(c.App.Writer, format, fin.Task); perr != nil {
+			return perr
+		}
+		if fin.Task.Status == wftype.StatusCompleted {
+			return nil
+		}
+		return cli.Exit(fin.Error(), ExitFailure)
+	}
+	var verr *client.ValidationError
+	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
+		lines := make([]string, len(verr.Inputs))
+		for i, ie := range verr.Inputs {
+			lines[i] = "  " + ie.String()
+		}
+		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
+	}
+	return cli.Exit(err.Error(), ExitFailure)
+}
+
+// printExecResult prints the task as it ended: one line (and its outputs)
+// as text, or the task's row as JSON.
+func printExecResult(w io.Writer, format string, t wftype.Task) error {
+	if format == formatJSON {
+		return writeJSON(w, t)
+	}
+	fmt.Fprintf(w, "task %s %s\n", t.ID, t.Status)
+	if len(t.Outputs) > 0 {
+		fmt.Fprintf(w, "outputs: %s\n", t.Outputs)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"wf/engine/client"
+	"wf/engine/config"
+	"wf/engine/events"
+	"wf/engine/maintenance"
+	"wf/engine/scheduler"
+	"wf/engine/signalbus"
+	"wf/engine/spec"
+	"wf/engine/store"
+	"wf/engine/webhooks"
+)
+
+// eventServices builds what `wf run` adds to the engine for events,
+// schedules and retention, and returns ctx carrying the webhook handlers'
+// dependencies (the engine's task runs inherit it):
+//
+//   - the event consumer, on every instance, when any Subscription spec
+//     exists (no flag: declaring a subscription is the opt-in);
+//   - the scheduler, on the leader, when any Schedule spec exists;
+//   - the maintenance supervisor, on the leader, always.
+func eventServices(ctx context.Context, cfg *config.Config, st *store.Store, specs *spec.Set, owner string, log *slog.Logger) (
+	runCtx context.Context, services []func(context.Context, *signalbus.Bus), leader []func(context.Context), err error) {
+	cl := client.New(st, specs)
+	if runCtx, err = webhooks.WithDeps(ctx, webhooks.Deps{Store: st, Client: cl, Logger: log}); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(specs.Subscriptions()) > 0 {
+		cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: cl, Specs: specs, Owner: owner, Logger: log})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		services = append(services, cons.Run)
+	}
+	if len(specs.Schedules()) > 0 {
+		sched, err := scheduler.New(scheduler.Config{Store: st, Client: cl, Schedules: specs.Schedules(), Logger: log})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		leader = append(leader, sched.Run)
+	}
+	r := cfg.Retention
+	sup, err := maintenance.New(maintenance.Config{
+		Store: st, Interval: cfg.MaintenanceInterval, PartitionsAhead: r.PartitionsAhead, Logger: log,
+		Retention: maintenance.Retention{
+			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
+		},
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("error configuring maintenance: %w", err)
+	}
+	leader = append(leader, sup.Run)
+	return runCtx, services, leader, nil
+}

@@ -1,0 +1,358 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/client"
+	"wf/engine/clock"
+	"wf/engine/signalbus"
+	"wf/engine/spec"
+	"wf/engine/store"
+)
+
+// Consumer defaults.
+const (
+	DefaultBatchSize   = 100
+	DefaultLease       = time.Minute
+	DefaultMaxAttempts = 5
+	DefaultInterval    = 10 * time.Second
+	maxEventErrorLen   = 4 << 10
+)
+
+// ConsumerConfig configures a Consumer. Zero fields take the defaults noted.
+type ConsumerConfig struct {
+	// Store runs the consumer's statements on a pool.
+	Store *store.Store
+	// Client creates the subscribed tasks; it holds the spec set whose task
+	// types they are.
+	Client *client.Client
+	// Specs holds the Subscription specs.
+	Specs *spec.Set
+	// Owner identifies this instance on claimed events (required).
+	Owner string
+	// BatchSize is how many events one claim takes. Default 100.
+	BatchSize int
+	// Lease is how long a claimed event stays PROCESSING before another
+	// consumer takes it back. Default 1m.
+	Lease time.Duration
+	// MaxAttempts: an event that failed this many times is DEAD_LETTER.
+	// Default 5.
+	MaxAttempts int
+	// Backoff is the delay after the attempts-th failure. Default
+	// 2^(attempts-1) seconds, at most 5 minutes.
+	Backoff func(attempts int) time.Duration
+	// Interval is how often the consumer looks for work with no signal
+	// (expired leases of crashed consumers, missed notifications). Default 10s.
+	Interval time.Duration
+	Clock    clock.Clock
+	Logger   *slog.Logger
+}
+
+// DefaultEventBackoff is the default retry delay of a failed event: 1s,
+// 2s, 4s… after the 1st, 2nd, 3rd… failure, at most 5 minutes.
+func DefaultEventBackoff(attempts int) time.Duration {
+	return min(time.Second<<min(max(attempts-1, 0), 20), 5*time.Minute)
+}
+
+// ConsumerResult says what one RunOnce changed.
+type ConsumerResult struct {
+	// Claimed events in the batch.
+	Claimed int
+	// Consumed events: their tasks created and the events deleted.
+	Consumed int
+	// Tasks created (deduplicated ones not counted).
+	Tasks int
+	// Retried events: failed, back to PENDING with a backoff.
+	Retried int
+	// DeadLettered events: failed for the last time.
+	DeadLettered int
+	// Recovered events taken back from crashed consumers (lease expired).
+	Recovered int
+	// Lost events: taken back from this consumer before it finished (its
+	// lease expired); another consumer handles them.
+	Lost int
+}
+
+// Consumer turns outbox events into the tasks their Subscription specs ask
+// for. Any number of consumers, in any number of instances, share one
+// outbox: each claims its own batch with SKIP LOCKED.
+//
+// For each claimed event it evaluates every matching subscription first
+// (pure work), then in one transaction per batch deletes the events it
+// still owns, creates the tasks of those events in one statement, and
+// records the failures. An event whose evaluation fails (an expression
+// error at run time, an unknown task type, inputs that break the task
+// type's schema) fails alone: the rest of its batch goes on. A failed event
+// is retried with backoff and, at its MaxAttempts-th failure, moved to
+// DEAD_LETTER with the reason. A consumer that crashes leaves its events
+// PROCESSING until their lease ends; any consumer then takes them back.
+//
+// An event that no subscription matches is consumed (deleted) with no task:
+// one spec set per database is assumed.
+type Consumer struct {
+	cfg ConsumerConfig
+	log *slog.Logger
+}
+
+// NewConsumer fills defaults, validates cfg and returns a Consumer.
+func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
+	if cfg.Store == nil || cfg.Client == nil || cfg.Specs == nil {
+		return nil, errors.New("error creating event consumer: Store, Client and Specs are required")
+	}
+	if cfg.Owner == "" {
+		return nil, errors.New("error creating event consumer: no owner id")
+	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.Lease = cmp.Or(cfg.Lease, DefaultLease)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultEventBackoff
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BatchSize < 1 || cfg.Lease < time.Second || cfg.MaxAttempts < 1 || cfg.Interval <= 0 {
+		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
+			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)
+	}
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer")}, nil
+}
+
+// Run consumes events until ctx ends: at once, on every EventQueued signal
+// of bus, and every Interval. It drains the outbox in batches before it
+// waits again. It is an engine service (engine.Config.Services).
+func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
+	w := signalbus.NewWaker()
+	if bus != nil {
+		unsub := bus.Subscribe(signalbus.EventQueued, func(string) { w.Wake() })
+		defer unsub()
+	}
+	w.Wake()
+	tick := time.NewTicker(c.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.C():
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			res, err := c.RunOnce(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("consuming events failed", "err", err)
+				}
+				break
+			}
+			if res.Claimed < c.cfg.BatchSize {
+				break
+			}
+		}
+	}
+}
+
+// RunOnce takes back expired leases, then claims and processes one batch.
+func (c *Consumer) RunOnce(ctx context.Context) (ConsumerResult, error) {
+	var res ConsumerResult
+	now := c.cfg.Clock.DBNow()
+	rec, err := c.cfg.Store.RecoverEvents(ctx, now, c.cfg.MaxAttempts, c.cfg.BatchSize)
+	if err != nil {
+		return res, err
+	}
+	res.Recovered, res.DeadLettered = rec.Requeued+rec.DeadLettered, rec.DeadLettered
+	if res.Recovered > 0 {
+		c.log.Info("took back events from a stopped consumer", "requeued", rec.Requeued, "dead_lettered", rec.DeadLettered)
+	}
+	claimed, err := c.cfg.Store.ClaimEvents(ctx, store.ClaimEventsParams{
+		Owner: c.cfg.Owner, Limit: c.cfg.BatchSize, Lease: c.cfg.Lease, Now: now,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Claimed = len(claimed)
+	if len(claimed) == 0 {
+		return res, nil
+	}
+	batch, err := c.process(ctx, claimed)
+	res.Consumed, res.Tasks, res.Retried, res.Lost = batch.Consumed, batch.Tasks, batch.Retried, batch.Lost
+	res.DeadLettered += batch.DeadLettered
+	if err != nil {
+		c.release(ctx, claimed)
+		return res, err
+	}
+	if res.Retried > 0 || batch.DeadLettered > 0 || res.Lost > 0 {
+		c.log.Info("events failed", "retried", res.Retried, "dead_lettered", batch.DeadLettered, "lost", res.Lost)
+	}
+	return res, nil
+}
+
+// planned is one claimed event and what it becomes.
+type planned struct {
+	event store.Event
+	reqs  []client.Request
+	err   error // the event fails: no task, retry or dead letter
+}
+
+// process evaluates the batch, then writes its outcome in one transaction.
+func (c *Consumer) process(ctx context.Context, claimed []store.Event) (ConsumerResult, error) {
+	plans := make([]planned, len(claimed))
+	for i, ev := range claimed {
+		plans[i] = c.plan(ev)
+	}
+	var res ConsumerResult
+	err := pgx.BeginFunc(ctx, c.cfg.Store.DB(), func(tx pgx.Tx) error {
+		res = ConsumerResult{}
+		st := c.cfg.Store.WithTx(tx)
+		var good []store.EventKey
+		for _, p := range plans {
+			if p.err == nil {
+				good = append(good, store.EventKey{ID: p.event.ID, CreatedAt: p.event.CreatedAt})
+			}
+		}
+		// Delete first: the rows stay locked until commit, so no other
+		// consumer can take them back while their tasks are created.
+		acked, err := st.AckEvents(ctx, c.cfg.Owner, good)
+		if err != nil {
+			return err
+		}
+		owned := make(map[uuid.UUID]bool, len(acked))
+		for _, id := range acked {
+			owned[id] = true
+		}
+		var reqs []client.Request
+		for _, p := range plans {
+			if p.err == nil && owned[p.event.ID] {
+				reqs = append(reqs, p.reqs...)
+			}
+		}
+		if len(reqs) > 0 {
+			created, err := c.cfg.Client.EnqueueManyTx(ctx, tx, reqs)
+			if err != nil {
+				return fmt.Errorf("error creating subscribed tasks: %w", err)
+			}
+			for _, r := range created {
+				if !r.Duplicate {
+					res.Tasks++
+				}
+			}
+		}
+		res.Consumed = len(acked)
+		res.Lost = len(good) - len(acked)
+		failures, dead := c.failures(plans)
+		changed, err := st.FailEvents(ctx, c.cfg.Owner, c.cfg.Clock.DBNow(), failures)
+		if err != nil {
+			return err
+		}
+		res.Lost += len(failures) - len(changed)
+		changedSet := make(map[uuid.UUID]bool, len(changed))
+		for _, id := range changed {
+			changedSet[id] = true
+		}
+		for _, f := range failures {
+			switch {
+			case !changedSet[f.Key.ID]:
+			case dead[f.Key.ID]:
+				res.DeadLettered++
+			default:
+				res.Retried++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ConsumerResult{}, fmt.Errorf("error processing %d events: %w", len(claimed), err)
+	}
+	return res, nil
+}
+
+// failures turns the failed plans into store outcomes.
+func (c *Consumer) failures(plans []planned) ([]store.EventFailure, map[uuid.UUID]bool) {
+	var out []store.EventFailure
+	dead := map[uuid.UUID]bool{}
+	now := c.cfg.Clock.Now()
+	for _, p := range plans {
+		if p.err == nil {
+			continue
+		}
+		msg := p.err.Error()
+		if len(msg) > maxEventErrorLen {
+			msg = msg[:maxEventErrorLen] + "…"
+		}
+		f := store.EventFailure{
+			Key:   store.EventKey{ID: p.event.ID, CreatedAt: p.event.CreatedAt},
+			Error: fmt.Sprintf("attempt %d of %d: %s", p.event.Attempts, c.cfg.MaxAttempts, msg),
+		}
+		if p.event.Attempts >= c.cfg.MaxAttempts {
+			f.DeadLetter = true
+			dead[p.event.ID] = true
+		} else {
+			f.RunAfter = now.Add(c.cfg.Backoff(p.event.Attempts))
+		}
+		out = append(out, f)
+	}
+	return out, dead
+}
+
+// plan evaluates the subscriptions of one event into task requests.
+func (c *Consumer) plan(ev store.Event) planned {
+	p := planned{event: ev}
+	env := map[string]any{
+		"event_id":    ev.ID.String(),
+		"event_type":  ev.EventType,
+		"scope":       ev.Scope,
+		"schema_name": ev.SchemaName,
+		"payload":     ev.Payload,
+		"created_at":  ev.CreatedAt,
+	}
+	for _, sub := range c.cfg.Specs.SubscriptionsFor(ev.EventType) {
+		task, ok, err := sub.Evaluate(env)
+		if err != nil {
+			p.err = err
+			return p
+		}
+		if !ok {
+			continue
+		}
+		inputs, err := json.Marshal(task.Inputs)
+		if err != nil {
+			p.err = fmt.Errorf("error encoding the inputs of subscription %s: %w", sub.Name(), err)
+			return p
+		}
+		req := client.Request{TaskType: task.TaskType, SchemaName: task.SchemaName, Inputs: inputs, DedupKey: task.DedupKey}
+		if err := c.cfg.Client.Check(req); err != nil {
+			p.err = fmt.Errorf("error creating the task of subscription %s: %w", sub.Name(), err)
+			return p
+		}
+		p.reqs = append(p.reqs, req)
+	}
+	return p
+}
+
+// release hands a batch that could not be written back at once, without
+// counting the attempt; events already settled are left alone.
+func (c *Consumer) release(ctx context.Context, claimed []store.Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	keys := make([]store.EventKey, len(claimed))
+	for i, ev := range claimed {
+		keys[i] = store.EventKey{ID: ev.ID, CreatedAt: ev.CreatedAt}
+	}
+	at := c.cfg.Clock.Now().Add(time.Second)
+	if _, err := c.cfg.Store.ReleaseEvents(ctx, c.cfg.Owner, keys, &at); err != nil {
+		c.log.Warn("handing events back failed; they return when their lease ends", "events", len(keys), "err", err)
+	}
+}

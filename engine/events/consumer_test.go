@@ -1,0 +1,251 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/client"
+	"wf/engine/clock"
+	"wf/engine/dbtest"
+	"wf/engine/events"
+	"wf/engine/signalbus"
+	"wf/engine/spec"
+	"wf/engine/store"
+)
+
+const consumerSpecs = `kind: TaskType
+name: on_item
+description: Created for every stream event.
+handler: {builtin: noop}
+inputs:
+  type: object
+  required: [n]
+  properties:
+    n: {type: integer}
+---
+kind: TaskType
+name: audit
+description: Created for even stream items only.
+handler: {builtin: noop}
+---
+kind: Subscription
+name: items
+event_type: "stream.*"
+task_type: on_item
+inputs:
+  n: int(event.payload.n)
+---
+kind: Subscription
+name: even-items
+event_type: stream.item
+when: int(event.payload.n) % 2 == 0
+task_type: audit
+`
+
+type bundle struct {
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	store   *store.Store
+	specs   *spec.Set
+	client  *client.Client
+	emitter *events.Emitter
+}
+
+func setup(t *testing.T, specYAML string) *bundle {
+	t.Helper()
+	set, err := spec.Compile([]spec.Source{{Name: "test.yaml", Data: []byte(specYAML)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	return &bundle{ctx: context.Background(), pool: pool, store: st, specs: set, client: client.New(st, set), emitter: events.NewEmitter(st)}
+}
+
+func (b *bundle) consumer(t *testing.T, owner string, clk clock.Clock, tweak func(*events.ConsumerConfig)) *events.Consumer {
+	t.Helper()
+	cfg := events.ConsumerConfig{
+		Store: b.store, Client: b.client, Specs: b.specs, Owner: owner, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	c, err := events.NewConsumer(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func (b *bundle) count(t *testing.T, q string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, q, args...).Scan(&n))
+	return n
+}
+
+func (b *bundle) emitItems(t *testing.T, from, n int) []events.Result {
+	t.Helper()
+	evs := make([]events.Event, n)
+	for i := range evs {
+		evs[i] = events.Event{Type: "stream.item", Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, from+i))}
+	}
+	res, err := b.emitter.EmitMany(b.ctx, evs)
+	require.NoError(t, err)
+	return res
+}
+
+// TestThreeConsumersTenThousandEvents: three consumers share one stream of
+// 10,000 events while a fourth "crashes" holding a batch; every subscribed
+// task is created exactly once, and the crashed batch comes back after its
+// lease.
+func TestThreeConsumersTenThousandEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	const total = 10_000
+	b.emitItems(t, 0, total)
+
+	// A consumer that claims a batch and dies before processing it.
+	crashed, err := b.store.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "crashed", Limit: 100, Lease: time.Second})
+	require.NoError(t, err)
+	require.Len(t, crashed, 100)
+
+	bus := signalbus.New()
+	ctx, cancel := context.WithCancel(b.ctx)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range 3 {
+		c := b.consumer(t, fmt.Sprintf("c%d", i), clock.Real{}, func(cfg *events.ConsumerConfig) { cfg.Interval = 100 * time.Millisecond })
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Run(ctx, bus) }()
+	}
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM tasks.events`) == 0
+	}, 90*time.Second, 20*time.Millisecond)
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	t.Logf("3 consumers: %d events (%d tasks) in %v", total, total+total/2, elapsed)
+
+	require.Equal(t, total, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'on_item'`))
+	require.Equal(t, total/2, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'audit'`))
+	// Exactly once per (event, task type), and each on_item task got its n.
+	require.Zero(t, b.count(t, `SELECT count(*) FROM (SELECT dedup_key FROM tasks.tasks GROUP BY dedup_key HAVING count(*) > 1) d`))
+	// Per event: one on_item task for each of the 10,000 events.
+	require.Equal(t, total, b.count(t, `SELECT count(DISTINCT split_part(dedup_key, ':', 2)) FROM tasks.tasks WHERE task_type = 'on_item'`))
+	require.Equal(t, total, b.count(t, `SELECT count(DISTINCT (inputs->>'n')::int) FROM tasks.tasks WHERE task_type = 'on_item'`))
+	require.Equal(t, total+total/2, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE dedup_key LIKE 'evt:%'`))
+}
+
+// TestFailingEventDeadLetters: an event whose subscription expression fails
+// at run time is retried with backoff and is DEAD_LETTER after 5 attempts,
+// with the reason; the good event of its batch is consumed at once.
+func TestFailingEventDeadLetters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	fake := clock.NewFake(time.Now().Add(time.Minute))
+	c := b.consumer(t, "c1", fake, nil)
+
+	bad, err := b.emitter.Emit(b.ctx, events.Event{Type: "stream.item", Payload: json.RawMessage(`{"n": "not a number"}`), DedupKey: "bad-1"})
+	require.NoError(t, err)
+	b.emitItems(t, 1, 1)
+
+	res, err := c.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, events.ConsumerResult{Claimed: 2, Consumed: 1, Tasks: 1, Retried: 1}, res)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+
+	for attempt := 2; attempt <= 5; attempt++ {
+		// Not due before its backoff.
+		res, err := c.RunOnce(b.ctx)
+		require.NoError(t, err)
+		require.Zero(t, res.Claimed, "attempt %d", attempt)
+		fake.Advance(events.DefaultEventBackoff(attempt - 1))
+		res, err = c.RunOnce(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Claimed, "attempt %d", attempt)
+		if attempt < 5 {
+			require.Equal(t, 1, res.Retried)
+		} else {
+			require.Equal(t, 1, res.DeadLettered)
+		}
+	}
+	ev, err := b.store.GetEvent(b.ctx, bad.Event.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.EventDeadLetter, ev.Status)
+	require.Equal(t, 5, ev.Attempts)
+	require.NotNil(t, ev.DeadLetteredAt)
+	require.Contains(t, *ev.Error, "attempt 5 of 5")
+	require.Contains(t, *ev.Error, "int(not a number)")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+	// The dead letter released its dedup key: the same event may be emitted again.
+	again, err := b.emitter.Emit(b.ctx, events.Event{Type: "stream.item", Payload: json.RawMessage(`{"n": 7}`), DedupKey: "bad-1"})
+	require.NoError(t, err)
+	require.False(t, again.Duplicate)
+
+	listed, err := b.store.ListEvents(b.ctx, store.EventFilter{Statuses: []string{store.EventDeadLetter}})
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.Equal(t, bad.Event.ID, listed[0].ID)
+}
+
+// TestExpiredLeaseComesBack: events held by a consumer that stopped are
+// taken back after their lease, and the late owner can no longer settle them.
+func TestExpiredLeaseComesBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	fake := clock.NewFake(time.Now().Add(time.Minute))
+	b.emitItems(t, 0, 3)
+	held, err := b.store.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "dead", Limit: 10, Lease: time.Minute, Now: fake.DBNow()})
+	require.NoError(t, err)
+	require.Len(t, held, 3)
+
+	c := b.consumer(t, "c1", fake, nil)
+	res, err := c.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+
+	fake.Advance(2 * time.Minute)
+	res, err = c.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, events.ConsumerResult{Claimed: 3, Consumed: 3, Tasks: 5, Recovered: 3}, res)
+
+	// The late owner finds nothing left to acknowledge.
+	keys := []store.EventKey{{ID: held[0].ID, CreatedAt: held[0].CreatedAt}}
+	acked, err := b.store.AckEvents(b.ctx, "dead", keys)
+	require.NoError(t, err)
+	require.Empty(t, acked)
+	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+}
+
+// TestUnknownTaskTypeFailsOnlyItsEvent: a subscription whose task type the
+// client does not know (a spec set that changed between instances) fails its
+// event, not the batch.
+func TestUnknownTaskTypeFailsOnlyItsEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	// The client knows only on_item: audit tasks are unknown to it.
+	narrow, err := spec.Compile([]spec.Source{{Name: "narrow.yaml", Data: []byte(`kind: TaskType
+name: on_item
+handler: {builtin: noop}
+`)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	b.client = client.New(b.store, narrow)
+	fake := clock.NewFake(time.Now().Add(time.Minute))
+	c := b.consumer(t, "c1", fake, nil)
+	b.emitItems(t, 1, 2) // n=1 (odd: no audit task), n=2 (even: audit)
+
+	res, err := c.RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, events.ConsumerResult{Claimed: 2, Consumed: 1, Tasks: 1, Retried: 1}, res)
+	failed, err := b.store.ListEvents(b.ctx, store.EventFilter{})
+	require.NoError(t, err)
+	require.Len(t, failed, 1)
+	require.Contains(t, *failed[0].Error, "unknown task type")
+}

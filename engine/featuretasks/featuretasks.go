@@ -1,0 +1,137 @@
+// Package featuretasks registers the builtin handlers of feature data —
+// ingestion (engine/ingest), export_features (engine/export),
+// collection_drop and catalog_drop (engine/collections) — and hands them
+// their dependencies.
+//
+// It follows the webhook handlers' pattern (engine/webhooks): spec
+// validation needs only the handler names, so Register adds plain functions
+// to the application's registry when the application is built; `wf run`
+// puts a Deps in the context the engine runs with (WithDeps), and each
+// handler reads it from the context of its task run. A handler run without
+// Deps fails (and is retried) instead of reaching a nil pointer. There is
+// no package-level state.
+package featuretasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"wf/engine/collections"
+	"wf/engine/events"
+	"wf/engine/export"
+	"wf/engine/ingest"
+	"wf/engine/objio"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners/builtin"
+)
+
+// Names lists the handler names Register adds.
+func Names() []string {
+	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName}
+}
+
+// Register adds the four handlers to reg. A name reg already holds keeps
+// its handler (an embedding program may bring its own) and is reported in
+// the error; the other names are registered all the same.
+func Register(reg *builtin.Registry) error {
+	return errors.Join(
+		reg.Register(ingest.HandlerName, Ingest),
+		reg.Register(export.HandlerName, Export),
+		reg.Register(collections.CollectionDropName, DropCollection),
+		reg.Register(collections.CatalogDropName, DropCatalog),
+	)
+}
+
+// Deps are what the handlers need at run time.
+type Deps struct {
+	// Store runs the statements, on a pool. Required.
+	Store *store.Store
+	// Emitter writes ingestion.completed; nil means events.NewEmitter(Store).
+	Emitter *events.Emitter
+	// Objects opens sources and creates exports; nil means objio.New with
+	// the zero Config (any local path, any URL, Cloud Storage with
+	// Application Default Credentials or STORAGE_EMULATOR_HOST).
+	Objects *objio.Opener
+	// Logger receives a line per finished ingestion; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// handlers are the built handlers a context carries.
+type handlers struct {
+	ingest  *ingest.Handler
+	export  *export.Handler
+	collect *collections.Handlers
+}
+
+// depsKey is the context key of the handlers.
+type depsKey struct{}
+
+// WithDeps builds the handlers from d once and returns a context carrying
+// them for the task runs started under it.
+func WithDeps(ctx context.Context, d Deps) (context.Context, error) {
+	if d.Store == nil {
+		return ctx, errors.New("error configuring the feature handlers: Store is required")
+	}
+	in, err := ingest.New(ingest.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects, Logger: d.Logger})
+	if err != nil {
+		return ctx, err
+	}
+	ex, err := export.New(export.Config{Store: d.Store, Objects: d.Objects})
+	if err != nil {
+		return ctx, err
+	}
+	co, err := collections.New(d.Store)
+	if err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, depsKey{}, &handlers{ingest: in, export: ex, collect: co}), nil
+}
+
+// from returns the handlers a task run's context carries.
+func from(ctx context.Context, name string) (*handlers, error) {
+	if h, ok := ctx.Value(depsKey{}).(*handlers); ok {
+		return h, nil
+	}
+	return nil, fmt.Errorf("the %s handler has no database here: it runs in `wf run`, whose context carries its dependencies", name)
+}
+
+// Ingest is the "ingestion" builtin handler (ingest.Handler.Handle).
+func Ingest(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	h, err := from(ctx, ingest.HandlerName)
+	if err != nil {
+		return nil, err
+	}
+	return h.ingest.Handle(ctx, task, rep)
+}
+
+// Export is the "export_features" builtin handler (export.Handler.Handle).
+func Export(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	h, err := from(ctx, export.HandlerName)
+	if err != nil {
+		return nil, err
+	}
+	return h.export.Handle(ctx, task, rep)
+}
+
+// DropCollection is the "collection_drop" builtin handler.
+func DropCollection(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	h, err := from(ctx, collections.CollectionDropName)
+	if err != nil {
+		return nil, err
+	}
+	return h.collect.DropCollection(ctx, task, rep)
+}
+
+// DropCatalog is the "catalog_drop" builtin handler.
+func DropCatalog(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	h, err := from(ctx, collections.CatalogDropName)
+	if err != nil {
+		return nil, err
+	}
+	return h.collect.DropCatalog(ctx, task, rep)
+}

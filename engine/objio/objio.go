@@ -1,0 +1,264 @@
+// Package objio opens the files that tasks read and write, by location: a
+// local path, an http:// or https:// URL (read only), or a bucket object,
+// gs://bucket/key on Cloud Storage or file:///folder/key on the local disk,
+// both through gocloud.dev/blob, the storage library of the detailed
+// reporter. Readers and writers stream: nothing holds a whole object.
+package objio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"cloud.google.com/go/storage"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/gcerrors"
+	"google.golang.org/api/option"
+)
+
+// Errors that callers tell apart (all are wrapped with the location).
+var (
+	// ErrInvalid: the location is malformed or uses an unsupported scheme.
+	ErrInvalid = errors.New("invalid location")
+	// ErrNotFound: nothing exists at the location.
+	ErrNotFound = errors.New("not found")
+	// ErrForbidden: the location is outside the allowed local folders, or
+	// the server refused access.
+	ErrForbidden = errors.New("access refused")
+)
+
+// Config says how locations are reached. The zero value reads and writes
+// anything: local paths, any URL, Cloud Storage with Application Default
+// Credentials.
+type Config struct {
+	// LocalRoots, when not empty, are the only folders whose files local
+	// paths and file:// URLs may name (relative paths resolve against the
+	// first). A service that takes locations from clients sets it, so a
+	// client cannot make it read or overwrite any file of the host.
+	LocalRoots []string
+	// GCSEndpoint is the Cloud Storage JSON API endpoint of an emulator
+	// (http://127.0.0.1:4443/storage/v1/), reached without credentials;
+	// empty means Google's, with Application Default Credentials.
+	GCSEndpoint string
+	// HTTPClient fetches http(s) locations; nil means http.DefaultClient.
+	// Requests carry the caller's context, which bounds them.
+	HTTPClient *http.Client
+}
+
+// Opener opens locations as its Config allows. It holds no resources and
+// is safe for concurrent use.
+type Opener struct {
+	cfg Config
+}
+
+// New returns an opener for cfg.
+func New(cfg Config) *Opener { return &Opener{cfg: cfg} }
+
+// location is a parsed location.
+type location struct {
+	scheme string // "", "http", "https", "gs" or "file"
+	raw    string
+	bucket string // gs: the bucket; file: the folder
+	key    string // gs and file: the object key (file: its base name)
+	path   string // "": the local path
+}
+
+// parse recognises a location's kind.
+func (o *Opener) parse(raw string) (location, error) {
+	if raw == "" {
+		return location{}, fmt.Errorf("%w: the location is empty", ErrInvalid)
+	}
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		p, err := o.localPath(raw)
+		if err != nil {
+			return location{}, err
+		}
+		return location{raw: raw, path: p}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return location{}, fmt.Errorf("%w: %s: %v", ErrInvalid, raw, err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return location{}, fmt.Errorf("%w: %s has no host", ErrInvalid, raw)
+		}
+		return location{scheme: u.Scheme, raw: raw}, nil
+	case "gs":
+		key := strings.TrimPrefix(u.Path, "/")
+		if u.Host == "" || key == "" || strings.HasSuffix(key, "/") {
+			return location{}, fmt.Errorf("%w: %s: want gs://bucket/path/to/object", ErrInvalid, raw)
+		}
+		return location{scheme: "gs", raw: raw, bucket: u.Host, key: key}, nil
+	case "file":
+		if (u.Host != "" && u.Host != "localhost") || !path.IsAbs(u.Path) || strings.HasSuffix(u.Path, "/") {
+			return location{}, fmt.Errorf("%w: %s: want file:///absolute/path/to/file", ErrInvalid, raw)
+		}
+		p, err := o.localPath(filepath.FromSlash(u.Path))
+		if err != nil {
+			return location{}, err
+		}
+		return location{scheme: "file", raw: raw, bucket: filepath.Dir(p), key: filepath.Base(p)}, nil
+	}
+	return location{}, fmt.Errorf("%w: %s: scheme %q is not supported, want a local path, http(s)://, gs:// or file://", ErrInvalid, raw, u.Scheme)
+}
+
+// localPath cleans p and checks it against the allowed roots.
+func (o *Opener) localPath(p string) (string, error) {
+	if len(o.cfg.LocalRoots) == 0 {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
+		}
+		return abs, nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(o.cfg.LocalRoots[0], p)
+	}
+	p = filepath.Clean(p)
+	for _, root := range o.cfg.LocalRoots {
+		root, err := filepath.Abs(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is outside the allowed folders (%s)", ErrForbidden, p, strings.Join(o.cfg.LocalRoots, ", "))
+}
+
+// Open returns a reader of the object at loc. Close it when done.
+func (o *Opener) Open(ctx context.Context, loc string) (io.ReadCloser, error) {
+	l, err := o.parse(loc)
+	if err != nil {
+		return nil, err
+	}
+	switch l.scheme {
+	case "":
+		f, err := os.Open(l.path)
+		if err != nil {
+			return nil, fmt.Errorf("error opening %s: %w", loc, osError(err))
+		}
+		return f, nil
+	case "http", "https":
+		return o.openHTTP(ctx, loc)
+	}
+	b, closeAll, err := o.bucket(ctx, l, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.NewReader(ctx, l.key, nil)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("error opening %s: %w", loc, blobError(err))
+	}
+	return &bucketReader{Reader: r, close: closeAll}, nil
+}
+
+// openHTTP fetches an http(s) URL.
+func (o *Opener) openHTTP(ctx context.Context, loc string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, loc, err)
+	}
+	c := o.cfg.HTTPClient
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("error fetching %s: %w", loc, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp.Body, nil
+	}
+	_ = resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotFound, http.StatusGone:
+		return nil, fmt.Errorf("error fetching %s: %s: %w", loc, resp.Status, ErrNotFound)
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return nil, fmt.Errorf("error fetching %s: %s: %w", loc, resp.Status, ErrForbidden)
+	}
+	if resp.StatusCode/100 == 4 {
+		return nil, fmt.Errorf("error fetching %s: %s: %w", loc, resp.Status, ErrInvalid)
+	}
+	return nil, fmt.Errorf("error fetching %s: %s", loc, resp.Status)
+}
+
+// bucket opens the bucket of a gs:// or file:// location and returns a
+// function that closes it (and its client).
+func (o *Opener) bucket(ctx context.Context, l location, create bool) (*blob.Bucket, func(), error) {
+	if l.scheme == "file" {
+		b, err := fileblob.OpenBucket(l.bucket, &fileblob.Options{
+			CreateDir: create,
+			NoTempDir: true, // write next to the target, so the final rename never crosses a mount
+			Metadata:  fileblob.MetadataDontWrite,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("error opening folder %s: %w", l.bucket, osError(err))
+		}
+		return b, func() { _ = b.Close() }, nil
+	}
+	var opts []option.ClientOption
+	if o.cfg.GCSEndpoint != "" {
+		// Emulators serve the JSON API only, so reads use it too.
+		opts = append(opts, option.WithoutAuthentication(), option.WithEndpoint(o.cfg.GCSEndpoint), storage.WithJSONReads())
+	}
+	client, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error creating the Cloud Storage client for %s: %w", l.raw, err)
+	}
+	b, err := gcsblob.OpenBucket(ctx, nil, l.bucket, &gcsblob.Options{Client: client})
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("error opening bucket %s: %w", l.bucket, err)
+	}
+	return b, func() { _ = b.Close(); _ = client.Close() }, nil
+}
+
+// bucketReader closes its bucket with itself.
+type bucketReader struct {
+	*blob.Reader
+	close func()
+}
+
+// Close implements io.Closer.
+func (r *bucketReader) Close() error {
+	err := r.Reader.Close()
+	r.close()
+	return err
+}
+
+// osError adds the package's sentinels to file-system errors.
+func osError(err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return err
+}
+
+// blobError adds the package's sentinels to bucket errors.
+func blobError(err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case gcerrors.PermissionDenied:
+		return fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return err
+}

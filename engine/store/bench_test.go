@@ -1,0 +1,168 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"wf/engine/dbtest"
+	"wf/engine/store"
+	"wf/engine/wftype"
+)
+
+// The hot paths of the engine, one statement each: claim, batch completion
+// and heartbeat. Run them with
+//
+//	go run ./engine/dbtest/withdb -- go test -run '^$' -bench . ./engine/store/
+//
+// They report µs per task next to ns/op (one op is one statement). The test
+// server is not durable (fsync off), so they measure the statements' CPU,
+// not commit latency; `wf bench` measures the whole engine on a durable one.
+
+type benchBundle struct {
+	ctx   context.Context
+	store *store.Store
+}
+
+func setupBench(b *testing.B) *benchBundle {
+	b.Helper()
+	pool := dbtest.NewPool(b)
+	return &benchBundle{ctx: context.Background(), store: store.New(pool)}
+}
+
+// insertPending inserts n PENDING noop tasks, 5,000 a statement.
+func (bb *benchBundle) insertPending(b *testing.B, n int) {
+	b.Helper()
+	for n > 0 {
+		k := min(n, 5000)
+		batch := make([]store.NewTask, k)
+		for i := range batch {
+			batch[i] = newTask("noop")
+		}
+		if _, err := bb.store.InsertTasks(bb.ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		n -= k
+	}
+}
+
+func claimParams(owner string, batch int) store.ClaimParams {
+	return store.ClaimParams{
+		Owner: owner, Total: batch,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: batch, Lease: time.Minute}},
+	}
+}
+
+// claim claims exactly batch tasks or fails the benchmark.
+func (bb *benchBundle) claim(b *testing.B, owner string, batch int) []wftype.Task {
+	b.Helper()
+	got, err := bb.store.ClaimTasks(bb.ctx, claimParams(owner, batch))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(got) != batch {
+		b.Fatalf("claimed %d tasks, want %d", len(got), batch)
+	}
+	return got
+}
+
+func reportPerTask(b *testing.B, batch int) {
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/task")
+}
+
+// BenchmarkClaimTasks claims batches from a backlog of 20,000 PENDING tasks
+// (topped up between claims, outside the timer).
+func BenchmarkClaimTasks(b *testing.B) {
+	for _, batch := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			bb := setupBench(b)
+			const backlog = 20_000
+			bb.insertPending(b, backlog)
+			left := backlog
+			b.ResetTimer()
+			for range b.N {
+				if left < batch {
+					b.StopTimer()
+					bb.insertPending(b, backlog)
+					left += backlog
+					b.StartTimer()
+				}
+				bb.claim(b, "w1", batch)
+				left -= batch
+			}
+			reportPerTask(b, batch)
+		})
+	}
+}
+
+// BenchmarkFinishTasks completes batches of claimed tasks in one statement.
+func BenchmarkFinishTasks(b *testing.B) {
+	for _, batch := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			bb := setupBench(b)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				bb.insertPending(b, batch)
+				tasks := bb.claim(b, "w1", batch)
+				outcomes := make([]store.Finish, len(tasks))
+				for i, t := range tasks {
+					outcomes[i] = store.Finish{ID: t.ID, Status: wftype.StatusCompleted}
+				}
+				b.StartTimer()
+				done, err := bb.store.FinishTasks(bb.ctx, store.FinishParams{Owner: "w1"}, outcomes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(done) != batch {
+					b.Fatalf("finished %d tasks, want %d", len(done), batch)
+				}
+			}
+			reportPerTask(b, batch)
+		})
+	}
+}
+
+// BenchmarkHeartbeat extends 1,000 leases in one statement.
+func BenchmarkHeartbeat(b *testing.B) {
+	const n = 1000
+	bb := setupBench(b)
+	bb.insertPending(b, n)
+	tasks := bb.claim(b, "w1", n)
+	leases := make([]store.Lease, len(tasks))
+	for i, t := range tasks {
+		leases[i] = store.Lease{ID: t.ID, Lease: time.Minute}
+	}
+	b.ResetTimer()
+	for range b.N {
+		held, err := bb.store.Heartbeat(bb.ctx, "w1", leases, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(held) != n {
+			b.Fatalf("held %d leases, want %d", len(held), n)
+		}
+	}
+	reportPerTask(b, n)
+}
+
+// BenchmarkInsertTasks enqueues batches of 1,000 tasks in one statement.
+func BenchmarkInsertTasks(b *testing.B) {
+	const n = 1000
+	bb := setupBench(b)
+	b.ResetTimer()
+	for range b.N {
+		batch := make([]store.NewTask, n)
+		for i := range batch {
+			batch[i] = newTask("noop")
+			batch[i].ID = uuid.Must(uuid.NewV7())
+		}
+		if _, err := bb.store.InsertTasks(bb.ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPerTask(b, n)
+}

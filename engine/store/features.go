@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/wftype"
+)
+
+// Feature tables: one table per collection, in its catalog's tenant schema
+// (catalog.catalogs.schema_name), named after the collection id. A row is one
+// version of one feature; the versions of a feature share its geoid and
+// external_id and have disjoint validity ranges, the open-ended one being
+// the current version.
+//
+//	CREATE TABLE "<schema>"."<collection>" (
+//	    geoid            uuid        NOT NULL,  -- UUIDv7, the feature's identity, shared by its versions
+//	    external_id      text        NOT NULL,  -- the feature's id in the source data
+//	    asset_id         text,
+//	    geometry         jsonb       NOT NULL,  -- GeoJSON geometry (canonical, RFC 7946 winding)
+//	    geometry_wkb     bytea       NOT NULL,  -- the same geometry as little-endian 2D WKB
+//	    bbox             box         NOT NULL,  -- (min_x,min_y),(max_x,max_y), GiST-indexed for bbox filters
+//	    properties       jsonb       NOT NULL,
+//	    stats            jsonb       NOT NULL,  -- {"area": m², "centroid": hex WKB, "bbox": [..4]}
+//	    geometry_hash    text        NOT NULL,  -- hex sha256 of the canonical WKB
+//	    attributes_hash  text        NOT NULL,  -- hex sha256 of the canonical properties JSON
+//	    validity         tstzrange   NOT NULL,  -- valid time, [start, end); end open for the current version
+//	    transaction_time timestamptz NOT NULL,  -- when this version was written
+//	    deleted_at       timestamptz,
+//	    PRIMARY KEY (external_id, transaction_time)
+//	);
+//	-- one current version per external id: what re-ingestion looks up and locks
+//	CREATE UNIQUE INDEX ON … (external_id) WHERE upper_inf(validity) AND deleted_at IS NULL;
+//	CREATE INDEX ON … (geoid);
+//	CREATE INDEX ON … USING gist (bbox);
+//
+// Index and constraint names are "_<collection>_<suffix>": they start with
+// "_", which no collection id (so no table name) does, and no two of them
+// are equal because no suffix ends with "_" plus another.
+
+// FeatureTable names the feature table of one collection: its tenant
+// schema and its collection id. Build it with NewFeatureTable, which
+// validates both, so that its identifiers are safe to quote into SQL.
+type FeatureTable struct {
+	Schema     string
+	Collection string
+}
+
+var (
+	featureSchemaRE     = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+	featureCollectionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+)
+
+// reservedFeatureSchemas are schemas that are never a tenant's, whatever a
+// caller says: wf's own, PostgreSQL's, and the platform's "system".
+var reservedFeatureSchemas = map[string]bool{
+	"system": true, "public": true, "catalog": true, "tasks": true, "information_schema": true,
+}
+
+// ErrInvalidFeatureTable is wrapped by NewFeatureTable's and
+// DropTenantSchema's refusals of a name.
+var ErrInvalidFeatureTable = errors.New("invalid feature table name")
+
+// checkTenantSchema refuses a schema name that is malformed or reserved.
+func checkTenantSchema(schema string) error {
+	switch {
+	case !featureSchemaRE.MatchString(schema):
+		return fmt.Errorf("%w: schema %q must be 1 to 63 lower-case letters, digits or '_', not starting with a digit", ErrInvalidFeatureTable, schema)
+	case reservedFeatureSchemas[schema] || strings.HasPrefix(schema, "pg_"):
+		return fmt.Errorf("%w: schema %q is reserved, not a tenant schema", ErrInvalidFeatureTable, schema)
+	}
+	return nil
+}
+
+// NewFeatureTable validates a tenant schema and a collection id (the rules
+// of catalog.catalogs and catalog.collections) and returns their table.
+func NewFeatureTable(schema, collection string) (FeatureTable, error) {
+	if err := checkTenantSchema(schema); err != nil {
+		return FeatureTable{}, err
+	}
+	if !featureCollectionRE.MatchString(collection) {
+		return FeatureTable{}, fmt.Errorf("%w: collection %q must be 1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit", ErrInvalidFeatureTable, collection)
+	}
+	return FeatureTable{Schema: schema, Collection: collection}, nil
+}
+
+// String returns schema.collection, for messages and outputs.
+func (t FeatureTable) String() string { return t.Schema + "." + t.Collection }
+
+// ident returns the table's quoted, schema-qualified identifier.
+func (t FeatureTable) ident() string { return pgx.Identifier{t.Schema, t.Collection}.Sanitize() }
+
+// objectName returns the quoted name of one of the table's indexes or
+// constraints: "_<collection>_<suffix>", shortened with a hash of the
+// collection id (after a '$', which no id contains, so a shortened name
+// never equals a full one) when it would pass PostgreSQL's 63 bytes.
+func (t FeatureTable) objectName(suffix string) string {
+	name := "_" + t.Collection + "_" + suffix
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(t.Collection))
+		keep := 63 - len(suffix) - 1 - 8 - 2
+		name = "_" + t.Collection[:keep] + "$" + hex.EncodeToString(sum[:4]) + "_" + suffix
+	}
+	return pgx.Identifier{name}.Sanitize()
+}
+
+// lockKey is the advisory lock that serialises writes to the table (and
+// its creation) across sessions.
+func (t FeatureTable) lockKey() int64 {
+	sum := sha256.Sum256([]byte("wf:features:" + t.Schema + "." + t.Collection))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// schemaLockKey serialises the creation of a tenant schema.
+func schemaLockKey(schema string) int64 {
+	sum := sha256.Sum256([]byte("wf:schema:" + schema))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// createFeatureTableSQL returns the DDL of t; every statement is idempotent.
+func createFeatureTableSQL(t FeatureTable) []string {
+	tbl := t.ident()
+	return []string{
+		`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{t.Schema}.Sanitize(),
+		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
+    geoid            uuid        NOT NULL,
+    external_id      text        NOT NULL,
+    asset_id         text,
+    geometry         jsonb       NOT NULL,
+    geometry_wkb     bytea       NOT NULL,
+    bbox             box         NOT NULL,
+    properties       jsonb       NOT NULL DEFAULT '{}',
+    stats            jsonb       NOT NULL DEFAULT '{}',
+    geometry_hash    text        NOT NULL,
+    attributes_hash  text        NOT NULL,
+    validity         tstzrange   NOT NULL,
+    transaction_time timestamptz NOT NULL DEFAULT now(),
+    deleted_at       timestamptz,
+    CONSTRAINT ` + t.objectName("pk") + ` PRIMARY KEY (external_id, transaction_time),
+    CONSTRAINT ` + t.objectName("validity") + ` CHECK (NOT isempty(validity) AND NOT lower_inf(validity))
+)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.objectName("current") + ` ON ` + tbl +
+			` (external_id) WHERE upper_inf(validity) AND deleted_at IS NULL`,
+		`CREATE INDEX IF NOT EXISTS ` + t.objectName("geoid") + ` ON ` + tbl + ` (geoid)`,
+		`CREATE INDEX IF NOT EXISTS ` + t.objectName("bbox") + ` ON ` + tbl + ` USING gist (bbox)`,
+	}
+}
+
+// CreateFeatureTable creates the tenant schema (when missing) and the
+// collection's feature table with its indexes; it does nothing for what
+// exists already. Concurrent calls are serialised by advisory locks, so two
+// sessions creating the same table never fail on each other. Call it in the
+// transaction that registers the collection, or on its own.
+func (s *Store) CreateFeatureTable(ctx context.Context, t FeatureTable) error {
+	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`,
+			schemaLockKey(t.Schema), t.lockKey()); err != nil {
+			return err
+		}
+		for _, stmt := range createFeatureTableSQL(t) {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap("creating feature table "+t.String(), err)
+}
+
+// FeatureTableExists reports whether the collection's feature table exists.
+func (s *Store) FeatureTableExists(ctx context.Context, t FeatureTable) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t.ident()).Scan(&ok)
+	return ok, wrap("looking up feature table "+t.String(), err)
+}
+
+// ResolveFeatureTable returns the feature table of a registered collection:
+// its catalog's schema_name and the collection id. It fails with
+// wftype.ErrNotFound when the catalog or the collection does not exist.
+func (s *Store) ResolveFeatureTable(ctx context.Context, catalogID, collectionID string) (FeatureTable, error) {
+	const q = `
+SELECT c.schema_name, (k.collection_id IS NOT NULL)
+FROM catalog.catalogs c
+LEFT JOIN catalog.collections k ON k.catalog_id = c.catalog_id AND k.collection_id = $2
+WHERE c.catalog_id = $1`
+	var schema string
+	var found bool
+	err := s.db.QueryRow(ctx, q, catalogID, collectionID).Scan(&schema, &found)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return FeatureTable{}, fmt.Errorf("catalog %q: %w", catalogID, wftype.ErrNotFound)
+	}
+	if err != nil {
+		return FeatureTable{}, wrap("looking up the feature table of "+catalogID+"/"+collectionID, err)
+	}
+	if !found {
+		return FeatureTable{}, fmt.Errorf("collection %q of catalog %q: %w", collectionID, catalogID, wftype.ErrNotFound)
+	}
+	return NewFeatureTable(schema, collectionID)
+}
+
+// DropOutcome says what a drop did.
+type DropOutcome string
+
+// Drop outcomes.
+const (
+	// DropDropped: the table (or schema) was dropped.
+	DropDropped DropOutcome = "dropped"
+	// DropAbsent: there was nothing to drop.
+	DropAbsent DropOutcome = "absent"
+	// DropPurged: the collection (or catalog) was registered again since it
+	// was deleted, so only the rows written before the new registration were
+	// deleted and the table (or schema) was kept.
+	DropPurged DropOutcome = "purged"
+)
+
+// DropResult is the outcome of DropFeatureTable or of one table of
+// DropTenantSchema.
+type DropResult struct {
+	Table   string      `json:"table"`
+	Outcome DropOutcome `json:"outcome"`
+	// Purged is how many old rows were deleted (DropPurged only).
+	Purged int64 `json:"purged_rows"`
+}
+
+// dropFeatureTableTx drops (or purges) one table inside tx, which holds a
+// SHARE lock on catalog.collections, so the registry cannot change under it.
+func dropFeatureTableTx(ctx context.Context, tx pgx.Tx, t FeatureTable) (DropResult, error) {
+	res := DropResult{Table: t.String()}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t.ident()).Scan(&exists); err != nil {
+		return res, err
+	}
+	if !exists {
+		res.Outcome = DropAbsent
+		return res, nil
+	}
+	// A collection registered again after its deletion (in a catalog with
+	// the same schema) keeps its table; the rows of the deleted incarnation,
+	// written before the new registration, go.
+	var since *time.Time
+	err := tx.QueryRow(ctx, `
+SELECT k.created_at FROM catalog.collections k JOIN catalog.catalogs c USING (catalog_id)
+WHERE c.schema_name = $1 AND k.collection_id = $2`, t.Schema, t.Collection).Scan(&since)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return res, err
+	}
+	if since != nil {
+		tag, err := tx.Exec(ctx, `DELETE FROM `+t.ident()+` WHERE transaction_time < $1`, *since)
+		if err != nil {
+			return res, err
+		}
+		res.Outcome, res.Purged = DropPurged, tag.RowsAffected()
+		return res, nil
+	}
+	if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+t.ident()); err != nil {
+		return res, err
+	}
+	res.Outcome = DropDropped
+	return res, nil
+}
+
+// dropLockTimeout bounds every lock wait of a drop: the drop holds the
+// registry's tables in SHARE mode, which stops catalogs and collections
+// from being created, so it never waits long for the feature table (an
+// export reading it, say) but fails, to be retried by its task.
+const dropLockTimeout = "5s"
+
+// lockRegistry bounds the transaction's lock waits and takes the registry's
+// tables in SHARE mode, so no catalog or collection is created or deleted
+// until the transaction ends.
+func lockRegistry(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+dropLockTimeout+`'`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `LOCK TABLE catalog.catalogs, catalog.collections IN SHARE MODE`)
+	return err
+}
+
+// DropFeatureTable drops the feature table of a deleted collection. When a
+// collection with the same id has been registered again since in a catalog
+// with the same schema, the table is kept and only the rows written before
+// that registration are deleted. Locks on the registry make the check and
+// the drop atomic with respect to catalogs and collections being created;
+// a lock that does not come within 5 seconds fails the drop (retry it).
+func (s *Store) DropFeatureTable(ctx context.Context, t FeatureTable) (DropResult, error) {
+	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
+		return DropResult{}, err
+	}
+	var res DropResult
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := lockRegistry(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+			return err
+		}
+		var err error
+		res, err = dropFeatureTableTx(ctx, tx, t)
+		return err
+	})
+	return res, wrap("dropping feature table "+t.String(), err)
+}
+
+// SchemaDropResult is the outcome of DropTenantSchema.
+type SchemaDropResult struct {
+	Schema  string
+	Outcome DropOutcome
+	// Tables holds, when the schema was kept (a catalog uses it again), what
+	// happened to each table of the deleted catalog's collections.
+	Tables []DropResult
+}
+
+// DropTenantSchema drops the schema of a deleted catalog with everything in
+// it. When a catalog uses the schema again, the schema is kept and each of
+// the deleted catalog's collections (listed in collections) is handled as
+// DropFeatureTable does. Reserved schemas (public, catalog, tasks, system,
+// information_schema, pg_*) are refused.
+func (s *Store) DropTenantSchema(ctx context.Context, schema string, collections []string) (SchemaDropResult, error) {
+	res := SchemaDropResult{Schema: schema}
+	if err := checkTenantSchema(schema); err != nil {
+		return res, err
+	}
+	tables := make([]FeatureTable, 0, len(collections))
+	for _, c := range collections {
+		t, err := NewFeatureTable(schema, c)
+		if err != nil {
+			return res, err
+		}
+		tables = append(tables, t)
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := lockRegistry(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLockKey(schema)); err != nil {
+			return err
+		}
+		var inUse, exists bool
+		if err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM catalog.catalogs WHERE schema_name = $1),
+       EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&inUse, &exists); err != nil {
+			return err
+		}
+		switch {
+		case !exists:
+			res.Outcome = DropAbsent
+		case inUse:
+			res.Outcome = DropPurged
+			for _, t := range tables {
+				if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+					return err
+				}
+				r, err := dropFeatureTableTx(ctx, tx, t)
+				if err != nil {
+					return err
+				}
+				res.Tables = append(res.Tables, r)
+			}
+		default:
+			if _, err := tx.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+				return err
+			}
+			res.Outcome = DropDropped
+		}
+		return nil
+	})
+	return res, wrap("dropping tenant schema "+schema, err)
+}

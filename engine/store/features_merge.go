@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// FeatureVersion is one feature version to merge into a feature table: what
+// the ingestion computed from one source record.
+type FeatureVersion struct {
+	// GeoID is the id the feature gets if it is new (a UUIDv7); an existing
+	// feature keeps its own.
+	GeoID      uuid.UUID
+	ExternalID string
+	AssetID    *string
+	// Geometry is the canonical GeoJSON geometry; WKB the same as WKB.
+	Geometry []byte
+	WKB      []byte
+	// BBox is [min_x, min_y, max_x, max_y].
+	BBox       [4]float64
+	Properties []byte // a JSON object
+	Stats      []byte // a JSON object
+	// GeometryHash and AttributesHash decide whether a version changed.
+	GeometryHash   string
+	AttributesHash string
+	// ValidFrom starts the version's validity.
+	ValidFrom time.Time
+}
+
+// MergeAction is what merging did with one FeatureVersion.
+type MergeAction string
+
+// Merge actions.
+const (
+	// MergeCreated: the external id had no current version; one was inserted.
+	MergeCreated MergeAction = "created"
+	// MergeVersioned: the content changed; the current version's validity
+	// was closed at ValidFrom and a new version inserted.
+	MergeVersioned MergeAction = "versioned"
+	// MergeUnchanged: the current version has the same hashes; nothing was written.
+	MergeUnchanged MergeAction = "unchanged"
+	// MergeConflict: the content changed but ValidFrom is not after the
+	// current version's start; nothing was written.
+	MergeConflict MergeAction = "conflict"
+)
+
+// MergeOutcome is the result of one FeatureVersion, in the order given.
+type MergeOutcome struct {
+	Action MergeAction
+	// GeoID is the feature's id (its existing one unless Created).
+	GeoID uuid.UUID
+	// ValidFrom and TransactionTime describe the version that is current
+	// after the merge: the new one, or the existing one (Unchanged, Conflict).
+	ValidFrom       time.Time
+	TransactionTime time.Time
+}
+
+// lookupCurrentSQL reads the current versions of a batch's external ids:
+// one probe of the "current" index each.
+const lookupCurrentSQL = `
+SELECT t.external_id, t.geoid, t.geometry_hash, t.attributes_hash, lower(t.validity), t.transaction_time
+FROM %s t
+WHERE t.external_id = ANY($1::text[]) AND upper_inf(t.validity) AND t.deleted_at IS NULL`
+
+// closeVersionsSQL ends the validity of the versions being replaced: each
+// (external_id, transaction_time) gets the upper bound given with it.
+const closeVersionsSQL = `
+UPDATE %s t
+SET validity = tstzrange(lower(t.validity), c.valid_to, '[)')
+FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS c(external_id, transaction_time, valid_to)
+WHERE t.external_id = c.external_id AND t.transaction_time = c.transaction_time`
+
+// featureColumns are the columns MergeFeatures COPYs, in order.
+var featureColumns = []string{
+	"geoid", "external_id", "asset_id", "geometry", "geometry_wkb", "bbox", "properties", "stats",
+	"geometry_hash", "attributes_hash", "validity", "transaction_time",
+}
+
+// current is the current version of one external id.
+type current struct {
+	geoid                        uuid.UUID
+	geometryHash, attributesHash string
+	validFrom, transactionTime   time.Time
+}
+
+// MergeFeatures writes one batch of feature versions into t, in one
+// transaction: under the table's advisory lock (so concurrent ingestions of
+// one collection serialise batch by batch) it reads the current version of
+// every external id of the batch, decides each version's MergeAction (same
+// hashes: unchanged; changed content starting after the current version:
+// versioned; starting at or before it: conflict; no current version:
+// created), closes the replaced versions and COPYs the new ones straight
+// into the table. The external ids of one batch must be distinct. The
+// outcomes are in the order of versions; the transaction time is that of
+// every version written.
+func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []FeatureVersion) ([]MergeOutcome, time.Time, error) {
+	if len(versions) == 0 {
+		return nil, time.Time{}, nil
+	}
+	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
+		return nil, time.Time{}, err
+	}
+	ids := make([]string, len(versions))
+	for i := range versions {
+		ids[i] = versions[i].ExternalID
+	}
+	out := make([]MergeOutcome, len(versions))
+	var txTime time.Time
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		cur := make(map[string]current, len(versions))
+		b := &pgx.Batch{}
+		b.Queue(`SELECT now() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&txTime)
+		})
+		b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var c current
+				if err := rows.Scan(&id, &c.geoid, &c.geometryHash, &c.attributesHash, &c.validFrom, &c.transactionTime); err != nil {
+					return err
+				}
+				cur[id] = c
+			}
+			return rows.Err()
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("looking up current versions: %w", err)
+		}
+		var closeIDs []string
+		var closeTT, closeTo []time.Time
+		var write []int
+		for i := range versions {
+			v := &versions[i]
+			c, ok := cur[v.ExternalID]
+			switch {
+			case !ok:
+				out[i] = MergeOutcome{Action: MergeCreated, GeoID: v.GeoID, ValidFrom: v.ValidFrom, TransactionTime: txTime}
+				write = append(write, i)
+			case c.geometryHash == v.GeometryHash && c.attributesHash == v.AttributesHash:
+				out[i] = MergeOutcome{Action: MergeUnchanged, GeoID: c.geoid, ValidFrom: c.validFrom, TransactionTime: c.transactionTime}
+			case !v.ValidFrom.After(c.validFrom):
+				out[i] = MergeOutcome{Action: MergeConflict, GeoID: c.geoid, ValidFrom: c.validFrom, TransactionTime: c.transactionTime}
+			default:
+				out[i] = MergeOutcome{Action: MergeVersioned, GeoID: c.geoid, ValidFrom: v.ValidFrom, TransactionTime: txTime}
+				closeIDs, closeTT, closeTo = append(closeIDs, v.ExternalID), append(closeTT, c.transactionTime), append(closeTo, v.ValidFrom)
+				write = append(write, i)
+			}
+		}
+		if len(closeIDs) > 0 {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(closeVersionsSQL, t.ident()), closeIDs, closeTT, closeTo); err != nil {
+				return fmt.Errorf("closing replaced versions: %w", err)
+			}
+		}
+		if len(write) > 0 {
+			src := &versionSource{versions: versions, out: out, write: write, txTime: txTime, i: -1}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
+				return fmt.Errorf("copying new versions: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, wrap("merging features into "+t.String(), err)
+	}
+	for i := range out {
+		out[i].ValidFrom = out[i].ValidFrom.UTC()
+		out[i].TransactionTime = out[i].TransactionTime.UTC()
+	}
+	return out, txTime.UTC(), nil
+}
+
+// versionSource feeds the versions to write to CopyFrom, in the binary
+// types of their columns.
+type versionSource struct {
+	versions []FeatureVersion
+	out      []MergeOutcome
+	write    []int
+	txTime   time.Time
+	i        int
+}
+
+// Next implements pgx.CopyFromSource.
+func (v *versionSource) Next() bool { v.i++; return v.i < len(v.write) }
+
+// Values implements pgx.CopyFromSource.
+func (v *versionSource) Values() ([]any, error) {
+	k := v.write[v.i]
+	f := &v.versions[k]
+	return []any{
+		pgtype.UUID{Bytes: v.out[k].GeoID, Valid: true}, f.ExternalID, f.AssetID, f.Geometry, f.WKB,
+		pgtype.Box{P: [2]pgtype.Vec2{{X: f.BBox[2], Y: f.BBox[3]}, {X: f.BBox[0], Y: f.BBox[1]}}, Valid: true},
+		f.Properties, f.Stats, f.GeometryHash, f.AttributesHash,
+		pgtype.Range[pgtype.Timestamptz]{
+			Lower: pgtype.Timestamptz{Time: f.ValidFrom, Valid: true}, LowerType: pgtype.Inclusive,
+			UpperType: pgtype.Unbounded, Valid: true,
+		},
+		v.txTime,
+	}, nil
+}
+
+// Err implements pgx.CopyFromSource.
+func (v *versionSource) Err() error { return nil }

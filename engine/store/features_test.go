@@ -1,0 +1,199 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/store"
+)
+
+// registerCollection creates a catalog with schema and one collection.
+func registerCollection(t *testing.T, b *bundle, catalog, schema, collection string) store.FeatureTable {
+	t.Helper()
+	if _, err := b.store.GetCatalog(b.ctx, catalog); err != nil {
+		_, err := b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: catalog, SchemaName: schema})
+		require.NoError(t, err)
+	}
+	_, err := b.store.CreateCollection(b.ctx, store.NewCollection{CatalogID: catalog, ID: collection})
+	require.NoError(t, err)
+	ft, err := b.store.ResolveFeatureTable(b.ctx, catalog, collection)
+	require.NoError(t, err)
+	require.NoError(t, b.store.CreateFeatureTable(b.ctx, ft))
+	return ft
+}
+
+// version returns a feature version of a point with one attribute value.
+func version(t *testing.T, extID string, x float64, attr string, from time.Time) store.FeatureVersion {
+	t.Helper()
+	id, _, err := store.NewID()
+	require.NoError(t, err)
+	return store.FeatureVersion{
+		GeoID: id, ExternalID: extID,
+		Geometry: []byte(`{"type":"Point","coordinates":[` + strconv.FormatFloat(x, 'f', -1, 64) + `,1]}`),
+		WKB:      []byte{1}, BBox: [4]float64{x, 1, x, 1},
+		Properties: []byte(`{"a":"` + attr + `"}`), Stats: []byte(`{}`),
+		GeometryHash: "g" + strconv.FormatFloat(x, 'f', -1, 64), AttributesHash: "a" + attr, ValidFrom: from,
+	}
+}
+
+func TestFeatureTableNames(t *testing.T) {
+	t.Parallel()
+	for _, bad := range [][2]string{{"public", "c"}, {"catalog", "c"}, {"pg_toast", "c"}, {"system", "c"}, {"S", "c"}, {"s", "_c"}, {"s", `c"; drop`}} {
+		_, err := store.NewFeatureTable(bad[0], bad[1])
+		require.ErrorIs(t, err, store.ErrInvalidFeatureTable, "%v", bad)
+	}
+	ft, err := store.NewFeatureTable("s_a", "roads-2024")
+	require.NoError(t, err)
+	require.Equal(t, "s_a.roads-2024", ft.String())
+}
+
+func TestFeatureTableCreateIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	long := strings.Repeat("x", 60) + "-ab"
+	_, err := b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 8 {
+		wg.Go(func() {
+			for _, c := range []string{long, strings.Repeat("x", 60) + "-ac", "a"} {
+				ft, err := store.NewFeatureTable("s_cat", c)
+				if err == nil {
+					err = b.store.CreateFeatureTable(b.ctx, ft)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	var indexes int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 's_cat'`).Scan(&indexes))
+	require.Equal(t, 3*4, indexes, "pk, current, geoid and bbox for each of the three tables")
+	ft, err := store.NewFeatureTable("s_cat", long)
+	require.NoError(t, err)
+	ok, err := b.store.FeatureTableExists(b.ctx, ft)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestMergeFeatures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ft := registerCollection(t, b, "cat", "s_cat", "roads")
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	t1 := t0.AddDate(1, 0, 0)
+
+	out, tx0, err := b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "a", 1, "x", t0), version(t, "b", 2, "y", t0)})
+	require.NoError(t, err)
+	require.Equal(t, store.MergeCreated, out[0].Action)
+	require.Equal(t, store.MergeCreated, out[1].Action)
+	require.Equal(t, tx0, out[0].TransactionTime)
+	geoA := out[0].GeoID
+
+	// Same content: unchanged, whatever the start; changed content later:
+	// versioned with the same geoid; changed content not later: conflict.
+	same := version(t, "a", 1, "x", t1)
+	changed := version(t, "b", 2, "z", t1)
+	out, _, err = b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{same, changed, version(t, "c", 3, "w", t1)})
+	require.NoError(t, err)
+	require.Equal(t, store.MergeUnchanged, out[0].Action)
+	require.Equal(t, geoA, out[0].GeoID)
+	require.Equal(t, tx0, out[0].TransactionTime)
+	require.Equal(t, t0, out[0].ValidFrom)
+	require.Equal(t, store.MergeVersioned, out[1].Action)
+	require.Equal(t, t1, out[1].ValidFrom)
+	require.Equal(t, store.MergeCreated, out[2].Action)
+
+	out, _, err = b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "b", 2, "q", t1)})
+	require.NoError(t, err)
+	require.Equal(t, store.MergeConflict, out[0].Action)
+
+	var rows, current int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*), count(*) FILTER (WHERE upper_inf(validity)) FROM "s_cat"."roads"`).Scan(&rows, &current))
+	require.Equal(t, 4, rows)
+	require.Equal(t, 3, current)
+
+	// Current versions, as of a time, and a bbox filter.
+	scan := func(f store.FeatureFilter) []string {
+		var got []string
+		_, err := b.store.ScanFeatures(b.ctx, ft, f, func(r *store.FeatureRow) error {
+			got = append(got, r.ExternalID+":"+store.ValidityLiteral(r.ValidFrom, r.ValidTo)+":"+string(r.Properties))
+			return nil
+		})
+		require.NoError(t, err)
+		return got
+	}
+	require.Equal(t, []string{
+		`a:[2024-01-01T00:00:00Z,):{"a": "x"}`,
+		`b:[2025-01-01T00:00:00Z,):{"a": "z"}`,
+		`c:[2025-01-01T00:00:00Z,):{"a": "w"}`,
+	}, scan(store.FeatureFilter{BatchSize: 1}))
+	mid := t0.AddDate(0, 6, 0)
+	require.Equal(t, []string{
+		`a:[2024-01-01T00:00:00Z,):{"a": "x"}`,
+		`b:[2024-01-01T00:00:00Z,2025-01-01T00:00:00Z):{"a": "y"}`,
+	}, scan(store.FeatureFilter{AsOf: &mid, BatchSize: 2}))
+	require.Equal(t, []string{`b:[2025-01-01T00:00:00Z,):{"a": "z"}`}, scan(store.FeatureFilter{BBox: &[4]float64{1.5, 0, 2, 5}}))
+}
+
+func TestDropFeatureTables(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ft := registerCollection(t, b, "cat", "s_cat", "roads")
+	other := registerCollection(t, b, "cat", "s_cat", "rivers")
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, _, err := b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "a", 1, "x", t0)})
+	require.NoError(t, err)
+
+	// The collection is registered again before the drop runs: only the
+	// old rows go.
+	_, err = b.store.DeleteCollection(b.ctx, "cat", "roads")
+	require.NoError(t, err)
+	_, err = b.store.CreateCollection(b.ctx, store.NewCollection{CatalogID: "cat", ID: "roads"})
+	require.NoError(t, err)
+	_, _, err = b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "new", 1, "x", t0)})
+	require.NoError(t, err)
+	res, err := b.store.DropFeatureTable(b.ctx, ft)
+	require.NoError(t, err)
+	require.Equal(t, store.DropPurged, res.Outcome)
+	require.EqualValues(t, 1, res.Purged)
+
+	// Deleted for good: the table goes; a second drop finds nothing.
+	_, err = b.store.DeleteCollection(b.ctx, "cat", "roads")
+	require.NoError(t, err)
+	res, err = b.store.DropFeatureTable(b.ctx, ft)
+	require.NoError(t, err)
+	require.Equal(t, store.DropDropped, res.Outcome)
+	res, err = b.store.DropFeatureTable(b.ctx, ft)
+	require.NoError(t, err)
+	require.Equal(t, store.DropAbsent, res.Outcome)
+
+	// A schema still used by a catalog is kept; once the catalog is gone it is dropped.
+	sres, err := b.store.DropTenantSchema(b.ctx, "s_cat", []string{"roads"})
+	require.NoError(t, err)
+	require.Equal(t, store.DropPurged, sres.Outcome)
+	_, _, err = b.store.DeleteCatalog(b.ctx, "cat")
+	require.NoError(t, err)
+	sres, err = b.store.DropTenantSchema(b.ctx, "s_cat", []string{"rivers"})
+	require.NoError(t, err)
+	require.Equal(t, store.DropDropped, sres.Outcome)
+	ok, err := b.store.FeatureTableExists(b.ctx, other)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, err = b.store.DropTenantSchema(context.Background(), "tasks", nil)
+	require.ErrorIs(t, err, store.ErrInvalidFeatureTable)
+}

@@ -1,0 +1,417 @@
+// Package worker runs one task to its end in this process and writes its
+// result straight to the database: the engine behind `wf exec`, the generic
+// worker that a remote runner's container executes (the seed's main_task.py
+// and its update_task_sync).
+//
+// A worker takes its task in one of three ways:
+//
+//   - Take with a lease: the task is ACTIVE, claimed by a dispatcher that
+//     handed it to a remote runner (Cloud Run), and the worker was told the
+//     claim's owner id and attempt (WF_OWNER_ID, WF_ATTEMPT). The worker acts
+//     under that same claim: its heartbeats and its final write are checked
+//     against (owner, attempt), so a worker of an earlier attempt can never
+//     write over a later one, and the dispatcher, which keeps heartbeating
+//     under the same owner, sees the task finished when the worker wrote it.
+//   - Take without a lease: the task must be PENDING; the worker claims it
+//     under its own owner id, like a dispatcher would.
+//   - Create: the worker inserts the task and claims it in one transaction,
+//     so no dispatcher ever sees it PENDING.
+//
+// Run then runs the task with its runner and reporters, heartbeats while it
+// runs, and writes the outcome with store.FinishTasks, deciding it with
+// dispatch.Outcome: retries, dead letters, permanent failures and the
+// task.failed / task.dead_lettered events are exactly those of `wf run`.
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"wf/engine/client"
+	"wf/engine/clock"
+	"wf/engine/dispatch"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners"
+)
+
+// Config configures a Worker.
+type Config struct {
+	// Store is where the task lives and its result goes. Required.
+	Store *store.Store
+	// Owner is the owner id under which the worker claims PENDING tasks
+	// itself. Required.
+	Owner string
+	// Capabilities says which runner runs each (execution mode, task type)
+	// pair: the local runners only, never a remote one, or the worker would
+	// hand its task on instead of running it.
+	Capabilities runners.CapabilityMap
+	// Rules per pair (lease, timeout, backoff); a pair without one gets the
+	// dispatcher's defaults.
+	Rules map[runners.Pair]dispatch.Rule
+	// Reporters builds the reporter of the run; nil discards records.
+	Reporters func(task *wftype.Task) (reporters.Reporter, error)
+	// HeartbeatInterval is the longest time between two lease extensions; the
+	// worker beats at least three times per lease. Default 30s.
+	HeartbeatInterval time.Duration
+	// Clock is the time source. Default the wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Worker runs single tasks. It is safe for concurrent use.
+type Worker struct {
+	cfg Config
+}
+
+// New validates cfg, fills its defaults and returns a Worker.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Store == nil || cfg.Owner == "" {
+		return nil, errors.New("error creating worker: store and owner are required")
+	}
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
+	if cfg.HeartbeatInterval < 0 {
+		return nil, fmt.Errorf("error creating worker: heartbeat interval is %s, want more than zero", cfg.HeartbeatInterval)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Reporters == nil {
+		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
+	}
+	return &Worker{cfg: cfg}, nil
+}
+
+// Claim is a task the worker holds, and the claim it holds it under.
+type Claim struct {
+	// Task is the task's row as claimed.
+	Task wftype.Task
+	// Lease is the claim: the owner id on the row and the attempt it counted.
+	Lease store.WorkerLease
+	// Own is true when the worker claimed the task itself (it was PENDING);
+	// false when it took over a remote runner's claim.
+	Own bool
+}
+
+// FinishedError is returned by Take for a task that has already ended:
+// there is nothing to run. A remote container that is restarted after its
+// worker wrote the result gets it.
+type FinishedError struct {
+	Task wftype.Task
+}
+
+// Error implements error.
+func (e *FinishedError) Error() string {
+	msg := fmt.Sprintf("task %s has already ended: it is %s", e.Task.ID, e.Task.Status)
+	if e.Task.Error != nil {
+		msg += " (" + *e.Task.Error + ")"
+	}
+	return msg
+}
+
+// Take takes task id to run it. With a lease (lease.Owner set), the task
+// must be ACTIVE under it: the worker runs it under the remote runner's
+// claim. Without one, the task must be PENDING, and the worker claims it
+// under its own owner id with the lease of its task type. A task that has
+// ended gives a *FinishedError; one in another state, wftype.ErrConflict
+// saying why; a missing one, wftype.ErrNotFound.
+func (w *Worker) Take(ctx context.Context, id uuid.UUID, lease store.WorkerLease) (Claim, error) {
+	st := w.cfg.Store
+	t, err := st.GetTask(ctx, id)
+	if err != nil {
+		return Claim{}, fmt.Errorf("error taking task %s: %w", id, err)
+	}
+	if t.Status.Terminal() {
+		return Claim{}, &FinishedError{Task: t}
+	}
+	if lease.Owner != "" {
+		// A read, not a lock: the lease is checked again, under a row lock,
+		// when the result is written.
+		if t.Status != wftype.StatusActive || t.OwnerID == nil || *t.OwnerID != lease.Owner ||
+			(lease.Attempt != 0 && t.Attempts != lease.Attempt) {
+			return Claim{}, fmt.Errorf("error taking task %s: %w", id, describeConflict(&t, lease))
+		}
+		return Claim{Task: t, Lease: store.WorkerLease{Owner: lease.Owner, Attempt: t.Attempts}}, nil
+	}
+	if t.Status != wftype.StatusPending {
+		return Claim{}, fmt.Errorf("error taking task %s: it is %s, leased to %q; a worker takes over an ACTIVE task only with its lease (WF_OWNER_ID, WF_ATTEMPT): %w",
+			id, t.Status, deref(t.OwnerID), wftype.ErrConflict)
+	}
+	claimed, err := st.ClaimSyncTask(ctx, id, w.cfg.Owner, w.rule(&t).Lease)
+	if err != nil {
+		return Claim{}, fmt.Errorf("error taking task %s: %w", id, err)
+	}
+	return Claim{Task: claimed, Lease: store.WorkerLease{Owner: w.cfg.Owner, Attempt: claimed.Attempts}, Own: true}, nil
+}
+
+// Create enqueues one task through cl (inputs checked against its task
+// type, dedup key applied) and claims it in the same transaction, so no
+// dispatcher ever sees it PENDING. When a live task already holds the dedup
+// key, that task is taken instead, as Take without a lease would.
+func (w *Worker) Create(ctx context.Context, cl *client.Client, req client.Request) (Claim, error) {
+	st := w.cfg.Store
+	var claim Claim
+	var existing *wftype.Task
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		pgTx, ok := tx.DB().(pgx.Tx)
+		if !ok {
+			return errors.New("the store's transaction is not a pgx.Tx")
+		}
+		res, err := cl.EnqueueTx(ctx, pgTx, req)
+		if err != nil {
+			return err
+		}
+		if res.Duplicate {
+			existing = &res.Task
+			return nil
+		}
+		t, err := tx.ClaimSyncTask(ctx, res.Task.ID, w.cfg.Owner, w.rule(&res.Task).Lease)
+		if err != nil {
+			return err
+		}
+		claim = Claim{Task: t, Lease: store.WorkerLease{Owner: w.cfg.Owner, Attempt: t.Attempts}, Own: true}
+		return nil
+	})
+	if err != nil {
+		return Claim{}, fmt.Errorf("error creating a %s task: %w", req.TaskType, err)
+	}
+	if existing != nil {
+		w.cfg.Logger.InfoContext(ctx, "a live task holds the dedup key; taking it", "task_id", existing.ID, "status", existing.Status)
+		return w.Take(ctx, existing.ID, store.WorkerLease{})
+	}
+	return claim, nil
+}
+
+// Result is how a run ended.
+type Result struct {
+	// Task is the task's row after the run (re-read; the claimed row when
+	// the re-read failed).
+	Task wftype.Task
+	// Status is the status the worker wrote: COMPLETED, PENDING (a retry),
+	// FAILED or DEAD_LETTER. It is empty when the worker wrote nothing (see
+	// the error).
+	Status wftype.TaskStatus
+	// RunErr is the run's own error (nil on success), as written to the task.
+	RunErr error
+}
+
+// Errors of Run when it writes no result.
+var (
+	// ErrLeaseLost: the task was cancelled, rescued or finished by someone
+	// else while the worker ran it; its result was dropped.
+	ErrLeaseLost = errors.New("the worker lost the task's lease; its result was dropped")
+	// ErrStopped: the worker was stopped (its context ended) before the task
+	// ended. A task the worker claimed itself is handed back to PENDING; one
+	// it ran under a remote runner's claim is left to that runner.
+	ErrStopped = errors.New("the worker was stopped before the task ended")
+)
+
+// errTimeout is the cause of a run that exceeded its task type's timeout.
+var errTimeout = errors.New("run timeout exceeded")
+
+// Run runs a claimed task with its runner and reporters, extends its lease
+// while it runs, and writes its outcome. It returns the outcome written, or
+// ErrLeaseLost or ErrStopped (with the run's error joined) when it wrote
+// none, or an error when the write failed.
+func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
+	task := c.Task
+	rule := w.rule(&task)
+	log := w.cfg.Logger.With("task_id", task.ID, "task_type", task.TaskType, "owner", c.Lease.Owner, "attempt", c.Lease.Attempt)
+
+	leaseCtx, loseLease := context.WithCancelCause(ctx)
+	defer loseLease(nil)
+	hbCtx, stopHeartbeat := context.WithCancel(leaseCtx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.heartbeat(hbCtx, loseLease, &task, c.Lease, rule.Lease, log) }()
+
+	outputs, runErr := w.execute(leaseCtx, &task, rule)
+	stopHeartbeat()
+	<-hbDone
+
+	switch {
+	case errors.Is(context.Cause(leaseCtx), ErrLeaseLost):
+		log.WarnContext(ctx, "lease lost while running; the result is dropped", "err", runErr)
+		return Result{Task: task}, errors.Join(ErrLeaseLost, runErr)
+	case ctx.Err() != nil && runErr != nil:
+		// Stopped mid-run; a run that ended well just before is written.
+		if c.Own {
+			w.handBack(ctx, &task, c.Lease, log)
+		}
+		return Result{Task: task}, errors.Join(ErrStopped, runErr)
+	}
+
+	o := dispatch.Outcome(&task, rule, outputs, runErr, w.cfg.Clock.Now())
+	if err := w.write(ctx, &task, c.Lease, o); err != nil {
+		return Result{Task: task}, errors.Join(err, runErr)
+	}
+	res := Result{Task: task, Status: o.Status, RunErr: runErr}
+	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if t, err := w.cfg.Store.GetTask(readCtx, task.ID); err == nil {
+		res.Task = t
+	}
+	log.InfoContext(ctx, "task ended", "status", o.Status, "err", runErr)
+	return res, nil
+}
+
+// rule returns the dispatch rule of a task's pair, with the dispatcher's
+// defaults for fields it leaves zero.
+func (w *Worker) rule(t *wftype.Task) dispatch.Rule {
+	pair := runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}
+	r := w.cfg.Rules[pair]
+	r.Pair = pair
+	r.Lease = cmp.Or(r.Lease, dispatch.DefaultLease)
+	r.Timeout = cmp.Or(r.Timeout, dispatch.DefaultTimeout)
+	if r.Backoff == nil {
+		r.Backoff = dispatch.DefaultBackoff
+	}
+	return r
+}
+
+// execute runs the task with its timeout and reporters, as the dispatcher
+// does: the report is written whatever the outcome, and the reporters'
+// outputs join the handler's on success. A panic becomes an error.
+func (w *Worker) execute(ctx context.Context, task *wftype.Task, rule dispatch.Rule) (outputs []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runner panicked: %v", p)
+		}
+	}()
+	runner := w.cfg.Capabilities[runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}]
+	if runner == nil {
+		return nil, wftype.Permanent(fmt.Errorf("no local runner can run %s tasks of type %s", task.ExecutionMode, task.TaskType))
+	}
+	rep, err := w.cfg.Reporters(task)
+	if err != nil {
+		return nil, fmt.Errorf("error creating reporters: %w", err)
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, rule.Timeout, errTimeout)
+	defer cancel()
+	outputs, err = runner.Run(runCtx, task, rep)
+	if err == nil && runCtx.Err() != nil {
+		err = context.Cause(runCtx)
+	}
+	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer finishCancel()
+	extra, ferr := rep.Finish(finishCtx)
+	if ferr != nil && err == nil {
+		err = fmt.Errorf("error finishing reports: %w", ferr)
+	}
+	if err == nil {
+		outputs, err = dispatch.MergeOutputs(outputs, extra)
+	}
+	return outputs, err
+}
+
+// heartbeat extends the lease at least three times per lease length until
+// ctx ends, and cancels the run (cause ErrLeaseLost) when the lease is gone.
+func (w *Worker) heartbeat(ctx context.Context, lose context.CancelCauseFunc, task *wftype.Task, lease store.WorkerLease, length time.Duration, log *slog.Logger) {
+	t := time.NewTicker(max(min(w.cfg.HeartbeatInterval, length/3), 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		held, err := w.cfg.Store.ExtendLease(ctx, task.ID, lease, length, w.cfg.Clock.DBNow())
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "extending the lease failed; retrying at the next beat", "err", err)
+			}
+			continue
+		}
+		if !held {
+			lose(ErrLeaseLost)
+			return
+		}
+	}
+}
+
+// write applies the outcome in one transaction, after locking the row and
+// checking that it is still ACTIVE under the worker's claim. A failed write
+// is retried a few times; the database clock (or the test clock) stamps it.
+func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.WorkerLease, o store.Finish) error {
+	// The result must reach the database even if the worker is being
+	// stopped: it is the whole point of the run.
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = w.cfg.Store.InTx(wctx, func(tx *store.Store) error {
+			if _, err := tx.LockActiveTask(wctx, task.ID, lease); err != nil {
+				return err
+			}
+			done, err := tx.FinishTasks(wctx, store.FinishParams{Owner: lease.Owner, Now: w.cfg.Clock.DBNow()}, []store.Finish{o})
+			if err != nil {
+				return err
+			}
+			if len(done) == 0 {
+				return fmt.Errorf("task %s changed while locked: %w", task.ID, wftype.ErrConflict)
+			}
+			return nil
+		})
+		cancel()
+		if err == nil || errors.Is(err, wftype.ErrConflict) || errors.Is(err, wftype.ErrNotFound) {
+			break
+		}
+		w.cfg.Logger.WarnContext(ctx, "writing the result failed; retrying", "task_id", task.ID, "err", err)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, wftype.ErrConflict), errors.Is(err, wftype.ErrNotFound):
+		return errors.Join(ErrLeaseLost, err)
+	default:
+		return fmt.Errorf("error writing the result of task %s: %w", task.ID, err)
+	}
+}
+
+// handBack returns a task the worker claimed itself to PENDING at once, as
+// a stopping dispatcher does: no retry counted, no lease to wait for.
+func (w *Worker) handBack(ctx context.Context, task *wftype.Task, lease store.WorkerLease, log *slog.Logger) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := w.cfg.Store.ReleaseTasks(hctx, lease.Owner, []uuid.UUID{task.ID}); err != nil {
+		log.ErrorContext(ctx, "could not hand the task back; it runs again when its lease expires", "err", err)
+		return
+	}
+	log.InfoContext(ctx, "stopped: the task was handed back to PENDING")
+}
+
+// describeConflict says why t is not ACTIVE under lease, wrapping
+// wftype.ErrConflict.
+func describeConflict(t *wftype.Task, lease store.WorkerLease) error {
+	switch {
+	case t.Status != wftype.StatusActive:
+		return fmt.Errorf("it is %s, not ACTIVE under owner %q: %w", t.Status, lease.Owner, wftype.ErrConflict)
+	case t.OwnerID == nil || *t.OwnerID != lease.Owner:
+		return fmt.Errorf("it is ACTIVE under owner %q, not %q: %w", deref(t.OwnerID), lease.Owner, wftype.ErrConflict)
+	default:
+		return fmt.Errorf("it is on attempt %d, not %d: %w", t.Attempts, lease.Attempt, wftype.ErrConflict)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
