@@ -28,8 +28,9 @@ import (
 // startFeatureEngine runs an engine as `wf run` does for feature data: the
 // registry's handlers, the standard reporters (detailed reports under
 // reportDir), the event consumer, and the feature handlers' dependencies in
-// the context of every task run.
-func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
+// the context of every task run, local files limited to root (as
+// files.local_roots).
+func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 	t.Helper()
 	st := store.New(b.pool)
 	factory, err := standard.Open(b.ctx, standard.Config{Progress: st, GCS: gcsreporter.Config{LocalDir: reportDir}})
@@ -55,7 +56,7 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx, err = featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, Logger: quietLogger})
+	ctx, err = featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
@@ -70,17 +71,17 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 func TestFeaturesEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	reportDir := t.TempDir()
-	startFeatureEngine(t, b, reportDir)
+	reportDir, root := t.TempDir(), t.TempDir()
+	startFeatureEngine(t, b, reportDir, root)
 	b.createCatalog("cat-a", "regions")
 	var registered bool
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&registered))
 	require.True(t, registered, "registering the collection created its feature table")
-	source, err := filepath.Abs("../engine/ingest/testdata/admin_regions.geojson")
-	require.NoError(t, err)
+	copyFixture(t, root)
 
+	// A relative source is read from the first of files.local_roots.
 	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
-		"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "ADMIN_2024",
+		"source": "admin_regions.geojson", "format": "geojson", "id_attribute": "code", "asset_id": "ADMIN_2024",
 		"validity_start": "2024-01-01T00:00:00Z",
 	})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
@@ -126,7 +127,7 @@ func TestFeaturesEndToEnd(t *testing.T) {
 	require.Equal(t, wy.Record.ID, geoid)
 
 	// A CSV source with its geometry columns named; a bad row is rejected alone.
-	csvFile := filepath.Join(t.TempDir(), "towns.csv")
+	csvFile := filepath.Join(root, "towns.csv")
 	require.NoError(t, os.WriteFile(csvFile, []byte("code;y;x\nT1;45.07;7.69\nT2;north;7.7\n"), 0o644))
 	res = b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
 		"source": csvFile, "format": "csv", "id_attribute": "code", "asset_id": "TOWNS",
@@ -138,17 +139,17 @@ func TestFeaturesEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]any{"read": 2.0, "created": 1.0, "versioned": 0.0, "unchanged": 0.0, "rejected": 1.0},
 		task["outputs"].(map[string]any)["features"])
 
-	// Export the collection through the task API.
-	dest := filepath.Join(t.TempDir(), "regions.geojson")
+	// Export the collection through the task API: a relative destination
+	// lands in the first of files.local_roots.
 	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{
 		"task_type": "export_features", "schema_name": "s_cat_a",
-		"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": dest, "format": "geojson"},
+		"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": "regions.geojson", "format": "geojson"},
 	})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	task = b.follow(res.json(t)["status_url"].(string), tokClientLimited)
 	require.Equal(t, "COMPLETED", task["status"], task)
 	require.Equal(t, 7.0, task["outputs"].(map[string]any)["features"])
-	exported, err := os.ReadFile(dest)
+	exported, err := os.ReadFile(filepath.Join(root, "regions.geojson"))
 	require.NoError(t, err)
 	require.Contains(t, string(exported), `"external_id":"US-WY"`)
 
@@ -160,4 +161,84 @@ func TestFeaturesEndToEnd(t *testing.T) {
 		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&exists))
 		return !exists
 	}, 20*time.Second, 50*time.Millisecond, "the collection_drop task drops the feature table")
+}
+
+// copyFixture copies the admin regions fixture into folder.
+func copyFixture(t *testing.T, folder string) {
+	t.Helper()
+	fixture, err := os.ReadFile("../engine/ingest/testdata/admin_regions.geojson")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "admin_regions.geojson"), fixture, 0o644))
+}
+
+// TestFeaturesOutsideRoots checks over HTTP that a client cannot make the
+// service read or write local files outside files.local_roots: such an
+// ingestion or export ends FAILED, naming the path and the allowed folders,
+// having read and written nothing.
+func TestFeaturesOutsideRoots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	root, outside := t.TempDir(), t.TempDir()
+	startFeatureEngine(t, b, t.TempDir(), root)
+	b.createCatalog("cat-a", "regions")
+	copyFixture(t, outside)
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "passwd.geojson")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "elsewhere")))
+	refusal := " is outside the allowed folders (" + root + "); set files.local_roots"
+	passwd, err := filepath.EvalSymlinks("/etc/passwd")
+	require.NoError(t, err)
+	shownPasswd := "/etc/passwd"
+	if passwd != shownPasswd {
+		shownPasswd += " (a link to " + passwd + ")"
+	}
+
+	var statusURLs []string
+	want := map[string]string{}
+	submit := func(res response, named string) {
+		t.Helper()
+		require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+		u := res.json(t)["status_url"].(string)
+		statusURLs = append(statusURLs, u)
+		want[u] = named + refusal
+	}
+	for source, named := range map[string]string{
+		"/etc/passwd":        shownPasswd,
+		"file:///etc/passwd": shownPasswd,
+		"passwd.geojson":     filepath.Join(root, "passwd.geojson") + " (a link to " + passwd + ")",
+		"elsewhere/admin_regions.geojson": filepath.Join(root, "elsewhere", "admin_regions.geojson") + " (a link to " +
+			filepath.Join(outside, "admin_regions.geojson") + ")",
+		filepath.Join(outside, "admin_regions.geojson"): filepath.Join(outside, "admin_regions.geojson"),
+	} {
+		submit(b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
+			"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "A1",
+		}), named)
+	}
+	for dest, named := range map[string]string{
+		filepath.Join(outside, "out.geojson"):          filepath.Join(outside, "out.geojson"),
+		"../" + filepath.Base(outside) + "/out.ndjson": filepath.Join(outside, "out.ndjson"),
+		"elsewhere/out2.ndjson": filepath.Join(root, "elsewhere", "out2.ndjson") + " (a link to " +
+			filepath.Join(outside, "out2.ndjson") + ")",
+	} {
+		submit(b.do("POST", "/tasks", tokClientLimited, map[string]any{
+			"task_type": "export_features", "schema_name": "s_cat_a",
+			"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": dest},
+		}), named)
+	}
+	for _, u := range statusURLs {
+		task := b.follow(u, tokClientLimited)
+		require.Equal(t, "FAILED", task["status"], task)
+		require.Contains(t, task["error"], want[u], task)
+	}
+	// A relative source that climbs out is refused before it is queued.
+	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
+		"source": "../../etc/passwd", "format": "geojson", "id_attribute": "code", "asset_id": "A1",
+	})
+	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+
+	var rows int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM s_cat_a.regions`).Scan(&rows))
+	require.Zero(t, rows, "nothing was read")
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing was written outside the roots")
 }

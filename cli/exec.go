@@ -177,7 +177,7 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return execTakeError(c, format, err)
 	}
-	runCtx, err := withFeatureDeps(ctx, st, log)
+	runCtx, err := withFeatureDeps(ctx, cfg, st, log)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

@@ -2,8 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 
+	"wf/engine/config"
 	"wf/engine/featuretasks"
 	"wf/engine/store"
 	"wf/runners/builtin"
@@ -19,7 +24,22 @@ func registerFeatures(reg *builtin.Registry) {
 }
 
 // withFeatureDeps returns ctx carrying the feature handlers' dependencies,
-// for the task runs started under it.
-func withFeatureDeps(ctx context.Context, st *store.Store, log *slog.Logger) (context.Context, error) {
-	return featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, Logger: log})
+// for the task runs started under it. Local sources and destinations are
+// limited to files.local_roots.
+func withFeatureDeps(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (context.Context, error) {
+	return featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+}
+
+// createFilesFolder creates <data_dir>/files, the default of
+// files.local_roots, when it is one of the roots and is missing, so that
+// files can be dropped there for ingestion and exports land there.
+func createFilesFolder(cfg *config.Config) error {
+	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "files"))
+	if err != nil || !slices.Contains(cfg.Files.LocalRoots, dir) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("error creating the files folder: %w", err)
+	}
+	return nil
 }

@@ -94,6 +94,7 @@ func TestRunReportsFromGoHandler(t *testing.T) {
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(done.Outputs, &out))
 	require.Equal(t, float64(5), out["emitted"])
+	require.DirExists(t, filepath.Join(e.data, "files"), "wf run creates <data_dir>/files, the default files.local_roots")
 }
 
 // TestRunReportsFromExecChild: the same from a shell child writing

@@ -54,6 +54,9 @@ func runEngine(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := createFilesFolder(cfg); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
 	ctx := c.Context
 	pool, cleanup, err := openDatabase(ctx, cfg, log)
 	if err != nil {
@@ -86,7 +89,7 @@ func runEngine(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	if ctx, err = withFeatureDeps(ctx, st, log); err != nil {
+	if ctx, err = withFeatureDeps(ctx, cfg, st, log); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	eng, err := engine.New(engine.Config{

@@ -63,6 +63,8 @@ type Config struct {
 	Tokens []Token `yaml:"tokens"`
 	// Report says where detailed reports are written.
 	Report Report `yaml:"report"`
+	// Files says which local files tasks may read and write.
+	Files Files `yaml:"files"`
 	// HTTP holds the HTTP server's limits.
 	HTTP HTTP `yaml:"http"`
 
@@ -106,6 +108,16 @@ type Report struct {
 	BucketURL string `yaml:"bucket_url"`
 	// Gzip compresses report objects.
 	Gzip bool `yaml:"gzip"`
+}
+
+// Files says which local files the ingestion and export tasks may name.
+type Files struct {
+	// LocalRoots are the only folders whose files a task's local path or
+	// file:// URL may name (a relative path resolves against the first), so
+	// an API client cannot make wf read or write any other file of the host.
+	// Load resolves relative roots against the working folder and turns an
+	// empty list into [<absolute DataDir>/files].
+	LocalRoots []string `yaml:"local_roots"`
 }
 
 // HTTP holds the HTTP server's limits.
@@ -200,6 +212,7 @@ func (c *Config) Origin(path string) Source {
 func (c *Config) clone() *Config {
 	out := *c
 	out.Specs = append([]string(nil), c.Specs...)
+	out.Files.LocalRoots = append([]string(nil), c.Files.LocalRoots...)
 	out.Tokens = make([]Token, len(c.Tokens))
 	for i, t := range c.Tokens {
 		t.Catalogs = append([]string(nil), t.Catalogs...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // DefaultFile is the configuration file read when none is named and it
@@ -35,8 +36,10 @@ type Options struct {
 // Load builds the configuration: the defaults, then the file, then the
 // environment, then the flags; then it validates the result and finishes
 // it (plain tokens hashed and dropped, an empty report.bucket_url set to
-// file://<data_dir>/reports). The error, if any, is Errors listing every
-// problem found in the failing layer, each naming its source.
+// file://<data_dir>/reports, files.local_roots made absolute against the
+// working folder, an empty list set to [<data_dir>/files]). The error, if
+// any, is Errors listing every problem found in the failing layer, each
+// naming its source.
 //
 // Empty environment variables count as unset.
 func Load(opts Options) (*Config, error) {
@@ -113,6 +116,7 @@ func Load(opts Options) (*Config, error) {
 		return nil, errs
 	}
 
+	c.resolveLocalRoots()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,5 +136,25 @@ func (c *Config) finish() error {
 		}
 		c.Report.BucketURL = "file://" + filepath.ToSlash(abs)
 	}
+	if len(c.Files.LocalRoots) == 0 {
+		abs, err := filepath.Abs(filepath.Join(c.DataDir, "files"))
+		if err != nil {
+			return Errors{{Source: c.Origin("data_dir"), Field: "data_dir", Message: fmt.Sprintf("cannot resolve the folder: %v", err)}}
+		}
+		c.Files.LocalRoots = []string{abs}
+	}
 	return nil
+}
+
+// resolveLocalRoots makes files.local_roots absolute against the working
+// folder, and clean; Validate refuses what stays relative (or empty).
+func (c *Config) resolveLocalRoots() {
+	for i, root := range c.Files.LocalRoots {
+		if strings.TrimSpace(root) == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(root); err == nil {
+			c.Files.LocalRoots[i] = abs
+		}
+	}
 }

@@ -74,6 +74,9 @@ func TestLoadDefaults(t *testing.T) {
 	abs, err := filepath.Abs(filepath.Join(".wf", "reports"))
 	require.NoError(t, err)
 	require.Equal(t, "file://"+filepath.ToSlash(abs), c.Report.BucketURL)
+	abs, err = filepath.Abs(filepath.Join(".wf", "files"))
+	require.NoError(t, err)
+	require.Equal(t, []string{abs}, c.Files.LocalRoots)
 	require.Equal(t, SourceDefault, c.Origin("slots").Kind)
 
 	// The defaults themselves are valid.
@@ -191,6 +194,7 @@ var everyEnv = map[string]string{
 	"WF_TOKENS":                       `[{"name":"ci","role":"client","catalogs":["c1"],"token":"0123456789abcdef"}]`,
 	"WF_REPORT_BUCKET_URL":            "gs://bucket/prefix",
 	"WF_REPORT_GZIP":                  "true",
+	"WF_FILES_LOCAL_ROOTS":            "/srv/files,/mnt/shared",
 	"WF_HTTP_MAX_BODY_BYTES":          "2048",
 	"WF_HTTP_READ_TIMEOUT":            "1s",
 	"WF_HTTP_WRITE_TIMEOUT":           "2s",
@@ -205,7 +209,7 @@ func TestEnvVarNames(t *testing.T) {
 		"WF_CHANNELS_TASK_QUEUED", "WF_CHANNELS_TASK_STATUS_CHANGED", "WF_CHANNELS_EVENTS",
 		"WF_RETENTION_COMPLETED", "WF_RETENTION_FAILED", "WF_RETENTION_DEAD_LETTER",
 		"WF_RETENTION_DEAD_LETTER_EVENTS", "WF_RETENTION_PARTITIONS_AHEAD",
-		"WF_TOKENS", "WF_REPORT_BUCKET_URL", "WF_REPORT_GZIP",
+		"WF_TOKENS", "WF_REPORT_BUCKET_URL", "WF_REPORT_GZIP", "WF_FILES_LOCAL_ROOTS",
 		"WF_HTTP_MAX_BODY_BYTES", "WF_HTTP_READ_TIMEOUT", "WF_HTTP_WRITE_TIMEOUT",
 	}, EnvVars())
 }
@@ -228,6 +232,7 @@ func TestEveryLeafHasAnEnvVar(t *testing.T) {
 	}
 	require.Equal(t, []Token{{Name: "ci", Role: RoleClient, Catalogs: []string{"c1"}, TokenSHA256: HashToken("0123456789abcdef")}}, c.Tokens)
 	require.True(t, c.Report.Gzip)
+	require.Equal(t, []string{"/srv/files", "/mnt/shared"}, c.Files.LocalRoots)
 	require.Equal(t, int64(2048), c.HTTP.MaxBodyBytes)
 	require.Equal(t, "q3", c.Channels.Events)
 }
@@ -317,6 +322,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"bad list item", "specs: [a, 3]\n", "wf.yaml:1:12: specs[1]: expected a string, got 3"},
 		{"empty list item", "specs: [a, '']\n", "wf.yaml:1:12: specs[1]: must not be empty"},
 		{"bad channel", "channels: {events: bad-x}\n", `wf.yaml:1:20: channels.events: expected a PostgreSQL identifier (letters, digits and underscores, not starting with a digit, at most 63 characters), got "bad-x"`},
+		{"empty local root", "files:\n  local_roots: [/srv/files, '']\n", "wf.yaml:2:29: files.local_roots[1]: must not be empty"},
 		{"bad bool", "report:\n  gzip: sometimes\n", `wf.yaml:2:9: report.gzip: expected true or false, got "sometimes"`},
 		{"secret not echoed", "database_url: 5\n", "wf.yaml:1:15: database_url: expected a string"},
 		{"token required", "tokens:\n  - token: '0123456789abcdef'\n", strings.Join([]string{
@@ -386,6 +392,7 @@ tokens:
     role: admin
     token_sha256: `+strings.ToUpper(sha)+`
 report: {bucket_url: "gs://reports/wf", gzip: true}
+files: {local_roots: [/srv/wf/files, shared/]}
 http: {max_body_bytes: 4096, read_timeout: 5s, write_timeout: 10s}
 `)
 	c, err := Load(Options{File: path, LookupEnv: envOf(nil)})
@@ -402,6 +409,9 @@ http: {max_body_bytes: 4096, read_timeout: 5s, write_timeout: 10s}
 		{Name: "ops", Role: RoleAdmin, TokenSHA256: sha},
 	}, c.Tokens)
 	require.Equal(t, Report{BucketURL: "gs://reports/wf", Gzip: true}, c.Report)
+	shared, err := filepath.Abs("shared")
+	require.NoError(t, err)
+	require.Equal(t, []string{"/srv/wf/files", shared}, c.Files.LocalRoots, "a relative root resolves against the working folder")
 	require.Equal(t, HTTP{MaxBodyBytes: 4096, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}, c.HTTP)
 	require.Equal(t, path+":21:22", c.Origin("tokens[0].catalogs[1]").String())
 	require.Equal(t, path+":22:12", c.Origin("tokens[0].token").String())

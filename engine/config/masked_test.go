@@ -91,6 +91,8 @@ tokens: []
 report:
     bucket_url: ""
     gzip: false
+files:
+    local_roots: []
 http:
     max_body_bytes: 1048576
     read_timeout: 15s

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -111,6 +112,15 @@ func (c *Config) Validate() error {
 	if c.Report.BucketURL != "" {
 		if msg := checkBucketURL(c.Report.BucketURL); msg != "" {
 			add("report.bucket_url", "%s", msg)
+		}
+	}
+	for i, root := range c.Files.LocalRoots {
+		field := fmt.Sprintf("files.local_roots[%d]", i)
+		switch {
+		case strings.TrimSpace(root) == "":
+			add(field, "must not be empty")
+		case !filepath.IsAbs(root):
+			add(field, "expected an absolute folder (Load resolves relative ones against the working folder), got %q", root)
 		}
 	}
 	if c.HTTP.MaxBodyBytes < 1 {

@@ -16,6 +16,7 @@ import (
 
 	"wf/engine/dbtest"
 	"wf/engine/export"
+	"wf/engine/featuretasks"
 	"wf/engine/ingest"
 	"wf/engine/objio"
 	"wf/engine/store"
@@ -220,4 +221,54 @@ func TestExportRefusals(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Dir(dest))
 	require.NoError(t, err)
 	require.Empty(t, entries)
+}
+
+// TestExportOutsideRoots runs the handler as wf run wires it, limited to
+// files.local_roots: a local destination outside the allowed folders, however
+// it is named, fails the task for good, naming the path and the folders, and
+// writes nothing; one inside is written, a relative one below the first root.
+func TestExportOutsideRoots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	root, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "elsewhere")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "linked.ndjson"), filepath.Join(root, "linked.ndjson")))
+	ctx, err := featuretasks.WithDeps(b.ctx, featuretasks.Deps{Store: b.store, LocalRoots: []string{root}})
+	require.NoError(t, err)
+	run := func(dest string) (json.RawMessage, *counter, error) {
+		rep := &counter{}
+		raw, err := featuretasks.Export(ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions", "destination": dest}), rep)
+		return raw, rep, err
+	}
+
+	for dest, named := range map[string]string{
+		filepath.Join(outside, "x.ndjson"):                               filepath.Join(outside, "x.ndjson"),
+		"file://" + filepath.ToSlash(filepath.Join(outside, "y.ndjson")): filepath.Join(outside, "y.ndjson"),
+		"../" + filepath.Base(outside) + "/z.ndjson":                     filepath.Join(outside, "z.ndjson"),
+		"elsewhere/w.ndjson":                                             filepath.Join(root, "elsewhere", "w.ndjson") + " (a link to " + filepath.Join(outside, "w.ndjson") + ")",
+		"linked.ndjson":                                                  filepath.Join(root, "linked.ndjson") + " (a link to " + filepath.Join(outside, "linked.ndjson") + ")",
+	} {
+		_, rep, err := run(dest)
+		require.ErrorIs(t, err, objio.ErrForbidden, dest)
+		require.ErrorContains(t, err, named+" is outside the allowed folders ("+root+"); set files.local_roots", dest)
+		require.True(t, wftype.IsPermanent(err), dest)
+		require.Zero(t, rep.n, dest)
+	}
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a refused export writes nothing")
+
+	for dest, path := range map[string]string{
+		"exports/regions.ndjson":                         filepath.Join(root, "exports", "regions.ndjson"),
+		filepath.Join(root, "abs.ndjson"):                filepath.Join(root, "abs.ndjson"),
+		"file://" + filepath.ToSlash(root) + "/f.ndjson": filepath.Join(root, "f.ndjson"),
+	} {
+		_, rep, err := run(dest)
+		require.NoError(t, err, dest)
+		require.Equal(t, 6, rep.n, dest)
+		f, err := os.Open(path)
+		require.NoError(t, err, dest)
+		require.Len(t, readNDJSON(t, f), 6, dest)
+		require.NoError(t, f.Close())
+	}
 }

@@ -53,9 +53,16 @@ type Deps struct {
 	Store *store.Store
 	// Emitter writes ingestion.completed; nil means events.NewEmitter(Store).
 	Emitter *events.Emitter
-	// Objects opens sources and creates exports; nil means objio.New with
-	// the zero Config (any local path, any URL, Cloud Storage with
-	// Application Default Credentials or STORAGE_EMULATOR_HOST).
+	// LocalRoots (files.local_roots) are the only folders whose files
+	// sources and destinations may name by local path or file:// URL; a
+	// relative path resolves against the first. Required unless Objects is
+	// set: the locations come from API clients, who must not reach the rest
+	// of the host's files.
+	LocalRoots []string
+	// Objects opens sources and creates exports; nil means objio.New
+	// limited to LocalRoots (any http(s) URL, Cloud Storage with
+	// Application Default Credentials or STORAGE_EMULATOR_HOST). When set,
+	// LocalRoots is not used.
 	Objects *objio.Opener
 	// Logger receives a line per finished ingestion; nil means slog.Default().
 	Logger *slog.Logger
@@ -76,6 +83,12 @@ type depsKey struct{}
 func WithDeps(ctx context.Context, d Deps) (context.Context, error) {
 	if d.Store == nil {
 		return ctx, errors.New("error configuring the feature handlers: Store is required")
+	}
+	if d.Objects == nil {
+		if len(d.LocalRoots) == 0 {
+			return ctx, errors.New("error configuring the feature handlers: LocalRoots is required (files.local_roots)")
+		}
+		d.Objects = objio.New(objio.Config{LocalRoots: d.LocalRoots, RootsHint: "set files.local_roots"})
 	}
 	in, err := ingest.New(ingest.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects, Logger: d.Logger})
 	if err != nil {

@@ -34,13 +34,16 @@ func TestRegister(t *testing.T) {
 	require.ErrorContains(t, featuretasks.Register(reg), "already registered")
 	_, err := featuretasks.WithDeps(context.Background(), featuretasks.Deps{})
 	require.ErrorContains(t, err, "Store is required")
+	// Without folders for local files, the handlers would read any file.
+	_, err = featuretasks.WithDeps(context.Background(), featuretasks.Deps{Store: store.New(nil)})
+	require.ErrorContains(t, err, "LocalRoots is required (files.local_roots)")
 }
 
 func TestDropHandlers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	ctx, err := featuretasks.WithDeps(context.Background(), featuretasks.Deps{Store: st})
+	ctx, err := featuretasks.WithDeps(context.Background(), featuretasks.Deps{Store: st, LocalRoots: []string{t.TempDir()}})
 	require.NoError(t, err)
 	_, err = st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
 	require.NoError(t, err)

@@ -2,10 +2,14 @@ package ingest_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"wf/engine/featuretasks"
+	"wf/engine/objio"
 	"wf/reporters"
 )
 
@@ -147,6 +151,49 @@ func TestMalformedSources(t *testing.T) {
 	_, err = b.handler.Handle(b.ctx, task, &capture{})
 	require.ErrorContains(t, err, `collection "nope" of catalog "cat"`)
 	requirePermanent(t, err)
+}
+
+// TestSourcesOutsideRoots runs the handler as wf run wires it, limited to
+// files.local_roots: a local source outside the allowed folders, however it
+// is named, fails the task for good, naming the path and the folders, and
+// reads nothing; a source inside is read, a relative one from the first root.
+func TestSourcesOutsideRoots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	root := t.TempDir()
+	fixture, err := os.ReadFile("testdata/admin_regions.geojson")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "regions.geojson"), fixture, 0o644))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "escape.geojson")))
+	require.NoError(t, os.Symlink("/etc", filepath.Join(root, "etc")))
+	ctx, err := featuretasks.WithDeps(b.ctx, featuretasks.Deps{Store: b.store, LocalRoots: []string{root}, Logger: quiet})
+	require.NoError(t, err)
+
+	for source, named := range map[string]string{
+		"/etc/passwd":        "/etc/passwd",
+		"file:///etc/passwd": "/etc/passwd",
+		"../../etc/passwd":   filepath.Join(root, "..", "..", "etc", "passwd"),
+		"escape.geojson":     filepath.Join(root, "escape.geojson") + " (a link to ",
+		"etc/passwd":         filepath.Join(root, "etc", "passwd") + " (a link to ",
+		"file://" + filepath.ToSlash(filepath.Join(root, "escape.geojson")): filepath.Join(root, "escape.geojson") + " (a link to ",
+	} {
+		rep := &capture{}
+		_, err := featuretasks.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
+		require.ErrorIs(t, err, objio.ErrForbidden, source)
+		require.ErrorContains(t, err, named, source)
+		require.ErrorContains(t, err, " is outside the allowed folders ("+root+"); set files.local_roots", source)
+		requirePermanent(t, err)
+		require.Empty(t, rep.envs, "nothing is read from %s", source)
+	}
+	rows, _ := b.count(t)
+	require.Zero(t, rows)
+
+	for _, source := range []string{"regions.geojson", filepath.Join(root, "regions.geojson"), "file://" + filepath.ToSlash(filepath.Join(root, "regions.geojson"))} {
+		rep := &capture{}
+		_, err = featuretasks.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
+		require.NoError(t, err, source)
+		require.Len(t, rep.envs, 6, source)
+	}
 }
 
 func mustJSON(t *testing.T, v any) string {

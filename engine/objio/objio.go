@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"cloud.google.com/go/storage"
 	"gocloud.dev/blob"
@@ -43,8 +45,13 @@ type Config struct {
 	// LocalRoots, when not empty, are the only folders whose files local
 	// paths and file:// URLs may name (relative paths resolve against the
 	// first). A service that takes locations from clients sets it, so a
-	// client cannot make it read or overwrite any file of the host.
+	// client cannot make it read or overwrite any file of the host. Links
+	// are followed before the check: a link inside a root that points out
+	// of every root is refused.
 	LocalRoots []string
+	// RootsHint, when not empty, ends the refusal of a location outside
+	// LocalRoots, to say how to allow it (wf: "set files.local_roots").
+	RootsHint string
 	// GCSEndpoint is the Cloud Storage JSON API endpoint of an emulator
 	// (http://127.0.0.1:4443/storage/v1/), reached without credentials;
 	// empty means Google's, with Application Default Credentials.
@@ -114,7 +121,9 @@ func (o *Opener) parse(raw string) (location, error) {
 	return location{}, fmt.Errorf("%w: %s: scheme %q is not supported, want a local path, http(s)://, gs:// or file://", ErrInvalid, raw, u.Scheme)
 }
 
-// localPath cleans p and checks it against the allowed roots.
+// localPath cleans p and checks it against the allowed roots, after
+// following the links of the part of it that exists. It returns the path
+// with those links resolved, so what is opened is what was checked.
 func (o *Opener) localPath(p string) (string, error) {
 	if len(o.cfg.LocalRoots) == 0 {
 		abs, err := filepath.Abs(p)
@@ -126,17 +135,79 @@ func (o *Opener) localPath(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(o.cfg.LocalRoots[0], p)
 	}
-	p = filepath.Clean(p)
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
+	}
+	resolved, err := resolveLinks(p)
+	if err != nil {
+		return "", fmt.Errorf("error resolving %s: %w", p, osError(err))
+	}
 	for _, root := range o.cfg.LocalRoots {
 		root, err := filepath.Abs(root)
 		if err != nil {
 			continue
 		}
-		if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return p, nil
+		if resolvedRoot, err := resolveLinks(root); err == nil && within(resolvedRoot, resolved) {
+			return resolved, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s is outside the allowed folders (%s)", ErrForbidden, p, strings.Join(o.cfg.LocalRoots, ", "))
+	shown := p
+	if resolved != p {
+		shown = fmt.Sprintf("%s (a link to %s)", p, resolved)
+	}
+	hint := ""
+	if o.cfg.RootsHint != "" {
+		hint = "; " + o.cfg.RootsHint
+	}
+	return "", fmt.Errorf("%w: %s is outside the allowed folders (%s)%s", ErrForbidden, shown, strings.Join(o.cfg.LocalRoots, ", "), hint)
+}
+
+// within reports whether the clean absolute path p is root or below it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// maxLinks bounds the links followed in one path, as the kernel does.
+const maxLinks = 40
+
+// resolveLinks returns the clean absolute path p with every link of its
+// existing part followed; what does not exist yet is kept as written. A
+// dangling link is followed to its target too, since a write to it may
+// land there.
+func resolveLinks(p string) (string, error) {
+	var rest []string // the missing tail of p, innermost last
+	for links := 0; ; {
+		resolved, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{resolved}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return "", err
+		}
+		// p itself may be a dangling link: follow it by hand.
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if links++; links > maxLinks {
+				return "", fmt.Errorf("%s: too many links", p)
+			}
+			target, err := os.Readlink(p)
+			if err != nil {
+				return "", err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(p), target)
+			}
+			p = filepath.Clean(target)
+			continue
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...), nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 // Open returns a reader of the object at loc. Close it when done.
