@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"wf/engine/store"
+	"wf/engine/wftype"
 )
 
 // deadLettersView answers GET /admin/dead-letters (schema DeadLetterList):
@@ -54,39 +55,27 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, p *prin
 		if err != nil {
 			return err
 		}
-		items := []taskView{}
-		for i, t := range rows {
-			if i == limit {
-				last := rows[i-1]
-				at := last.Timestamp
-				if last.FinishedAt != nil {
-					at = *last.FinishedAt
-				}
-				out.NextCursor = cursor{Kind: "dead-tasks", Time: at, ID: last.ID.String()}.encode()
-				break
+		lv := pageOf(rows, limit, func(t wftype.Task) taskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
+			at := last.Timestamp
+			if last.FinishedAt != nil {
+				at = *last.FinishedAt
 			}
-			items = append(items, s.newTaskView(t, p))
-		}
-		out.Items = items
+			return cursor{Kind: "dead-tasks", Time: at, ID: last.ID.String()}
+		})
+		out.Items, out.NextCursor = lv.Items, lv.NextCursor
 	} else {
 		rows, err := s.store.ListDeadLetterEvents(r.Context(), page)
 		if err != nil {
 			return err
 		}
-		items := []eventView{}
-		for i, e := range rows {
-			if i == limit {
-				last := rows[i-1]
-				at := last.CreatedAt
-				if last.DeadLetteredAt != nil {
-					at = *last.DeadLetteredAt
-				}
-				out.NextCursor = cursor{Kind: "dead-events", Time: at, ID: last.ID.String()}.encode()
-				break
+		lv := pageOf(rows, limit, newEventView, func(last store.Event) cursor {
+			at := last.CreatedAt
+			if last.DeadLetteredAt != nil {
+				at = *last.DeadLetteredAt
 			}
-			items = append(items, newEventView(e))
-		}
-		out.Items = items
+			return cursor{Kind: "dead-events", Time: at, ID: last.ID.String()}
+		})
+		out.Items, out.NextCursor = lv.Items, lv.NextCursor
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -13,15 +13,9 @@ func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request, p *princip
 	if prob != nil {
 		return prob
 	}
-	limit, prob := q.limit(100, 500)
+	page, limit, prob := idPage(q, "catalogs")
 	if prob != nil {
 		return prob
-	}
-	page := store.Page{Limit: limit + 1}
-	if c, prob := q.cursor("catalogs"); prob != nil {
-		return prob
-	} else if c != nil {
-		page.After = c.ID
 	}
 	var ids []string
 	if p.limited() {
@@ -31,14 +25,9 @@ func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	out := listView[catalogView]{Items: []catalogView{}}
-	for i, c := range rows {
-		if i == limit {
-			out.NextCursor = cursor{Kind: "catalogs", ID: rows[i-1].ID}.encode()
-			break
-		}
-		out.Items = append(out.Items, newCatalogView(c))
-	}
+	out := pageOf(rows, limit, newCatalogView, func(last store.Catalog) cursor {
+		return cursor{Kind: "catalogs", ID: last.ID}
+	})
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

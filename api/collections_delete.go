@@ -11,16 +11,9 @@ import (
 // /catalogs/{catalog_id}/collections/{collection_id}: it deletes the
 // collection, emits collection.deleted in the same transaction, and answers 204.
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalogID(r, "catalog_id")
+	catalogID, id, prob := pathCollection(r, p)
 	if prob != nil {
 		return prob
-	}
-	id, prob := pathCatalogID(r, "collection_id")
-	if prob != nil {
-		return prob
-	}
-	if !p.canUseCatalog(catalogID) {
-		return collectionNotFound(catalogID, id)
 	}
 	if _, err := s.catalogs.RemoveCollection(r.Context(), catalogID, id); errors.Is(err, wftype.ErrNotFound) {
 		return collectionNotFound(catalogID, id)

@@ -9,16 +9,9 @@ import (
 
 // getCollection answers GET /catalogs/{catalog_id}/collections/{collection_id}.
 func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalogID(r, "catalog_id")
+	catalogID, id, prob := pathCollection(r, p)
 	if prob != nil {
 		return prob
-	}
-	id, prob := pathCatalogID(r, "collection_id")
-	if prob != nil {
-		return prob
-	}
-	if !p.canUseCatalog(catalogID) {
-		return collectionNotFound(catalogID, id)
 	}
 	c, err := s.catalogs.GetCollection(r.Context(), catalogID, id)
 	if errors.Is(err, wftype.ErrNotFound) {

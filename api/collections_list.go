@@ -22,15 +22,9 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, p *prin
 	if prob != nil {
 		return prob
 	}
-	limit, prob := q.limit(100, 500)
+	page, limit, prob := idPage(q, "collections")
 	if prob != nil {
 		return prob
-	}
-	page := store.Page{Limit: limit + 1}
-	if c, prob := q.cursor("collections"); prob != nil {
-		return prob
-	} else if c != nil {
-		page.After = c.ID
 	}
 	rows, err := s.catalogs.ListCollections(r.Context(), catalogID, page)
 	if errors.Is(err, wftype.ErrNotFound) {
@@ -39,14 +33,9 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, p *prin
 	if err != nil {
 		return err
 	}
-	out := listView[collectionView]{Items: []collectionView{}}
-	for i, c := range rows {
-		if i == limit {
-			out.NextCursor = cursor{Kind: "collections", ID: rows[i-1].ID}.encode()
-			break
-		}
-		out.Items = append(out.Items, newCollectionView(c))
-	}
+	out := pageOf(rows, limit, newCollectionView, func(last store.Collection) cursor {
+		return cursor{Kind: "collections", ID: last.ID}
+	})
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -153,6 +153,21 @@ func pathCatalogID(r *http.Request, name string) (string, *problem) {
 	return raw, nil
 }
 
+// pathCollection parses the catalog_id and collection_id path parameters
+// of a collection the token may use: one it may not see is not found.
+func pathCollection(r *http.Request, p *principal) (catalogID, id string, prob *problem) {
+	if catalogID, prob = pathCatalogID(r, "catalog_id"); prob != nil {
+		return "", "", prob
+	}
+	if id, prob = pathCatalogID(r, "collection_id"); prob != nil {
+		return "", "", prob
+	}
+	if !p.canUseCatalog(catalogID) {
+		return "", "", collectionNotFound(catalogID, id)
+	}
+	return catalogID, id, nil
+}
+
 // taskNotFound words a failed task look-up.
 func (s *Server) taskNotFound(id taskID, err error) error {
 	if errors.Is(err, wftype.ErrNotFound) {

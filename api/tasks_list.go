@@ -66,15 +66,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	out := listView[taskView]{Items: []taskView{}}
-	for i, t := range rows {
-		if i == limit {
-			last := rows[i-1]
-			out.NextCursor = cursor{Kind: "tasks", ID: last.ID.String()}.encode()
-			break
-		}
-		out.Items = append(out.Items, s.newTaskView(t, p))
-	}
+	out := pageOf(rows, limit, func(t wftype.Task) taskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
+		return cursor{Kind: "tasks", ID: last.ID.String()}
+	})
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

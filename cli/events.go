@@ -3,8 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,31 +112,16 @@ func eventsList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 1 || limit > 1000 {
-		return Usagef("--limit must be between 1 and 1000, got %d", limit)
+	lf, err := parseListFlags(c, []string{store.EventPending, store.EventProcessing, store.EventDeadLetter}, parseEventID)
+	if err != nil {
+		return err
 	}
-	f := store.EventFilter{EventTypes: c.StringSlice("type"), Limit: limit}
-	for _, s := range c.StringSlice("status") {
-		st := strings.ToUpper(s)
-		switch st {
-		case store.EventPending, store.EventProcessing, store.EventDeadLetter:
-		default:
-			return Usagef("--status %q: expected PENDING, PROCESSING or DEAD_LETTER", s)
-		}
-		f.Statuses = append(f.Statuses, st)
-	}
-	if cur := c.String("cursor"); cur != "" {
-		id, err := parseEventID(cur)
-		if err != nil {
-			return err
-		}
-		at := store.IDTime(id)
-		f.AfterTime, f.AfterID = &at, &id
+	f := store.EventFilter{
+		EventTypes: c.StringSlice("type"), Statuses: lf.statuses, AfterTime: lf.afterTime, AfterID: lf.afterID, Limit: lf.limit,
 	}
 	// Flags are checked before connecting: a typo is a usage error.
 	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
-		return printEvents(c, pool, f, format, limit)
+		return printEvents(c, pool, f, format, lf.limit)
 	})(c)
 }
 
@@ -146,33 +131,18 @@ func printEvents(c *cli.Context, pool *pgxpool.Pool, f store.EventFilter, format
 	if err != nil {
 		return storeError(err)
 	}
-	next := ""
-	if len(evs) == limit {
-		next = evs[len(evs)-1].ID.String()
-	}
-	if format == formatJSON {
-		if evs == nil {
-			evs = []store.Event{}
-		}
-		return writeJSON(c.App.Writer, map[string]any{"events": evs, "next_cursor": next})
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVENT ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED\tERROR")
-	for _, e := range evs {
-		msg := strings.Join(strings.Fields(deref(e.Error)), " ")
-		if len(msg) > 80 {
-			msg = msg[:77] + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.EventType, e.SchemaName, e.Status, e.Attempts,
-			e.CreatedAt.Format(time.RFC3339), msg)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if next != "" {
-		fmt.Fprintf(c.App.Writer, "more: --cursor %s\n", next)
-	}
-	return nil
+	return listPage[store.Event]{
+		key: "events", rows: evs, limit: limit, id: func(e store.Event) uuid.UUID { return e.ID },
+		header: "EVENT ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED\tERROR",
+		writeRow: func(w io.Writer, e store.Event) {
+			msg := strings.Join(strings.Fields(deref(e.Error)), " ")
+			if len(msg) > 80 {
+				msg = msg[:77] + "..."
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.EventType, e.SchemaName, e.Status, e.Attempts,
+				e.CreatedAt.Format(time.RFC3339), msg)
+		},
+	}.print(c.App.Writer, format)
 }
 
 func eventsRequeue(c *cli.Context) error {

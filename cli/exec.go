@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"wf/engine"
 	"wf/engine/client"
-	"wf/engine/runnerset"
+	"wf/engine/config"
 	"wf/engine/store"
 	"wf/engine/wftype"
 	"wf/engine/worker"
@@ -119,50 +121,21 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c)
+	rt, cleanup, err := openRuntime(c, runtimeOptions{migrate: migrateLocalOnly})
 	if err != nil {
 		return err
-	}
-	log := newLogger(cfg, c.App.ErrWriter)
-	specs, err := loadSpecs(c, cfg)
-	if err != nil {
-		return err
-	}
-	ctx := c.Context
-	pool, cleanup, err := openDatabase(ctx, cfg, log)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer cleanup()
-	// The local cluster is wf's own: bring it up to date. A database given
-	// by URL is migrated by its operator (wf migrate, wf run).
-	status, err := migrationStatus(ctx, pool)
-	if err == nil && !status.UpToDate() && cfg.DatabaseURL == "" {
-		status, err = migrateDatabase(ctx, pool)
-	}
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	if !status.UpToDate() {
-		return cli.Exit(fmt.Sprintf("the database is at migration %d, this wf needs %d: run wf migrate up first", status.Current, status.Latest), ExitFailure)
-	}
-
-	st := store.New(pool).WithChannels(storeChannels(cfg))
-	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	defer closeReporters(factory, log)
+	cfg, log, specs, st := rt.cfg, rt.log, rt.specs, rt.store
+	ctx := c.Context
 	// Local runners only: the worker runs the task, it never hands it on.
-	set, err := runnerset.Build(specs, runnerset.Options{
-		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log,
-	})
+	set, err := rt.buildRunners(c, nil)
 	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
+		return err
 	}
 	w, err := worker.New(worker.Config{
 		Store: st, Owner: engine.NewOwnerID(), Capabilities: runners.BuildCapabilityMap(set.Runners, set.Pairs),
-		Rules: set.Rules, Reporters: reporterHook, HeartbeatInterval: cfg.HeartbeatInterval, Logger: log,
+		Rules: set.Rules, Reporters: rt.reporterHook, HeartbeatInterval: cfg.HeartbeatInterval, Logger: log,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
@@ -197,6 +170,23 @@ func runExec(c *cli.Context) error {
 			msg += ": " + res.RunErr.Error()
 		}
 		return cli.Exit(msg, ExitFailure)
+	}
+	return nil
+}
+
+// migrateLocalOnly is wf exec's migration: the local cluster is wf's own,
+// so it is brought up to date; a database given by URL is migrated by its
+// operator (wf migrate, wf run) and must be up to date already.
+func migrateLocalOnly(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+	status, err := migrationStatus(ctx, pool)
+	if err == nil && !status.UpToDate() && cfg.DatabaseURL == "" {
+		status, err = migrateDatabase(ctx, pool)
+	}
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if !status.UpToDate() {
+		return cli.Exit(fmt.Sprintf("the database is at migration %d, this wf needs %d: run wf migrate up first", status.Current, status.Latest), ExitFailure)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"wf/engine"
 	"wf/engine/config"
-	"wf/engine/runnerset"
 	"wf/engine/spec"
 	"wf/engine/store"
 )
@@ -45,43 +44,21 @@ func runEngine(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return Usagef("run takes no arguments, got %q", c.Args().First())
 	}
-	cfg, err := loadConfig(c)
+	rt, cleanup, err := openRuntime(c, runtimeOptions{filesFolder: true})
 	if err != nil {
 		return err
-	}
-	log := newLogger(cfg, c.App.ErrWriter)
-	specs, err := loadSpecs(c, cfg)
-	if err != nil {
-		return err
-	}
-	if err := createFilesFolder(cfg); err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	ctx := c.Context
-	pool, cleanup, err := openDatabase(ctx, cfg, log)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer cleanup()
-	if _, err := migrateDatabase(ctx, pool); err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
-	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	defer closeReporters(factory, log)
+	cfg, log, specs, pool, st := rt.cfg, rt.log, rt.specs, rt.pool, rt.store
+	ctx := c.Context
 	remote, closeRemote, err := cloudRunRunners(ctx, specs, st, cloudRunOptions(c), log)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer closeRemote()
-	set, err := runnerset.Build(specs, runnerset.Options{
-		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log, Extra: remote,
-	})
+	set, err := rt.buildRunners(c, remote)
 	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
+		return err
 	}
 	metrics := newAPIMetrics(cfg, pool, specs, log)
 	owner := engine.NewOwnerID()
@@ -97,14 +74,14 @@ func runEngine(c *cli.Context) error {
 		Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules,
 		Slots: cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: cfg.Retention.PartitionsAhead,
-		Logger: log, Observer: metrics, Reporters: reporterHook,
+		Logger: log, Observer: metrics, Reporters: rt.reporterHook,
 		Owner: owner, Services: services, LeaderServices: leaderServices,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	// The HTTP API serves alongside the engine and stops after it (SIGTERM).
-	apiServer, err := startAPI(ctx, apiOptions{cfg: cfg, log: log, pool: pool, specs: specs, set: set, metrics: metrics, owner: eng.Owner(), reporters: reporterHook})
+	apiServer, err := startAPI(ctx, apiOptions{cfg: cfg, log: log, pool: pool, specs: specs, set: set, metrics: metrics, owner: eng.Owner(), reporters: rt.reporterHook})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

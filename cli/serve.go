@@ -39,37 +39,18 @@ func runServe(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return Usagef("serve takes no arguments, got %q", c.Args().First())
 	}
-	cfg, err := loadConfig(c)
+	rt, cleanup, err := openRuntime(c, runtimeOptions{})
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, c.App.ErrWriter)
-	specs, err := loadSpecs(c, cfg)
+	defer cleanup()
+	set, err := rt.buildRunners(c, nil)
 	if err != nil {
 		return err
 	}
 	ctx := c.Context
-	pool, cleanup, err := openDatabase(ctx, cfg, log)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	defer cleanup()
-	if _, err := migrateDatabase(ctx, pool); err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	set, err := runnerset.Build(specs, runnerset.Options{
-		Registry: registry(c), DefaultVisibilityTimeout: cfg.VisibilityTimeout, Logger: log,
-	})
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	factory, reporterHook, err := taskReporters(ctx, cfg, store.New(pool), specs)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	defer closeReporters(factory, log)
-	metrics := newAPIMetrics(cfg, pool, specs, log)
-	h, err := startAPI(ctx, apiOptions{cfg: cfg, log: log, pool: pool, specs: specs, set: set, metrics: metrics, reporters: reporterHook})
+	metrics := newAPIMetrics(rt.cfg, rt.pool, rt.specs, rt.log)
+	h, err := startAPI(ctx, apiOptions{cfg: rt.cfg, log: rt.log, pool: rt.pool, specs: rt.specs, set: set, metrics: metrics, reporters: rt.reporterHook})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -81,54 +80,26 @@ func tasksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 1 || limit > 1000 {
-		return Usagef("--limit must be between 1 and 1000, got %d", limit)
+	lf, err := parseListFlags(c, []wftype.TaskStatus{
+		wftype.StatusPending, wftype.StatusActive, wftype.StatusCompleted, wftype.StatusFailed, wftype.StatusDeadLetter, wftype.StatusCancelled,
+	}, parseTaskID)
+	if err != nil {
+		return err
 	}
-	f := store.TaskFilter{TaskTypes: c.StringSlice("type"), SchemaNames: c.StringSlice("schema-name"), Limit: limit}
-	for _, s := range c.StringSlice("status") {
-		st := wftype.TaskStatus(strings.ToUpper(s))
-		switch st {
-		case wftype.StatusPending, wftype.StatusActive, wftype.StatusCompleted, wftype.StatusFailed, wftype.StatusDeadLetter, wftype.StatusCancelled:
-		default:
-			return Usagef("--status %q: expected PENDING, ACTIVE, COMPLETED, FAILED, DEAD_LETTER or CANCELLED", s)
-		}
-		f.Statuses = append(f.Statuses, st)
-	}
-	if cur := c.String("cursor"); cur != "" {
-		id, err := parseTaskID(cur)
-		if err != nil {
-			return err
-		}
-		at := store.IDTime(id)
-		f.AfterTime, f.AfterID = &at, &id
-	}
-	tasks, err := store.New(pool).ListTasks(c.Context, f)
+	tasks, err := store.New(pool).ListTasks(c.Context, store.TaskFilter{
+		TaskTypes: c.StringSlice("type"), SchemaNames: c.StringSlice("schema-name"), Statuses: lf.statuses,
+		AfterTime: lf.afterTime, AfterID: lf.afterID, Limit: lf.limit,
+	})
 	if err != nil {
 		return storeError(err)
 	}
-	next := ""
-	if len(tasks) == limit {
-		next = tasks[len(tasks)-1].ID.String()
-	}
-	if format == formatJSON {
-		if tasks == nil {
-			tasks = []wftype.Task{}
-		}
-		return writeJSON(c.App.Writer, map[string]any{"tasks": tasks, "next_cursor": next})
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED")
-	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.TaskType, t.SchemaName, t.Status, t.Attempts, t.Timestamp.Format(time.RFC3339))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if next != "" {
-		fmt.Fprintf(c.App.Writer, "more: --cursor %s\n", next)
-	}
-	return nil
+	return listPage[wftype.Task]{
+		key: "tasks", rows: tasks, limit: lf.limit, id: func(t wftype.Task) uuid.UUID { return t.ID },
+		header: "TASK ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED",
+		writeRow: func(w io.Writer, t wftype.Task) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, t.TaskType, t.SchemaName, t.Status, t.Attempts, t.Timestamp.Format(time.RFC3339))
+		},
+	}.print(c.App.Writer, format)
 }
 
 func tasksShow(c *cli.Context, st *store.Store, id uuid.UUID) error {

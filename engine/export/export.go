@@ -126,18 +126,8 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, wftype.Permanent(err)
 	}
-	table, err := h.cfg.Store.ResolveFeatureTable(ctx, in.CatalogID, in.CollectionID)
+	table, err := h.cfg.Store.TaskFeatureTable(ctx, task.SchemaName, in.CatalogID, in.CollectionID, "exporting")
 	if err != nil {
-		if errors.Is(err, wftype.ErrNotFound) || errors.Is(err, store.ErrInvalidFeatureTable) {
-			return nil, wftype.Permanent(fmt.Errorf("error exporting %s/%s: %w", in.CatalogID, in.CollectionID, err))
-		}
-		return nil, err
-	}
-	if task.SchemaName != table.Schema && task.SchemaName != wftype.SystemSchema {
-		return nil, wftype.Permanent(fmt.Errorf("error exporting %s/%s: the task belongs to tenant %q, the catalog to %q",
-			in.CatalogID, in.CollectionID, task.SchemaName, table.Schema))
-	}
-	if err := h.cfg.Store.CreateFeatureTable(ctx, table); err != nil {
 		return nil, err
 	}
 	contentType := "application/x-ndjson"

@@ -1,11 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"wf/engine/store"
@@ -20,17 +22,8 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	old := time.Now().UTC().AddDate(0, -3, 0)
-	_, err := b.store.EnsurePartitions(b.ctx, old, 3)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `
-INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs, finished_at)
-SELECT tasks.uuid_v7(ts), date_trunc('milliseconds', ts), 'system', 'SYSTEM', 'ASYNCHRONOUS',
-       CASE WHEN g % 2 = 0 THEN 'noop' ELSE 'other' END, 'COMPLETED', '{}', ts
-FROM generate_series(1, 1000000) g,
-     LATERAL (SELECT $1::timestamptz + g * interval '5 seconds' AS ts) x`, old)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
+	insertFinishedTasks(t, b, 1000000, 5*time.Second)
+	_, err := b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
 	require.NoError(t, err)
 	batch := make([]store.NewTask, 50)
 	for i := range batch {
@@ -42,22 +35,13 @@ FROM generate_series(1, 1000000) g,
 	tx, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(b.ctx) //nolint:errcheck
-	rows, err := tx.Query(b.ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+store.ClaimSQL(),
+	plan := explainAnalyze(t, b, tx, store.ClaimSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1")
-	require.NoError(t, err)
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, rows.Err())
-	t.Log(plan.String())
 	// Partition indexes are named after the parent's columns.
-	require.Contains(t, plan.String(), "priority_run_after")
-	require.Contains(t, plan.String(), "rows=50 ")
+	require.Contains(t, plan, "priority_run_after")
+	require.Contains(t, plan, "rows=50 ")
 	for _, p := range partitionsBefore(t, b, time.Now().UTC()) {
-		require.NotContains(t, plan.String(), "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
+		require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
 	}
 }
 
@@ -74,4 +58,43 @@ func partitionsBefore(t *testing.T, b *bundle, now time.Time) []string {
 	}
 	require.NotEmpty(t, out, fmt.Sprint(parts))
 	return out
+}
+
+// insertFinishedTasks creates the partitions of the three months before
+// now and fills them with n COMPLETED tasks, one every step from three
+// months ago, of types noop and other in turn.
+func insertFinishedTasks(t *testing.T, b *bundle, n int, step time.Duration) {
+	t.Helper()
+	old := time.Now().UTC().AddDate(0, -3, 0)
+	_, err := b.store.EnsurePartitions(b.ctx, old, 3)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `
+INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs, finished_at)
+SELECT tasks.uuid_v7(ts), date_trunc('milliseconds', ts), 'system', 'SYSTEM', 'ASYNCHRONOUS',
+       CASE WHEN g % 2 = 0 THEN 'noop' ELSE 'other' END, 'COMPLETED', '{}', ts
+FROM generate_series(1, $2::int) g,
+     LATERAL (SELECT $1::timestamptz + g * $3::interval AS ts) x`, old, n, step)
+	require.NoError(t, err)
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// explainAnalyze runs EXPLAIN (ANALYZE, COSTS OFF) of sql on q, logs the
+// plan and returns it, a line a row.
+func explainAnalyze(t *testing.T, b *bundle, q querier, sql string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(b.ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, args...)
+	require.NoError(t, err)
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan.WriteString(line + "\n")
+	}
+	require.NoError(t, rows.Err())
+	t.Log(plan.String())
+	return plan.String()
 }

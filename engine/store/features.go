@@ -210,6 +210,31 @@ WHERE c.catalog_id = $1`
 	return NewFeatureTable(schema, collectionID)
 }
 
+// TaskFeatureTable is ResolveFeatureTable and CreateFeatureTable for a
+// handler of a task of tenant schema: it returns the feature table of
+// collection catalogID/collectionID, created when missing. A tenant's task
+// reaches only its own catalogs (a task of wftype.SystemSchema reaches
+// any). An unknown collection, an invalid table name and another tenant's
+// catalog fail permanently (wftype.Permanent), as "error <doing>
+// catalog/collection: ..."; other errors are returned for a retry.
+func (s *Store) TaskFeatureTable(ctx context.Context, schema, catalogID, collectionID, doing string) (FeatureTable, error) {
+	table, err := s.ResolveFeatureTable(ctx, catalogID, collectionID)
+	if err != nil {
+		if errors.Is(err, wftype.ErrNotFound) || errors.Is(err, ErrInvalidFeatureTable) {
+			return FeatureTable{}, wftype.Permanent(fmt.Errorf("error %s %s/%s: %w", doing, catalogID, collectionID, err))
+		}
+		return FeatureTable{}, err
+	}
+	if schema != table.Schema && schema != wftype.SystemSchema {
+		return FeatureTable{}, wftype.Permanent(fmt.Errorf("error %s %s/%s: the task belongs to tenant %q, the catalog to %q",
+			doing, catalogID, collectionID, schema, table.Schema))
+	}
+	if err := s.CreateFeatureTable(ctx, table); err != nil {
+		return FeatureTable{}, err
+	}
+	return table, nil
+}
+
 // DropOutcome says what a drop did.
 type DropOutcome string
 

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -21,22 +20,13 @@ func TestQueueDepthReadsPartialIndexes(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	old := time.Now().UTC().AddDate(0, -3, 0)
-	_, err := b.store.EnsurePartitions(b.ctx, old, 3)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `
-INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs, finished_at)
-SELECT tasks.uuid_v7(ts), date_trunc('milliseconds', ts), 'system', 'SYSTEM', 'ASYNCHRONOUS',
-       CASE WHEN g % 2 = 0 THEN 'noop' ELSE 'other' END, 'COMPLETED', '{}', ts
-FROM generate_series(1, 300000) g,
-     LATERAL (SELECT $1::timestamptz + g * interval '15 seconds' AS ts) x`, old)
-	require.NoError(t, err)
+	insertFinishedTasks(t, b, 300000, 15*time.Second)
 	batch := make([]store.NewTask, 40)
 	for i := range batch {
 		batch[i] = newTask("noop")
 	}
 	batch[0].TaskType = "other"
-	_, err = b.store.InsertTasks(b.ctx, batch)
+	_, err := b.store.InsertTasks(b.ctx, batch)
 	require.NoError(t, err)
 	claimed, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w1", Total: 5,
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 5, Lease: time.Minute}}})
@@ -53,21 +43,12 @@ FROM generate_series(1, 300000) g,
 		{TaskType: "noop", Status: wftype.StatusActive, Count: 5},
 	}, depths)
 
-	rows, err := b.pool.Query(b.ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+store.QueueDepthSQL())
-	require.NoError(t, err)
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, rows.Err())
-	t.Log(plan.String())
+	plan := explainAnalyze(t, b, b.pool, store.QueueDepthSQL())
 	// Partition indexes are named after the parent's columns.
-	require.Contains(t, plan.String(), "priority_run_after", "PENDING is counted from the claim index")
-	require.Contains(t, plan.String(), "locked_until_idx", "ACTIVE is counted from the lease index")
+	require.Contains(t, plan, "priority_run_after", "PENDING is counted from the claim index")
+	require.Contains(t, plan, "locked_until_idx", "ACTIVE is counted from the lease index")
 	for _, p := range partitionsBefore(t, b, time.Now().UTC()) {
-		require.NotContains(t, plan.String(), "Seq Scan on "+p+" ", "queue depth must not scan a partition of finished rows")
+		require.NotContains(t, plan, "Seq Scan on "+p+" ", "queue depth must not scan a partition of finished rows")
 	}
 
 	est, err := b.store.EstimateTaskRows(b.ctx)

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"wf/engine/config"
+	"wf/engine/runnerset"
+	"wf/engine/spec"
+	"wf/engine/store"
+	"wf/engine/wftype"
+	"wf/reporters"
+	"wf/runners"
+)
+
+// runtime is what the commands that run tasks or serve the API (wf run,
+// wf serve, wf exec) start from: the configuration, a logger, the compiled
+// specs, a migrated database and the task reporters.
+type runtime struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	specs *spec.Set
+	pool  *pgxpool.Pool
+	// store is a store on pool that notifies on the configured channels.
+	store *store.Store
+	// reporterHook builds the reporters of one task.
+	reporterHook func(*wftype.Task) (reporters.Reporter, error)
+}
+
+// runtimeOptions is where the commands' start-ups differ.
+type runtimeOptions struct {
+	// filesFolder creates the local files folder before the database is
+	// opened (wf run).
+	filesFolder bool
+	// migrate brings the database up to date and returns an error fit to
+	// return from a command; nil applies every pending migration.
+	migrate func(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) error
+}
+
+// openRuntime loads the configuration and the specs, opens and migrates the
+// database and opens the task reporters. The cleanup closes the reporters,
+// then the database; it is nil when err is not. Configuration and spec
+// errors come back as loadConfig and loadSpecs return them, the others
+// exit 1.
+func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := newLogger(cfg, c.App.ErrWriter)
+	specs, err := loadSpecs(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.filesFolder {
+		if err := createFilesFolder(cfg); err != nil {
+			return nil, nil, cli.Exit(err.Error(), ExitFailure)
+		}
+	}
+	ctx := c.Context
+	pool, closeDatabase, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	migrate := o.migrate
+	if migrate == nil {
+		migrate = migrateAll
+	}
+	if err := migrate(ctx, cfg, pool); err != nil {
+		closeDatabase()
+		return nil, nil, err
+	}
+	st := store.New(pool).WithChannels(storeChannels(cfg))
+	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
+	if err != nil {
+		closeDatabase()
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook}
+	cleanup := func() {
+		closeReporters(factory, log)
+		closeDatabase()
+	}
+	return rt, cleanup, nil
+}
+
+// migrateAll applies every pending migration.
+func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	if _, err := migrateDatabase(ctx, pool); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return nil
+}
+
+// buildRunners builds the runners of the specs' task types with the
+// builtin handlers of the command's registry, and extra (remote runners)
+// beside them; errors exit 1.
+func (rt *runtime) buildRunners(c *cli.Context, extra []runners.Runner) (*runnerset.Set, error) {
+	set, err := runnerset.Build(rt.specs, runnerset.Options{
+		Registry: registry(c), DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
+	})
+	if err != nil {
+		return nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	return set, nil
+}
