@@ -31,6 +31,14 @@ test: postgres ## run every test against one throwaway PostgreSQL (installs the 
 test-race: postgres ## run every test with the race detector
 	$(GO) run ./engine/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: postgres build ## run the standard benchmarks on a durable local PostgreSQL (~6 min) and rewrite BENCHMARKS.md
+	./bin/wf --log-level warn bench suite --markdown BENCHMARKS.md --json-out bin/bench.json $(ARGS)
+
+.PHONY: bench-go
+bench-go: postgres ## run the Go benchmarks of the hot paths (claim, completion, heartbeat, specs, expressions)
+	$(GO) run ./engine/dbtest/withdb -- $(GO) test -run '^$$' -bench . -benchtime 2s ./engine/store/ ./engine/spec/
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -64,7 +64,7 @@ func benchFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "poll-interval", Usage: "the engines' poll interval (`DURATION`, default 1s)"},
 		&cli.IntFlag{Name: "insert-batch", Value: 5000, Usage: "tasks per bulk INSERT (`N`)"},
 		&cli.IntFlag{Name: "insert-conns", Value: 2, Usage: "bulk INSERTs at once (`N`)"},
-		&cli.StringFlag{Name: "data-dir", Usage: "`FOLDER` of the bench's local PostgreSQL (default a temporary folder)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "`FOLDER` of the bench's local PostgreSQL (default a temporary folder; removed at the end when the bench created it, unless --keep)"},
 		&cli.BoolFlag{Name: "keep", Usage: "keep the bench database and folder"},
 		&cli.BoolFlag{Name: "statements", Usage: "enable pg_stat_statements and print the statements that took the most time"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the work phase to `FILE` (in-process runs)"},

@@ -24,7 +24,6 @@ type meter struct {
 	busy, total    int64
 	commits        int64
 	profile        *os.File
-	profileErr     error
 	stoppedProfile bool
 }
 
@@ -170,10 +169,14 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 		}
 	}
 	res.WallSeconds = time.Since(start).Seconds()
+	peak := instancesPeak(w)
 	if err := w.stop(); err != nil {
 		return err
 	}
 	res.CPU = m.cpu()
+	if peak > 0 {
+		res.CPU.InstancesPeakRSSMB = peak
+	}
 	if res.Commits, err = m.commitsSince(ctx); err != nil {
 		return err
 	}
@@ -201,6 +204,15 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	res.RunLatency = percentiles(runs)
 	log.Info("burned down", "completed", res.Completed, "per_second", int(res.CompleteRate), "commits_per_task", res.CommitsPerTask)
 	return nil
+}
+
+// instancesPeak is the peak resident memory of `wf run` instances while they
+// still run (getrusage of children only tells the largest child ever).
+func instancesPeak(w workers) float64 {
+	if in, ok := w.(*instances); ok {
+		return in.peakRSSMB()
+	}
+	return 0
 }
 
 // bulkEnqueue enqueues n tasks through the client in batches, several

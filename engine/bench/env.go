@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -87,6 +89,10 @@ func (e *env) startServer(ctx context.Context) error {
 	if dir == "" {
 		dir = filepath.Join(e.workDir, "pg")
 	}
+	// A folder given by --data-dir is removed at the end only if the bench
+	// created it: a cluster already there is used, and kept.
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	settings := map[string]string{}
 	if e.cfg.Statements || e.cfg.Mode == ModeIdle {
 		settings["shared_preload_libraries"] = "pg_stat_statements"
@@ -114,7 +120,7 @@ func (e *env) startServer(ctx context.Context) error {
 		if err := c.Stop(ctx); err != nil {
 			e.cfg.Logger.Warn("error stopping the local PostgreSQL", "err", err)
 		}
-		if e.cfg.DataDir != "" && !e.cfg.Keep {
+		if e.cfg.DataDir != "" && created && !e.cfg.Keep {
 			_ = os.RemoveAll(e.cfg.DataDir)
 		}
 	})

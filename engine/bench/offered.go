@@ -162,12 +162,16 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	starts, ends, inProc := w.timings()
+	peak := instancesPeak(w)
 	stopped = true
 	if err := w.stop(); err != nil {
 		return err
 	}
 	enqPool.Close()
 	res.CPU = m.cpu()
+	if peak > 0 {
+		res.CPU.InstancesPeakRSSMB = peak
+	}
 	if res.Commits, err = m.commitsSince(ctx); err != nil {
 		return err
 	}

@@ -62,10 +62,11 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 		return c
 	}
 	runs := []run{
-		{"burn-down", mk(func(c *Config) { c.Tasks = n(200_000, 20_000) })},
-		{"burn-down, 2 wf run instances", mk(func(c *Config) { c.Tasks, c.Instances = n(200_000, 20_000), 2 })},
-		{"burn-down, 1 KiB inputs", mk(func(c *Config) { c.Tasks, c.PayloadBytes = n(100_000, 10_000), 1024 })},
-		{"burn-down, http runner", mk(func(c *Config) { c.Tasks, c.Runner = n(50_000, 5_000), RunnerHTTP })},
+		{"burn-down", mk(func(c *Config) { c.Tasks, c.Slots = n(200_000, 20_000), 1000 })},
+		{"burn-down, wf run's default 100 slots", mk(func(c *Config) { c.Tasks = n(200_000, 20_000) })},
+		{"burn-down, 2 wf run instances", mk(func(c *Config) { c.Tasks, c.Slots, c.Instances = n(200_000, 20_000), 500, 2 })},
+		{"burn-down, 1 KiB inputs", mk(func(c *Config) { c.Tasks, c.Slots, c.PayloadBytes = n(100_000, 10_000), 1000, 1024 })},
+		{"burn-down, http runner", mk(func(c *Config) { c.Tasks, c.Slots, c.Runner = n(50_000, 5_000), 200, RunnerHTTP })},
 		{"burn-down, exec runner (`true`)", mk(func(c *Config) { c.Tasks, c.Runner, c.Slots = n(3_000, 300), RunnerExec, 16 })},
 		{"continuous 10,000/s", mk(func(c *Config) {
 			c.Mode, c.Rate, c.Duration = ModeContinuous, 10_000, d(20*time.Second, 3*time.Second)

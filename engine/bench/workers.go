@@ -164,7 +164,7 @@ func startInstances(ctx context.Context, e *env) (*instances, error) {
 		cmd.Dir = e.workDir
 		cmd.Env = append(os.Environ(),
 			"WF_DATABASE_URL="+e.dbURL, "WF_NAME="+serviceName, "WF_LOG_LEVEL=warn", "WF_LOG_FORMAT=text",
-			"WF_CONFIG=", "WF_DATA_DIR="+e.workDir)
+			"WF_CONFIG=", "WF_DATA_DIR="+e.workDir, "WF_LISTEN=127.0.0.1:0")
 		cmd.Stdout, cmd.Stderr = e.cfg.Stderr, e.cfg.Stderr
 		if err := cmd.Start(); err != nil {
 			_ = w.stop()
@@ -206,6 +206,17 @@ func (w *instances) finished() int64 { return -1 }
 
 func (w *instances) timings() (map[uuid.UUID]time.Time, map[uuid.UUID]time.Time, bool) {
 	return nil, nil, false
+}
+
+// peakRSSMB is the largest peak resident memory (VmHWM) of the running
+// instances.
+func (w *instances) peakRSSMB() float64 {
+	var peak int64
+	for _, c := range w.cmds {
+		_, hwm := processRSS(c.Process.Pid)
+		peak = max(peak, hwm)
+	}
+	return float64(peak) / 1024
 }
 
 func (w *instances) pids() []int {

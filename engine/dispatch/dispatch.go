@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,6 +45,13 @@ type Config struct {
 	FlushSize     int
 	// FlushWorkers is how many batches are written at once. Default 2.
 	FlushWorkers int
+	// ClaimWorkers is how many claims may run at once while a backlog
+	// waits. Default 2.
+	ClaimWorkers int
+	// ClaimCoalesce is how long, while a backlog waits, the dispatcher lets
+	// freed slots gather into one claim of at least a quarter of Slots (at
+	// most 100) rather than claim a task at a time. Default 20ms.
+	ClaimCoalesce time.Duration
 	// Grace is how long running tasks may finish after Run's context ends;
 	// the rest are handed back to PENDING. Default 30s.
 	Grace time.Duration
@@ -79,6 +87,13 @@ type Dispatcher struct {
 	backlog bool // the last claim filled every free slot: more may wait
 	wg      sync.WaitGroup
 	idle    chan struct{} // closed and replaced whenever nothing runs
+
+	// reserved and reservedPer are the slots that claims in flight asked
+	// for (freeSlots); their tasks are not running yet.
+	reserved    int
+	reservedPer map[runners.Pair]int
+
+	plansRefreshed atomic.Int64 // unix nanoseconds of the last RefreshPlans
 
 	jobs          chan func()      // hands a task to an idle worker goroutine
 	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline
@@ -120,6 +135,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 5*time.Millisecond)
 	cfg.FlushSize = cmp.Or(cfg.FlushSize, 1000)
 	cfg.FlushWorkers = cmp.Or(cfg.FlushWorkers, 2)
+	cfg.ClaimWorkers = cmp.Or(cfg.ClaimWorkers, 2)
+	cfg.ClaimCoalesce = cmp.Or(cfg.ClaimCoalesce, 20*time.Millisecond)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -139,6 +156,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		running: map[uuid.UUID]*run{},
 		perType: map[runners.Pair]int{},
 		idle:    make(chan struct{}),
+
+		reservedPer: map[runners.Pair]int{},
 
 		jobs:          make(chan func()),
 		deadlineWaker: signalbus.NewWaker(),
@@ -208,26 +227,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimUntilIdle claims batch after batch while every batch comes back full.
-func (d *Dispatcher) claimUntilIdle(ctx, runsCtx context.Context) {
-	for ctx.Err() == nil {
-		full, err := d.claimOnce(ctx, runsCtx)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("claim failed; retrying at the next wake-up", "err", err)
-			}
-			return
-		}
-		if !full {
-			return
-		}
-	}
-}
-
-// claimOnce claims up to the free slots in one statement and starts the
-// tasks. It reports whether the claim filled every slot it asked for.
-func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context) (bool, error) {
-	slots, total := d.freeSlots()
+// claimOnce claims up to limit of the free slots in one statement and
+// starts the tasks. It reports whether the claim filled every slot it asked
+// for. Claims may run at once (see claimUntilIdle): the slots a claim asks
+// for are reserved until its tasks run.
+func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, error) {
+	slots, total := d.freeSlots(limit)
+	defer d.unreserve(slots, total)
 	if total == 0 {
 		d.mu.Lock()
 		d.backlog = true
@@ -269,11 +275,13 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context) (bool, error) {
 	return full, nil
 }
 
-// freeSlots computes, per pair, how many more tasks this instance may run.
-func (d *Dispatcher) freeSlots() ([]store.ClaimSlot, int) {
+// freeSlots computes, per pair, how many more tasks this instance may run,
+// at most limit in all, and reserves them for the caller's claim (give them
+// back with unreserve once the claimed tasks run).
+func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	total := d.cfg.Slots - len(d.running)
+	total := min(d.cfg.Slots-len(d.running)-d.reserved, limit)
 	if total <= 0 {
 		return nil, 0
 	}
@@ -281,7 +289,7 @@ func (d *Dispatcher) freeSlots() ([]store.ClaimSlot, int) {
 	for pair, r := range d.rules {
 		max := total
 		if r.PerInstance > 0 {
-			max = min(max, r.PerInstance-d.perType[pair])
+			max = min(max, r.PerInstance-d.perType[pair]-d.reservedPer[pair])
 		}
 		if max <= 0 {
 			continue
@@ -290,6 +298,12 @@ func (d *Dispatcher) freeSlots() ([]store.ClaimSlot, int) {
 	}
 	if len(slots) == 0 {
 		return nil, 0
+	}
+	d.reserved += total
+	for _, sl := range slots {
+		if d.rules[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}].PerInstance > 0 {
+			d.reservedPer[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}] += sl.Max
+		}
 	}
 	return slots, total
 }

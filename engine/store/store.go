@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DBTX is what the store runs statements on: a pool, a connection or a
@@ -72,6 +73,30 @@ func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
 
 // DB returns what the store runs on.
 func (s *Store) DB() DBTX { return s.db }
+
+// RefreshPlans makes every idle connection of the store's pool plan its
+// prepared statements again (DISCARD PLANS) at their next use. A statement's
+// cached generic plan keeps the shape it was given when it was made: made
+// while a partition was empty, the claim and completion read it with a
+// sequential scan, and keep doing so as it fills with a backlog, until
+// autovacuum happens to analyze it (a minute or more). The dispatcher calls
+// this about once a second while it claims; plans are then made again from
+// the partitions' current size. It does nothing on a connection or a
+// transaction.
+func (s *Store) RefreshPlans(ctx context.Context) error {
+	pool, ok := s.db.(*pgxpool.Pool)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, c := range pool.AcquireAllIdle(ctx) {
+		if _, err := c.Exec(ctx, "DISCARD PLANS"); err != nil {
+			errs = append(errs, err)
+		}
+		c.Release()
+	}
+	return wrap("discarding cached plans", errors.Join(errs...))
+}
 
 // IsUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func IsUniqueViolation(err error) bool {
