@@ -24,7 +24,6 @@ import (
 //     tasks of the last batch start.
 func (d *Dispatcher) claimUntilIdle(ctx, runsCtx context.Context) {
 	for round := 0; ctx.Err() == nil; round++ {
-		d.maybeRefreshPlans()
 		backlog := round > 0 || d.inBacklog()
 		if backlog && !d.gatherSlots(ctx) {
 			return
@@ -45,32 +44,6 @@ func (d *Dispatcher) claimUntilIdle(ctx, runsCtx context.Context) {
 			return
 		}
 	}
-}
-
-// planRefresh is how often, while the dispatcher claims, the pool's cached
-// plans are dropped (see store.RefreshPlans): a plan made while a partition
-// was empty must not outlive that by more than this.
-const planRefresh = time.Second
-
-// maybeRefreshPlans starts a RefreshPlans when the last one is older than
-// planRefresh and tasks run or wait: an idle instance (nothing running, no
-// backlog) runs nothing more than its poll.
-func (d *Dispatcher) maybeRefreshPlans() {
-	if d.Running() == 0 && !d.inBacklog() {
-		return
-	}
-	now := time.Now().UnixNano()
-	last := d.plansRefreshed.Load()
-	if now-last < int64(planRefresh) || !d.plansRefreshed.CompareAndSwap(last, now) {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := d.cfg.Store.RefreshPlans(ctx); err != nil {
-			d.log.Debug("could not refresh cached plans", "err", err)
-		}
-	}()
 }
 
 // claimParallel runs k claims at once for free slots in all and reports

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,8 +91,6 @@ type Dispatcher struct {
 	// for (freeSlots); their tasks are not running yet.
 	reserved    int
 	reservedPer map[runners.Pair]int
-
-	plansRefreshed atomic.Int64 // unix nanoseconds of the last RefreshPlans
 
 	jobs          chan func()      // hands a task to an idle worker goroutine
 	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline

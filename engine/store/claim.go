@@ -80,11 +80,15 @@ func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, e
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, claimTasksSQL, args...)
-	if err != nil {
-		return nil, wrap("claiming tasks", err)
-	}
-	tasks, err := collectTasks(rows, "claiming tasks")
+	var tasks []wftype.Task
+	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		rows, err := db.Query(ctx, claimTasksSQL, args...)
+		if err != nil {
+			return 0, wrap("claiming tasks", err)
+		}
+		tasks, err = collectTasks(rows, "claiming tasks")
+		return len(tasks), err
+	})
 	if err != nil {
 		return nil, err
 	}

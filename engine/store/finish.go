@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"wf/engine/wftype"
 )
@@ -157,21 +158,31 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 	if p.Owner != "" {
 		owner = &p.Owner
 	}
-	rows, err := s.db.Query(ctx, finishTasksSQL, doc, ids, p.Now, owner, p.ExpiredBefore, lo, hi,
-		s.channels.TaskQueued, s.channels.Events)
-	if err != nil {
-		return nil, wrap("finishing tasks", err)
-	}
-	defer rows.Close()
-	done := make([]uuid.UUID, 0, n)
-	for rows.Next() {
-		var id [16]byte
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap("finishing tasks", err)
+	var done []uuid.UUID
+	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		rows, err := db.Query(ctx, finishTasksSQL, doc, ids, p.Now, owner, p.ExpiredBefore, lo, hi,
+			s.channels.TaskQueued, s.channels.Events)
+		if err != nil {
+			return 0, err
 		}
-		done = append(done, id)
+		done, err = scanIDs(rows, n)
+		return len(done), err
+	})
+	return done, wrap("finishing tasks", err)
+}
+
+// scanIDs reads a result of task ids.
+func scanIDs(rows pgx.Rows, capacity int) ([]uuid.UUID, error) {
+	defer rows.Close()
+	out := make([]uuid.UUID, 0, capacity)
+	for rows.Next() {
+		var id [16]byte // as bytes: a uuid.UUID (an sql.Scanner) would go through text
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
 	}
-	return done, wrap("finishing tasks", rows.Err())
+	return out, rows.Err()
 }
 
 // appendQuotedUUID appends id as a JSON string in its canonical text form.
@@ -236,18 +247,14 @@ SELECT task_id FROM released, notified`
 			hi = ts
 		}
 	}
-	rows, err := s.db.Query(ctx, q, keys, lo, hi, owner, s.channels.TaskQueued)
-	if err != nil {
-		return nil, wrap("releasing tasks", err)
-	}
-	defer rows.Close()
 	var out []uuid.UUID
-	for rows.Next() {
-		var id [16]byte
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap("releasing tasks", err)
+	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		rows, err := db.Query(ctx, q, keys, lo, hi, owner, s.channels.TaskQueued)
+		if err != nil {
+			return 0, err
 		}
-		out = append(out, id)
-	}
-	return out, wrap("releasing tasks", rows.Err())
+		out, err = scanIDs(rows, len(ids))
+		return len(out), err
+	})
+	return out, wrap("releasing tasks", err)
 }

@@ -57,18 +57,14 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, leases []Lease, now
 		doc = strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64)
 	}
 	doc = append(doc, '}')
-	rows, err := s.db.Query(ctx, heartbeatSQL, doc, ids, now, owner, lo, hi)
-	if err != nil {
-		return nil, wrap("extending leases", err)
-	}
-	defer rows.Close()
-	held := make([]uuid.UUID, 0, len(leases))
-	for rows.Next() {
-		var id [16]byte
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap("extending leases", err)
+	var held []uuid.UUID
+	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		rows, err := db.Query(ctx, heartbeatSQL, doc, ids, now, owner, lo, hi)
+		if err != nil {
+			return 0, err
 		}
-		held = append(held, id)
-	}
-	return held, wrap("extending leases", rows.Err())
+		held, err = scanIDs(rows, len(leases))
+		return len(held), err
+	})
+	return held, wrap("extending leases", err)
 }

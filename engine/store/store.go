@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -74,28 +75,44 @@ func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
 // DB returns what the store runs on.
 func (s *Store) DB() DBTX { return s.db }
 
-// RefreshPlans makes every idle connection of the store's pool plan its
-// prepared statements again (DISCARD PLANS) at their next use. A statement's
-// cached generic plan keeps the shape it was given when it was made: made
-// while a partition was empty, the claim and completion read it with a
-// sequential scan, and keep doing so as it fills with a backlog, until
-// autovacuum happens to analyze it (a minute or more). The dispatcher calls
-// this about once a second while it claims; plans are then made again from
-// the partitions' current size. It does nothing on a connection or a
-// transaction.
-func (s *Store) RefreshPlans(ctx context.Context) error {
-	pool, ok := s.db.(*pgxpool.Pool)
-	if !ok {
-		return nil
-	}
-	var errs []error
-	for _, c := range pool.AcquireAllIdle(ctx) {
-		if _, err := c.Exec(ctx, "DISCARD PLANS"); err != nil {
-			errs = append(errs, err)
+// The hot statements on tasks (claim and completion) run through
+// withPlanGuard, which guards against one failure of PostgreSQL's plan cache:
+// a prepared statement's generic plan keeps the shape it was given when it
+// was made. Made while a partition was (nearly) empty, it reads that
+// partition sequentially, which was right then, and keeps doing so once the
+// partition holds a backlog, until autovacuum happens to analyze it (a minute
+// or more): every claim then reads every waiting task. A statement that took
+// far longer than its rows explain makes the guard drop the cached plans of
+// the connection it ran on (DISCARD PLANS), so the next one is planned for
+// the partition's size now. Planning every statement instead would cost half
+// a millisecond each, a large share of a small claim.
+const (
+	slowStatement = 20 * time.Millisecond  // always allowed
+	slowPerRow    = 100 * time.Microsecond // allowed per row returned
+)
+
+// withPlanGuard runs fn, which returns how many rows it read, on one
+// connection of the store's pool (or on the store's connection or
+// transaction as it is) and drops that connection's cached plans when fn was
+// slower than slowStatement + slowPerRow per row.
+func (s *Store) withPlanGuard(ctx context.Context, fn func(db DBTX) (rows int, err error)) error {
+	db, release := s.db, func() {}
+	if pool, ok := s.db.(*pgxpool.Pool); ok {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return wrap("acquiring a connection", err)
 		}
-		c.Release()
+		db, release = conn, conn.Release
 	}
-	return wrap("discarding cached plans", errors.Join(errs...))
+	defer release()
+	start := time.Now()
+	n, err := fn(db)
+	if err == nil && time.Since(start) > slowStatement+time.Duration(n)*slowPerRow {
+		// Inside a caller's transaction the plans are dropped too; an error
+		// here changes nothing for the statement that already succeeded.
+		_, _ = db.Exec(ctx, "DISCARD PLANS")
+	}
+	return err
 }
 
 // IsUniqueViolation reports whether err is PostgreSQL's unique_violation.
