@@ -32,7 +32,7 @@ test-race: postgres ## run every test with the race detector
 	$(GO) run ./engine/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: postgres build ## run the standard benchmarks on a durable local PostgreSQL (~6 min) and rewrite BENCHMARKS.md
+bench: postgres build ## run the standard benchmarks on a durable local PostgreSQL (~4 min) and rewrite BENCHMARKS.md
 	./bin/wf --log-level warn bench suite --markdown BENCHMARKS.md --json-out bin/bench.json $(ARGS)
 
 .PHONY: bench-go

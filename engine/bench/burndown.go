@@ -63,11 +63,12 @@ func (m *meter) cpu() CPU {
 		m.stoppedProfile = true
 	}
 	self, children := selfUsage(), childrenUsage()
+	rssKB, _ := processRSS(os.Getpid())
 	busy, total := machineCPU()
 	c := CPU{
 		BenchUserSeconds:     (self.user - m.self.user).Seconds(),
 		BenchSysSeconds:      (self.sys - m.self.sys).Seconds(),
-		BenchPeakRSSMB:       float64(self.maxRSSKB) / 1024,
+		BenchRSSMB:           float64(rssKB) / 1024,
 		InstancesUserSeconds: (children.user - m.children.user).Seconds(),
 		InstancesSysSeconds:  (children.sys - m.children.sys).Seconds(),
 		PostgresSeconds:      (processTreeCPU(m.e.postmasterPID()) - m.pg).Seconds(),

@@ -58,7 +58,7 @@ func Markdown(s *Suite) string {
 	}
 
 	p("\n### Runs\n\n")
-	p("| run | tasks | enqueued/s | completed/s | latency p50 / p95 / p99 (ms) | commits/task | bench CPU s | instances CPU s | PostgreSQL CPU s | machine busy | peak RSS MiB |\n")
+	p("| run | tasks | enqueued/s | completed/s | latency p50 / p95 / p99 (ms) | commits/task | bench CPU s | instances CPU s | PostgreSQL CPU s | machine busy | resident MiB (instances: peak) |\n")
 	p("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range s.Runs {
 		r := run.Result
@@ -86,7 +86,7 @@ func Markdown(s *Suite) string {
 			name += fmt.Sprintf(", backlog flat: %t, max %d", *r.BacklogFlat, r.BacklogMax)
 		}
 		name += ")"
-		rss := r.CPU.BenchPeakRSSMB
+		rss := r.CPU.BenchRSSMB
 		if r.Instances > 0 {
 			rss = r.CPU.InstancesPeakRSSMB
 		}

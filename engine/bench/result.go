@@ -97,11 +97,15 @@ func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Mic
 
 // CPU is the CPU time and memory a run's processes used in its work phase.
 type CPU struct {
-	// Bench is the bench process (with an in-process engine, the engine too).
+	// Bench is the bench process (with an in-process engine, the engine
+	// too): CPU, and resident memory at the end of the work phase (the
+	// process's peak would carry over from earlier runs of a suite).
 	BenchUserSeconds float64 `json:"bench_user_seconds"`
 	BenchSysSeconds  float64 `json:"bench_sys_seconds"`
-	BenchPeakRSSMB   float64 `json:"bench_peak_rss_mb"`
-	// Instances are the `wf run` processes (getrusage of children).
+	BenchRSSMB       float64 `json:"bench_rss_mb"`
+	// Instances are the `wf run` processes, or the processes an exec runner
+	// started (getrusage of children); their peak resident memory is the
+	// largest VmHWM of the instances.
 	InstancesUserSeconds float64 `json:"instances_user_seconds,omitempty"`
 	InstancesSysSeconds  float64 `json:"instances_sys_seconds,omitempty"`
 	InstancesPeakRSSMB   float64 `json:"instances_peak_rss_mb,omitempty"`
@@ -206,7 +210,7 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  idle RSS         %v MiB (max %.1f)\n", r.Idle.RSSMB, r.Idle.MaxRSSMB)
 	}
 	c := r.CPU
-	fmt.Fprintf(w, "  cpu              bench %.2fs user %.2fs sys, peak RSS %.1f MiB", c.BenchUserSeconds, c.BenchSysSeconds, c.BenchPeakRSSMB)
+	fmt.Fprintf(w, "  cpu              bench %.2fs user %.2fs sys, RSS %.1f MiB", c.BenchUserSeconds, c.BenchSysSeconds, c.BenchRSSMB)
 	if r.Instances > 0 {
 		fmt.Fprintf(w, "; instances %.2fs user %.2fs sys, peak RSS %.1f MiB", c.InstancesUserSeconds, c.InstancesSysSeconds, c.InstancesPeakRSSMB)
 	}

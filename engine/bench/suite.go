@@ -113,7 +113,10 @@ func RunSuite(ctx context.Context, base Config, quick bool, w io.Writer) (*Suite
 		fmt.Fprintf(w, "%s:\n", r.Name)
 		res.WriteText(w)
 		fmt.Fprintln(w)
-		s.Machine, s.Postgres = res.Machine, res.Postgres
+		if s.Postgres.Version == "" {
+			// The first run's server: later ones (idle) may preload extensions.
+			s.Machine, s.Postgres = res.Machine, res.Postgres
+		}
 	}
 	s.Runs = runs
 	s.Seconds = time.Since(s.Started).Seconds()

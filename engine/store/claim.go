@@ -38,17 +38,22 @@ type ClaimParams struct {
 // claim into a scan of every waiting task. Without a status condition here
 // the partial index on PENDING rows cannot be picked either, so every
 // partition is read through its primary key. The rows are locked by this
-// statement, so they are still PENDING.
+// statement, so they are still PENDING. The range of the candidates'
+// creation times prunes, when the statement runs, the partitions they are
+// not in: older partitions of finished tasks are not probed at all. The
+// parameters go through sub-selects so that the cached generic plan is
+// estimated like a custom one, and PostgreSQL keeps it rather than plan
+// every claim anew.
 const claimTasksSQL = `
 WITH slots AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::float8[])
+    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
         AS s(execution_mode, task_type, max_claim, lease_seconds)
 ),
 candidates AS (
-    SELECT c.task_id
+    SELECT c.task_id, c."timestamp"
     FROM slots s
     CROSS JOIN LATERAL (
-        SELECT t.task_id, t.priority, t.run_after
+        SELECT t.task_id, t."timestamp", t.priority, t.run_after
         FROM tasks.tasks t
         WHERE t.status = 'PENDING'
           AND t.task_type = s.task_type
@@ -59,7 +64,7 @@ candidates AS (
         FOR UPDATE SKIP LOCKED
     ) c
     ORDER BY c.priority DESC, c.run_after, c.task_id
-    LIMIT $5
+    LIMIT (SELECT $5::int)
 )
 UPDATE tasks.tasks t
 SET status            = 'ACTIVE',
@@ -71,6 +76,8 @@ SET status            = 'ACTIVE',
                             SELECT s.lease_seconds FROM slots s
                             WHERE s.task_type = t.task_type AND s.execution_mode = t.execution_mode))
 WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM candidates))
+  AND t."timestamp" >= (SELECT min("timestamp") FROM candidates)
+  AND t."timestamp" <= (SELECT max("timestamp") FROM candidates)
 RETURNING ` + taskColumnsT
 
 // ClaimTasks moves up to Total PENDING tasks that are due to ACTIVE, owned by

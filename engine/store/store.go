@@ -87,8 +87,8 @@ func (s *Store) DB() DBTX { return s.db }
 // the partition's size now. Planning every statement instead would cost half
 // a millisecond each, a large share of a small claim.
 const (
-	slowStatement = 20 * time.Millisecond  // always allowed
-	slowPerRow    = 100 * time.Microsecond // allowed per row returned
+	slowStatement = 10 * time.Millisecond // always allowed
+	slowPerRow    = 50 * time.Microsecond // allowed per row returned
 )
 
 // withPlanGuard runs fn, which returns how many rows it read, on one
