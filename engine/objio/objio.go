@@ -1,8 +1,8 @@
 // Package objio opens the files that tasks read and write, by location: a
 // local path, an http:// or https:// URL (read only), or a bucket object,
-// gs://bucket/key on Cloud Storage or file:///folder/key on the local disk,
-// both through gocloud.dev/blob, the storage library of the detailed
-// reporter. Readers and writers stream: nothing holds a whole object.
+// gs://bucket/key on Cloud Storage (its JSON API) or file:///path on the
+// local disk. Readers and writers stream: nothing holds a whole object, and
+// a written object appears only once complete.
 package objio
 
 import (
@@ -17,14 +17,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
-	"cloud.google.com/go/storage"
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
-	"gocloud.dev/blob/gcsblob"
-	"gocloud.dev/gcerrors"
-	"google.golang.org/api/option"
+	storage "google.golang.org/api/storage/v1"
 )
 
 // Errors that callers tell apart (all are wrapped with the location).
@@ -54,17 +50,21 @@ type Config struct {
 	RootsHint string
 	// GCSEndpoint is the Cloud Storage JSON API endpoint of an emulator
 	// (http://127.0.0.1:4443/storage/v1/), reached without credentials;
-	// empty means Google's, with Application Default Credentials.
+	// empty means the emulator STORAGE_EMULATOR_HOST names, if set, else
+	// Google's, with Application Default Credentials.
 	GCSEndpoint string
 	// HTTPClient fetches http(s) locations; nil means http.DefaultClient.
 	// Requests carry the caller's context, which bounds them.
 	HTTPClient *http.Client
 }
 
-// Opener opens locations as its Config allows. It holds no resources and
-// is safe for concurrent use.
+// Opener opens locations as its Config allows. It is safe for concurrent
+// use; its Cloud Storage client is built on first use and needs no closing.
 type Opener struct {
 	cfg Config
+
+	gcsMu      sync.Mutex
+	gcsService *storage.Service // nil until the first gs:// location
 }
 
 // New returns an opener for cfg.
@@ -74,9 +74,9 @@ func New(cfg Config) *Opener { return &Opener{cfg: cfg} }
 type location struct {
 	scheme string // "", "http", "https", "gs" or "file"
 	raw    string
-	bucket string // gs: the bucket; file: the folder
-	key    string // gs and file: the object key (file: its base name)
-	path   string // "": the local path
+	bucket string // gs: the bucket
+	key    string // gs: the object key
+	path   string // "" and file: the local path
 }
 
 // parse recognises a location's kind.
@@ -116,7 +116,7 @@ func (o *Opener) parse(raw string) (location, error) {
 		if err != nil {
 			return location{}, err
 		}
-		return location{scheme: "file", raw: raw, bucket: filepath.Dir(p), key: filepath.Base(p)}, nil
+		return location{scheme: "file", raw: raw, path: p}, nil
 	}
 	return location{}, fmt.Errorf("%w: %s: scheme %q is not supported, want a local path, http(s)://, gs:// or file://", ErrInvalid, raw, u.Scheme)
 }
@@ -217,25 +217,16 @@ func (o *Opener) Open(ctx context.Context, loc string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	switch l.scheme {
-	case "":
-		f, err := os.Open(l.path)
-		if err != nil {
-			return nil, fmt.Errorf("error opening %s: %w", loc, osError(err))
-		}
-		return f, nil
 	case "http", "https":
 		return o.openHTTP(ctx, loc)
+	case "gs":
+		return o.openGCS(ctx, l)
 	}
-	b, closeAll, err := o.bucket(ctx, l, false)
+	f, err := os.Open(l.path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("error opening %s: %w", loc, osError(err))
 	}
-	r, err := b.NewReader(ctx, l.key, nil)
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("error opening %s: %w", loc, blobError(err))
-	}
-	return &bucketReader{Reader: r, close: closeAll}, nil
+	return f, nil
 }
 
 // openHTTP fetches an http(s) URL.
@@ -268,67 +259,12 @@ func (o *Opener) openHTTP(ctx context.Context, loc string) (io.ReadCloser, error
 	return nil, fmt.Errorf("error fetching %s: %s", loc, resp.Status)
 }
 
-// bucket opens the bucket of a gs:// or file:// location and returns a
-// function that closes it (and its client).
-func (o *Opener) bucket(ctx context.Context, l location, create bool) (*blob.Bucket, func(), error) {
-	if l.scheme == "file" {
-		b, err := fileblob.OpenBucket(l.bucket, &fileblob.Options{
-			CreateDir: create,
-			NoTempDir: true, // write next to the target, so the final rename never crosses a mount
-			Metadata:  fileblob.MetadataDontWrite,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("error opening folder %s: %w", l.bucket, osError(err))
-		}
-		return b, func() { _ = b.Close() }, nil
-	}
-	var opts []option.ClientOption
-	if o.cfg.GCSEndpoint != "" {
-		// Emulators serve the JSON API only, so reads use it too.
-		opts = append(opts, option.WithoutAuthentication(), option.WithEndpoint(o.cfg.GCSEndpoint), storage.WithJSONReads())
-	}
-	client, err := storage.NewClient(ctx, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("error creating the Cloud Storage client for %s: %w", l.raw, err)
-	}
-	b, err := gcsblob.OpenBucket(ctx, nil, l.bucket, &gcsblob.Options{Client: client})
-	if err != nil {
-		_ = client.Close()
-		return nil, nil, fmt.Errorf("error opening bucket %s: %w", l.bucket, err)
-	}
-	return b, func() { _ = b.Close(); _ = client.Close() }, nil
-}
-
-// bucketReader closes its bucket with itself.
-type bucketReader struct {
-	*blob.Reader
-	close func()
-}
-
-// Close implements io.Closer.
-func (r *bucketReader) Close() error {
-	err := r.Reader.Close()
-	r.close()
-	return err
-}
-
 // osError adds the package's sentinels to file-system errors.
 func osError(err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("%w: %w", ErrForbidden, err)
-	}
-	return err
-}
-
-// blobError adds the package's sentinels to bucket errors.
-func blobError(err error) error {
-	switch gcerrors.Code(err) {
-	case gcerrors.NotFound:
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case gcerrors.PermissionDenied:
 		return fmt.Errorf("%w: %w", ErrForbidden, err)
 	}
 	return err

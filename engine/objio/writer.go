@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"gocloud.dev/blob"
 )
 
 // Writer streams one object to its location. The object appears only when
@@ -65,34 +63,10 @@ func (o *Opener) Create(ctx context.Context, loc, contentType string) (*Writer, 
 	switch l.scheme {
 	case "http", "https":
 		return nil, fmt.Errorf("%w: %s: http(s) locations are read only, want a local path, gs:// or file://", ErrInvalid, loc)
-	case "":
-		return createLocal(loc, l.path)
+	case "gs":
+		return o.createGCS(ctx, l, contentType)
 	}
-	b, closeAll, err := o.bucket(ctx, l, true)
-	if err != nil {
-		return nil, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	bw, err := b.NewWriter(wctx, l.key, &blob.WriterOptions{ContentType: contentType})
-	if err != nil {
-		cancel()
-		closeAll()
-		return nil, fmt.Errorf("error creating %s: %w", loc, blobError(err))
-	}
-	return &Writer{
-		loc:   loc,
-		write: bw.Write,
-		commit: func() error {
-			defer closeAll()
-			defer cancel()
-			return blobError(bw.Close())
-		},
-		abort: func() {
-			cancel() // a cancelled context makes Close discard the upload
-			_ = bw.Close()
-			closeAll()
-		},
-	}, nil
+	return createLocal(loc, l.path)
 }
 
 // createLocal writes to a temporary file next to path and renames it into

@@ -9,10 +9,10 @@
 //
 // Memory is bounded: envelopes are encoded as they arrive into a buffer of
 // at most Config.MemoryLimit bytes, which spills to a temporary file when it
-// is full. The destination is a Cloud Storage bucket (gs://, through the
-// official Go client, by way of gocloud.dev/blob) or a local folder
-// (file://, the default when no bucket is configured, so the reporter works
-// out of the box).
+// is full. The destination is a Cloud Storage bucket (gs://) or a local
+// folder (file://, the default when no bucket is configured, so the reporter
+// works out of the box), both written through objio: an object appears only
+// once complete.
 //
 // A Store opens the destination once and builds one Reporter per run; it
 // implements reporters.Builder and io.Closer.
@@ -34,12 +34,7 @@ import (
 	"strings"
 	"sync"
 
-	"cloud.google.com/go/storage"
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
-	"gocloud.dev/blob/gcsblob"
-	"google.golang.org/api/option"
-
+	"wf/engine/objio"
 	"wf/reporters"
 )
 
@@ -79,7 +74,7 @@ type Config struct {
 	// Endpoint is the Cloud Storage JSON API endpoint, for an emulator such
 	// as fake-gcs-server (http://127.0.0.1:4443/storage/v1/): requests to it
 	// carry no credentials. Empty means Google's endpoint with Application
-	// Default Credentials (or STORAGE_EMULATOR_HOST, which the client honours).
+	// Default Credentials (or STORAGE_EMULATOR_HOST, as objio.Config says).
 	Endpoint string
 }
 
@@ -147,10 +142,9 @@ func (cfg Config) parse() (destination, error) {
 // Store is an opened report destination, shared by every run's reporter.
 // It is safe for concurrent use.
 type Store struct {
-	cfg    Config
-	dest   destination
-	bucket *blob.Bucket
-	client *storage.Client // owned, for gs:// only
+	cfg     Config
+	dest    destination
+	objects *objio.Opener
 }
 
 // Open validates cfg and opens its destination: for gs:// it builds a Cloud
@@ -162,47 +156,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, dest: dest}
+	s := &Store{cfg: cfg, dest: dest, objects: objio.New(objio.Config{GCSEndpoint: cfg.Endpoint})}
 	switch dest.scheme {
 	case "gs":
-		var opts []option.ClientOption
-		if cfg.Endpoint != "" {
-			opts = append(opts, option.WithoutAuthentication(), option.WithEndpoint(cfg.Endpoint))
-		}
-		s.client, err = storage.NewClient(ctx, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("error creating the Cloud Storage client for %s: %w", cfg.BucketURL, err)
-		}
-		s.bucket, err = gcsblob.OpenBucket(ctx, nil, dest.bucket, &gcsblob.Options{Client: s.client})
-		if err != nil {
-			_ = s.client.Close()
+		if err := s.objects.ConnectGCS(ctx); err != nil {
 			return nil, fmt.Errorf("error opening bucket %s: %w", dest.bucket, err)
 		}
 	case "file":
-		s.bucket, err = fileblob.OpenBucket(dest.bucket, &fileblob.Options{
-			CreateDir: true,
-			NoTempDir: true, // write next to the target, so the final rename never crosses a mount
-			Metadata:  fileblob.MetadataDontWrite,
-		})
-		if err != nil {
+		if err := os.MkdirAll(dest.bucket, 0o755); err != nil {
 			return nil, fmt.Errorf("error opening report folder %s: %w", dest.bucket, err)
 		}
 	}
 	return s, nil
 }
 
-// Close closes the bucket (and the client, for gs://). Reporters must be
-// finished first.
-func (s *Store) Close() error {
-	err := s.bucket.Close()
-	if s.client != nil {
-		err = errors.Join(err, s.client.Close())
-	}
-	if err != nil {
-		return fmt.Errorf("error closing the report destination: %w", err)
-	}
-	return nil
-}
+// Close releases the destination. Reporters must be finished first. It
+// holds no resource today (the Cloud Storage client needs no closing) and
+// is kept so that a Store is an io.Closer.
+func (s *Store) Close() error { return nil }
 
 // Key returns the object key of task's report inside the bucket.
 func (s *Store) Key(task reporters.TaskInfo) string {
@@ -337,31 +308,28 @@ func (r *Reporter) Finish(ctx context.Context) (map[string]any, error) {
 	return maps.Clone(r.result), nil
 }
 
-// upload copies the encoded records into one new object. On any error the
-// write is aborted (its context cancelled before Close), so the object is
-// either complete or not there.
+// upload copies the encoded records into one new object. On any error, or
+// when ctx ends first, the write is aborted, so the object is either
+// complete or not there.
 func (r *Reporter) upload(ctx context.Context) error {
 	src, err := r.buf.Reader()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	contentType := contentTypeNDJSON
 	if r.gz != nil {
 		contentType = contentTypeGzip
 	}
-	w, err := r.store.bucket.NewWriter(ctx, r.key, &blob.WriterOptions{ContentType: contentType})
+	w, err := r.store.objects.Create(ctx, r.url, contentType)
 	if err != nil {
 		return err
 	}
 	if _, err := io.Copy(w, src); err != nil {
-		cancel()
-		_ = w.Close()
+		w.Abort()
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		_ = w.Close()
+		w.Abort()
 		return err
 	}
 	return w.Close()
