@@ -322,7 +322,7 @@ func (r *Runner) ended(ctx context.Context, task *wftype.Task, exec *runpb.Execu
 	}
 	if !stillClaimed(task, &cur) {
 		log.InfoContext(ctx, "Cloud Run execution ended; its worker wrote the result", "outcome", outcome, "status", cur.Status)
-		return fmt.Errorf("Cloud Run execution %s ended (%s): %w", exec.GetName(), outcome, wftype.ErrFinishedRemotely)
+		return fmt.Errorf("the Cloud Run execution %s ended (%s): %w", exec.GetName(), outcome, wftype.ErrFinishedRemotely)
 	}
 	log.WarnContext(ctx, "Cloud Run execution ended without its worker writing the result", "outcome", outcome)
 	return fmt.Errorf("the Cloud Run execution %s ended (%s) without its worker writing the task's result", exec.GetName(), outcome)
@@ -337,7 +337,7 @@ func (r *Runner) stop(ctx context.Context, task *wftype.Task, name string, log *
 	cur, err := r.cfg.Tasks.GetTask(sctx, task.ID)
 	if err == nil && wroteResult(task, &cur) {
 		log.InfoContext(ctx, "run stopped after its worker wrote the result; the execution is left to end", "status", cur.Status)
-		return fmt.Errorf("Cloud Run execution %s: %w", name, wftype.ErrFinishedRemotely)
+		return fmt.Errorf("the Cloud Run execution %s: %w", name, wftype.ErrFinishedRemotely)
 	}
 	if _, cerr := r.execs.CancelExecution(sctx, &runpb.CancelExecutionRequest{Name: name}); cerr != nil && status.Code(cerr) != codes.NotFound {
 		log.ErrorContext(ctx, "cancelling the Cloud Run execution failed; its worker stops when it loses the lease", "err", cerr)
