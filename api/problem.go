@@ -12,6 +12,7 @@ import (
 	"wf/engine/client"
 	"wf/engine/events"
 	"wf/engine/spec"
+	"wf/engine/store"
 	"wf/engine/wftype"
 )
 
@@ -144,6 +145,11 @@ func (s *Server) toProblem(r *http.Request, err error) *problem {
 		return notFound("%s", lastPart(err))
 	case errors.Is(err, wftype.ErrConflict):
 		return conflict("%s", lastPart(err))
+	case store.IsUnavailable(err):
+		s.log.Warn("HTTP API request failed: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		p := newProblem(http.StatusServiceUnavailable, typeUnavailable, "Service unavailable", "the database cannot be reached; nothing was changed, retry later")
+		p.header = http.Header{"Retry-After": {"5"}}
+		return p
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return newProblem(499, typeInvalidRequest, "Client closed request", "the client went away")
 	}

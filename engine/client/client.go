@@ -226,7 +226,7 @@ func (c *Client) ensurePartitions(ctx context.Context, tasks []store.NewTask) er
 	}
 	c.mu.Unlock()
 	for _, at := range missing {
-		if _, err := c.store.EnsurePartitions(ctx, at, 1); err != nil {
+		if err := c.store.EnsureMonth(ctx, at); err != nil {
 			return err
 		}
 		c.mu.Lock()

@@ -153,7 +153,7 @@ func (e *Emitter) ensurePartitions(ctx context.Context, rows []store.NewEvent) e
 		if known {
 			continue
 		}
-		if _, err := e.store.EnsurePartitions(ctx, at, 1); err != nil {
+		if err := e.store.EnsureMonth(ctx, at); err != nil {
 			return err
 		}
 		e.mu.Lock()

@@ -2,7 +2,16 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+)
+
+// How EnsureMonth waits for the lock that creating a partition needs.
+const (
+	monthLockTimeout = 500 * time.Millisecond // one attempt's wait
+	monthAttempts    = 5
+	monthFirstPause  = 100 * time.Millisecond // doubles after each attempt
 )
 
 // EnsurePartitions creates the monthly partitions of tasks.tasks and
@@ -14,6 +23,33 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, months int
 	var created int
 	err := s.db.QueryRow(ctx, q, from, months).Scan(&created)
 	return created, wrap("creating partitions", err)
+}
+
+// EnsureMonth makes sure the partitions of the month holding at exist, for
+// the write paths (enqueue, emit) that meet a month they have not seen. The
+// partitions are normally created months ahead by maintenance, and then it
+// only reads the catalog. When it must create one, it never lets the
+// parent's exclusive lock queue behind a long transaction (every statement
+// on the table would queue behind that wait): each attempt gives up after
+// monthLockTimeout and is retried after a pause, monthAttempts in all, and
+// then it fails with ErrLockNotAvailable.
+func (s *Store) EnsureMonth(ctx context.Context, at time.Time) error {
+	pause := monthFirstPause
+	for attempt := 1; ; attempt++ {
+		_, err := s.EnsurePartitionsWithin(ctx, at, 1, monthLockTimeout)
+		if err == nil || !errors.Is(err, ErrLockNotAvailable) {
+			return err
+		}
+		if attempt == monthAttempts {
+			return fmt.Errorf("error creating the partitions of %s after %d attempts: %w", at.UTC().Format("2006-01"), attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("error creating the partitions of %s: %w", at.UTC().Format("2006-01"), errors.Join(ctx.Err(), err))
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
 }
 
 // Partition describes one monthly partition.

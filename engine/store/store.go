@@ -121,10 +121,45 @@ func IsUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
-// wrap adds what the store was doing to a database error.
+// ErrUnavailable marks an error from a database that could not be reached,
+// refused the connection or is shutting down, before the statement could
+// run: nothing was done, and the same call may succeed later.
+var ErrUnavailable = errors.New("the database is unavailable")
+
+// wrap adds what the store was doing to a database error, and
+// ErrUnavailable when the database could not be reached.
 func wrap(doing string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if IsUnavailable(err) {
+		return fmt.Errorf("error %s: %w: %w", doing, ErrUnavailable, err)
+	}
 	return fmt.Errorf("error %s: %w", doing, err)
+}
+
+// IsUnavailable reports whether err says that the database could not be
+// reached before anything was sent (no connection, or one that failed
+// before the statement), or refused to serve: too many connections, or a
+// server starting up or shutting down.
+func IsUnavailable(err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "53300", // too_many_connections
+			"57P01", // admin_shutdown
+			"57P02", // crash_shutdown
+			"57P03": // cannot_connect_now
+			return true
+		}
+		return false
+	}
+	return pgconn.SafeToRetry(err)
 }

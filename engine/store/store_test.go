@@ -426,3 +426,43 @@ func TestListTasksKeyset(t *testing.T) {
 	}
 	require.Len(t, seen, 25)
 }
+
+// TestEnsureMonthDoesNotQueueBehindLongTransactions checks that creating a
+// missing month's partition gives up while a long transaction holds the
+// table, instead of queueing an exclusive lock that would stall every
+// statement on it, and succeeds once the transaction ends.
+func TestEnsureMonthDoesNotQueueBehindLongTransactions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	far := time.Date(2091, 3, 14, 0, 0, 0, 0, time.UTC) // no partition that far ahead
+	long, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = long.Rollback(b.ctx) }()
+	_, err = long.Exec(b.ctx, `SELECT count(*) FROM tasks.tasks`) // holds ACCESS SHARE until the end
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() { done <- b.store.EnsureMonth(b.ctx, far) }()
+	// While EnsureMonth retries, other statements on the table are not
+	// stuck behind it for longer than one attempt's lock timeout.
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		var n int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM tasks.tasks`).Scan(&n)
+		cancel()
+		require.NoError(t, err, "a reader waited behind the partition's creation")
+		time.Sleep(100 * time.Millisecond)
+	}
+	err = <-done
+	require.ErrorIs(t, err, store.ErrLockNotAvailable)
+	require.ErrorContains(t, err, "2091-03")
+	var exists bool
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('tasks.tasks_p2091_03') IS NOT NULL`).Scan(&exists))
+	require.False(t, exists)
+
+	require.NoError(t, long.Rollback(b.ctx))
+	require.NoError(t, b.store.EnsureMonth(b.ctx, far))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('tasks.tasks_p2091_03') IS NOT NULL AND to_regclass('tasks.events_p2091_03') IS NOT NULL`).Scan(&exists))
+	require.True(t, exists)
+	require.NoError(t, b.store.EnsureMonth(b.ctx, far), "an existing month is fine")
+}
