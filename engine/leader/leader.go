@@ -110,23 +110,42 @@ func (e *Elector) setLeader(v bool) {
 // LockName is the advisory lock key's text for a service name.
 func LockName(service string) string { return "wf:leader:" + service }
 
-// Run elects until ctx ends. Connection failures are logged and retried every
-// poll interval; Run returns only when ctx is done.
+// Run elects until ctx ends. Connection failures are retried every poll
+// interval; the first of a series is logged as a warning, the next ones at
+// most every failureLogEvery, and the reconnection once it succeeds. Run
+// returns only when ctx is done.
 func (e *Elector) Run(ctx context.Context) {
 	log := e.cfg.Logger.With("service", e.cfg.Name, "owner", e.cfg.Owner)
+	var failures int
+	var failingSince, lastLogged time.Time
+	failed := func(msg string, err error) {
+		now := time.Now()
+		if failures == 0 {
+			failingSince = now
+		}
+		failures++
+		if failures == 1 || now.Sub(lastLogged) >= failureLogEvery {
+			log.Warn(msg, "err", err, "failures", failures, "since", failingSince)
+			lastLogged = now
+		}
+	}
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, e.cfg.ConnConfig)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Warn("leader election: cannot connect, retrying", "err", err)
+				failed("leader election: cannot connect, retrying", err)
 			}
 		} else {
+			if failures > 0 {
+				log.Info("leader election: connected again", "failures", failures, "after", time.Since(failingSince).Round(time.Millisecond))
+				failures = 0
+			}
 			err = e.session(ctx, conn, log)
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_ = conn.Close(closeCtx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				log.Warn("leader election: connection lost, retrying", "err", err)
+				failed("leader election: connection lost, retrying", err)
 			}
 		}
 		select {
@@ -135,6 +154,9 @@ func (e *Elector) Run(ctx context.Context) {
 		}
 	}
 }
+
+// failureLogEvery spaces the warnings of a series of connection failures.
+const failureLogEvery = 30 * time.Second
 
 // session polls as a follower on one connection until it leads or fails.
 func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
