@@ -3,6 +3,12 @@
 // gs://bucket/key on Cloud Storage (its JSON API) or file:///path on the
 // local disk. Readers and writers stream: nothing holds a whole object, and
 // a written object appears only once complete.
+//
+// When Config.LocalRoots is set, a local file is opened and created through
+// an os.Root of the allowed folder that holds it, by its path relative to
+// that folder: a link that someone swaps into the path after it was checked
+// cannot lead out of the folder, the read or write is refused with
+// ErrForbidden.
 package objio
 
 import (
@@ -43,7 +49,12 @@ type Config struct {
 	// first). A service that takes locations from clients sets it, so a
 	// client cannot make it read or overwrite any file of the host. Links
 	// are followed before the check: a link inside a root that points out
-	// of every root is refused.
+	// of every root is refused. The file is then opened, and written, its
+	// folders created and the finished file renamed into place, through an
+	// os.Root of the root that holds it, so a link created or swapped in
+	// after the check cannot lead out of that root either: the operation
+	// fails with ErrForbidden. A root missing when a file is first written
+	// in it is created.
 	LocalRoots []string
 	// RootsHint, when not empty, ends the refusal of a location outside
 	// LocalRoots, to say how to allow it (wf: "set files.local_roots").
@@ -65,6 +76,11 @@ type Opener struct {
 
 	gcsMu      sync.Mutex
 	gcsService *storage.Service // nil until the first gs:// location
+
+	// checked, when set (by tests only), runs between the check of a local
+	// location and its open: the window where a racing writer would swap
+	// a folder of the path for a link.
+	checked func(location)
 }
 
 // New returns an opener for cfg.
@@ -76,7 +92,9 @@ type location struct {
 	raw    string
 	bucket string // gs: the bucket
 	key    string // gs: the object key
-	path   string // "" and file: the local path
+	path   string // "" and file: the local path, absolute
+	root   string // "" and file: the allowed folder holding path, links resolved; "" when any path is allowed
+	rel    string // "" and file: path relative to root, when root is set
 }
 
 // parse recognises a location's kind.
@@ -86,11 +104,11 @@ func (o *Opener) parse(raw string) (location, error) {
 	}
 	i := strings.Index(raw, "://")
 	if i < 0 {
-		p, err := o.localPath(raw)
+		p, root, rel, err := o.localPath(raw)
 		if err != nil {
 			return location{}, err
 		}
-		return location{raw: raw, path: p}, nil
+		return location{raw: raw, path: p, root: root, rel: rel}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -112,55 +130,91 @@ func (o *Opener) parse(raw string) (location, error) {
 		if (u.Host != "" && u.Host != "localhost") || !path.IsAbs(u.Path) || strings.HasSuffix(u.Path, "/") {
 			return location{}, fmt.Errorf("%w: %s: want file:///absolute/path/to/file", ErrInvalid, raw)
 		}
-		p, err := o.localPath(filepath.FromSlash(u.Path))
+		p, root, rel, err := o.localPath(filepath.FromSlash(u.Path))
 		if err != nil {
 			return location{}, err
 		}
-		return location{scheme: "file", raw: raw, path: p}, nil
+		return location{scheme: "file", raw: raw, path: p, root: root, rel: rel}, nil
 	}
 	return location{}, fmt.Errorf("%w: %s: scheme %q is not supported, want a local path, http(s)://, gs:// or file://", ErrInvalid, raw, u.Scheme)
 }
 
 // localPath cleans p and checks it against the allowed roots, after
 // following the links of the part of it that exists. It returns the path
-// with those links resolved, so what is opened is what was checked.
-func (o *Opener) localPath(p string) (string, error) {
+// with those links resolved, and, when roots are set, the root holding it
+// (links resolved too) and the path relative to that root, by which the
+// file is opened through an os.Root. Resolving the links first lets a path
+// reach its file through an absolute link, or a link from one root into
+// another, which os.Root refuses; what os.Root then walks has no links
+// unless one was swapped in since, and that one may not leave the root.
+func (o *Opener) localPath(p string) (string, string, string, error) {
 	if len(o.cfg.LocalRoots) == 0 {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
+			return "", "", "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
 		}
-		return abs, nil
+		return abs, "", "", nil
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(o.cfg.LocalRoots[0], p)
 	}
 	p, err := filepath.Abs(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
+		return "", "", "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
 	}
 	resolved, err := resolveLinks(p)
 	if err != nil {
-		return "", fmt.Errorf("error resolving %s: %w", p, osError(err))
+		return "", "", "", fmt.Errorf("error resolving %s: %w", p, osError(err))
 	}
 	for _, root := range o.cfg.LocalRoots {
 		root, err := filepath.Abs(root)
 		if err != nil {
 			continue
 		}
-		if resolvedRoot, err := resolveLinks(root); err == nil && within(resolvedRoot, resolved) {
-			return resolved, nil
+		resolvedRoot, err := resolveLinks(root)
+		if err != nil || !within(resolvedRoot, resolved) {
+			continue
 		}
+		rel, err := filepath.Rel(resolvedRoot, resolved)
+		if err != nil {
+			return "", "", "", fmt.Errorf("%w: %s: %v", ErrInvalid, p, err)
+		}
+		return resolved, resolvedRoot, rel, nil
 	}
 	shown := p
 	if resolved != p {
 		shown = fmt.Sprintf("%s (a link to %s)", p, resolved)
 	}
+	return "", "", "", o.outside(shown)
+}
+
+// outside is the refusal of the local path shown, outside every root.
+func (o *Opener) outside(shown string) error {
 	hint := ""
 	if o.cfg.RootsHint != "" {
 		hint = "; " + o.cfg.RootsHint
 	}
-	return "", fmt.Errorf("%w: %s is outside the allowed folders (%s)%s", ErrForbidden, shown, strings.Join(o.cfg.LocalRoots, ", "), hint)
+	return fmt.Errorf("%w: %s is outside the allowed folders (%s)%s", ErrForbidden, shown, strings.Join(o.cfg.LocalRoots, ", "), hint)
+}
+
+// rootError adds the package's sentinels to an error of an operation on
+// the local path p through root: a name that os.Root refuses because it
+// leads out of the root (a link swapped in after the check) is forbidden.
+func (o *Opener) rootError(root *os.Root, p string, err error) error {
+	if isEscape(root, err) {
+		return fmt.Errorf("%w: %w", o.outside(p+" (through a link)"), err)
+	}
+	return osError(err)
+}
+
+// isEscape reports whether err is os.Root's refusal of a name leading out
+// of root. That error is not exported (golang/go#74640), so it is taken
+// from root itself: ".." always leads out, as os.Root decides from the name
+// alone, before any system call.
+func isEscape(root *os.Root, err error) bool {
+	_, escape := root.Lstat("..")
+	var pe *fs.PathError
+	return errors.As(escape, &pe) && errors.Is(err, pe.Err)
 }
 
 // within reports whether the clean absolute path p is root or below it.
@@ -222,9 +276,30 @@ func (o *Opener) Open(ctx context.Context, loc string) (io.ReadCloser, error) {
 	case "gs":
 		return o.openGCS(ctx, l)
 	}
-	f, err := os.Open(l.path)
+	return o.openLocal(l)
+}
+
+// openLocal opens a local file: through an os.Root of its root when roots
+// are set, so that no link leads out of that root, else by its path.
+func (o *Opener) openLocal(l location) (*os.File, error) {
+	if o.checked != nil {
+		o.checked(l)
+	}
+	if l.root == "" {
+		f, err := os.Open(l.path)
+		if err != nil {
+			return nil, fmt.Errorf("error opening %s: %w", l.raw, osError(err))
+		}
+		return f, nil
+	}
+	root, err := os.OpenRoot(l.root)
 	if err != nil {
-		return nil, fmt.Errorf("error opening %s: %w", loc, osError(err))
+		return nil, fmt.Errorf("error opening %s: error opening its folder %s: %w", l.raw, l.root, osError(err))
+	}
+	defer root.Close()
+	f, err := root.Open(l.rel)
+	if err != nil {
+		return nil, fmt.Errorf("error opening %s: %w", l.raw, o.rootError(root, l.path, err))
 	}
 	return f, nil
 }

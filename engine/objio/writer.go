@@ -2,6 +2,7 @@ package objio
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -66,36 +67,88 @@ func (o *Opener) Create(ctx context.Context, loc, contentType string) (*Writer, 
 	case "gs":
 		return o.createGCS(ctx, l, contentType)
 	}
-	return createLocal(loc, l.path)
+	return o.createLocal(l)
 }
 
-// createLocal writes to a temporary file next to path and renames it into
-// place on Close.
-func createLocal(loc, path string) (*Writer, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("error creating folder %s: %w", dir, osError(err))
+// createLocal writes to a temporary file next to the local file and
+// renames it into place on Close. It works through an os.Root of the
+// file's folder, created first if missing: when roots are set, that folder
+// is created and opened through an os.Root of the file's root, so no link
+// leads out of the root; the temporary file and the rename then stay in
+// that folder.
+func (o *Opener) createLocal(l location) (*Writer, error) {
+	if l.root != "" && l.rel == "." {
+		return nil, fmt.Errorf("%w: %s is the allowed folder %s itself, want a file in it", ErrInvalid, l.raw, l.root)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if o.checked != nil {
+		o.checked(l)
+	}
+	dir, err := o.localFolder(l)
 	if err != nil {
-		return nil, fmt.Errorf("error creating %s: %w", loc, osError(err))
+		return nil, err
+	}
+	name := filepath.Base(l.path)
+	// os.Root has no CreateTemp: a random name, created exclusively.
+	tmp := "." + name + "." + rand.Text() + ".tmp"
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) // readable like any exported file (umask applies)
+	if err != nil {
+		_ = dir.Close()
+		return nil, fmt.Errorf("error creating %s: %w", l.raw, osError(err))
 	}
 	return &Writer{
-		loc:   loc,
+		loc:   l.raw,
 		write: f.Write,
 		commit: func() error {
+			defer dir.Close()
 			err := errors.Join(f.Sync(), f.Close())
 			if err == nil {
-				err = os.Rename(f.Name(), path)
+				err = dir.Rename(tmp, name)
 			}
 			if err != nil {
-				_ = os.Remove(f.Name())
+				_ = dir.Remove(tmp)
 			}
 			return err
 		},
 		abort: func() {
 			_ = f.Close()
-			_ = os.Remove(f.Name())
+			_ = dir.Remove(tmp)
+			_ = dir.Close()
 		},
 	}, nil
+}
+
+// localFolder creates the folder of a local file if missing and returns an
+// os.Root of it. With roots set, it goes through an os.Root of the file's
+// root (itself created if missing: it comes from the configuration, not
+// from the location), by the folder's path relative to it.
+func (o *Opener) localFolder(l location) (*os.Root, error) {
+	if l.root == "" {
+		dir := filepath.Dir(l.path)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("error creating folder %s: %w", dir, osError(err))
+		}
+		d, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, fmt.Errorf("error opening folder %s: %w", dir, osError(err))
+		}
+		return d, nil
+	}
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		return nil, fmt.Errorf("error creating folder %s: %w", l.root, osError(err))
+	}
+	root, err := os.OpenRoot(l.root)
+	if err != nil {
+		return nil, fmt.Errorf("error opening folder %s: %w", l.root, osError(err))
+	}
+	defer root.Close()
+	dir := filepath.Dir(l.path)
+	rel := filepath.Dir(l.rel)
+	if err := root.MkdirAll(rel, 0o755); err != nil {
+		return nil, fmt.Errorf("error creating folder %s: %w", dir, o.rootError(root, dir, err))
+	}
+	d, err := root.OpenRoot(rel)
+	if err != nil {
+		return nil, fmt.Errorf("error opening folder %s: %w", dir, o.rootError(root, dir, err))
+	}
+	return d, nil
 }
