@@ -224,7 +224,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimOnce claims up to limit of the free slots in one statement and
+// claimOnce claims up to limit of the free slots in one round trip and
 // starts the tasks. It reports whether the claim filled every slot it asked
 // for. Claims may run at once (see claimUntilIdle): the slots a claim asks
 // for are reserved until its tasks run.
@@ -237,29 +237,36 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		d.mu.Unlock()
 		return false, nil
 	}
-	if err := d.applyGlobalLimits(ctx, slots); err != nil {
-		return false, err
-	}
 	start := time.Now()
-	tasks, err := d.cfg.Store.ClaimTasks(ctx, store.ClaimParams{
-		Owner: d.cfg.Owner, Slots: slots, Total: total, Now: d.cfg.Clock.DBNow(),
+	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
+		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
 	})
 	if err != nil {
 		return false, err
 	}
+	tasks := claimed.Tasks
 	if d.cfg.Observer != nil && len(tasks) > 0 {
 		d.cfg.Observer.Claimed(tasks, time.Since(start))
 	}
 	// A pair that got all it asked for may have more waiting: finishing
 	// runs then wake the dispatcher instead of waiting for a signal.
+	// So may a type whose global cap the claim filled: the room its runs
+	// free is for more of it.
 	got := map[runners.Pair]int{}
+	gotType := map[string]int{}
 	for _, t := range tasks {
 		got[runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}]++
+		gotType[t.TaskType]++
 	}
 	full := len(tasks) > 0 && len(tasks) == total
 	backlog := full
 	for _, s := range slots {
 		if s.Max > 0 && got[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}] >= s.Max {
+			backlog = true
+		}
+	}
+	for tt, room := range claimed.Room {
+		if gotType[tt] >= room {
 			backlog = true
 		}
 	}
@@ -305,31 +312,22 @@ func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	return slots, total
 }
 
-// applyGlobalLimits lowers the slots of types with a cluster-wide cap by the
-// number of their tasks ACTIVE anywhere. The count and the claim are not one
-// transaction, so two instances claiming at the same instant may overshoot a
-// cap by at most one batch; the next claims correct it.
-func (d *Dispatcher) applyGlobalLimits(ctx context.Context, slots []store.ClaimSlot) error {
-	var limited []string
+// globalLimits returns the cluster-wide caps (concurrency.global) of the
+// types among slots, or nil when none has one. The store counts and claims
+// a capped type under the type's advisory lock, in one transaction, so that
+// claims of several instances at the same instant take turns and never
+// overshoot the cap (store.ClaimParams.Global).
+func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
+	var caps map[string]int
 	for _, s := range slots {
-		if d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}].Global > 0 {
-			limited = append(limited, s.TaskType)
+		if r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]; r.Global > 0 {
+			if caps == nil {
+				caps = map[string]int{}
+			}
+			caps[s.TaskType] = max(caps[s.TaskType], r.Global)
 		}
 	}
-	if len(limited) == 0 {
-		return nil
-	}
-	active, err := d.cfg.Store.CountActive(ctx, limited)
-	if err != nil {
-		return err
-	}
-	for i := range slots {
-		r := d.rules[runners.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}]
-		if r.Global > 0 {
-			slots[i].Max = min(slots[i].Max, r.Global-active[slots[i].TaskType])
-		}
-	}
-	return nil
+	return caps
 }
 
 // start runs one claimed task on a worker goroutine of its own.

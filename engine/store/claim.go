@@ -24,6 +24,23 @@ type ClaimParams struct {
 	Slots []ClaimSlot
 	Total int        // at most this many tasks in all
 	Now   *time.Time // nil: the database clock
+	// Global caps, per task type, how many of its tasks may be ACTIVE
+	// across all instances (concurrency.global). A claim of a type capped
+	// here counts its ACTIVE tasks and claims under the type's advisory
+	// lock, in one transaction, so the cap holds exactly however many
+	// instances claim at once; claims of uncapped types take no lock.
+	Global map[string]int
+}
+
+// Claimed is what one claim took.
+type Claimed struct {
+	// Tasks are the claimed tasks, highest priority then oldest first.
+	Tasks []wftype.Task
+	// Room holds, for each globally capped type the claim took tasks of,
+	// how many of its tasks could start when the claim ran: its cap minus
+	// its ACTIVE tasks. A type that got Room tasks filled its cap, so more of
+	// them may be waiting for the room its runs free.
+	Room map[string]int
 }
 
 // claimTasksSQL claims, in one statement, up to each pair's free slots and at
@@ -65,7 +82,13 @@ candidates AS (
     ) c
     ORDER BY c.priority DESC, c.run_after, c.task_id
     LIMIT (SELECT $5::int)
-)
+)` + claimUpdateSQL + `
+RETURNING ` + taskColumnsT
+
+// claimUpdateSQL is the end of both claim statements: it moves the
+// candidates (a CTE of task_id and "timestamp") to ACTIVE with the lease of
+// their pair in slots.
+const claimUpdateSQL = `
 UPDATE tasks.tasks t
 SET status            = 'ACTIVE',
     owner_id          = $7,
@@ -77,16 +100,49 @@ SET status            = 'ACTIVE',
                             WHERE s.task_type = t.task_type AND s.execution_mode = t.execution_mode))
 WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM candidates))
   AND t."timestamp" >= (SELECT min("timestamp") FROM candidates)
-  AND t."timestamp" <= (SELECT max("timestamp") FROM candidates)
-RETURNING ` + taskColumnsT
+  AND t."timestamp" <= (SELECT max("timestamp") FROM candidates)`
 
-// ClaimTasks moves up to Total PENDING tasks that are due to ACTIVE, owned by
-// Owner, and returns them. Pairs with no free slot are skipped.
+// ClaimTasks is Claim for callers that need only the tasks.
 func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, error) {
+	c, err := s.Claim(ctx, p)
+	return c.Tasks, err
+}
+
+// Claim moves up to Total PENDING tasks that are due to ACTIVE, owned by
+// Owner, and returns them. Pairs with no free slot are skipped. Without a
+// global cap among the pairs it claims, it runs one statement and takes no
+// lock; with one, it takes the capped types' advisory locks and then counts
+// and claims, in one transaction and one round trip (claim_capped.go).
+func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	args, ok := claimArgs(p)
 	if !ok {
-		return nil, nil
+		return Claimed{}, nil
 	}
+	var c Claimed
+	var err error
+	if types, caps := globalCaps(p); len(types) > 0 {
+		c, err = s.claimCapped(ctx, args, types, caps)
+	} else {
+		c.Tasks, err = s.claimUncapped(ctx, args)
+	}
+	if err != nil {
+		return Claimed{}, err
+	}
+	// UPDATE … RETURNING has no order: hand tasks out highest priority, oldest first.
+	slices.SortFunc(c.Tasks, func(a, b wftype.Task) int {
+		if a.Priority != b.Priority {
+			return b.Priority - a.Priority
+		}
+		if c := a.RunAfter.Compare(b.RunAfter); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
+	return c, nil
+}
+
+// claimUncapped claims with claimTasksSQL: the hot path, one statement.
+func (s *Store) claimUncapped(ctx context.Context, args []any) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		rows, err := db.Query(ctx, claimTasksSQL, args...)
@@ -96,20 +152,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p ClaimParams) ([]wftype.Task, e
 		tasks, err = collectTasks(rows, "claiming tasks")
 		return len(tasks), err
 	})
-	if err != nil {
-		return nil, err
-	}
-	// UPDATE … RETURNING has no order: hand tasks out highest priority, oldest first.
-	slices.SortFunc(tasks, func(a, b wftype.Task) int {
-		if a.Priority != b.Priority {
-			return b.Priority - a.Priority
-		}
-		if c := a.RunAfter.Compare(b.RunAfter); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.ID[:], b.ID[:])
-	})
-	return tasks, nil
+	return tasks, err
 }
 
 // claimArgs returns the claim statement's arguments, or false when no pair
@@ -135,30 +178,6 @@ func claimArgs(p ClaimParams) ([]any, bool) {
 
 // ClaimSQL returns the claim statement, for EXPLAIN in tests and benchmarks.
 func ClaimSQL() string { return claimTasksSQL }
-
-// CountActive returns how many tasks of each type are ACTIVE across all
-// instances, for global concurrency limits. It reads the lease index only.
-func (s *Store) CountActive(ctx context.Context, taskTypes []string) (map[string]int, error) {
-	const q = `
-SELECT task_type, count(*) FROM tasks.tasks
-WHERE status = 'ACTIVE' AND task_type = ANY($1::text[])
-GROUP BY task_type`
-	rows, err := s.db.Query(ctx, q, taskTypes)
-	if err != nil {
-		return nil, wrap("counting active tasks", err)
-	}
-	defer rows.Close()
-	out := make(map[string]int, len(taskTypes))
-	for rows.Next() {
-		var tt string
-		var n int
-		if err := rows.Scan(&tt, &n); err != nil {
-			return nil, wrap("counting active tasks", err)
-		}
-		out[tt] = n
-	}
-	return out, wrap("counting active tasks", rows.Err())
-}
 
 // HasDueTasks reports whether any PENDING task of the given types is due. It
 // is the one cheap query an idle follower runs per poll interval.
