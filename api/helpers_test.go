@@ -53,6 +53,20 @@ const (
 // testSpecs are task types for the tests, next to the shipped specs.
 const testSpecs = `
 kind: TaskType
+name: sleep_sync_global
+description: Sleeps inputs.duration in front of its caller; one at a time in the cluster.
+execution_mode: SYNCHRONOUS
+handler: {builtin: sleep}
+concurrency: {global: 1}
+---
+kind: TaskType
+name: sleep_sync_local
+description: Sleeps inputs.duration in front of its caller; one at a time per server.
+execution_mode: SYNCHRONOUS
+handler: {builtin: sleep}
+concurrency: {per_instance: 1}
+---
+kind: TaskType
 name: echo_sync
 description: Echoes its inputs back as outputs, in front of its caller.
 execution_mode: SYNCHRONOUS

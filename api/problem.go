@@ -28,6 +28,7 @@ const (
 	typeTooLarge         = "urn:wf:problem:body-too-large"
 	typeMediaType        = "urn:wf:problem:unsupported-media-type"
 	typeConflict         = "urn:wf:problem:conflict"
+	typeBusy             = "urn:wf:problem:busy"
 	typeNotImplemented   = "urn:wf:problem:not-implemented"
 	typeUnavailable      = "urn:wf:problem:unavailable"
 	typeInternal         = "urn:wf:problem:internal"

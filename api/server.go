@@ -88,6 +88,7 @@ type Server struct {
 	catalogs  *catalog.Registry
 	metrics   *Metrics
 	sync      runners.CapabilityMap
+	syncSlots syncSlots // synchronous runs in progress, for concurrency.per_instance
 	openapi   []byte
 	maxBody   int64
 	handler   http.Handler

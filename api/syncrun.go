@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,11 @@ const maxErrorLen = 8 << 10
 // synchronous failure is never retried, its caller saw it) like any other
 // task, so it shows in the history. A request whose dedup key is held by a
 // live task runs nothing and returns that task with dedup set.
+//
+// The type's concurrency limits hold for synchronous runs too: past
+// concurrency.per_instance runs in this server, or concurrency.global ACTIVE
+// tasks of the type anywhere, the request is refused with 429 and nothing
+// is created.
 func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.Task, dedup bool, err error) {
 	pair := runners.Pair{Mode: wftype.ModeSync, TaskType: req.TaskType}
 	runner := s.sync[pair]
@@ -36,6 +42,10 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 			"this server has no runner for SYNCHRONOUS task type %s", req.TaskType)
 	}
 	rule := s.cfg.Rules[pair]
+	if !s.syncSlots.acquire(pair, rule.PerInstance) {
+		return task, false, busy("%d runs of task type %s are already running in this server (concurrency.per_instance)", rule.PerInstance, req.TaskType)
+	}
+	defer s.syncSlots.release(pair)
 	lease := cmp.Or(rule.Lease, dispatch.DefaultLease)
 	timeout := cmp.Or(rule.Timeout, dispatch.DefaultTimeout)
 	if wt := s.cfg.HTTP.WriteTimeout; wt > 2*time.Second {
@@ -52,7 +62,18 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 			task, dedup = res.Task, true
 			return nil
 		}
-		task, err = s.store.WithTx(tx).ClaimSyncTask(ctx, res.Task.ID, s.cfg.Owner, lease)
+		st := s.store.WithTx(tx)
+		if rule.Global > 0 {
+			room, err := st.GlobalRoom(ctx, req.TaskType, rule.Global)
+			if err != nil {
+				return err
+			}
+			if room <= 0 {
+				// Rolls the insert back: nothing is created.
+				return busy("%d tasks of type %s are already running (concurrency.global)", rule.Global, req.TaskType)
+			}
+		}
+		task, err = st.ClaimSyncTask(ctx, res.Task.ID, s.cfg.Owner, lease)
 		return err
 	})
 	if err != nil || dedup {
@@ -90,6 +111,44 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	s.metrics.Finished(&task, status, ran)
 	task, err = s.store.GetTask(wctx, task.ID)
 	return task, false, err
+}
+
+// busy is a 429 problem: a concurrency limit of the task type is reached.
+func busy(format string, args ...any) *problem {
+	p := newProblem(http.StatusTooManyRequests, typeBusy, "Too many runs", format+"; retry later", args...)
+	p.header = http.Header{"Retry-After": {"1"}}
+	return p
+}
+
+// syncSlots counts the synchronous runs in progress in this server, per
+// pair, for concurrency.per_instance.
+type syncSlots struct {
+	mu      sync.Mutex
+	running map[runners.Pair]int
+}
+
+// acquire takes a run of pair if fewer than limit are running (limit 0:
+// no limit) and reports whether it did; release gives it back.
+func (c *syncSlots) acquire(pair runners.Pair, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit > 0 && c.running[pair] >= limit {
+		return false
+	}
+	if c.running == nil {
+		c.running = map[runners.Pair]int{}
+	}
+	c.running[pair]++
+	return true
+}
+
+// release ends a run that acquire took.
+func (c *syncSlots) release(pair runners.Pair) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[pair]--; c.running[pair] <= 0 {
+		delete(c.running, pair)
+	}
 }
 
 // keepLease extends the lease of a synchronous run every third of it, and
