@@ -106,61 +106,17 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 		return nil, nil
 	}
 	n := len(outcomes)
-	ids := make([][16]byte, n) // plain bytes: a uuid.UUID (a driver.Valuer) is encoded through text
-	doc := make([]byte, 0, 80*n)
-	doc = append(doc, '{')
-	var lo, hi time.Time
-	for i, o := range outcomes {
-		ids[i] = o.ID
-		ts := IDTime(o.ID)
-		if i == 0 || ts.Before(lo) {
-			lo = ts
-		}
-		if i == 0 || ts.After(hi) {
-			hi = ts
-		}
-		if i > 0 {
-			doc = append(doc, ',')
-		}
-		doc = appendQuotedUUID(doc, o.ID)
-		doc = append(doc, `:{"s":"`...)
-		doc = append(doc, o.Status...)
-		doc = append(doc, `","r":`...)
-		doc = strconv.AppendInt(doc, int64(o.RetryCount), 10)
-		if o.Outputs != nil {
-			doc = append(doc, `,"o":`...)
-			doc = appendJSONValue(doc, o.Outputs)
-		}
-		if o.Error != nil {
-			doc = append(doc, `,"e":`...)
-			doc = appendJSONString(doc, *o.Error)
-		}
-		if o.RunAfter != nil {
-			doc = append(doc, `,"a":"`...)
-			doc = o.RunAfter.UTC().AppendFormat(doc, time.RFC3339Nano)
-			doc = append(doc, '"')
-		}
-		if o.Status == wftype.StatusFailed || o.Status == wftype.StatusDeadLetter {
-			id, at, err := NewID()
-			if err != nil {
-				return nil, err
-			}
-			doc = append(doc, `,"ev":`...)
-			doc = appendQuotedUUID(doc, id)
-			doc = append(doc, `,"et":"`...)
-			doc = at.UTC().AppendFormat(doc, time.RFC3339Nano)
-			doc = append(doc, '"')
-		}
-		doc = append(doc, '}')
+	batch, err := newKeyedBatch(outcomes, 80, func(o *Finish) uuid.UUID { return o.ID }, appendOutcome)
+	if err != nil {
+		return nil, err
 	}
-	doc = append(doc, '}')
 	var owner *string
 	if p.Owner != "" {
 		owner = &p.Owner
 	}
 	var done []uuid.UUID
-	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		rows, err := db.Query(ctx, finishTasksSQL, doc, ids, p.Now, owner, p.ExpiredBefore, lo, hi,
+	err = s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		rows, err := db.Query(ctx, finishTasksSQL, batch.doc, batch.ids, p.Now, owner, p.ExpiredBefore, batch.lo, batch.hi,
 			s.channels.TaskQueued, s.channels.Events)
 		if err != nil {
 			return 0, err
@@ -169,6 +125,41 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 		return len(done), err
 	})
 	return done, wrap("finishing tasks", err)
+}
+
+// appendOutcome appends the JSON value finishTasksSQL reads for one
+// outcome: status, retry count, and the outputs, error, next run and dead
+// letter event when there are any.
+func appendOutcome(doc []byte, o *Finish) ([]byte, error) {
+	doc = append(doc, `{"s":"`...)
+	doc = append(doc, o.Status...)
+	doc = append(doc, `","r":`...)
+	doc = strconv.AppendInt(doc, int64(o.RetryCount), 10)
+	if o.Outputs != nil {
+		doc = append(doc, `,"o":`...)
+		doc = appendJSONValue(doc, o.Outputs)
+	}
+	if o.Error != nil {
+		doc = append(doc, `,"e":`...)
+		doc = appendJSONString(doc, *o.Error)
+	}
+	if o.RunAfter != nil {
+		doc = append(doc, `,"a":"`...)
+		doc = o.RunAfter.UTC().AppendFormat(doc, time.RFC3339Nano)
+		doc = append(doc, '"')
+	}
+	if o.Status == wftype.StatusFailed || o.Status == wftype.StatusDeadLetter {
+		id, at, err := NewID()
+		if err != nil {
+			return nil, err
+		}
+		doc = append(doc, `,"ev":`...)
+		doc = appendQuotedUUID(doc, id)
+		doc = append(doc, `,"et":"`...)
+		doc = at.UTC().AppendFormat(doc, time.RFC3339Nano)
+		doc = append(doc, '"')
+	}
+	return append(doc, '}'), nil
 }
 
 // scanIDs reads a result of task ids.

@@ -36,30 +36,12 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, leases []Lease, now
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	ids := make([][16]byte, len(leases))
-	doc := make([]byte, 0, 48*len(leases))
-	doc = append(doc, '{')
-	var lo, hi time.Time
-	for i, l := range leases {
-		ids[i] = l.ID
-		ts := IDTime(l.ID)
-		if i == 0 || ts.Before(lo) {
-			lo = ts
-		}
-		if i == 0 || ts.After(hi) {
-			hi = ts
-		}
-		if i > 0 {
-			doc = append(doc, ',')
-		}
-		doc = appendQuotedUUID(doc, l.ID)
-		doc = append(doc, ':')
-		doc = strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64)
-	}
-	doc = append(doc, '}')
+	batch, _ := newKeyedBatch(leases, 48, func(l *Lease) uuid.UUID { return l.ID }, func(doc []byte, l *Lease) ([]byte, error) {
+		return strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64), nil
+	})
 	var held []uuid.UUID
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		rows, err := db.Query(ctx, heartbeatSQL, doc, ids, now, owner, lo, hi)
+		rows, err := db.Query(ctx, heartbeatSQL, batch.doc, batch.ids, now, owner, batch.lo, batch.hi)
 		if err != nil {
 			return 0, err
 		}
