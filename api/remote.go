@@ -45,17 +45,8 @@ func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseF
 		}
 		task = t
 		out := report(&t)
-		var retries int
-		var runAfter *time.Time
-		status, retries, runAfter = dispatch.Decide(&t, out.err, time.Now(), s.backoff(t.TaskType))
-		f := store.Finish{ID: t.ID, Status: status, RetryCount: retries, RunAfter: runAfter, Outputs: out.outputs}
-		if out.err != nil {
-			msg := out.err.Error()
-			if len(msg) > maxErrorLen {
-				msg = msg[:maxErrorLen] + "…"
-			}
-			f.Error = &msg
-		}
+		f := dispatch.Outcome(&t, dispatch.Rule{Backoff: s.backoff(t.TaskType)}, out.outputs, out.err, time.Now())
+		status = f.Status
 		_, err = st.FinishTasks(ctx, store.FinishParams{Owner: l.OwnerID}, []store.Finish{f})
 		return err
 	})

@@ -19,9 +19,6 @@ import (
 	"wf/runners"
 )
 
-// maxErrorLen bounds the error text stored on a task, as the dispatcher does.
-const maxErrorLen = 8 << 10
-
 // runSync creates a SYNCHRONOUS task and runs it in front of its caller. The
 // task is inserted and claimed by this instance in one transaction, so no
 // dispatcher ever sees it PENDING; it is then run by the synchronous runner
@@ -93,15 +90,8 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	cancel()
 	<-hbDone
 
-	status, retries, runAfter := dispatch.Decide(&task, runErr, time.Now(), dispatch.DefaultBackoff)
-	outcome := store.Finish{ID: task.ID, Status: status, RetryCount: retries, RunAfter: runAfter, Outputs: outputs}
-	if runErr != nil {
-		msg := runErr.Error()
-		if len(msg) > maxErrorLen {
-			msg = msg[:maxErrorLen] + "…"
-		}
-		outcome.Error = &msg
-	}
+	outcome := dispatch.Outcome(&task, rule, outputs, runErr, time.Now())
+	status := outcome.Status
 	// The outcome is written even when the caller went away.
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer wcancel()
@@ -199,21 +189,8 @@ func (s *Server) execute(ctx context.Context, runner runners.Runner, task *wftyp
 	if ferr != nil && err == nil {
 		err = fmt.Errorf("error finishing reports: %w", ferr)
 	}
-	if err != nil || len(extra) == 0 {
+	if err != nil {
 		return outputs, err
 	}
-	merged := map[string]any{}
-	if len(outputs) > 0 && string(outputs) != "null" {
-		if json.Unmarshal(outputs, &merged) != nil {
-			merged = map[string]any{"result": outputs}
-		}
-	}
-	for k, v := range extra {
-		merged[k] = v
-	}
-	b, err := json.Marshal(merged)
-	if err != nil {
-		return nil, fmt.Errorf("error encoding outputs: %w", err)
-	}
-	return b, nil
+	return dispatch.MergeOutputs(outputs, extra)
 }
