@@ -56,9 +56,9 @@ func benchFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "tasks", Aliases: []string{"n"}, Value: 200_000, Usage: "burn-down: how many tasks to enqueue (`N`)"},
 		&cli.IntFlag{Name: "slots", Aliases: []string{"workers"}, Value: 100, Usage: "tasks run at once per instance (`N`)"},
-		&cli.IntFlag{Name: "instances", Usage: "separate `wf run` processes (`N`); 0 runs one engine inside the bench process"},
+		&cli.IntFlag{Name: "instances", Usage: "`N` separate wf run processes; 0 runs one engine inside the bench process"},
 		&cli.IntFlag{Name: "payload-bytes", Usage: "size of each task's inputs (`BYTES`)"},
-		&cli.StringFlag{Name: "runner", Value: bench.RunnerBuiltin, Usage: "`KIND` of handler: builtin (noop), exec (`true`) or http (a loopback endpoint)"},
+		&cli.StringFlag{Name: "runner", Value: bench.RunnerBuiltin, Usage: "`KIND` of handler: builtin (noop), exec (of true) or http (a loopback endpoint)"},
 		&cli.Float64Flag{Name: "rate", Usage: "offered tasks/s (`N`; continuous default 10000, latency 500)"},
 		&cli.DurationFlag{Name: "duration", Usage: "how long to offer tasks or watch idle instances (`DURATION`; default 20s, idle 10s)"},
 		&cli.DurationFlag{Name: "poll-interval", Usage: "the engines' poll interval (`DURATION`, default 1s)"},

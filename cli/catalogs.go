@@ -31,7 +31,7 @@ func catalogsCommand() *cli.Command {
 					&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` of its tasks (default s_<ID>)"},
 					&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
 					&cli.StringFlag{Name: "description", Usage: "a `DESCRIPTION`"},
-					&cli.StringFlag{Name: "metadata", Usage: "a JSON object, inline or @`FILE`"},
+					&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
 					formatFlag(formatText, formatJSON),
 				},
 				Action: catalogAction(1, catalogsCreate),
@@ -58,7 +58,7 @@ func catalogsCommand() *cli.Command {
 						Name: "add", Usage: "add a collection (emits collection.created)", ArgsUsage: "CATALOG COLLECTION",
 						Flags: []cli.Flag{
 							&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
-							&cli.StringFlag{Name: "layer-config", Usage: "the layer configuration, a JSON object inline or @`FILE`"},
+							&cli.StringFlag{Name: "layer-config", Usage: "the layer configuration, a `JSON` object inline or @FILE"},
 							formatFlag(formatText, formatJSON),
 						},
 						Action: catalogAction(2, collectionsAdd),

@@ -89,10 +89,10 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		}
 		fmt.Fprintf(b, "    scope %s, %s, handler %s\n", t.Scope(), t.Mode(), handlerText(t.Handler()))
 		fmt.Fprintf(b, "    priority %d, timeout %s, visibility timeout %s, concurrency %s\n",
-			t.Priority(), durationText(t.Timeout()), durationText(t.VisibilityTimeout()), concurrencyText(t.Concurrency()))
+			t.Priority(), spec.FormatDuration(t.Timeout()), leaseText(t.VisibilityTimeout()), concurrencyText(t.Concurrency()))
 		bo := t.Backoff()
 		fmt.Fprintf(b, "    retries %d, backoff %s x %s up to %s, jitter %s\n", t.MaxRetries(),
-			durationText(bo.Base), strconv.FormatFloat(bo.Factor, 'f', -1, 64), durationText(bo.Max), strconv.FormatFloat(bo.Jitter, 'f', -1, 64))
+			spec.FormatDuration(bo.Base), strconv.FormatFloat(bo.Factor, 'f', -1, 64), spec.FormatDuration(bo.Max), strconv.FormatFloat(bo.Jitter, 'f', -1, 64))
 		dedup := t.DedupKeyExpr()
 		if dedup == "" {
 			dedup = "none"
@@ -199,7 +199,7 @@ func handlerText(h spec.Handler) string {
 		}
 		return s
 	case spec.HandlerHTTP:
-		return fmt.Sprintf("http POST %s (timeout %s)", h.HTTP.URL, durationText(h.HTTP.Timeout))
+		return fmt.Sprintf("http POST %s (timeout %s)", h.HTTP.URL, spec.FormatDuration(h.HTTP.Timeout))
 	}
 	return string(h.Kind)
 }
@@ -239,18 +239,6 @@ func reportersText(rs []spec.ReporterKind) string {
 	return strings.Join(names, ", ")
 }
 
-// durationText prints a duration without zero trailing units: 1h, 5m, 1h30m.
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 // sortedNames returns the keys of m, sorted.
 func sortedNames(m map[string]string) []string {
 	names := make([]string, 0, len(m))
@@ -259,4 +247,13 @@ func sortedNames(m map[string]string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// leaseText prints a task type's visibility timeout, or says that the
+// engine's setting applies.
+func leaseText(d time.Duration) string {
+	if d == 0 {
+		return "default (the config's visibility_timeout)"
+	}
+	return spec.FormatDuration(d)
 }

@@ -38,6 +38,12 @@ func createFilesFolder(cfg *config.Config) error {
 	if err != nil || !slices.Contains(cfg.Files.LocalRoots, dir) {
 		return nil
 	}
+	// The data folder itself must stay reachable by the local PostgreSQL's
+	// user (another user when wf runs as root), so it is created first, open
+	// to traversal; only the files folder is private.
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("error creating the data folder: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("error creating the files folder: %w", err)
 	}

@@ -168,6 +168,9 @@ func (c *Cluster) initIfNeeded(ctx context.Context) error {
 	if err := c.chown(c.cfg.DataDir); err != nil {
 		return err
 	}
+	if err := c.checkReachable(c.cfg.DataDir); err != nil {
+		return err
+	}
 	c.password = randomHex(16)
 	pwFile, err := os.CreateTemp("", "wf-pw-*")
 	if err != nil {
@@ -265,6 +268,45 @@ func (c *Cluster) chown(path string) error {
 		return fmt.Errorf("error handing %s to the PostgreSQL user: %w", path, err)
 	}
 	return nil
+}
+
+// checkReachable fails, with a message that says which folder and what to
+// do, when the server's user (when wf runs as root and starts it as another
+// user) cannot traverse every folder above dir: initdb would only say
+// "Permission denied" about dir itself.
+func (c *Cluster) checkReachable(dir string) error {
+	if c.runAs == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("error resolving data folder %s: %w", dir, err)
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("error checking folder %s: %w", p, err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !canTraverse(fi.Mode(), st.Uid, st.Gid, c.runAs) {
+			return fmt.Errorf("error starting local PostgreSQL in %s: it runs as user id %d (wf runs as root), which cannot enter %s (mode %04o): allow it (chmod o+x %s) or choose a data folder it can reach",
+				dir, c.runAs.Uid, p, fi.Mode().Perm(), p)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// canTraverse reports whether user may enter a folder with mode, owner and
+// group (supplementary groups aside).
+func canTraverse(mode os.FileMode, uid, gid uint32, user *syscall.Credential) bool {
+	switch {
+	case uid == user.Uid:
+		return mode&0o100 != 0
+	case gid == user.Gid:
+		return mode&0o010 != 0
+	}
+	return mode&0o001 != 0
 }
 
 // unprivilegedUser picks the account the server runs as when we are root.

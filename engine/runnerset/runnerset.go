@@ -4,6 +4,7 @@
 package runnerset
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -88,10 +89,8 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 // RuleFor compiles a task type's dispatch rule.
 func RuleFor(tt *spec.TaskType, defaultLease time.Duration) dispatch.Rule {
 	r := tt.DispatchRule()
-	lease := r.VisibilityTimeout
-	if lease <= 0 {
-		lease = defaultLease
-	}
+	// The spec's own, else the engine's configured default, else wf's.
+	lease := cmp.Or(r.VisibilityTimeout, defaultLease, dispatch.DefaultLease)
 	backoff := r.Backoff
 	return dispatch.Rule{
 		Pair:        runners.Pair{Mode: r.Mode, TaskType: r.TaskType},

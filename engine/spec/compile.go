@@ -242,14 +242,22 @@ func (c *checker) duration(d *document, ptr, text string, def, lo, hi time.Durat
 	}
 	v, err := time.ParseDuration(text)
 	if err != nil || v < lo || v > hi { // pass 1 checked the syntax: an error is an overflow
-		c.fail(d, ptr, "must be between %s and %s; got %s", formatDuration(lo), formatDuration(hi), text)
+		c.fail(d, ptr, "must be between %s and %s; got %s", FormatDuration(lo), FormatDuration(hi), text)
 		return def
 	}
 	return v
 }
 
-// formatDuration prints a duration without zero trailing units: 1h, 5m, 1h30m.
-func formatDuration(d time.Duration) string {
+// optionalDuration is FormatDuration, or "" for zero (not set).
+func optionalDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return FormatDuration(d)
+}
+
+// FormatDuration prints a duration without zero trailing units: 1h, 5m, 1h30m.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -26,7 +26,7 @@ type (
 		Inputs            json.RawMessage `json:"inputs"`
 		MaxRetries        int             `json:"max_retries"`
 		Backoff           backoffJSON     `json:"backoff"`
-		VisibilityTimeout string          `json:"visibility_timeout"`
+		VisibilityTimeout string          `json:"visibility_timeout,omitempty"` // absent: the engine's default
 		Timeout           string          `json:"timeout"`
 		Priority          int             `json:"priority"`
 		Concurrency       concurrencyJSON `json:"concurrency"`
@@ -161,7 +161,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 	case HandlerExec:
 		h.Exec = &execJSON{Command: t.handler.Exec.Command, Env: t.handler.Exec.Env, Dir: t.handler.Exec.Dir}
 	case HandlerHTTP:
-		h.HTTP = &httpJSON{URL: t.handler.HTTP.URL, Headers: t.handler.HTTP.Headers, Timeout: formatDuration(t.handler.HTTP.Timeout)}
+		h.HTTP = &httpJSON{URL: t.handler.HTTP.URL, Headers: t.handler.HTTP.Headers, Timeout: FormatDuration(t.handler.HTTP.Timeout)}
 	}
 	var conc concurrencyJSON
 	if t.concurrency.PerInstance > 0 {
@@ -176,11 +176,11 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Inputs:     compactJSON(t.inputsRaw),
 		MaxRetries: t.maxRetries,
 		Backoff: backoffJSON{
-			Base: formatDuration(t.backoff.Base), Factor: t.backoff.Factor,
-			Max: formatDuration(t.backoff.Max), Jitter: t.backoff.Jitter,
+			Base: FormatDuration(t.backoff.Base), Factor: t.backoff.Factor,
+			Max: FormatDuration(t.backoff.Max), Jitter: t.backoff.Jitter,
 		},
-		VisibilityTimeout: formatDuration(t.visibilityTimeout),
-		Timeout:           formatDuration(t.timeout),
+		VisibilityTimeout: optionalDuration(t.visibilityTimeout),
+		Timeout:           FormatDuration(t.timeout),
 		Priority:          t.priority,
 		Concurrency:       conc,
 		DedupKey:          t.DedupKeyExpr(),

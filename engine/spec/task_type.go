@@ -81,7 +81,9 @@ func (t *TaskType) MaxRetries() int { return t.maxRetries }
 // Backoff is the delay policy between retries.
 func (t *TaskType) Backoff() Backoff { return t.backoff }
 
-// VisibilityTimeout is the lease a claim takes, renewed by heartbeats.
+// VisibilityTimeout is the lease a claim takes, renewed by heartbeats; zero
+// when the spec sets none, and then the engine's configured
+// visibility_timeout applies (runnerset.RuleFor).
 func (t *TaskType) VisibilityTimeout() time.Duration { return t.visibilityTimeout }
 
 // Timeout bounds one run of a task.

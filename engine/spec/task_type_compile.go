@@ -18,17 +18,16 @@ import (
 
 // Bounds and defaults of a task type's durations.
 const (
-	defaultVisibilityTimeout = 5 * time.Minute
-	minVisibilityTimeout     = 5 * time.Second
-	maxVisibilityTimeout     = 24 * time.Hour
-	defaultTimeout           = time.Hour
-	minTimeout               = time.Second
-	maxTimeout               = 7 * 24 * time.Hour
-	minBackoffBase           = time.Millisecond
-	maxBackoffBase           = 24 * time.Hour
-	maxBackoffMax            = 7 * 24 * time.Hour
-	minHTTPTimeout           = time.Second
-	defaultMaxRetries        = 3
+	minVisibilityTimeout = 5 * time.Second
+	maxVisibilityTimeout = 24 * time.Hour
+	defaultTimeout       = time.Hour
+	minTimeout           = time.Second
+	maxTimeout           = 7 * 24 * time.Hour
+	minBackoffBase       = time.Millisecond
+	maxBackoffBase       = 24 * time.Hour
+	maxBackoffMax        = 7 * 24 * time.Hour
+	minHTTPTimeout       = time.Second
+	defaultMaxRetries    = 3
 )
 
 // taskTypeSpec is the shape of a TaskType document (pass 1 checked it).
@@ -94,7 +93,8 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	if s.MaxRetries != nil {
 		t.maxRetries = *s.MaxRetries
 	}
-	t.visibilityTimeout = c.duration(d, "/visibility_timeout", s.VisibilityTimeout, defaultVisibilityTimeout, minVisibilityTimeout, maxVisibilityTimeout)
+	// Unset stays zero: the engine's configured visibility_timeout applies.
+	t.visibilityTimeout = c.duration(d, "/visibility_timeout", s.VisibilityTimeout, 0, minVisibilityTimeout, maxVisibilityTimeout)
 	t.timeout = c.duration(d, "/timeout", s.Timeout, defaultTimeout, minTimeout, maxTimeout)
 	t.backoff = c.backoff(d, &s)
 	t.handler = c.handler(d, &s, t.timeout)
@@ -132,9 +132,9 @@ func (c *checker) backoff(d *document, s *taskTypeSpec) Backoff {
 	}
 	if b.Max < b.Base {
 		if s.Backoff.Max == "" {
-			c.fail(d, "/backoff/base", "must not be above backoff.max (%s); got %s", formatDuration(b.Max), s.Backoff.Base)
+			c.fail(d, "/backoff/base", "must not be above backoff.max (%s); got %s", FormatDuration(b.Max), s.Backoff.Base)
 		} else {
-			c.fail(d, "/backoff/max", "must not be below backoff.base (%s); got %s", formatDuration(b.Base), s.Backoff.Max)
+			c.fail(d, "/backoff/max", "must not be below backoff.base (%s); got %s", FormatDuration(b.Base), s.Backoff.Max)
 		}
 	}
 	return b
@@ -183,7 +183,7 @@ func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration) H
 		}
 		reqTimeout := c.duration(d, "/handler/http/timeout", h.HTTP.Timeout, timeout, minHTTPTimeout, maxTimeout)
 		if reqTimeout > timeout {
-			c.fail(d, "/handler/http/timeout", "must not exceed the task's timeout (%s); got %s", formatDuration(timeout), h.HTTP.Timeout)
+			c.fail(d, "/handler/http/timeout", "must not exceed the task's timeout (%s); got %s", FormatDuration(timeout), h.HTTP.Timeout)
 		}
 		return Handler{Kind: HandlerHTTP, HTTP: HTTPHandler{URL: h.HTTP.URL, Headers: h.HTTP.Headers, Timeout: reqTimeout}}
 	}

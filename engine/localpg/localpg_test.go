@@ -1,0 +1,71 @@
+package localpg
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestCanTraverse(t *testing.T) {
+	t.Parallel()
+	user := &syscall.Credential{Uid: 101, Gid: 102}
+	for _, tc := range []struct {
+		mode     os.FileMode
+		uid, gid uint32
+		want     bool
+	}{
+		{0o755, 0, 0, true},
+		{0o750, 0, 0, false},
+		{0o750, 0, 102, true},    // the user's group may enter
+		{0o700, 101, 0, true},    // the user owns it
+		{0o070, 101, 102, false}, // the owner's bits decide for the owner
+		{0o711, 0, 0, true},      // traversal without reading
+	} {
+		if got := canTraverse(tc.mode, tc.uid, tc.gid, user); got != tc.want {
+			t.Errorf("canTraverse(%04o, uid %d, gid %d) = %t, want %t", tc.mode, tc.uid, tc.gid, got, tc.want)
+		}
+	}
+}
+
+// TestUnreachableDataFolder: as root, a data folder below a folder the
+// server's user cannot enter is refused up front, naming that folder.
+func TestUnreachableDataFolder(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root starts the server as another user")
+	}
+	if _, err := FindBinDir(); err != nil {
+		t.Skip(err)
+	}
+	base, err := os.MkdirTemp("", "wf-localpg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(base, "private")
+	if err := os.Mkdir(private, 0o700); err != nil { // owned by root
+		t.Fatal(err)
+	}
+	c := &Cluster{cfg: Config{DataDir: filepath.Join(private, "data", "pg")}}
+	if c.runAs, err = unprivilegedUser(); err != nil {
+		t.Skip(err)
+	}
+	if err := os.MkdirAll(filepath.Join(private, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = c.checkReachable(c.cfg.DataDir)
+	if err == nil || !strings.Contains(err.Error(), "cannot enter "+private+" (mode 0700)") {
+		t.Fatalf("checkReachable under a private folder: %v", err)
+	}
+	if err := os.Chmod(private, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.checkReachable(c.cfg.DataDir); err != nil {
+		t.Fatalf("checkReachable once the folders may be entered: %v", err)
+	}
+}
