@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,6 +102,9 @@ type ConsumerResult struct {
 type Consumer struct {
 	cfg ConsumerConfig
 	log *slog.Logger
+
+	mu     sync.Mutex
+	months map[string]bool // months whose partitions are known to exist
 }
 
 // NewConsumer fills defaults, validates cfg and returns a Consumer.
@@ -128,7 +132,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
 			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)
 	}
-	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer")}, nil
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer"), months: map[string]bool{}}, nil
 }
 
 // Run consumes events until ctx ends: at once, on every EventQueued signal
@@ -210,8 +214,15 @@ type planned struct {
 // process evaluates the batch, then writes its outcome in one transaction.
 func (c *Consumer) process(ctx context.Context, claimed []store.Event) (ConsumerResult, error) {
 	plans := make([]planned, len(claimed))
+	tasks := false
 	for i, ev := range claimed {
 		plans[i] = c.plan(ev)
+		tasks = tasks || len(plans[i].reqs) > 0
+	}
+	if tasks {
+		if err := c.ensurePartitions(ctx); err != nil {
+			return ConsumerResult{}, fmt.Errorf("error processing %d events: %w", len(claimed), err)
+		}
 	}
 	var res ConsumerResult
 	err := pgx.BeginFunc(ctx, c.cfg.Store.DB(), func(tx pgx.Tx) error {
@@ -277,6 +288,32 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 		return ConsumerResult{}, fmt.Errorf("error processing %d events: %w", len(claimed), err)
 	}
 	return res, nil
+}
+
+// ensurePartitions makes sure the partitions of the month the batch's tasks
+// fall in (their ids carry the wall clock: now, or a minute later across a
+// month's end) exist before the batch's transaction opens. Created from
+// inside it, by the client on another connection, their DDL would wait for
+// the locks that transaction holds on the outbox until it gave up, batch
+// after batch.
+func (c *Consumer) ensurePartitions(ctx context.Context) error {
+	now := time.Now().UTC()
+	for _, at := range []time.Time{now, now.Add(time.Minute)} {
+		key := at.Format("2006-01")
+		c.mu.Lock()
+		known := c.months[key]
+		c.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := c.cfg.Store.EnsureMonth(ctx, at); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.months[key] = true
+		c.mu.Unlock()
+	}
+	return nil
 }
 
 // failures turns the failed plans into store outcomes.

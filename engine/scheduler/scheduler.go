@@ -14,8 +14,14 @@
 //     policy decides — "skip" forgets them, "latest" fires the latest one
 //     (only when no recent tick fired).
 //
-// A schedule that never fired starts from the moment its first leader
-// resumes it.
+// A schedule that never fired starts CatchUp before the moment its first
+// leader resumes it, so that a leader change around its very first tick
+// loses nothing (a schedule deployed just after its time fires that tick).
+//
+// Schedules in a zone with daylight-saving time fire as a system cron does:
+// a fixed-time tick the clocks skip fires when they jump, one they repeat
+// fires once; wildcard schedules (hourly, every 15 minutes) follow real
+// time.
 package scheduler
 
 import (
@@ -77,8 +83,9 @@ type Result struct {
 
 // Scheduler fires the ticks of a set of schedules.
 type Scheduler struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	clocks map[string]*wallClock // per schedule: its ticks across DST changes
 
 	mu      sync.Mutex
 	cursors map[string]time.Time // per schedule: ticks up to here are settled
@@ -100,7 +107,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.CatchUp < 0 || cfg.MaxTicksPerPass < 1 {
 		return nil, fmt.Errorf("error creating scheduler: catch-up %s and max ticks per pass %d must be positive", cfg.CatchUp, cfg.MaxTicksPerPass)
 	}
-	return &Scheduler{cfg: cfg, log: cfg.Logger.With("component", "scheduler")}, nil
+	clocks := make(map[string]*wallClock, len(cfg.Schedules))
+	for _, sch := range cfg.Schedules {
+		clocks[sch.Name()] = newWallClock(sch)
+	}
+	return &Scheduler{cfg: cfg, log: cfg.Logger.With("component", "scheduler"), clocks: clocks}, nil
 }
 
 // Run fires ticks until ctx ends (leadership lost or shutdown). It is an
@@ -139,7 +150,8 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // Resume loads, for each schedule, the latest tick any leader recorded, then
 // fires what is due at now (see the package doc for missed ticks). Call it
-// when this instance becomes leader.
+// when this instance becomes leader. A schedule that never fired resumes
+// CatchUp before now: its first tick may have passed while leadership moved.
 func (s *Scheduler) Resume(ctx context.Context, now time.Time) (Result, error) {
 	last, err := s.cfg.Store.LastTicks(ctx)
 	if err != nil {
@@ -151,7 +163,7 @@ func (s *Scheduler) Resume(ctx context.Context, now time.Time) (Result, error) {
 		if at, ok := last[sch.Name()]; ok {
 			s.cursors[sch.Name()] = at
 		} else {
-			s.cursors[sch.Name()] = now
+			s.cursors[sch.Name()] = now.Add(-s.cfg.CatchUp)
 		}
 	}
 	s.mu.Unlock()
@@ -169,7 +181,7 @@ func (s *Scheduler) NextTick() time.Time {
 		if !ok {
 			continue
 		}
-		if t := sch.Next(cur); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		if t := s.next(sch, cur); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
@@ -228,7 +240,7 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 // dueTicks returns the ticks of sch in (cursor, now] to fire and whether
 // older ticks were skipped (1) by the missed policy.
 func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.Time, int) {
-	first := sch.Next(cursor)
+	first := s.next(sch, cursor)
 	if first.IsZero() || first.After(now) {
 		return nil, 0
 	}
@@ -238,7 +250,7 @@ func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.
 		from = recentFrom
 	}
 	var ticks []time.Time
-	for t := sch.Next(from); !t.IsZero() && !t.After(now) && len(ticks) < s.cfg.MaxTicksPerPass; t = sch.Next(t) {
+	for t := s.next(sch, from); !t.IsZero() && !t.After(now) && len(ticks) < s.cfg.MaxTicksPerPass; t = s.next(sch, t) {
 		ticks = append(ticks, t)
 	}
 	if !first.After(recentFrom) { // some ticks were missed while no leader ran
@@ -253,6 +265,15 @@ func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.
 		}
 	}
 	return ticks, 0
+}
+
+// next returns the first tick of sch strictly after t, read across
+// daylight-saving changes as a system cron reads them (wallClock).
+func (s *Scheduler) next(sch *spec.Schedule, t time.Time) time.Time {
+	if w := s.clocks[sch.Name()]; w != nil {
+		return w.next(sch, t)
+	}
+	return sch.Next(t)
 }
 
 // fire records the ticks and creates their tasks in one transaction, and

@@ -95,15 +95,20 @@ func (b *bundle) finishAll(t *testing.T) {
 
 // TestTwoLeadersTenTicks: two instances both believe they lead (the worst
 // case of a handover) and run a pass at each of 10 ticks, concurrently, with
-// every task finishing at once: 10 tasks, not 20.
+// every task finishing at once: 10 tasks, not 20 (plus the two ticks of
+// the catch-up window, t0-1m and t0, that the first resume fires once).
 func TestTwoLeadersTenTicks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a, c := b.scheduler(t, "every-minute"), b.scheduler(t, "every-minute")
+	resumed := 0
 	for _, s := range []*scheduler.Scheduler{a, c} {
-		_, err := s.Resume(b.ctx, b.t0)
+		r, err := s.Resume(b.ctx, b.t0)
 		require.NoError(t, err)
+		resumed += r.Fired
 	}
+	require.Equal(t, 2, resumed)
+	b.finishAll(t)
 	fired := 0
 	for i := 1; i <= 10; i++ {
 		now := b.t0.Add(time.Duration(i)*time.Minute + 3*time.Second)
@@ -126,14 +131,16 @@ func TestTwoLeadersTenTicks(t *testing.T) {
 		b.finishAll(t)
 	}
 	require.Equal(t, 10, fired)
-	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM tasks.tasks`))
-	require.Equal(t, 10, b.count(t, `SELECT count(DISTINCT dedup_key) FROM tasks.tasks`))
-	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`))
+	require.Equal(t, 12, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+	require.Equal(t, 12, b.count(t, `SELECT count(DISTINCT dedup_key) FROM tasks.tasks`))
+	require.Equal(t, 12, b.count(t, `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`))
 }
 
 // TestLeaderChangeLosesAndDoublesNone: instance A fires ticks 1–4 and dies
 // just before tick 5; B takes over 20 seconds later and fires 5–10 (5 as a
 // catch-up); A comes back as leader after tick 10 and fires nothing twice.
+// (A's first resume also fires ticks -1 and 0, the catch-up window of a
+// schedule that never fired.)
 func TestLeaderChangeLosesAndDoublesNone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -164,11 +171,11 @@ func TestLeaderChangeLosesAndDoublesNone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, scheduler.Result{}, r)
 
-	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+	require.Equal(t, 12, b.count(t, `SELECT count(*) FROM tasks.tasks`))
 	rows, err := b.pool.Query(b.ctx, `SELECT tick FROM tasks.schedule_ticks ORDER BY tick`)
 	require.NoError(t, err)
 	defer rows.Close()
-	i := 1
+	i := -1
 	for rows.Next() {
 		var at time.Time
 		require.NoError(t, rows.Scan(&at))

@@ -212,7 +212,8 @@ func Deliver(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json
 	ts := strconv.FormatInt(d.Clock.Now().Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, strings.NewReader(string(body)))
 	if err != nil {
-		return nil, wftype.Permanent(fmt.Errorf("error building the request to %s: %w", sub.URL, err))
+		// The URL may carry credentials, and a parse error quotes it.
+		return nil, wftype.Permanent(fmt.Errorf("error building the request to webhook subscriber %s: %w", id, unwrapURLError(err)))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "wf-webhooks/1")
