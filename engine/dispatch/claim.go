@@ -127,7 +127,7 @@ func (d *Dispatcher) inBacklog() bool {
 func (d *Dispatcher) freeCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(d.cfg.Slots-len(d.running)-d.reserved, 0)
+	return max(d.cfg.Slots-d.busy()-d.reserved, 0)
 }
 
 // unreserve gives back the slots freeSlots reserved for a claim, once its

@@ -82,10 +82,15 @@ type Dispatcher struct {
 
 	mu      sync.Mutex
 	running map[uuid.UUID]*run
+	// lost are runs whose task this instance claimed again while they
+	// still ran (their lease was gone): they keep their slot until they
+	// return, and their results are dropped.
+	lost    map[*run]struct{}
 	perType map[runners.Pair]int
 	backlog bool // the last claim filled every free slot: more may wait
 	wg      sync.WaitGroup
-	idle    chan struct{} // closed and replaced whenever nothing runs
+	queuing sync.WaitGroup // runs handing their outcome to the completer
+	idle    chan struct{}  // closed and replaced whenever nothing runs
 
 	// reserved and reservedPer are the slots that claims in flight asked
 	// for (freeSlots); their tasks are not running yet.
@@ -104,8 +109,12 @@ type run struct {
 	started   time.Time
 	deadline  time.Time // started + the run timeout (see watchDeadlines)
 	leaseLost bool      // result must be discarded
-	shutdown  bool      // cancelled by shutdown: hand back, count nothing
-	ended     bool      // the runner returned: the outcome is being queued
+	overdue   bool      // a heartbeat saw it past its deadline (see beat)
+	// leaseUntil is when the lease ends by this instance's reckoning: the
+	// claim's or the last heartbeat's start plus the lease.
+	leaseUntil time.Time
+	shutdown   bool // cancelled by shutdown: hand back, count nothing
+	ended      bool // the runner returned: the outcome is being queued
 }
 
 type result struct {
@@ -121,6 +130,11 @@ var (
 	errShutdown  = errors.New("instance shutting down")
 	errTimeout   = errors.New("run timeout exceeded")
 )
+
+// abandonAfter bounds how long shutdown waits, past the grace period, for
+// cancelled runs to return (at most Grace): a handler that ignores its
+// context must not keep the instance from stopping.
+const abandonAfter = 5 * time.Second
 
 // New validates cfg, fills defaults and returns a Dispatcher.
 func New(cfg Config) (*Dispatcher, error) {
@@ -151,6 +165,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		rules:   map[runners.Pair]Rule{},
 		done:    make(chan result, cfg.FlushSize*2),
 		running: map[uuid.UUID]*run{},
+		lost:    map[*run]struct{}{},
 		perType: map[runners.Pair]int{},
 		idle:    make(chan struct{}),
 
@@ -184,8 +199,11 @@ func (d *Dispatcher) TaskTypes() []string { return append([]string(nil), d.types
 func (d *Dispatcher) Running() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.running)
+	return d.busy()
 }
+
+// busy is how many runs hold a slot; d.mu must be held.
+func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
 
 // Run claims and runs tasks until ctx ends, then shuts down: no more claims,
 // running tasks get the grace period, the rest go back to PENDING at once,
@@ -274,7 +292,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	d.backlog = backlog
 	d.mu.Unlock()
 	for i := range tasks {
-		d.start(runsCtx, tasks[i])
+		d.start(runsCtx, tasks[i], start)
 	}
 	return full, nil
 }
@@ -285,7 +303,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	total := min(d.cfg.Slots-len(d.running)-d.reserved, limit)
+	total := min(d.cfg.Slots-d.busy()-d.reserved, limit)
 	if total <= 0 {
 		return nil, 0
 	}
@@ -331,16 +349,25 @@ func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
 }
 
 // start runs one claimed task on a worker goroutine of its own.
-func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task) {
+func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt time.Time) {
 	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
 	rule := d.rules[pair]
 	runner := d.cfg.Capabilities[pair]
 	runCtx, cancel := context.WithCancelCause(runsCtx)
 	now := time.Now()
-	r := &run{task: task, rule: rule, cancel: cancel, started: now, deadline: now.Add(rule.Timeout)}
+	r := &run{task: task, rule: rule, cancel: cancel, started: now, deadline: now.Add(rule.Timeout),
+		leaseUntil: claimedAt.Add(rule.Lease)}
 	d.mu.Lock()
-	if len(d.running) == 0 {
+	if d.busy() == 0 {
 		d.idle = make(chan struct{})
+	}
+	// A run of an earlier claim of this task that has not returned lost its
+	// lease (the task went back to PENDING), though the row names this
+	// instance again, so no heartbeat would tell it: cancel it now.
+	old := d.running[task.ID]
+	if old != nil {
+		old.leaseLost = true
+		d.lost[old] = struct{}{}
 	}
 	d.running[task.ID] = r
 	d.perType[pair]++
@@ -349,6 +376,11 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task) {
 		d.nextDeadline = r.deadline
 	}
 	d.mu.Unlock()
+	if old != nil {
+		d.log.Warn("task claimed again while a run of its earlier claim still runs; cancelling that run",
+			"task_id", task.ID, "task_type", task.TaskType)
+		old.cancel(errLeaseLost)
+	}
 	if earlier {
 		d.deadlineWaker.Wake()
 	}
@@ -435,6 +467,10 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 	d.mu.Lock()
 	r.ended = true // shutdown must not hand back a task whose outcome is queued
 	leaseLost, shutdown := r.leaseLost, r.shutdown
+	remote := errors.Is(err, wftype.ErrFinishedRemotely)
+	if !leaseLost && !shutdown && !remote {
+		d.queuing.Add(1) // shutdown waits for it before closing d.done
+	}
 	d.mu.Unlock()
 	defer d.freeSlot(r)
 	switch {
@@ -443,10 +479,11 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 		return
 	case shutdown:
 		return // handed back by shutdown
-	case errors.Is(err, wftype.ErrFinishedRemotely):
+	case remote:
 		d.log.Debug("result written by the remote worker", "task_id", r.task.ID, "task_type", r.task.TaskType)
 		return
 	}
+	defer d.queuing.Done()
 	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: time.Since(r.started)}
 }
 
@@ -454,10 +491,14 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 // claim loop when tasks may be waiting.
 func (d *Dispatcher) freeSlot(r *run) {
 	d.mu.Lock()
-	delete(d.running, r.task.ID)
+	if d.running[r.task.ID] == r {
+		delete(d.running, r.task.ID)
+	} else {
+		delete(d.lost, r)
+	}
 	d.perType[runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}]--
 	backlog := d.backlog
-	if len(d.running) == 0 {
+	if d.busy() == 0 {
 		close(d.idle)
 	}
 	d.mu.Unlock()
@@ -487,11 +528,12 @@ func (d *Dispatcher) onStatusChanged(payload string) {
 	}
 }
 
-// shutdown waits up to Grace for running tasks, then cancels and hands back the rest.
+// shutdown waits up to Grace for running tasks, then cancels and hands back
+// the rest, and waits a little more (abandonAfter) for them to return.
 func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 	d.mu.Lock()
 	idle := d.idle
-	n := len(d.running)
+	n := d.busy()
 	d.mu.Unlock()
 	if n > 0 {
 		d.log.Info("shutting down: waiting for running tasks", "running", n, "grace", d.cfg.Grace)
@@ -521,7 +563,21 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 			d.log.Info("handed unfinished tasks back", "tasks", len(released))
 		}
 	}
-	d.wg.Wait()
+	cancelRuns(errShutdown)
+	runsDone := make(chan struct{})
+	go func() { defer close(runsDone); d.wg.Wait() }()
+	select {
+	case <-runsDone:
+	case <-time.After(min(d.cfg.Grace, abandonAfter)):
+		// Their tasks were handed back (or their leases lost) and their
+		// results are dropped: only the outcomes being queued must be
+		// waited for, so that the completer writes them.
+		d.mu.Lock()
+		n := d.busy()
+		d.mu.Unlock()
+		d.log.Error("stopping while runs ignore their cancellation; their results will be dropped", "running", n)
+		d.queuing.Wait()
+	}
 }
 
 // heartbeat extends the leases of every running task once per interval, in
@@ -542,10 +598,27 @@ func (d *Dispatcher) heartbeat(ctx context.Context) {
 }
 
 func (d *Dispatcher) beat(ctx context.Context) error {
+	now := time.Now()
 	d.mu.Lock()
 	leases := make([]store.Lease, 0, len(d.running))
+	runs := make([]*run, 0, len(d.running))
 	for id, r := range d.running {
+		if r.leaseLost {
+			continue
+		}
+		// A run past its deadline was cancelled (watchDeadlines): its lease
+		// is extended once more, so that it has a whole lease to return, and
+		// then left to expire, so that a handler that ignores the
+		// cancellation does not hold its task forever; the janitor retries
+		// or dead-letters it.
+		if !r.ended && !now.Before(r.deadline) {
+			if r.overdue {
+				continue
+			}
+			r.overdue = true
+		}
 		leases = append(leases, store.Lease{ID: id, Lease: r.rule.Lease})
+		runs = append(runs, r)
 	}
 	d.mu.Unlock()
 	if len(leases) == 0 {
@@ -553,6 +626,9 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	}
 	held, err := d.cfg.Store.Heartbeat(ctx, d.cfg.Owner, leases, d.cfg.Clock.DBNow())
 	if err != nil {
+		// A run whose lease has run out by now may be rescued and run
+		// elsewhere: stop it rather than run it twice at once.
+		d.loseExpired(runs)
 		return err
 	}
 	keep := make(map[uuid.UUID]bool, len(held))
@@ -561,8 +637,10 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	}
 	var lost []*run
 	d.mu.Lock()
-	for _, l := range leases {
-		if r, ok := d.running[l.ID]; ok && !keep[l.ID] {
+	for _, r := range runs {
+		if keep[r.task.ID] {
+			r.leaseUntil = now.Add(r.rule.Lease)
+		} else if !r.leaseLost {
 			r.leaseLost = true
 			lost = append(lost, r)
 		}
@@ -573,6 +651,25 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 		r.cancel(errLeaseLost)
 	}
 	return nil
+}
+
+// loseExpired cancels, as lease lost, those of runs whose lease has ended by
+// this instance's reckoning, when a heartbeat could not extend it.
+func (d *Dispatcher) loseExpired(runs []*run) {
+	now := time.Now()
+	var lost []*run
+	d.mu.Lock()
+	for _, r := range runs {
+		if !r.ended && !r.leaseLost && now.After(r.leaseUntil) {
+			r.leaseLost = true
+			lost = append(lost, r)
+		}
+	}
+	d.mu.Unlock()
+	for _, r := range lost {
+		d.log.Warn("lease expired while heartbeats failed; cancelling the run", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		r.cancel(errLeaseLost)
+	}
 }
 
 // Beat runs one heartbeat now (for tests and benchmarks).

@@ -103,7 +103,6 @@ func (j *Janitor) RunOnce(ctx context.Context) (Result, error) {
 }
 
 func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, err error) {
-	now := j.cfg.Clock.Now()
 	dbNow := j.cfg.Clock.DBNow()
 	err = j.cfg.Store.InTx(ctx, func(tx *store.Store) error {
 		expired, err := tx.ExpiredLeases(ctx, dbNow, j.cfg.BatchSize)
@@ -123,8 +122,8 @@ func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, er
 			msg := fmt.Sprintf("lease expired: instance %s stopped heartbeating (attempt %d)", owner, t.Attempts)
 			o := store.Finish{ID: t.ID, Error: &msg, RetryCount: t.RetryCount}
 			if t.RetryCount < t.MaxRetries {
-				at := now.Add(j.cfg.Backoff(t.TaskType)(t.RetryCount))
-				o.Status, o.RetryCount, o.RunAfter = wftype.StatusPending, t.RetryCount+1, &at
+				// A delay, added to the database's clock by the statement.
+				o.Status, o.RetryCount, o.RetryIn = wftype.StatusPending, t.RetryCount+1, j.cfg.Backoff(t.TaskType)(t.RetryCount)
 				requeued++
 			} else {
 				o.Status = wftype.StatusDeadLetter
@@ -132,11 +131,11 @@ func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, er
 			}
 			outcomes = append(outcomes, o)
 		}
-		before := now
-		if dbNow != nil {
-			before = *dbNow
-		}
-		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: &before, Now: dbNow}, outcomes)
+		// The rows are locked in this transaction since ExpiredLeases found
+		// them expired by the database's clock: no need to test the lease
+		// again, and testing it against this host's clock would skip every
+		// task when the host's clock is behind.
+		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: dbNow, Now: dbNow}, outcomes)
 		return err
 	})
 	if err != nil {

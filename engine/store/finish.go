@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,6 +28,11 @@ type Finish struct {
 	RetryCount int
 	// RunAfter is when a retried task becomes due again (PENDING only).
 	RunAfter *time.Time
+	// RetryIn, for a PENDING outcome without RunAfter, is how long after
+	// the statement's time (FinishParams.Now, else the database's now())
+	// the task becomes due again: a retry's delay is measured on the clock
+	// that claims compare run_after with, not on this host's.
+	RetryIn time.Duration
 }
 
 // FinishParams qualifies which rows a FinishTasks call may change.
@@ -58,16 +66,18 @@ type FinishParams struct {
 //     until vacuum, every finished one) for each batch;
 //   - each row finds its outcome in $1, a JSON object keyed by task id (a
 //     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
-//     "r": retry count, "a": run after, "ev": event id, "et": event time}}.
+//     "r": retry count, "a": run after, "d": retry in (seconds), "ev": event
+//     id, "et": event time}}.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
     SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until) = (
-            SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r, coalesce(o.a, t.run_after),
+            SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r,
+                   coalesce(o.a, coalesce($3::timestamptz, now()) + make_interval(secs => o.d), t.run_after),
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
                    NULL::timestamptz
-            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz))
+            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8))
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE
@@ -147,6 +157,9 @@ func appendOutcome(doc []byte, o *Finish) ([]byte, error) {
 		doc = append(doc, `,"a":"`...)
 		doc = o.RunAfter.UTC().AppendFormat(doc, time.RFC3339Nano)
 		doc = append(doc, '"')
+	} else if o.Status == wftype.StatusPending {
+		doc = append(doc, `,"d":`...)
+		doc = strconv.AppendFloat(doc, max(o.RetryIn, 0).Seconds(), 'f', -1, 64)
 	}
 	if o.Status == wftype.StatusFailed || o.Status == wftype.StatusDeadLetter {
 		id, at, err := NewID()
@@ -194,16 +207,74 @@ func appendQuotedUUID(b []byte, id uuid.UUID) []byte {
 }
 
 // appendJSONValue appends raw, or, when raw is not valid JSON, raw as a JSON
-// string: one handler's malformed outputs must not fail its whole batch.
+// string: one handler's malformed outputs must not fail its whole batch. For
+// the same reason, what jsonb refuses though JSON allows it (invalid UTF-8,
+// \u0000, a lone surrogate) is replaced by U+FFFD.
 func appendJSONValue(b []byte, raw json.RawMessage) []byte {
-	if json.Valid(raw) {
+	if !json.Valid(raw) {
+		return appendJSONString(b, string(raw))
+	}
+	if utf8.Valid(raw) && !hasRefusedEscape(raw) {
 		return append(b, raw...)
 	}
-	return appendJSONString(b, string(raw))
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return appendJSONString(b, string(raw))
+	}
+	q, err := json.Marshal(withoutNUL(v)) // decoding replaced the rest
+	if err != nil {
+		return appendJSONString(b, string(raw))
+	}
+	return append(b, q...)
 }
 
-// appendJSONString appends s as a JSON string (invalid UTF-8 replaced).
+// hasRefusedEscape reports whether raw may hold an escape that jsonb
+// refuses: \u0000 or a surrogate (\ud800 to \udfff, which jsonb accepts
+// only as a valid pair). It may report an escaped backslash followed by such
+// text too, which only costs a needless re-encoding.
+func hasRefusedEscape(raw []byte) bool {
+	for i := bytes.Index(raw, []byte(`\u`)); i >= 0 && i+6 <= len(raw); {
+		h := raw[i+2 : i+6]
+		if string(h) == "0000" || (h[0]|0x20 == 'd' && bytes.IndexByte([]byte("89abAB"), h[1]) >= 0) {
+			return true
+		}
+		j := bytes.Index(raw[i+2:], []byte(`\u`))
+		if j < 0 {
+			break
+		}
+		i += 2 + j
+	}
+	return false
+}
+
+// withoutNUL replaces the NUL characters of a decoded JSON value's strings
+// and keys with U+FFFD.
+func withoutNUL(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "\x00", "\uFFFD")
+	case []any:
+		for i := range x {
+			x[i] = withoutNUL(x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[strings.ReplaceAll(k, "\x00", "\uFFFD")] = withoutNUL(e)
+		}
+		return m
+	}
+	return v
+}
+
+// appendJSONString appends s as a JSON string (invalid UTF-8 and NUL, which
+// PostgreSQL's text and jsonb refuse, replaced by U+FFFD).
 func appendJSONString(b []byte, s string) []byte {
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
 	q, _ := json.Marshal(s) // a string always encodes
 	return append(b, q...)
 }

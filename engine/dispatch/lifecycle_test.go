@@ -1,0 +1,265 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"wf/engine/dispatch"
+	"wf/engine/signalbus"
+	"wf/engine/wftype"
+	"wf/runners"
+)
+
+// skewedClock is a host clock that is off by offset from the database's,
+// with statements on the database's clock, as in production (clock.Real).
+type skewedClock struct{ offset time.Duration }
+
+func (c skewedClock) Now() time.Time  { return time.Now().Add(c.offset) }
+func (skewedClock) DBNow() *time.Time { return nil }
+
+// TestReclaimWhileOldRunStillRuns: a run lost its lease (the janitor
+// requeued it while the heartbeat could not reach the database) but its
+// handler has not returned yet, and the same instance claims the task again.
+// The old run must be cancelled as soon as the task is claimed anew (its
+// lease is gone, though the owner on the row is this instance again, so no
+// heartbeat will tell), and both runs keep their slots until they return.
+func TestReclaimWhileOldRunStillRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	type attempt struct {
+		ctx     context.Context
+		release chan struct{}
+	}
+	attempts := make(chan attempt, 2)
+	unblock := make(chan struct{}) // lets every handler return when the test ends
+	r := funcRunner{types: map[string]bool{"slow": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+		a := attempt{ctx: ctx, release: make(chan struct{})}
+		attempts <- a
+		select { // ignores ctx, as a handler stuck in a blocking call does
+		case <-a.release:
+		case <-unblock:
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) { c.HeartbeatInterval = time.Hour })
+	stop := runFor(d)
+	defer stop()
+	defer close(unblock)
+	ids := enqueue(t, b, "slow", 1, 3)
+	first := <-attempts
+
+	// What the janitor does to an expired lease, due at once.
+	_, err := b.store.DB().Exec(b.ctx, `UPDATE tasks.tasks SET status = 'PENDING', owner_id = NULL, locked_until = NULL,
+		retry_count = retry_count + 1, run_after = now() WHERE task_id = $1`, ids[0])
+	require.NoError(t, err)
+	b.bus.Publish(signalbus.TaskQueued, "slow")
+	var second attempt
+	select {
+	case second = <-attempts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("task not claimed again")
+	}
+	select {
+	case <-first.ctx.Done():
+		require.ErrorContains(t, context.Cause(first.ctx), "lease lost")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the old run was not cancelled when its task was claimed again")
+	}
+	require.Equal(t, 2, d.Running())
+
+	// The old run returns: its result is dropped, the new run keeps its
+	// slot and its lease.
+	close(first.release)
+	require.Eventually(t, func() bool { return d.Running() == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, d.Beat(b.ctx))
+	require.NoError(t, second.ctx.Err())
+	tk, err := b.store.GetTask(b.ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusActive, tk.Status)
+
+	close(second.release)
+	require.Eventually(t, func() bool {
+		tk, _ := b.store.GetTask(b.ctx, ids[0])
+		return tk.Status == wftype.StatusCompleted
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return d.Running() == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestShutdownEndsWithHandlerIgnoringContext: a handler that never returns
+// must not keep the instance from stopping: after the grace period its task
+// is handed back and Run returns.
+func TestShutdownEndsWithHandlerIgnoringContext(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	r := funcRunner{types: map[string]bool{"stuck": true}, fn: func(context.Context, *wftype.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return nil, nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) { c.Grace = 50 * time.Millisecond })
+	stop := runFor(d)
+	ids := enqueue(t, b, "stuck", 1, 3)
+	<-started
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); stop() }()
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return: a handler that ignores its context blocks shutdown")
+	}
+	tk, err := b.store.GetTask(b.ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusPending, tk.Status)
+}
+
+// TestRetryDelayUsesDatabaseClock: with the host clock an hour ahead of the
+// database's, a failed run is retried after its backoff by the database's
+// clock, which every instance claims by, not an hour later.
+func TestRetryDelayUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var runs atomic.Int32
+	r := funcRunner{types: map[string]bool{"flaky": true}, fn: func(context.Context, *wftype.Task) (json.RawMessage, error) {
+		runs.Add(1)
+		return nil, errors.New("upstream down")
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.Clock = skewedClock{offset: time.Hour}
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = dispatch.Rule{
+			Backoff: func(int) time.Duration { return 10 * time.Second },
+		}
+	})
+	stop := runFor(d)
+	defer stop()
+	ids := enqueue(t, b, "flaky", 1, 3)
+	require.Eventually(t, func() bool {
+		tk, _ := b.store.GetTask(b.ctx, ids[0])
+		return tk.Status == wftype.StatusPending && tk.RetryCount == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	var wait float64
+	require.NoError(t, b.store.DB().QueryRow(b.ctx,
+		`SELECT extract(epoch FROM run_after - now()) FROM tasks.tasks WHERE task_id = $1`, ids[0]).Scan(&wait))
+	require.InDelta(t, 10, wait, 3, "retry due in %.0fs by the database's clock", wait)
+}
+
+// TestNULInResultDoesNotPoisonBatch: PostgreSQL's jsonb and text refuse the
+// NUL character, which valid JSON (\u0000) and Go strings may hold. One
+// handler's outputs or error with a NUL in them must not fail the write of
+// the whole batch of outcomes it is in.
+func TestNULInResultDoesNotPoisonBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := funcRunner{types: map[string]bool{"ok": true, "nul-out": true, "nul-err": true}, fn: func(_ context.Context, tk *wftype.Task) (json.RawMessage, error) {
+		switch tk.TaskType {
+		case "nul-out":
+			return json.RawMessage(`{"bin":"a\u0000b","\u0000k":1}`), nil
+		case "nul-err":
+			return nil, errors.New("exit status 1: stderr \x00\x01 garbage")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) { c.FlushInterval = 100 * time.Millisecond })
+	stop := runFor(d)
+	defer stop()
+	ok := enqueue(t, b, "ok", 20, 0)
+	out := enqueue(t, b, "nul-out", 1, 0)
+	bad := enqueue(t, b, "nul-err", 1, 0)
+	require.Eventually(t, func() bool { return countStatus(t, b, wftype.StatusCompleted) == 21 }, 10*time.Second, 10*time.Millisecond)
+	tk, err := b.store.GetTask(b.ctx, ok[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ok":true}`, string(tk.Outputs))
+	tk, err = b.store.GetTask(b.ctx, out[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"bin":"a\ufffdb","\ufffdk":1}`, string(tk.Outputs))
+	require.Eventually(t, func() bool {
+		tk, _ = b.store.GetTask(b.ctx, bad[0])
+		return tk.Status == wftype.StatusDeadLetter
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "exit status 1: stderr \ufffd\x01 garbage", *tk.Error)
+}
+
+// TestTimedOutRunThatIgnoresCancelLetsLeaseExpire: a run past its timeout
+// whose handler ignores the cancellation must not hold its task forever by
+// heartbeating: its lease is left to expire, so the janitor retries it or
+// dead-letters it like any run that exceeded its timeout.
+func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cancelled := make(chan struct{})
+	release := make(chan struct{})
+	r := funcRunner{types: map[string]bool{"stuck": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+		<-ctx.Done()
+		close(cancelled)
+		<-release
+		return nil, nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.HeartbeatInterval = time.Hour // beats are run by the test
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "stuck"}] = dispatch.Rule{Timeout: 50 * time.Millisecond, Lease: time.Minute}
+	})
+	stop := runFor(d)
+	defer stop()
+	defer close(release)
+	ids := enqueue(t, b, "stuck", 1, 3)
+	<-cancelled
+	lease := func() time.Time {
+		tk, err := b.store.GetTask(b.ctx, ids[0])
+		require.NoError(t, err)
+		require.Equal(t, wftype.StatusActive, tk.Status)
+		return *tk.LockedUntil
+	}
+	// Right after the timeout the run may still be ending: one more beat.
+	require.NoError(t, d.Beat(b.ctx))
+	before := lease()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, d.Beat(b.ctx))
+	require.Equal(t, before, lease(), "the lease of a run that ignores its timeout is still extended")
+}
+
+// TestHeartbeatFailingPastLeaseCancels: while heartbeats cannot reach the
+// database, a run whose lease has ended by now is stopped: the janitor of
+// another instance may already have handed its task on.
+func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan context.Context, 1)
+	r := funcRunner{types: map[string]bool{"long": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+		started <- ctx
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.HeartbeatInterval = time.Hour // beats are run by the test
+		c.Grace = 50 * time.Millisecond
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "long"}] = dispatch.Rule{Lease: 300 * time.Millisecond}
+	})
+	stop := runFor(d)
+	defer stop()
+	enqueue(t, b, "long", 1, 3)
+	runCtx := <-started
+	require.NoError(t, d.Beat(b.ctx))
+
+	// A heartbeat that cannot reach the database within the lease keeps the
+	// run; one that fails after the lease ended stops it.
+	failing, cancel := context.WithCancel(b.ctx)
+	cancel()
+	require.Error(t, d.Beat(failing))
+	require.NoError(t, runCtx.Err())
+	time.Sleep(400 * time.Millisecond)
+	require.Error(t, d.Beat(failing))
+	select {
+	case <-runCtx.Done():
+		require.ErrorContains(t, context.Cause(runCtx), "lease lost")
+	case <-time.After(5 * time.Second):
+		t.Fatal("run not cancelled though its lease ran out while heartbeats failed")
+	}
+}
