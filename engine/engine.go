@@ -109,8 +109,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	heartbeat := cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
 	for pair, r := range cfg.Rules {
-		if r.Lease > 0 && r.Lease <= heartbeat {
-			return nil, fmt.Errorf("error creating engine: task type %s has a visibility timeout of %s, not longer than the heartbeat interval %s: its leases would expire between heartbeats",
+		// One late or failed heartbeat must not cost a lease (a run whose
+		// lease ran out by its own reckoning is cancelled).
+		if r.Lease > 0 && r.Lease < 2*heartbeat {
+			return nil, fmt.Errorf("error creating engine: task type %s has a visibility timeout of %s, less than twice the heartbeat interval %s: one late heartbeat would lose its lease; raise visibility_timeout or lower heartbeat_interval",
 				pair.TaskType, r.Lease, heartbeat)
 		}
 	}

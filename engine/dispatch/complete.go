@@ -17,8 +17,8 @@ const maxErrorLen = 8 << 10
 // FlushWorkers batches are written at once, each on its own connection, so
 // the next batch is sent while the database still writes the last one. The
 // bounded channel makes finishing runs wait when writes fall behind
-// (back-pressure). A failed write is retried until it succeeds or the
-// dispatcher stops; a result never written is not lost, only re-run after
+// (back-pressure). A failed write is retried while the tasks' leases may
+// hold (see flush); a result never written is not lost, only re-run after
 // its lease expires.
 func (d *Dispatcher) complete() {
 	batches := make(chan []result)
@@ -75,23 +75,71 @@ func (d *Dispatcher) flush(batch []result) {
 		o := Outcome(&r.task, r.rule, r.outputs, r.err, now)
 		outcomes[i], statuses[i] = o, o.Status
 	}
-	for attempt := 0; ; attempt++ {
+	// A result is worth writing while its task's lease may hold: its run
+	// left the heartbeat when it ended, so once the lease runs out the
+	// janitor hands the task on (and the write would change nothing). While
+	// the dispatcher stops, it gives up sooner, so that a database that went
+	// away cannot hold the shutdown for a whole lease.
+	first := time.Now()
+	giveUpAt := first.Add(writableFor(batch, d.cfg.HeartbeatInterval))
+	pause := flushFirstPause
+	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := d.cfg.Store.FinishTasks(ctx, store.FinishParams{Owner: d.cfg.Owner, Now: d.cfg.Clock.DBNow()}, outcomes)
 		cancel()
 		if err == nil {
+			if attempt > 1 {
+				d.log.Info("results written after failures", "tasks", len(batch), "attempts", attempt)
+			}
 			break
 		}
-		if attempt >= 9 {
-			d.log.Error("giving up writing results; the tasks will run again when their leases expire", "tasks", len(batch), "err", err)
+		limit := giveUpAt
+		if d.stopping.Load() {
+			limit = minTime(limit, first.Add(flushStopLimit))
+		}
+		if time.Now().Add(pause).After(limit) {
+			d.log.Error("giving up writing results; the tasks will run again when their leases expire",
+				"tasks", len(batch), "attempts", attempt, "err", err)
 			return
 		}
-		d.log.Warn("writing results failed; retrying", "tasks", len(batch), "err", err)
-		time.Sleep(time.Duration(attempt+1) * 500 * time.Millisecond)
+		if attempt == 1 || attempt%10 == 0 {
+			d.log.Warn("writing results failed; retrying", "tasks", len(batch), "attempts", attempt, "err", err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, flushMaxPause)
 	}
 	if d.cfg.Observer != nil {
 		for i := range batch {
 			d.cfg.Observer.Finished(&batch[i].task, statuses[i], batch[i].ran)
 		}
 	}
+}
+
+// Retries of a failed completion write.
+const (
+	flushFirstPause = 250 * time.Millisecond
+	flushMaxPause   = 5 * time.Second
+	flushStopLimit  = 30 * time.Second // while the dispatcher stops
+)
+
+// writableFor is how long after now the outcomes of batch may still be
+// written: the shortest lease among them, less a heartbeat interval (the
+// lease was last extended up to one interval before the run ended), and at
+// least flushStopLimit.
+func writableFor(batch []result, heartbeat time.Duration) time.Duration {
+	lease := DefaultLease
+	for i := range batch {
+		if l := batch[i].rule.Lease; l > 0 && l < lease {
+			lease = l
+		}
+	}
+	return max(lease-heartbeat, flushStopLimit)
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

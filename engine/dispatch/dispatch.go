@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,7 +91,10 @@ type Dispatcher struct {
 	backlog bool // the last claim filled every free slot: more may wait
 	wg      sync.WaitGroup
 	queuing sync.WaitGroup // runs handing their outcome to the completer
-	idle    chan struct{}  // closed and replaced whenever nothing runs
+	// stopping is set once no more outcomes come: failed completion writes
+	// then give up sooner.
+	stopping atomic.Bool
+	idle     chan struct{} // closed and replaced whenever nothing runs
 
 	// reserved and reservedPer are the slots that claims in flight asked
 	// for (freeSlots); their tasks are not running yet.
@@ -237,6 +241,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	stopHeartbeat()
 	<-hbDone
 	<-dlDone
+	d.stopping.Store(true)
 	close(d.done)
 	<-completerDone
 	return nil

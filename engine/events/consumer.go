@@ -320,7 +320,6 @@ func (c *Consumer) ensurePartitions(ctx context.Context) error {
 func (c *Consumer) failures(plans []planned) ([]store.EventFailure, map[uuid.UUID]bool) {
 	var out []store.EventFailure
 	dead := map[uuid.UUID]bool{}
-	now := c.cfg.Clock.Now()
 	for _, p := range plans {
 		if p.err == nil {
 			continue
@@ -337,7 +336,7 @@ func (c *Consumer) failures(plans []planned) ([]store.EventFailure, map[uuid.UUI
 			f.DeadLetter = true
 			dead[p.event.ID] = true
 		} else {
-			f.RunAfter = now.Add(c.cfg.Backoff(p.event.Attempts))
+			f.RetryIn = c.cfg.Backoff(p.event.Attempts)
 		}
 		out = append(out, f)
 	}

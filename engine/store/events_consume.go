@@ -120,9 +120,10 @@ type EventFailure struct {
 	Key   EventKey
 	Error string
 	// DeadLetter moves the event to DEAD_LETTER; otherwise it goes back to
-	// PENDING, due at RunAfter.
+	// PENDING, due RetryIn after the statement's time (the database's, as
+	// for the claims that compare run_after with it).
 	DeadLetter bool
-	RunAfter   time.Time
+	RetryIn    time.Duration
 }
 
 // FailEvents records failed attempts of events owner still holds: back to
@@ -134,13 +135,14 @@ func (s *Store) FailEvents(ctx context.Context, owner string, now *time.Time, fa
 	}
 	const q = `
 WITH f AS (
-    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::bool[], $5::timestamptz[])
-        AS f(event_id, created_at, error, dead, run_after)
+    SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::bool[], $5::float8[])
+        AS f(event_id, created_at, error, dead, retry_in)
 )
 UPDATE tasks.events e
 SET status           = CASE WHEN f.dead THEN 'DEAD_LETTER' ELSE 'PENDING' END,
     error            = f.error,
-    run_after        = CASE WHEN f.dead THEN e.run_after ELSE f.run_after END,
+    run_after        = CASE WHEN f.dead THEN e.run_after
+                            ELSE coalesce($6::timestamptz, now()) + make_interval(secs => f.retry_in) END,
     dead_lettered_at = CASE WHEN f.dead THEN coalesce($6::timestamptz, now()) END,
     owner_id         = NULL,
     locked_until     = NULL
@@ -150,11 +152,11 @@ WHERE e.event_id = f.event_id AND e.created_at = f.created_at
 RETURNING e.event_id`
 	n := len(failures)
 	ids, at := make([]uuid.UUID, n), make([]time.Time, n)
-	msgs, dead, runAfter := make([]string, n), make([]bool, n), make([]time.Time, n)
+	msgs, dead, retryIn := make([]string, n), make([]bool, n), make([]float64, n)
 	for i, f := range failures {
-		ids[i], at[i], msgs[i], dead[i], runAfter[i] = f.Key.ID, f.Key.CreatedAt, f.Error, f.DeadLetter, f.RunAfter
+		ids[i], at[i], msgs[i], dead[i], retryIn[i] = f.Key.ID, f.Key.CreatedAt, f.Error, f.DeadLetter, max(f.RetryIn, 0).Seconds()
 	}
-	return collectIDs(ctx, s, "recording failed events", q, ids, at, msgs, dead, runAfter, now, owner)
+	return collectIDs(ctx, s, "recording failed events", q, ids, at, msgs, dead, retryIn, now, owner)
 }
 
 // ReleaseEvents hands events owner still holds back to PENDING, due at
