@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -57,19 +58,7 @@ func (s *Server) submitIngestion(w http.ResponseWriter, r *http.Request, p *prin
 	if prob != nil {
 		return prob
 	}
-	inputs, prob := decodeObject(body)
-	if prob != nil {
-		return prob
-	}
-	for key, want := range map[string]string{"catalog_id": catalogID, "collection_id": collectionID} {
-		if got, ok := inputs[key]; ok && got != want {
-			p := validationProblem("the body contradicts the request path", "", nil)
-			p.Errors = []fieldError{pointerError("/"+key, "must be left out (it is taken from the path) or equal "+want)}
-			return p
-		}
-		inputs[key] = want
-	}
-	raw, err := json.Marshal(inputs)
+	raw, err := ingestionInputs(body, catalogID, collectionID)
 	if err != nil {
 		return err
 	}
@@ -83,6 +72,29 @@ func (s *Server) submitIngestion(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	s.writeSubmission(w, res.Task, res.Duplicate)
 	return nil
+}
+
+// ingestionInputs turns the body of a submission into the inputs of its
+// ingestion task: the body's members plus catalog_id and collection_id,
+// taken from the path (the body may repeat them, not contradict them).
+func ingestionInputs(body []byte, catalogID, collectionID string) (json.RawMessage, error) {
+	inputs, prob := decodeObject(body)
+	if prob != nil {
+		return nil, prob
+	}
+	for key, want := range map[string]string{"catalog_id": catalogID, "collection_id": collectionID} {
+		if got, ok := inputs[key]; ok && got != want {
+			p := validationProblem("the body contradicts the request path", "", nil)
+			p.Errors = []fieldError{pointerError("/"+key, "must be left out (it is taken from the path) or equal "+want)}
+			return nil, p
+		}
+		inputs[key] = want
+	}
+	raw, err := json.Marshal(inputs)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding the ingestion inputs: %w", err)
+	}
+	return raw, nil
 }
 
 // decodeObject decodes a body that readBody checked into a generic JSON

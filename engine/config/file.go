@@ -16,6 +16,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Limits that keep a hostile configuration file from exhausting memory or
+// the stack.
+const (
+	// maxFileValues bounds the values of the file after aliases are
+	// expanded (a "billion laughs" file stops here).
+	maxFileValues = 100_000
+	// maxFileDepth bounds the nesting of the file.
+	maxFileDepth = 100
+)
+
 // yamlFile is a parsed configuration file: its root node and, by JSON
 // pointer, the node of every value and of every mapping key, so that schema
 // violations and bad values can be placed at a line and column.
@@ -25,6 +35,11 @@ type yamlFile struct {
 	value  any                   // the document as JSON-like values, for the schema
 	values map[string]*yaml.Node // JSON pointer → value node
 	keys   map[string]*yaml.Node // JSON pointer → key node of a mapping entry
+
+	// count and active bound convert: values converted so far, and the
+	// anchors being expanded (to catch an alias inside its own anchor).
+	count  int
+	active map[*yaml.Node]bool
 }
 
 // loadFile applies the configuration file at path to c. via says what
@@ -70,14 +85,14 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 func parseFile(path string, data []byte) (*yamlFile, Errors) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
+	if err := decodeNode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
 		return nil, Errors{yamlSyntaxError(path, err)}
 	}
 	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
+	switch err := decodeNode(dec, &extra); {
 	case err == nil:
 		return nil, Errors{{Source: fileSource(path, &extra), Message: "expected one YAML document, found a second one"}}
 	case !errors.Is(err, io.EOF):
@@ -86,10 +101,22 @@ func parseFile(path string, data []byte) (*yamlFile, Errors) {
 	if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
 		return nil, nil
 	}
-	f := &yamlFile{path: path, root: doc.Content[0], values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	f := &yamlFile{path: path, root: doc.Content[0], values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{},
+		active: map[*yaml.Node]bool{}}
 	var errs Errors
-	f.value = f.convert(f.root, "", &errs)
+	f.value = f.convert(f.root, "", 0, &errs)
 	return f, errs
+}
+
+// decodeNode reads the next document, turning a panic of the YAML parser on
+// malformed input into an error: a configuration file must never crash wf.
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: the parser failed on this file (%v)", r)
+		}
+	}()
+	return dec.Decode(n)
 }
 
 // yamlSyntaxError places a YAML parser error at its line.
@@ -106,11 +133,36 @@ func yamlSyntaxError(path string, err error) Error {
 }
 
 // convert turns a node into the JSON-like value the schema validates (maps,
-// slices, strings, json numbers, bools, nil), indexing nodes by pointer.
-func (f *yamlFile) convert(n *yaml.Node, ptr string, errs *Errors) any {
+// slices, strings, json numbers, bools, nil), indexing nodes by pointer. It
+// stops, with an error, at an alias inside its own anchor and past
+// maxFileValues or maxFileDepth.
+func (f *yamlFile) convert(n *yaml.Node, ptr string, depth int, errs *Errors) any {
+	f.count++
+	switch {
+	case f.count == maxFileValues+1:
+		*errs = append(*errs, Error{Source: fileSource(f.path, n), Field: fieldPath(ptr),
+			Message: fmt.Sprintf("the file is too large: more than %d values once aliases are expanded", maxFileValues)})
+		return nil
+	case f.count > maxFileValues:
+		return nil
+	case depth > maxFileDepth:
+		*errs = append(*errs, Error{Source: fileSource(f.path, n), Field: fieldPath(ptr),
+			Message: fmt.Sprintf("nested too deep: more than %d levels", maxFileDepth)})
+		return nil
+	}
 	f.values[ptr] = n
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+	if n.Kind == yaml.AliasNode {
+		target := n.Alias
+		if target == nil || f.active[target] {
+			*errs = append(*errs, Error{Source: fileSource(f.path, n), Field: fieldPath(ptr),
+				Message: fmt.Sprintf("alias *%s refers to a node that contains it", n.Value)})
+			return nil
+		}
+		f.active[target] = true
+		v := f.convert(target, ptr, depth+1, errs)
+		delete(f.active, target)
+		f.values[ptr] = n
+		return v
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -127,13 +179,13 @@ func (f *yamlFile) convert(n *yaml.Node, ptr string, errs *Errors) any {
 				continue
 			}
 			f.keys[child] = k
-			m[k.Value] = f.convert(v, child, errs)
+			m[k.Value] = f.convert(v, child, depth+1, errs)
 		}
 		return m
 	case yaml.SequenceNode:
 		s := make([]any, len(n.Content))
 		for i, item := range n.Content {
-			s[i] = f.convert(item, ptr+"/"+strconv.Itoa(i), errs)
+			s[i] = f.convert(item, ptr+"/"+strconv.Itoa(i), depth+1, errs)
 		}
 		return s
 	case yaml.ScalarNode:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -346,6 +347,32 @@ func TestLoadFileErrors(t *testing.T) {
 		{"validate listen", "listen: localhost\n", `wf.yaml:1:9: listen: expected host:port such as 127.0.0.1:8080 or :8080, got "localhost"`},
 		{"validate token xor", "tokens:\n  - name: a\n    role: client\n", "wf.yaml:2:5: tokens[0]: set token or token_sha256"},
 		{"validate duplicate channel", "channels:\n  events: new_task_queued\n", `wf.yaml:2:11: channels.events: must differ from channels.task_queued (both are "new_task_queued")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, loadErr(t, Options{File: writeFile(t, tc.content)}))
+		})
+	}
+}
+
+// TestLoadHostileFile checks that a small file cannot exhaust memory or the
+// stack through aliases or nesting: each fails with an error, quickly.
+func TestLoadHostileFile(t *testing.T) {
+	t.Parallel()
+	// A "billion laughs": ten levels of nine aliases, 9^10 values.
+	var bomb strings.Builder
+	bomb.WriteString("l0: &l0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&bomb, "l%d: &l%d [%s*l%d]\n", i, i, strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 8), i-1)
+	}
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"alias bomb", bomb.String(), "wf.yaml:1:31: l5[0][2][0][5][4][7]: the file is too large: more than 100000 values once aliases are expanded"},
+		{"alias in its anchor", "specs: &a [*a]\n", "wf.yaml:1:12: specs[0][0]: alias *a refers to a node that contains it"},
+		{"alias in its mapping", "retention: &r {completed: *r}\n", "wf.yaml:1:27: retention.completed.completed: alias *r refers to a node that contains it"},
+		{"deep nesting", "specs: " + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "\n",
+			"wf.yaml:1:108: specs" + strings.Repeat("[0]", 100) + ": nested too deep: more than 100 levels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -56,8 +56,8 @@ func BenchmarkLoadSpecs(b *testing.B) {
 // allBuiltins names the builtin handlers the sources use (the CLI registers
 // more than package builtin's defaults), so the benchmark compiles the specs
 // whatever handlers this test binary links.
-func allBuiltins(b *testing.B, sources []Source) []string {
-	b.Helper()
+func allBuiltins(tb testing.TB, sources []Source) []string {
+	tb.Helper()
 	names := map[string]bool{}
 	for _, src := range sources {
 		for _, m := range builtinRef.FindAllSubmatch(src.Data, -1) {

@@ -18,6 +18,9 @@ const (
 	// maxDocumentValues bounds the values of one document after aliases are
 	// expanded (a "billion laughs" file stops here).
 	maxDocumentValues = 100_000
+	// maxSourceValues bounds the values of all the documents of one file,
+	// so that many small bombs, each under maxDocumentValues, cannot add up.
+	maxSourceValues = 2 * maxDocumentValues
 	// maxDepth bounds the nesting of one document.
 	maxDepth = 100
 )
@@ -105,6 +108,7 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // values JSON cannot hold; a document with errors is left out.
 func parseSource(src Source) (docs []*document, errs Errors) {
 	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
+	spent := 0 // values of the file's documents so far
 	for {
 		var root yaml.Node
 		err := decodeNode(dec, &root)
@@ -133,9 +137,13 @@ func parseSource(src Source) (docs []*document, errs Errors) {
 			pos:   nodePos(body),
 			nodes: map[string]*yaml.Node{},
 			keys:  map[string]*yaml.Node{},
-		}, active: map[*yaml.Node]bool{}}
+		}, active: map[*yaml.Node]bool{}, budget: min(maxDocumentValues, maxSourceValues-spent)}
 		v, ok := c.convert(body, "", 0)
 		errs = append(errs, c.errs...)
+		spent += c.count
+		if c.full && c.budget < maxDocumentValues {
+			return docs, errs // the file's budget is spent: stop here
+		}
 		if !ok || len(c.errs) > 0 {
 			continue
 		}
@@ -171,6 +179,7 @@ func trimYAMLPrefix(msg string) string {
 type converter struct {
 	doc    *document
 	count  int
+	budget int                 // the most values count may reach
 	active map[*yaml.Node]bool // anchors being expanded, to catch recursive aliases
 	errs   Errors
 	full   bool // the value budget is spent; stop reporting
@@ -184,11 +193,15 @@ func (c *converter) fail(n *yaml.Node, format string, args ...any) {
 // convert converts n, found at ptr, and indexes it.
 func (c *converter) convert(n *yaml.Node, ptr string, depth int) (any, bool) {
 	c.count++
-	if c.count > maxDocumentValues {
-		if !c.full {
-			c.full = true
+	if c.count > c.budget {
+		switch {
+		case c.full:
+		case c.budget < maxDocumentValues:
+			c.fail(n, "file too large: more than %d values in its documents once aliases are expanded", maxSourceValues)
+		default:
 			c.fail(n, "document too large: more than %d values once aliases are expanded", maxDocumentValues)
 		}
+		c.full = true
 		return nil, false
 	}
 	if depth > maxDepth {

@@ -60,6 +60,10 @@ func TestParseRejects(t *testing.T) {
 			src:  billionLaughs(),
 			want: "document too large: more than 100000 values once aliases are expanded",
 		},
+		"ManyDocuments": {
+			src:  manyLaughs(),
+			want: "file too large: more than 200000 values in its documents once aliases are expanded",
+		},
 		"TooDeep": {
 			src:  strings.Repeat("[", 150) + strings.Repeat("]", 150),
 			want: "document nested too deep: more than 100 levels",
@@ -87,4 +91,31 @@ func billionLaughs() string {
 		b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(prev+", ", 9) + prev + "]\n")
 	}
 	return b.String()
+}
+
+// manyLaughs builds a file of ten documents, each a bomb of some 66,000
+// values: each is under the document limit, the file is not.
+func manyLaughs() string {
+	var b strings.Builder
+	for range 10 {
+		b.WriteString("---\na0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+		for i := 1; i < 5; i++ {
+			prev := "*a" + string(rune('0'+i-1))
+			b.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(prev+", ", 8) + prev + "]\n")
+		}
+	}
+	return b.String()
+}
+
+// TestParseSourceBudget checks that documents that spend the file's value
+// budget exactly are kept, and that the first document past it is an error.
+func TestParseSourceBudget(t *testing.T) {
+	t.Parallel()
+	// A list of n items is n+1 values: each document spends one document's
+	// budget, two spend the file's.
+	full := "--- [" + strings.Repeat("x, ", maxDocumentValues-2) + "x]\n"
+	docs, errs := parseSource(Source{Name: "b.yaml", Data: []byte(full + full + "--- {kind: TaskType}\n")})
+	require.Len(t, docs, 2)
+	require.Len(t, errs, 1)
+	require.Equal(t, "b.yaml:3:5: file too large: more than 200000 values in its documents once aliases are expanded", errs[0].String())
 }

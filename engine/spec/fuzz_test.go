@@ -3,9 +3,13 @@ package spec
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,6 +31,9 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
+	}
+	for _, src := range inlineSpecs(f) {
+		f.Add([]byte(src))
 	}
 	compiler, err := NewCompiler(testOptions())
 	if err != nil {
@@ -50,6 +57,78 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzEvaluate checks that no event makes a subscription's evaluation panic,
+// whatever its type, tenant and payload (the event consumer evaluates what
+// POST /events accepted): it gives a task, nothing, or an error.
+func FuzzEvaluate(f *testing.F) {
+	var subs []*Subscription
+	for _, path := range []string{"../../specs", "testdata/valid/all_kinds.yaml", "testdata/valid/defaults.yaml"} {
+		sources, err := ReadSources(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		set, err := Compile(sources, Options{Builtins: allBuiltins(f, sources)})
+		if err != nil {
+			f.Fatal(err)
+		}
+		subs = append(subs, set.Subscriptions()...)
+	}
+	for _, s := range subs {
+		typ := strings.ReplaceAll(s.EventType(), "*", "deleted")
+		f.Add(typ, "CATALOG", "s_cat_a", []byte(`{"catalog_id": "cat-a", "collection_id": "regions", "schema_name": "s_cat_a", "hard": true}`))
+		f.Add(typ, "", "system", []byte(`{"url": "https://example.com/hook", "n": 1e300, "nested": {"a": [1, null]}}`))
+		f.Add(typ, "PLATFORM", "", []byte(`null`))
+	}
+	f.Fuzz(func(t *testing.T, eventType, scope, schemaName string, payload []byte) {
+		event := map[string]any{
+			"event_id": "0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d", "event_type": eventType, "scope": scope,
+			"schema_name": schemaName, "payload": json.RawMessage(payload), "created_at": "2026-01-02T03:04:05Z",
+		}
+		for _, s := range subs {
+			task, ok, err := s.Evaluate(event)
+			switch {
+			case err != nil:
+				if err.Error() == "" {
+					t.Fatalf("subscription %s: empty error", s.Name())
+				}
+			case ok:
+				if task.SchemaName == "" || task.TaskType == "" {
+					t.Fatalf("subscription %s: task %+v", s.Name(), task)
+				}
+				if _, err := json.Marshal(task.Inputs); err != nil {
+					t.Fatalf("subscription %s: inputs %v do not encode: %v", s.Name(), task.Inputs, err)
+				}
+			}
+		}
+	})
+}
+
+// inlineSpecs returns the spec files written inline in this package's
+// tests: every string literal of a _test.go file that declares a kind.
+func inlineSpecs(f *testing.F) []string {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		file, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			f.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil && strings.Contains(s, "kind: ") {
+					out = append(out, s)
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // FuzzExpression checks that compiling an expression against any of the
