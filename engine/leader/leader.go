@@ -159,8 +159,16 @@ func (e *Elector) Run(ctx context.Context) {
 const failureLogEvery = 30 * time.Second
 
 // session polls as a follower on one connection until it leads or fails.
+// It listens for cancellations (the status channel, rare): the server sends
+// them while the connection is idle and the next poll's query reads them, so
+// a task cancelled while it runs on this instance stops within a poll
+// interval rather than at its next heartbeat, and the follower still sends
+// one query per poll interval.
 func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	st := store.New(conn)
+	if err := st.Listen(ctx, e.cfg.Channels.TaskStatusChanged); err != nil {
+		return err
+	}
 	ticker := time.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
 	for {
@@ -168,6 +176,7 @@ func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger)
 		if err != nil {
 			return err
 		}
+		e.forwardReceived(conn)
 		if probe.Leader {
 			return e.lead(ctx, conn, st, log)
 		}
@@ -182,6 +191,21 @@ func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger)
 			return nil
 		case <-ticker.C:
 		}
+	}
+}
+
+// forwardReceived forwards the notifications conn has already read (during
+// its last query), without waiting: a done context makes
+// WaitForNotification return what is buffered, or nothing, with no I/O.
+func (e *Elector) forwardReceived(conn *pgx.Conn) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		n, err := conn.WaitForNotification(done)
+		if err != nil || n == nil {
+			return
+		}
+		e.forward(n.Channel, n.Payload)
 	}
 }
 
