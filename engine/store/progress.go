@@ -35,7 +35,10 @@ func (s *Store) SetProgress(ctx context.Context, id uuid.UUID, progress json.Raw
 	if p := bytes.TrimSpace(progress); len(p) == 0 || p[0] != '{' || !json.Valid(p) {
 		return fmt.Errorf("error setting the progress of task %s: want a JSON object, got %.40q", id, progress)
 	}
-	tag, err := s.db.Exec(ctx, setProgressSQL, id, IDTime(id), string(progress))
+	// What jsonb refuses though JSON allows it (\u0000, a lone surrogate,
+	// invalid UTF-8) is replaced, as for outcomes, rather than failing the
+	// report.
+	tag, err := s.db.Exec(ctx, setProgressSQL, id, IDTime(id), string(appendJSONValue(nil, progress)))
 	if err != nil {
 		return wrap(fmt.Sprintf("setting the progress of task %s", id), err)
 	}

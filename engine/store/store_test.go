@@ -466,3 +466,18 @@ func TestEnsureMonthDoesNotQueueBehindLongTransactions(t *testing.T) {
 	require.True(t, exists)
 	require.NoError(t, b.store.EnsureMonth(b.ctx, far), "an existing month is fine")
 }
+
+// TestProgressWithCharactersJSONBRefuses: a progress report holding what
+// jsonb refuses though JSON allows it (\u0000, a lone surrogate) is stored
+// with U+FFFD in their place instead of failing the report.
+func TestProgressWithCharactersJSONBRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("progress")})
+	require.NoError(t, err)
+	id := ids[0].Task.ID
+	require.NoError(t, b.store.SetProgress(b.ctx, id, json.RawMessage(`{"msg":"a\u0000b","half":"\ud800"}`)))
+	got, err := b.store.GetProgress(b.ctx, id)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"msg":"a\ufffdb","half":"\ufffd"}`, string(got))
+}
