@@ -170,18 +170,7 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 		}
 	}
 	res.WallSeconds = time.Since(start).Seconds()
-	peak := instancesPeak(w)
-	if err := w.stop(); err != nil {
-		return err
-	}
-	res.CPU = m.cpu()
-	if peak > 0 {
-		res.CPU.InstancesPeakRSSMB = peak
-	}
-	if res.Commits, err = m.commitsSince(ctx); err != nil {
-		return err
-	}
-	if err := m.statements(ctx, res); err != nil {
+	if err := m.stopWorkers(ctx, w, res, true); err != nil {
 		return err
 	}
 	win, err := e.store.TaskCompletionWindow(ctx, taskTypeName)
@@ -205,6 +194,28 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	res.RunLatency = percentiles(runs)
 	log.Info("burned down", "completed", res.Completed, "per_second", int(res.CompleteRate), "commits_per_task", res.CommitsPerTask)
 	return nil
+}
+
+// stopWorkers stops the workers and records what the work phase used: CPU,
+// the instances' peak memory (read before they exit: getrusage would count
+// every child of the bench) and, with counts, the commits and statements.
+func (m *meter) stopWorkers(ctx context.Context, w workers, res *Result, counts bool) error {
+	peak := instancesPeak(w)
+	if err := w.stop(); err != nil {
+		return err
+	}
+	res.CPU = m.cpu()
+	if peak > 0 {
+		res.CPU.InstancesPeakRSSMB = peak
+	}
+	if !counts {
+		return nil
+	}
+	var err error
+	if res.Commits, err = m.commitsSince(ctx); err != nil {
+		return err
+	}
+	return m.statements(ctx, res)
 }
 
 // instancesPeak is the peak resident memory of `wf run` instances while they

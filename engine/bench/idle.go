@@ -85,13 +85,10 @@ func idle(ctx context.Context, e *env, res *Result) error {
 	out.LeaderQueriesPerPoll = round2(math.Max(leaderCalls, 0) / polls)
 	rss()
 
-	peak := instancesPeak(w) // before they exit; getrusage would count every child of the bench
 	stopped = true
-	if err := w.stop(); err != nil {
+	if err := m.stopWorkers(ctx, w, res, false); err != nil {
 		return err
 	}
-	res.CPU = m.cpu()
-	res.CPU.InstancesPeakRSSMB = peak
 	res.Idle = out
 	return nil
 }

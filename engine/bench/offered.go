@@ -162,20 +162,9 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	starts, ends, inProc := w.timings()
-	peak := instancesPeak(w)
+	enqPool.Close() // the offering is over; its commits are counted
 	stopped = true
-	if err := w.stop(); err != nil {
-		return err
-	}
-	enqPool.Close()
-	res.CPU = m.cpu()
-	if peak > 0 {
-		res.CPU.InstancesPeakRSSMB = peak
-	}
-	if res.Commits, err = m.commitsSince(ctx); err != nil {
-		return err
-	}
-	if err := m.statements(ctx, res); err != nil {
+	if err := m.stopWorkers(ctx, w, res, true); err != nil {
 		return err
 	}
 

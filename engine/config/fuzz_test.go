@@ -22,35 +22,7 @@ visibility_timeout: 5m  # for task types that set none
 grace: 30s
 retention: {completed: 720h, failed: 720h, dead_letter: 2160h, dead_letter_events: 720h, partitions_ahead: 3}
 `,
-	`# yaml-language-server: $schema=schemas/config.schema.json
-database_url: postgres://wf:secret@db:5432/wf
-name: billing
-listen: ":8081"
-data_dir: /var/lib/wf
-specs: [specs, more-specs]
-log_level: debug
-log_format: json
-slots: 12
-poll_interval: 500ms
-heartbeat_interval: 20s
-janitor_interval: 1m
-maintenance_interval: 30m
-visibility_timeout: 1m30s
-grace: 0s
-channels: {task_queued: a, task_status_changed: b, events: c}
-retention: {completed: 24h, failed: 48h, dead_letter: 96h, dead_letter_events: 12h, partitions_ahead: 2}
-tokens:
-  - name: ci
-    role: client
-    catalogs: [cat1, cat2]
-    token: "0123456789abcdef0123"
-  - name: ops
-    role: admin
-    token_sha256: 3A7BD3E2360A3D29EEA436FCFB7E44C735D117C42D1C1835420B6B9942DD4F1B
-report: {bucket_url: "gs://reports/wf", gzip: true}
-files: {local_roots: [/srv/wf/files, shared/]}
-http: {max_body_bytes: 4096, read_timeout: 5s, write_timeout: 10s}
-`,
+	fullFile("3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"),
 	"", "~\n", "name: [\n", "name: a\n---\nname: b\n", "- a\n", "name: a\nname: b\n",
 	"retention:\n  completd: 1h\n", "specs: [a, 3]\n", "tokens:\n  - {name: a, role: admin, token_sha256: abc}\n",
 	"heartbeat_interval: 10m\n", "channels:\n  events: new_task_queued\n",

@@ -390,10 +390,9 @@ func TestLoadEmptyFile(t *testing.T) {
 	}
 }
 
-func TestLoadFullFile(t *testing.T) {
-	t.Parallel()
-	sha := HashToken("an-admin-token-of-some-length")
-	path := writeFile(t, `# yaml-language-server: $schema=schemas/config.schema.json
+// fullFileTemplate is a wf.yaml that sets every key; %s is the admin
+// token's SHA-256 (fullFile fills it in).
+const fullFileTemplate = `# yaml-language-server: $schema=schemas/config.schema.json
 database_url: postgres://wf:secret@db:5432/wf
 name: billing
 listen: ":8081"
@@ -417,11 +416,20 @@ tokens:
     token: "0123456789abcdef0123"
   - name: ops
     role: admin
-    token_sha256: `+strings.ToUpper(sha)+`
+    token_sha256: %s
 report: {bucket_url: "gs://reports/wf", gzip: true}
 files: {local_roots: [/srv/wf/files, shared/]}
 http: {max_body_bytes: 4096, read_timeout: 5s, write_timeout: 10s}
-`)
+`
+
+// fullFile is fullFileTemplate with the admin token hash sha (upper case,
+// as a user may paste it).
+func fullFile(sha string) string { return fmt.Sprintf(fullFileTemplate, strings.ToUpper(sha)) }
+
+func TestLoadFullFile(t *testing.T) {
+	t.Parallel()
+	sha := HashToken("an-admin-token-of-some-length")
+	path := writeFile(t, fullFile(sha))
 	c, err := Load(Options{File: path, LookupEnv: envOf(nil)})
 	require.NoError(t, err)
 	require.Equal(t, "postgres://wf:secret@db:5432/wf", c.DatabaseURL)

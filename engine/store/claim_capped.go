@@ -174,9 +174,8 @@ func (r trailing) Scan(dest ...any) error { return r.row.Scan(append(dest, r.ext
 // every later claimer. The count is a statement of its own, run once the
 // lock is held, so under READ COMMITTED it sees every claim committed before.
 func (s *Store) GlobalRoom(ctx context.Context, taskType string, limit int) (int, error) {
-	const lock = `SELECT pg_advisory_xact_lock(hashtextextended('wf:global:' || $1::text, 0))`
 	const count = `SELECT count(*) FROM tasks.tasks WHERE status = 'ACTIVE' AND task_type = $1`
-	if _, err := s.db.Exec(ctx, lock, taskType); err != nil {
+	if _, err := s.db.Exec(ctx, globalLockSQL, []string{taskType}); err != nil { // the capped claims' lock
 		return 0, wrap("locking the global limit of "+taskType, err)
 	}
 	var active int
