@@ -167,7 +167,7 @@ func TestClaimCappedUsesIndexes(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	insertFinishedTasks(t, b, 200000, 35*time.Second)
+	insertFinishedTasks(t, b, 200000)
 	batch := make([]store.NewTask, 50)
 	for i := range batch {
 		batch[i] = newTask("noop")

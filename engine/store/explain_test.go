@@ -22,7 +22,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	insertFinishedTasks(t, b, 1000000, 5*time.Second)
+	insertFinishedTasks(t, b, 1000000)
 	_, err := b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
 	require.NoError(t, err)
 	batch := make([]store.NewTask, 50)
@@ -60,20 +60,26 @@ func partitionsBefore(t *testing.T, b *bundle, now time.Time) []string {
 	return out
 }
 
-// insertFinishedTasks creates the partitions of the three months before
-// now and fills them with n COMPLETED tasks, one every step from three
-// months ago, of types noop and other in turn.
-func insertFinishedTasks(t *testing.T, b *bundle, n int, step time.Duration) {
+// insertFinishedTasks creates the partitions of the three whole months
+// before the current one and fills them with n COMPLETED tasks spread evenly
+// across them, of types noop and other in turn. The rows are placed by the
+// partitions' bounds, not by a distance from now, so every partition before
+// the current month holds rows whatever the date (on the first second of a
+// month too).
+func insertFinishedTasks(t *testing.T, b *bundle, n int) {
 	t.Helper()
-	old := time.Now().UTC().AddDate(0, -3, 0)
-	_, err := b.store.EnsurePartitions(b.ctx, old, 3)
+	now := time.Now().UTC()
+	thisMonth := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	first := thisMonth.AddDate(0, -3, 0)
+	_, err := b.store.EnsurePartitions(b.ctx, first, 4)
 	require.NoError(t, err)
+	step := thisMonth.Sub(first) / time.Duration(n+1)
 	_, err = b.pool.Exec(b.ctx, `
 INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs, finished_at)
 SELECT tasks.uuid_v7(ts), date_trunc('milliseconds', ts), 'system', 'SYSTEM', 'ASYNCHRONOUS',
        CASE WHEN g % 2 = 0 THEN 'noop' ELSE 'other' END, 'COMPLETED', '{}', ts
 FROM generate_series(1, $2::int) g,
-     LATERAL (SELECT $1::timestamptz + g * $3::interval AS ts) x`, old, n, step)
+     LATERAL (SELECT $1::timestamptz + g * $3::interval AS ts) x`, first, n, step)
 	require.NoError(t, err)
 }
 

@@ -20,7 +20,7 @@ func TestQueueDepthReadsPartialIndexes(t *testing.T) {
 	}
 	t.Parallel()
 	b := setup(t)
-	insertFinishedTasks(t, b, 300000, 15*time.Second)
+	insertFinishedTasks(t, b, 300000)
 	batch := make([]store.NewTask, 40)
 	for i := range batch {
 		batch[i] = newTask("noop")
