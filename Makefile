@@ -24,12 +24,12 @@ run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./
 test: postgres ## run every test against one throwaway PostgreSQL (installs the server when missing)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run ./engine/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
 	$(GO) build -o bin/wf . && ./bin/wf validate specs/
 
 .PHONY: test-race
 test-race: postgres ## run every test with the race detector
-	$(GO) run ./engine/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: postgres build ## run the standard benchmarks on a durable local PostgreSQL (~4 min) and rewrite BENCHMARKS.md
@@ -37,7 +37,7 @@ bench: postgres build ## run the standard benchmarks on a durable local PostgreS
 
 .PHONY: bench-go
 bench-go: postgres ## run the Go benchmarks of the hot paths (claim, completion, heartbeat, specs, expressions)
-	$(GO) run ./engine/dbtest/withdb -- $(GO) test -run '^$$' -bench . -benchtime 2s ./engine/store/ ./engine/spec/
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test -run '^$$' -bench . -benchtime 2s ./engine/store/ ./engine/spec/
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

@@ -1,4 +1,4 @@
-module wf
+module github.com/wfhq/wf
 
 go 1.26.0
 

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"wf/cli"
+	"github.com/wfhq/wf/cli"
 )
 
 func main() {

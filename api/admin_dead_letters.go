@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // deadLettersView answers GET /admin/dead-letters (schema DeadLetterList):

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // requeueEvent answers POST /admin/events/{event_id}/requeue (admin only): a

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"wf/engine/catalog"
+	"github.com/wfhq/wf/catalog/registry"
 )
 
 // createCatalogRequest is the body of POST /catalogs.
@@ -28,7 +28,7 @@ func (s *Server) createCatalog(w http.ResponseWriter, r *http.Request, p *princi
 	if !p.canUseCatalog(req.CatalogID) {
 		return forbidden("this token may only create the catalogs it is limited to")
 	}
-	c, err := s.catalogs.Create(r.Context(), catalog.NewCatalog{
+	c, err := s.catalogs.Create(r.Context(), registry.NewCatalog{
 		ID: req.CatalogID, SchemaName: req.SchemaName, Title: req.Title, Description: req.Description, Metadata: req.Metadata,
 	})
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // deleteCatalog answers DELETE /catalogs/{catalog_id}: it deletes the

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // getCatalog answers GET /catalogs/{catalog_id}. A catalog the token may not

@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // listCatalogs answers GET /catalogs: the catalogs the token may see,

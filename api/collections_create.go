@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/catalog"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/wftype"
 )
 
 // createCollectionRequest is the body of POST /catalogs/{catalog_id}/collections.
@@ -31,7 +31,7 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *pri
 	if prob := s.decodeBody(w, r, &req); prob != nil {
 		return prob
 	}
-	c, err := s.catalogs.AddCollection(r.Context(), catalog.NewCollection{
+	c, err := s.catalogs.AddCollection(r.Context(), registry.NewCollection{
 		CatalogID: catalogID, ID: req.CollectionID, Title: req.Title, LayerConfig: req.LayerConfig,
 	})
 	if errors.Is(err, wftype.ErrNotFound) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // getCollection answers GET /catalogs/{catalog_id}/collections/{collection_id}.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // listCollections answers GET /catalogs/{catalog_id}/collections: the

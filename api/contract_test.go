@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/api"
+	"github.com/wfhq/wf/api"
 )
 
 // TestContractCoversRoutes checks that the OpenAPI document and the router

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"wf/engine/events"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/wftype"
 )
 
 // emitEventRequest is the body of POST /events.

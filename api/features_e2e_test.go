@@ -12,17 +12,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine"
-	"wf/engine/client"
-	"wf/engine/events"
-	"wf/engine/featuretasks"
-	"wf/engine/runnerset"
-	"wf/engine/signalbus"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/reporters/gcsreporter"
-	"wf/reporters/standard"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters/standard"
+	"github.com/wfhq/wf/wftype"
 )
 
 // startFeatureEngine runs an engine as `wf run` does for feature data: the
@@ -56,7 +56,7 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx, err = featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
+	ctx, err = builtins.WithDeps(ctx, builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
@@ -166,7 +166,7 @@ func TestFeaturesEndToEnd(t *testing.T) {
 // copyFixture copies the admin regions fixture into folder.
 func copyFixture(t *testing.T, folder string) {
 	t.Helper()
-	fixture, err := os.ReadFile("../engine/ingest/testdata/admin_regions.geojson")
+	fixture, err := os.ReadFile("../catalog/ingest/testdata/admin_regions.geojson")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(folder, "admin_regions.geojson"), fixture, 0o644))
 }

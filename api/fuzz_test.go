@@ -15,12 +15,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"wf/engine/client"
-	"wf/engine/config"
-	"wf/engine/featuretasks"
-	"wf/engine/spec"
-	"wf/engine/webhooks"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // Plain tokens of the fuzzed server.
@@ -80,7 +80,7 @@ func fuzzServer(f *testing.F) *Server {
 	if err := webhooks.Register(reg); err != nil {
 		f.Fatal(err)
 	}
-	if err := featuretasks.Register(reg); err != nil {
+	if err := builtins.Register(reg); err != nil {
 		f.Fatal(err)
 	}
 	specs, err := spec.Load(spec.Options{Builtins: reg.Names()}, "../specs")

@@ -22,18 +22,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/api"
-	"wf/engine/config"
-	"wf/engine/dbtest"
-	"wf/engine/featuretasks"
-	"wf/engine/runnerset"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/webhooks"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners/builtin"
-	"wf/schemas"
+	"github.com/wfhq/wf/api"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/schemas"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -170,7 +170,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	// The shipped specs name the webhook handlers (specs/events.yaml) and
 	// the feature handlers (specs/ingestion.yaml, specs/features.yaml).
 	require.NoError(t, webhooks.Register(reg))
-	require.NoError(t, featuretasks.Register(reg))
+	require.NoError(t, builtins.Register(reg))
 	if o.registry != nil {
 		o.registry(reg)
 	}

@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 
-	"wf/engine/client"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/wftype"
 )
 
 // IngestionTaskType is the task type the ingestion gateway creates

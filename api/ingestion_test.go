@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine"
-	"wf/engine/featuretasks"
-	"wf/engine/runnerset"
-	"wf/engine/webhooks"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestIngestionSubmit(t *testing.T) {
@@ -127,7 +127,7 @@ func TestIngestionBadInput(t *testing.T) {
 func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 	t.Helper()
 	_ = webhooks.Register(reg) // the shipped specs name them; reg may hold them already
-	_ = featuretasks.Register(reg)
+	_ = builtins.Register(reg)
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"wf/engine/dispatch"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Metrics are wf's Prometheus metrics, on a registry of their own (never the

@@ -1,6 +1,6 @@
 package api
 
-import "wf/engine/store"
+import "github.com/wfhq/wf/engine/store"
 
 // idPage reads the limit (default 100, at most 500) and cursor parameters
 // of a list ordered by a string id, for cursors of kind. The store page

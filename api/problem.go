@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"strings"
 
-	"wf/engine/catalog"
-	"wf/engine/client"
-	"wf/engine/events"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Problem types (RFC 9457 "type" members). They are URNs: stable names a
@@ -127,7 +127,7 @@ func (s *Server) toProblem(r *http.Request, err error) *problem {
 		return p
 	}
 	var verr *client.ValidationError
-	var cerr *catalog.ValidationError
+	var cerr *registry.ValidationError
 	switch {
 	case errors.As(err, &verr):
 		if len(verr.Inputs) > 0 {

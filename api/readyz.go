@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"wf/engine/dbmigrate"
+	"github.com/wfhq/wf/internal/dbmigrate"
 )
 
 // readyView answers GET /readyz (schema Readiness).

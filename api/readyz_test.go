@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/api"
-	"wf/engine/config"
-	"wf/engine/dbmigrate"
+	"github.com/wfhq/wf/api"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/internal/dbmigrate"
 )
 
 // TestReadyzNotReady checks the two ways /readyz answers 503: the schema is

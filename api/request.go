@@ -17,9 +17,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"wf/engine/catalog"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // readBody reads a request body of at most the configured size. It answers
@@ -147,8 +147,8 @@ func pathTaskID(r *http.Request, name string) (taskID, *problem) {
 // pathCatalogID parses a catalog or collection id path parameter.
 func pathCatalogID(r *http.Request, name string) (string, *problem) {
 	raw := r.PathValue(name)
-	if !catalog.ValidID(raw) {
-		return "", invalidParameter(name, "must be %s", catalog.IDRule)
+	if !registry.ValidID(raw) {
+		return "", invalidParameter(name, "must be %s", registry.IDRule)
 	}
 	return raw, nil
 }

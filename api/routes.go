@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"wf/engine/config"
+	"github.com/wfhq/wf/config"
 )
 
 // handlerFunc is an API operation: it writes its answer and returns nil, or

@@ -25,18 +25,18 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"wf/engine"
-	"wf/engine/catalog"
-	"wf/engine/client"
-	"wf/engine/config"
-	"wf/engine/dispatch"
-	"wf/engine/events"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	"wf/schemas"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/schemas"
+	"github.com/wfhq/wf/wftype"
 )
 
 // OpenAPIFile is the name of the API's contract in schemas.FS.
@@ -85,7 +85,7 @@ type Server struct {
 	store     *store.Store
 	client    *client.Client
 	emitter   *events.Emitter
-	catalogs  *catalog.Registry
+	catalogs  *registry.Registry
 	metrics   *Metrics
 	sync      runners.CapabilityMap
 	syncSlots syncSlots // synchronous runs in progress, for concurrency.per_instance
@@ -130,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		store:    st,
 		client:   client.New(st, cfg.Specs),
 		emitter:  em,
-		catalogs: catalog.New(st, em),
+		catalogs: registry.New(st, em),
 		metrics:  cfg.Metrics,
 		openapi:  doc,
 		maxBody:  cfg.HTTP.MaxBodyBytes,

@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/client"
-	"wf/engine/dispatch"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // runSync creates a SYNCHRONOUS task and runs it in front of its caller. The

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // completeRequest is the body of POST /tasks/{task_id}/complete.

@@ -6,8 +6,8 @@ import (
 	"math"
 	"net/http"
 
-	"wf/engine/client"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/wftype"
 )
 
 // createTaskRequest is the body of POST /tasks.

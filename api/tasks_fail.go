@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // failRequest is the body of POST /tasks/{task_id}/fail.

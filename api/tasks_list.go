@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"slices"
 
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // listTasks answers GET /tasks: tasks newest first, filtered by status,

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
-	"wf/engine/config"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // taskView is a task as the API shows it (schema Task).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // Exit codes shared by every command.
@@ -44,7 +44,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 	}
 	app := &cli.App{
 		Metadata:  map[string]any{registryKey: opts.Registry, cloudRunKey: opts.CloudRun},
-		Name:      "wf",
+		Name:      "github.com/wfhq/wf",
 		Usage:     "a declarative task and event engine on PostgreSQL",
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -89,8 +89,8 @@ func hideHelpCommands(cmds []*cli.Command) {
 	}
 }
 
-// registry returns the builtin handler registry of the running app.
-func registry(c *cli.Context) *builtin.Registry {
+// builtinRegistry returns the builtin handler registry of the running app.
+func builtinRegistry(c *cli.Context) *builtin.Registry {
 	if r, ok := c.App.Metadata[registryKey].(*builtin.Registry); ok {
 		return r
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/bench"
+	"github.com/wfhq/wf/cli/bench"
 )
 
 // benchCommand is `wf bench`: measure wf on a PostgreSQL of its own (or in a

@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/catalog"
-	"wf/engine/config"
-	"wf/engine/events"
-	"wf/engine/store"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // catalogsCommand is `wf catalogs`: the tenant registry (catalogs and their
@@ -79,7 +79,7 @@ func catalogsCommand() *cli.Command {
 }
 
 // catalogAction wraps a catalogs command taking exactly nargs arguments.
-func catalogAction(nargs int, run func(c *cli.Context, reg *catalog.Registry) error) cli.ActionFunc {
+func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() != nargs {
 			return Usagef("%s takes %d argument(s) (%s), got %d", c.Command.Name, nargs, c.Command.ArgsUsage, c.NArg())
@@ -91,11 +91,11 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *catalog.Registry) er
 		}
 		return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 			st := store.New(pool).WithChannels(storeChannels(cfg))
-			err := run(c, catalog.New(st, events.NewEmitter(st)))
+			err := run(c, registry.New(st, events.NewEmitter(st)))
 			if err == nil {
 				return nil
 			}
-			var verr *catalog.ValidationError
+			var verr *registry.ValidationError
 			if errors.As(err, &verr) {
 				lines := make([]string, len(verr.Errors))
 				for i, e := range verr.Errors {
@@ -142,12 +142,12 @@ func optionalString(c *cli.Context, name string) *string {
 	return &v
 }
 
-func catalogsCreate(c *cli.Context, reg *catalog.Registry) error {
+func catalogsCreate(c *cli.Context, reg *registry.Registry) error {
 	meta, err := jsonObjectFlag(c, "metadata")
 	if err != nil {
 		return err
 	}
-	cat, err := reg.Create(c.Context, catalog.NewCatalog{
+	cat, err := reg.Create(c.Context, registry.NewCatalog{
 		ID: c.Args().First(), SchemaName: c.String("schema-name"), Title: optionalString(c, "title"),
 		Description: optionalString(c, "description"), Metadata: meta,
 	})
@@ -161,7 +161,7 @@ func catalogsCreate(c *cli.Context, reg *catalog.Registry) error {
 	return nil
 }
 
-func catalogsList(c *cli.Context, reg *catalog.Registry) error {
+func catalogsList(c *cli.Context, reg *registry.Registry) error {
 	var all []store.Catalog
 	page := store.Page{Limit: 1000}
 	for {
@@ -190,7 +190,7 @@ func catalogsList(c *cli.Context, reg *catalog.Registry) error {
 	return tw.Flush()
 }
 
-func catalogsShow(c *cli.Context, reg *catalog.Registry) error {
+func catalogsShow(c *cli.Context, reg *registry.Registry) error {
 	cat, err := reg.Get(c.Context, c.Args().First())
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func catalogsShow(c *cli.Context, reg *catalog.Registry) error {
 	return tw.Flush()
 }
 
-func catalogsDelete(c *cli.Context, reg *catalog.Registry) error {
+func catalogsDelete(c *cli.Context, reg *registry.Registry) error {
 	cat, err := reg.Delete(c.Context, c.Args().First())
 	if err != nil {
 		return err
@@ -228,12 +228,12 @@ func catalogsDelete(c *cli.Context, reg *catalog.Registry) error {
 	return nil
 }
 
-func collectionsAdd(c *cli.Context, reg *catalog.Registry) error {
+func collectionsAdd(c *cli.Context, reg *registry.Registry) error {
 	cfg, err := jsonObjectFlag(c, "layer-config")
 	if err != nil {
 		return err
 	}
-	col, err := reg.AddCollection(c.Context, catalog.NewCollection{
+	col, err := reg.AddCollection(c.Context, registry.NewCollection{
 		CatalogID: c.Args().Get(0), ID: c.Args().Get(1), Title: optionalString(c, "title"), LayerConfig: cfg,
 	})
 	if err != nil {
@@ -246,7 +246,7 @@ func collectionsAdd(c *cli.Context, reg *catalog.Registry) error {
 	return nil
 }
 
-func collectionsList(c *cli.Context, reg *catalog.Registry) error {
+func collectionsList(c *cli.Context, reg *registry.Registry) error {
 	cols, err := reg.ListCollections(c.Context, c.Args().First(), store.Page{Limit: 1000})
 	if err != nil {
 		return err
@@ -266,7 +266,7 @@ func collectionsList(c *cli.Context, reg *catalog.Registry) error {
 	return tw.Flush()
 }
 
-func collectionsRemove(c *cli.Context, reg *catalog.Registry) error {
+func collectionsRemove(c *cli.Context, reg *registry.Registry) error {
 	col, err := reg.RemoveCollection(c.Context, c.Args().Get(0), c.Args().Get(1))
 	if err != nil {
 		return err

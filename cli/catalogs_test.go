@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestCatalogsCommand(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"google.golang.org/api/option"
 
-	"wf/engine/spec"
-	"wf/runners"
-	"wf/runners/cloudrun"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/cloudrun"
 )
 
 // CloudRunOptions tune the Cloud Run runners that `wf run` builds from the

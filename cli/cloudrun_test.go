@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/runners/cloudrun/cloudruntest"
+	"github.com/wfhq/wf/runners/cloudrun/cloudruntest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // cloudRunSpec maps taskType to the job wf-worker of project p1.

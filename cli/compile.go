@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/spec"
+	"github.com/wfhq/wf/engine/spec"
 )
 
 // compileCommand is wf compile: print the compiled spec set.
@@ -42,7 +42,7 @@ func runCompile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, _, err := compileSpecs(registry(c), paths)
+	set, errs, _, err := compileSpecs(builtinRegistry(c), paths)
 	if err != nil {
 		return err
 	}

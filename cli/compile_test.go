@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/spec"
+	"github.com/wfhq/wf/engine/spec"
 )
 
 func TestCompileText(t *testing.T) {

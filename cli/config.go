@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
-	"wf/engine/config"
+	"github.com/wfhq/wf/config"
 )
 
 // configFlagName is the name of the flag of a configuration key, without dashes.

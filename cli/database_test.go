@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/config"
-	"wf/engine/localpg"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/internal/localpg"
 )
 
 // TestOpenDatabaseLocal starts the local cluster of a data folder, reuses
@@ -40,7 +40,7 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	require.NoError(t, err)
 	var db string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&db))
-	require.Equal(t, "wf", db)
+	require.Equal(t, "github.com/wfhq/wf", db)
 	pidFile := filepath.Join(cfg.DataDir, "pg", "postmaster.pid")
 	require.FileExists(t, pidFile)
 

@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/client"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // enqueueCommand is `wf enqueue TYPE`: create a task, or find the live task

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/config"
-	"wf/engine/events"
-	"wf/engine/store"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // eventsCommand is `wf events`: emit events to the outbox, list it, and

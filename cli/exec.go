@@ -13,14 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine"
-	"wf/engine/client"
-	"wf/engine/config"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/engine/worker"
-	"wf/runners"
-	"wf/runners/cloudrun"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/worker"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/cloudrun"
+	"github.com/wfhq/wf/wftype"
 )
 
 // execCommand is `wf exec`, the generic worker (the seed's main_task.py):

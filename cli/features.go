@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 
-	"wf/engine/config"
-	"wf/engine/featuretasks"
-	"wf/engine/store"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // registerFeatures registers the feature data handlers (ingestion,
@@ -20,14 +20,14 @@ import (
 // through their context (withFeatureDeps). A name reg already holds keeps
 // its handler (a program embedding wf may bring its own).
 func registerFeatures(reg *builtin.Registry) {
-	_ = featuretasks.Register(reg)
+	_ = builtins.Register(reg)
 }
 
 // withFeatureDeps returns ctx carrying the feature handlers' dependencies,
 // for the task runs started under it. Local sources and destinations are
 // limited to files.local_roots.
 func withFeatureDeps(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (context.Context, error) {
-	return featuretasks.WithDeps(ctx, featuretasks.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+	return builtins.WithDeps(ctx, builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
 }
 
 // createFilesFolder creates <data_dir>/files, the default of

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // listFlags is what the --limit, --status and --cursor flags of a list

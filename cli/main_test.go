@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/dbtest"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestMain(m *testing.M) {

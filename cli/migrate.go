@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/config"
+	"github.com/wfhq/wf/config"
 )
 
 // migrateCommand is `wf migrate`: apply or inspect the database migrations.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/migrations"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/migrations"
 )
 
 func TestMigrateUpTwiceThenStatus(t *testing.T) {

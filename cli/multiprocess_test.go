@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 const recordSpec = `kind: TaskType

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"wf/engine/config"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/reporters/gcsreporter"
-	"wf/reporters/standard"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters/standard"
+	"github.com/wfhq/wf/wftype"
 )
 
 // taskReporters opens the standard reporters ("database" into the tasks'

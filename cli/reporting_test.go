@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // envelopeLines returns envelope(from)…envelope(to) as NDJSON lines.

@@ -6,10 +6,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"wf/engine"
-	"wf/engine/config"
-	"wf/engine/spec"
-	"wf/engine/store"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // runCommand is `wf run`, the daemon: it migrates the database, loads the
@@ -95,7 +95,7 @@ func runEngine(c *cli.Context) error {
 // loadSpecs compiles the configured spec paths; invalid specs exit 1 with
 // every error as file:line:col.
 func loadSpecs(c *cli.Context, cfg *config.Config) (*spec.Set, error) {
-	set, err := spec.Load(spec.Options{Builtins: registry(c).Names()}, cfg.Specs...)
+	set, err := spec.Load(spec.Options{Builtins: builtinRegistry(c).Names()}, cfg.Specs...)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("invalid specs:\n%s", err), ExitFailure)
 	}

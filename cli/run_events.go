@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 
-	"wf/engine/client"
-	"wf/engine/config"
-	"wf/engine/events"
-	"wf/engine/maintenance"
-	"wf/engine/scheduler"
-	"wf/engine/signalbus"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/webhooks"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/maintenance"
+	"github.com/wfhq/wf/engine/maintenance/scheduler"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // eventServices builds what `wf run` adds to the engine for events,

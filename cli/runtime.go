@@ -7,13 +7,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/config"
-	"wf/engine/runnerset"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // runtime is what the commands that run tasks or serve the API (wf run,
@@ -100,7 +100,7 @@ func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error
 // beside them; errors exit 1.
 func (rt *runtime) buildRunners(c *cli.Context, extra []runners.Runner) (*runnerset.Set, error) {
 	set, err := runnerset.Build(rt.specs, runnerset.Options{
-		Registry: registry(c), DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
+		Registry: builtinRegistry(c), DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

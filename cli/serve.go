@@ -9,13 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/api"
-	"wf/engine/config"
-	"wf/engine/runnerset"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
+	"github.com/wfhq/wf/api"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
 )
 
 // serveCommand is `wf serve`: the HTTP API alone. It claims no tasks (an

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/config"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // tasksCommand is `wf tasks`: list, show, requeue and cancel tasks.

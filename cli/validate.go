@@ -11,10 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/featuretasks"
-	"wf/engine/spec"
-	"wf/engine/webhooks"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // defaultSpecPath is where the spec commands look when given no PATH.
@@ -33,7 +33,7 @@ const (
 // itself, see registerWebhooks and registerFeatures). Commands compile
 // against their app's registry.
 func specOptions() spec.Options {
-	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), featuretasks.Names())}
+	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), builtins.Names())}
 }
 
 // specPaths returns the PATH arguments of a spec command, or the default.
@@ -135,7 +135,7 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, files, err := compileSpecs(registry(c), paths)
+	set, errs, files, err := compileSpecs(builtinRegistry(c), paths)
 	if err != nil {
 		return err
 	}

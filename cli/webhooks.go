@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"wf/engine/config"
-	"wf/engine/store"
-	"wf/engine/webhooks"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // minSecretLength is the shortest signing secret `wf webhooks add` accepts.

@@ -17,15 +17,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"wf/engine/clock"
-	"wf/engine/dispatch"
-	"wf/engine/janitor"
-	"wf/engine/leader"
-	"wf/engine/signalbus"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/leader"
+	"github.com/wfhq/wf/engine/maintenance/janitor"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Config configures an Engine. Zero fields take the defaults noted.
@@ -86,7 +86,7 @@ func NewOwnerID() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "wf"), os.Getpid(), hex.EncodeToString(b))
+	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "github.com/wfhq/wf"), os.Getpid(), hex.EncodeToString(b))
 }
 
 // New validates cfg and builds an engine.
@@ -94,7 +94,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("error creating engine: no database pool")
 	}
-	cfg.Name = cmp.Or(cfg.Name, "wf")
+	cfg.Name = cmp.Or(cfg.Name, "github.com/wfhq/wf")
 	cfg.Owner = cmp.Or(cfg.Owner, NewOwnerID())
 	if cfg.Channels.TaskQueued == "" {
 		cfg.Channels = store.DefaultChannels

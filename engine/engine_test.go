@@ -14,12 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine"
-	"wf/engine/dbtest"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 // TestEnginesSurviveDatabaseOutage: while two engines work through a stream

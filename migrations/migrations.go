@@ -1,5 +1,5 @@
 // Package migrations embeds wf's numbered SQL migrations. They are applied by
-// `wf migrate up` and by `wf run` at start (see engine/dbmigrate).
+// `wf migrate up` and by `wf run` at start (see internal/dbmigrate).
 package migrations
 
 import "embed"

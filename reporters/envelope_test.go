@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
 )
 
 func TestRecordMarshalsMapsAsObjects(t *testing.T) {

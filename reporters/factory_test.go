@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
-	"wf/reporters/reportertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/reportertest"
 )
 
 // fakeReporter counts records and returns fixed outputs; it can be made to fail.

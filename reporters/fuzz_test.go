@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
 )
 
 // FuzzValidateEnvelope checks the decoder of the records an exec handler's

@@ -13,7 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"wf/schemas"
+	"github.com/wfhq/wf/schemas"
 )
 
 // envelopeSchemaFile is the envelope's JSON Schema in package schemas.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
-	"wf/reporters/reportertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/reportertest"
 )
 
 func TestValidateEnvelopeSeedExample(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"encoding/json"
 	"sort"
 
-	"wf/engine/wftype"
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Runner executes tasks of the (execution mode, task type) pairs it can handle.

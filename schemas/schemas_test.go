@@ -8,7 +8,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/require"
 
-	"wf/schemas"
+	"github.com/wfhq/wf/schemas"
 )
 
 func TestSpecSchemasCompile(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // ErrUnknownTaskType is returned for a task type no spec declares.

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"wf/engine/store"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/runners"
 )
 
 // claimUntilIdle claims batch after batch while the batches come back full.

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // maxErrorLen bounds the error text stored on a task.

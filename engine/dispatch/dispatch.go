@@ -19,12 +19,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"wf/engine/clock"
-	"wf/engine/signalbus"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Config configures a Dispatcher.

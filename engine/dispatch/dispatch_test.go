@@ -14,14 +14,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/clock"
-	"wf/engine/dbtest"
-	"wf/engine/dispatch"
-	"wf/engine/signalbus"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

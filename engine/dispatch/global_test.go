@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/engine/dispatch"
-	"wf/engine/signalbus"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // TestGlobalLimitAcrossInstances: six instances, each with its own pool and

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dispatch"
-	"wf/engine/signalbus"
-	"wf/engine/wftype"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // skewedClock is a host clock that is off by offset from the database's,

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Outcome turns the result of one run of task into the row change that

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"wf/engine/wftype"
-	"wf/runners"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Rule is how the dispatcher treats one (execution mode, task type) pair,

@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/client"
-	"wf/engine/clock"
-	"wf/engine/signalbus"
-	"wf/engine/spec"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // Consumer defaults.

@@ -13,13 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/client"
-	"wf/engine/clock"
-	"wf/engine/dbtest"
-	"wf/engine/events"
-	"wf/engine/signalbus"
-	"wf/engine/spec"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 const consumerSpecs = `kind: TaskType

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // Scopes an event may have.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/engine/events"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/clock"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // TestConsumerCreatesTheMonthsPartitions: the first task of a month the

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/engine/leader"
-	"wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/leader"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

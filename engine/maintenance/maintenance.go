@@ -39,8 +39,8 @@ import (
 	"log/slog"
 	"time"
 
-	"wf/engine/clock"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // Retention windows: how long finished rows are kept.

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/dbtest"
-	"wf/engine/maintenance"
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/maintenance"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

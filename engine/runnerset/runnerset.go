@@ -10,13 +10,13 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"wf/engine/dispatch"
-	"wf/engine/spec"
-	"wf/runners"
-	"wf/runners/builtin"
-	"wf/runners/exec"
-	httprunner "wf/runners/http"
-	"wf/runners/syncrunner"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/runners/exec"
+	httprunner "github.com/wfhq/wf/runners/http"
+	"github.com/wfhq/wf/runners/syncrunner"
 )
 
 // Options configure Build.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/runnerset"
-	"wf/engine/spec"
+	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine/spec"
 )
 
 // TestRuleLeaseDefault: a task type without visibility_timeout gets the

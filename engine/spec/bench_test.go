@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Benchmarks of the spec hot paths: compiling the shipped specs (wf run,

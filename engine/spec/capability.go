@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // RunnerRef is one link of a capability's runner chain.

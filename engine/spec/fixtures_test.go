@@ -86,8 +86,8 @@ func TestValidFixtures(t *testing.T) {
 
 func TestShippedSpecsAreValid(t *testing.T) {
 	t.Parallel()
-	// The shipped specs also name the builtins registered by engine/webhooks
-	// and engine/featuretasks.
+	// The shipped specs also name the builtins registered by catalog/webhooks
+	// and catalog/builtins.
 	opts := testOptions()
 	opts.Builtins = append(opts.Builtins, "event_dispatch", "webhook_delivery",
 		"ingestion", "export_features", "collection_drop", "catalog_drop")

@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // defaultRunnerPriority is the priority of a Runner spec that names none.

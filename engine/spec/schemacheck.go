@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"wf/schemas"
+	"github.com/wfhq/wf/schemas"
 )
 
 // schemaBaseURL is where the embedded schema files are registered, so that

@@ -3,7 +3,7 @@ package spec
 import (
 	"slices"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Set is a compiled, valid set of specs: the one value the engine runs from.

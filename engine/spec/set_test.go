@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestSetCapabilitiesAndRunners(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // defaultSubscriptionSchemaName and defaultSubscriptionDedupKey are the

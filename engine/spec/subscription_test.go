@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 const subscriptionSpecs = `

@@ -13,7 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Bounds and defaults of a task type's durations.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 const inputsSpec = `

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The statements below serve `wf bench` (engine/bench): they read the
+// The statements below serve `wf bench` (cli/bench): they read the
 // server's counters and settings, time tasks from their rows, and build the
 // history a scale check needs. None of them is on the engine's hot path.
 

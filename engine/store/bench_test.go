@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"wf/engine/dbtest"
-	"wf/engine/store"
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // The hot paths of the engine, one statement each: claim, batch completion

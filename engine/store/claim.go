@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // ClaimSlot is how many tasks of one (execution mode, task type) pair the

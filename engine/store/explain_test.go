@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // TestClaimUsesPartialIndex builds 1M finished tasks in older partitions and

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/store"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // registerCollection creates a catalog with schema and one collection.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // ExpiredLeases returns ACTIVE tasks whose lease ended before now (their

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // taskColumns is the column list every task query returns, in scanTask's order.

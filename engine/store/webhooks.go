@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/wftype"
+	"github.com/wfhq/wf/wftype"
 )
 
 // WebhookSubscriber is a receiver of catalog lifecycle events.

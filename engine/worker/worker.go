@@ -34,13 +34,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"wf/engine/client"
-	"wf/engine/clock"
-	"wf/engine/dispatch"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Config configures a Worker.

@@ -13,14 +13,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/client"
-	"wf/engine/dbtest"
-	"wf/engine/spec"
-	"wf/engine/store"
-	"wf/engine/wftype"
-	"wf/engine/worker"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/worker"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

@@ -27,7 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
 )
 
 // ProgressWriter stores a task's progress. SetProgress merges the JSON

@@ -34,8 +34,8 @@ import (
 	"strings"
 	"sync"
 
-	"wf/engine/objio"
-	"wf/reporters"
+	"github.com/wfhq/wf/internal/objio"
+	"github.com/wfhq/wf/reporters"
 )
 
 // Defaults, filled in by Config.withDefaults.

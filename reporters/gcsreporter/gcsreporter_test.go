@@ -23,9 +23,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
-	"wf/reporters/gcsreporter"
-	"wf/reporters/reportertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters/reportertest"
 )
 
 // testBucket is the bucket created in every fake GCS server.

@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
-	"wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/gcsreporter"
 )
 
 // heapBound is the most Go heap in use (after a GC) that reporting a

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
 )
 
 // Harness tells the suite how to build and check the reporter under test.

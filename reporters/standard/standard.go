@@ -13,9 +13,9 @@ import (
 	"errors"
 	"fmt"
 
-	"wf/reporters"
-	"wf/reporters/dbreporter"
-	"wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/dbreporter"
+	"github.com/wfhq/wf/reporters/gcsreporter"
 )
 
 // Config holds what the standard reporters need.

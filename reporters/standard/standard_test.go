@@ -10,11 +10,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/reporters"
-	"wf/reporters/dbreporter"
-	"wf/reporters/gcsreporter"
-	"wf/reporters/reportertest"
-	"wf/reporters/standard"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/dbreporter"
+	"github.com/wfhq/wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters/reportertest"
+	"github.com/wfhq/wf/reporters/standard"
 )
 
 // memoryProgress is a ProgressWriter that keeps the last progress per task.

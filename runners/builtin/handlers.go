@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"wf/engine/wftype"
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Names of the default handlers.

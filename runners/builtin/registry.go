@@ -3,7 +3,7 @@
 // a map from task type to handler name. The default registry ships three
 // handlers that need no code of their own: noop, sleep and fail. Handlers
 // that need the database (ingestion, webhooks) are registered by the
-// application (engine/featuretasks, engine/webhooks).
+// application (catalog/builtins, catalog/webhooks).
 package builtin
 
 import (
@@ -15,8 +15,8 @@ import (
 	"slices"
 	"sync"
 
-	"wf/engine/wftype"
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Handler runs one task in-process. It returns the task's outputs (a JSON

@@ -10,9 +10,9 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Config configures the builtin runner.

@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	"wf/runners/builtin"
-	"wf/runners/runnertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // quietLogger drops log lines so test output stays readable.

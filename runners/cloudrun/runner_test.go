@@ -13,12 +13,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	"wf/runners/cloudrun"
-	"wf/runners/cloudrun/cloudruntest"
-	"wf/runners/runnertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/cloudrun"
+	"github.com/wfhq/wf/runners/cloudrun/cloudruntest"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // tasks is an in-memory TaskReader whose rows the fake executions change,

@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 
-	"wf/engine/wftype"
-	"wf/reporters"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
 )
 
 // readRecords decodes one envelope per line from r and reports each to rep as

@@ -64,9 +64,9 @@ import (
 	"syscall"
 	"time"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // ExitPermanent is the exit status with which a child says that its failure

@@ -18,11 +18,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	wfexec "wf/runners/exec"
-	"wf/runners/runnertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	wfexec "github.com/wfhq/wf/runners/exec"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // script writes a sh script to dir and returns the command that runs it.

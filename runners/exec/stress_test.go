@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	wfexec "wf/runners/exec"
-	"wf/runners/runnertest"
+	wfexec "github.com/wfhq/wf/runners/exec"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // TestRecordsMalformedStress runs many children at once that write a bad

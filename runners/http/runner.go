@@ -44,9 +44,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Defaults, filled in by Config.withDefaults.

@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	httprunner "wf/runners/http"
-	"wf/runners/runnertest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	httprunner "github.com/wfhq/wf/runners/http"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // newServer starts a loopback server. Handlers that block also wait on the

@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"slices"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/wftype"
 )
 
 // The runner implements the interface the dispatcher uses.

@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners"
-	"wf/runners/builtin"
-	"wf/runners/runnertest"
-	"wf/runners/syncrunner"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/runners/syncrunner"
+	"github.com/wfhq/wf/wftype"
 )
 
 // newBuiltin builds a builtin runner serving the runnertest task types.

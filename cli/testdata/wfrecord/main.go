@@ -16,10 +16,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"wf/cli"
-	"wf/engine/wftype"
-	"wf/reporters"
-	"wf/runners/builtin"
+	"github.com/wfhq/wf/cli"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
 )
 
 func main() {

@@ -1,0 +1,331 @@
+// Package ingest is the ingestion pipeline behind POST /ingestion: the
+// "ingestion" builtin handler reads one source (a local file, an http(s)
+// URL or a bucket object) of GeoJSON, NDJSON or CSV records, checks and
+// measures every record (catalog/geom), and merges them into the
+// collection's feature table in batches, keeping one version history per
+// external id: an unchanged record writes nothing, a changed one closes the
+// current version's validity and adds a new version.
+//
+// Memory does not grow with the source: records are decoded one at a time
+// from a stream and written in batches of bounded size, with one batch being
+// written while the next is read. Every record is reported through the
+// task's reporter with the seed's per-record envelope; a rejected record is
+// reported with its reason and does not stop the others. At the end the
+// handler emits ingestion.completed with the counts.
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/objio"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
+)
+
+// HandlerName is the builtin handler name of the ingestion task type.
+const HandlerName = "ingestion"
+
+// EventCompleted is emitted when an ingestion finishes.
+const EventCompleted = "ingestion.completed"
+
+// Defaults, filled in by Config.withDefaults.
+const (
+	// DefaultBatchSize is how many records one merge writes.
+	DefaultBatchSize = 2000
+	// DefaultBatchBytes bounds the encoded size of one batch.
+	DefaultBatchBytes = 32 << 20
+)
+
+// Config configures the ingestion handler.
+type Config struct {
+	// Store runs the statements, on a pool. Required.
+	Store *store.Store
+	// Emitter writes ingestion.completed; nil means events.NewEmitter(Store).
+	Emitter *events.Emitter
+	// Objects opens sources; nil means objio.New with the zero Config.
+	Objects *objio.Opener
+	// BatchSize is how many records one merge writes; 0 means DefaultBatchSize.
+	BatchSize int
+	// BatchBytes bounds the geometry and attribute bytes of one batch; 0
+	// means DefaultBatchBytes.
+	BatchBytes int
+	// Logger receives a line per finished ingestion; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns cfg with every unset field given its default; it is
+// the one place where the handler's defaults live.
+func (cfg Config) withDefaults() Config {
+	if cfg.Emitter == nil && cfg.Store != nil {
+		cfg.Emitter = events.NewEmitter(cfg.Store)
+	}
+	if cfg.Objects == nil {
+		cfg.Objects = objio.New(objio.Config{})
+	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.BatchBytes = cmp.Or(cfg.BatchBytes, DefaultBatchBytes)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	return cfg
+}
+
+// Handler is the ingestion handler. It holds no state between runs and is
+// safe for concurrent use.
+type Handler struct {
+	cfg Config
+}
+
+// New validates cfg and returns the handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("error creating the ingestion handler: the store is nil")
+	}
+	cfg = cfg.withDefaults()
+	if cfg.BatchSize < 0 || cfg.BatchBytes < 0 {
+		return nil, fmt.Errorf("error creating the ingestion handler: batch size %d and batch bytes %d must be positive", cfg.BatchSize, cfg.BatchBytes)
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+// Counts are an ingestion's records by outcome.
+type Counts struct {
+	// Read is every record of the source.
+	Read int64 `json:"read"`
+	// Created, Versioned and Unchanged are the stored records by what the
+	// merge did (see store.MergeAction).
+	Created   int64 `json:"created"`
+	Versioned int64 `json:"versioned"`
+	Unchanged int64 `json:"unchanged"`
+	// Rejected records were refused, with a reason in their envelope.
+	Rejected int64 `json:"rejected"`
+}
+
+// Outputs are an ingestion task's outputs (the reporters add theirs).
+type Outputs struct {
+	CatalogID    string `json:"catalog_id"`
+	CollectionID string `json:"collection_id"`
+	// Source is the location read.
+	Source string `json:"source"`
+	// Table is the feature table, schema.collection.
+	Table string `json:"table"`
+	// ValidityStart is the start of the validity of the versions written.
+	ValidityStart time.Time `json:"validity_start"`
+	Features      Counts    `json:"features"`
+}
+
+// Handle implements the builtin handler signature: it ingests the source
+// named in the task's inputs. Bad inputs, an unknown collection and a
+// source that does not exist or cannot be parsed fail the task permanently;
+// database and network errors are returned for a retry (re-ingesting what
+// was already written changes nothing).
+func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	in, err := ParseInputs(task.Inputs)
+	if err != nil {
+		return nil, wftype.Permanent(err)
+	}
+	table, err := h.cfg.Store.TaskFeatureTable(ctx, task.SchemaName, in.CatalogID, in.CollectionID, "ingesting into")
+	if err != nil {
+		return nil, err
+	}
+	src, err := h.cfg.Objects.Open(ctx, in.Source)
+	if err != nil {
+		if errors.Is(err, objio.ErrInvalid) || errors.Is(err, objio.ErrNotFound) || errors.Is(err, objio.ErrForbidden) {
+			return nil, wftype.Permanent(err)
+		}
+		return nil, err
+	}
+	defer src.Close()
+	rr, err := newRecordReader(in.Format, src, in)
+	if err != nil {
+		return nil, wftype.Permanent(fmt.Errorf("error reading %s: %w", in.Source, err))
+	}
+	validFrom := task.Timestamp
+	if in.ValidityStart != nil {
+		validFrom = *in.ValidityStart
+	}
+	p := &processor{idAttribute: in.IDAttribute, validFrom: validFrom.UTC()}
+	if in.AssetID != "" {
+		p.assetID = &in.AssetID
+	}
+	started := time.Now()
+	counts, runErr := h.run(ctx, table, rr, p, rep)
+	if runErr != nil && !errors.Is(runErr, errSource) {
+		return nil, runErr
+	}
+	if runErr != nil {
+		// The source broke off: what was read is stored and reported, the
+		// rest cannot be read by a retry either.
+		return nil, wftype.Permanent(fmt.Errorf("error reading %s after %d records: %w", in.Source, counts.Read, runErr))
+	}
+	out := Outputs{CatalogID: in.CatalogID, CollectionID: in.CollectionID, Source: in.Source, Table: table.String(),
+		ValidityStart: p.validFrom, Features: counts}
+	if err := h.emitCompleted(ctx, task, out); err != nil {
+		return nil, err
+	}
+	h.cfg.Logger.InfoContext(ctx, "ingestion finished", "task_id", task.ID, "table", out.Table,
+		"read", counts.Read, "created", counts.Created, "versioned", counts.Versioned,
+		"unchanged", counts.Unchanged, "rejected", counts.Rejected, "took", time.Since(started).Round(time.Millisecond))
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding the ingestion outputs: %w", err)
+	}
+	return b, nil
+}
+
+// emitCompleted writes ingestion.completed, once per task while it is
+// pending (its dedup key names the task).
+func (h *Handler) emitCompleted(ctx context.Context, task *wftype.Task, out Outputs) error {
+	payload, err := json.Marshal(map[string]any{
+		"task_id": task.ID, "catalog_id": out.CatalogID, "collection_id": out.CollectionID,
+		"table": out.Table, "source": out.Source, "features": out.Features,
+	})
+	if err != nil {
+		return fmt.Errorf("error encoding %s: %w", EventCompleted, err)
+	}
+	_, err = h.cfg.Emitter.Emit(ctx, events.Event{
+		Type: EventCompleted, Scope: events.ScopeCollection, SchemaName: task.SchemaName,
+		Payload: payload, DedupKey: EventCompleted + ":" + task.ID.String(),
+	})
+	if err != nil {
+		return fmt.Errorf("error emitting %s: %w", EventCompleted, err)
+	}
+	return nil
+}
+
+// errSource marks a source that broke off (malformed or unreadable).
+var errSource = errors.New("the source cannot be read further")
+
+// batch is a run of items merged in one transaction.
+type batch struct {
+	items    []item
+	versions []store.FeatureVersion
+	index    []int // versions[k] belongs to items[index[k]]
+	ids      map[string]bool
+	bytes    int
+}
+
+// run reads, checks and writes every record: this goroutine reads and
+// processes into batches while a second one merges and reports the
+// previous batch. It returns the counts of what was reported.
+func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter) (Counts, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *batch, 1)
+	type result struct {
+		counts Counts
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var c Counts
+		var err error
+		for b := range batches {
+			if err == nil {
+				if err = h.write(ctx, t, b, rep, &c); err != nil {
+					cancel() // stop the reader; drain what it already sent
+				}
+			}
+		}
+		done <- result{c, err}
+	}()
+
+	newBatch := func() *batch { return &batch{ids: make(map[string]bool, h.cfg.BatchSize)} }
+	cur := newBatch()
+	var readErr error
+	for {
+		if ctx.Err() != nil {
+			readErr = ctx.Err()
+			break
+		}
+		rec, err := rr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			readErr = fmt.Errorf("%w: %w", errSource, err)
+			break
+		}
+		it, err := p.process(rec)
+		if err != nil {
+			readErr = err
+			break
+		}
+		if it.rejected == nil {
+			id := it.version.ExternalID
+			// One batch holds one version per external id: a repeated id
+			// starts a new batch, so it merges against the first.
+			if cur.ids[id] {
+				batches <- cur
+				cur = newBatch()
+			}
+			cur.ids[id] = true
+			cur.versions = append(cur.versions, it.version)
+			cur.index = append(cur.index, len(cur.items))
+			cur.bytes += len(it.version.Geometry) + len(it.version.WKB) + len(it.version.Properties)
+		}
+		cur.items = append(cur.items, it)
+		if len(cur.versions) >= h.cfg.BatchSize || len(cur.items) >= 4*h.cfg.BatchSize || cur.bytes >= h.cfg.BatchBytes {
+			batches <- cur
+			cur = newBatch()
+		}
+	}
+	if len(cur.items) > 0 && (readErr == nil || errors.Is(readErr, errSource)) {
+		batches <- cur
+	}
+	close(batches)
+	res := <-done
+	if res.err != nil {
+		return res.counts, res.err
+	}
+	return res.counts, readErr
+}
+
+// write merges one batch and reports its items in source order.
+func (h *Handler) write(ctx context.Context, t store.FeatureTable, b *batch, rep reporters.Reporter, c *Counts) error {
+	var outcomes []store.MergeOutcome
+	if len(b.versions) > 0 {
+		var err error
+		outcomes, _, err = h.cfg.Store.MergeFeatures(ctx, t, b.versions)
+		if err != nil {
+			return err
+		}
+	}
+	byItem := make(map[int]store.MergeOutcome, len(outcomes))
+	for k, o := range outcomes {
+		byItem[b.index[k]] = o
+	}
+	for i := range b.items {
+		it := &b.items[i]
+		c.Read++
+		var env reporters.Envelope
+		if it.rejected != nil {
+			env = *it.rejected
+			c.Rejected++
+		} else {
+			o := byItem[i]
+			env = it.envelope(o)
+			switch o.Action {
+			case store.MergeCreated:
+				c.Created++
+			case store.MergeVersioned:
+				c.Versioned++
+			case store.MergeUnchanged:
+				c.Unchanged++
+			default:
+				c.Rejected++
+			}
+		}
+		if err := rep.Report(ctx, env); err != nil {
+			return fmt.Errorf("error reporting record %d: %w", c.Read, err)
+		}
+	}
+	return nil
+}

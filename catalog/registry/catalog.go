@@ -1,0 +1,300 @@
+// Package registry is the tenant registry: catalogs (each with the
+// schema_name its tasks carry) and their collections (each with a layer
+// configuration). The ingestion gateway validates against it and the
+// janitor dead-letters tasks whose tenant is gone. Creating and deleting
+// write catalog.* and collection.* events to the outbox in the same
+// transaction as the change, so subscribers (cloud provisioning, cleanup)
+// see exactly the changes that committed.
+//
+// The HTTP API and `wf catalogs` share this package; the SQL lives in the
+// store.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+)
+
+// Event types the registry emits.
+const (
+	EventCatalogCreated    = "catalog.created"
+	EventCatalogDeleted    = "catalog.deleted"
+	EventCollectionCreated = "collection.created"
+	EventCollectionDeleted = "collection.deleted"
+)
+
+// Limits on free-text fields.
+const (
+	maxTitle       = 1000
+	maxDescription = 10000
+)
+
+var (
+	idRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
+
+// reservedSchemas are names a tenant schema may not take: wf's own schemas,
+// PostgreSQL's, and the schema_name of platform tasks.
+var reservedSchemas = map[string]bool{
+	"system": true, "public": true, "catalog": true, "tasks": true, "information_schema": true,
+}
+
+// ValidID reports whether s is a valid catalog or collection id: 1 to 63
+// lower-case letters, digits, '_' or '-', starting with a letter or digit.
+func ValidID(s string) bool { return idRE.MatchString(s) }
+
+// IDRule describes a valid catalog or collection id, for error messages.
+const IDRule = "1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit"
+
+// ValidationError lists every field of a request that breaks the registry's
+// rules, each with its JSON pointer in the request.
+type ValidationError struct {
+	Errors spec.InputErrors
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string { return e.Errors.Error() }
+
+// DeriveSchemaName returns the tenant schema of a catalog created without
+// one: "s_" plus the id with '-' turned into '_', shortened with a hash of the
+// id when that is longer than 63 characters.
+func DeriveSchemaName(id string) string {
+	name := "s_" + strings.ReplaceAll(id, "-", "_")
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(id))
+	return name[:54] + "_" + hex.EncodeToString(sum[:])[:8]
+}
+
+// NewCatalog is a catalog to create.
+type NewCatalog struct {
+	ID string
+	// SchemaName is the tenant schema; "" derives it (DeriveSchemaName).
+	SchemaName  string
+	Title       *string
+	Description *string
+	// Metadata is a JSON object (default {}).
+	Metadata json.RawMessage
+}
+
+// NewCollection is a collection to create.
+type NewCollection struct {
+	CatalogID string
+	ID        string
+	Title     *string
+	// LayerConfig is the collection's layer configuration, a JSON object
+	// (default {}).
+	LayerConfig json.RawMessage
+}
+
+// Registry creates, reads and deletes catalogs and collections.
+type Registry struct {
+	store   *store.Store
+	emitter *events.Emitter
+}
+
+// New returns a registry writing through st (on a pool) and emitting its
+// events with em.
+func New(st *store.Store, em *events.Emitter) *Registry { return &Registry{store: st, emitter: em} }
+
+// checkObject appends an error when raw is set and is not a JSON object.
+func checkObject(errs spec.InputErrors, pointer string, raw json.RawMessage) spec.InputErrors {
+	if len(raw) == 0 {
+		return errs
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return append(errs, spec.InputError{Pointer: pointer, Message: "must be a JSON object"})
+	}
+	return errs
+}
+
+// checkText appends an error when s is longer than limit characters.
+func checkText(errs spec.InputErrors, pointer string, s *string, limit int) spec.InputErrors {
+	if s != nil && len([]rune(*s)) > limit {
+		return append(errs, spec.InputError{Pointer: pointer, Message: fmt.Sprintf("must be at most %d characters", limit)})
+	}
+	return errs
+}
+
+// Create validates and inserts a catalog and emits catalog.created, in one
+// transaction. It fails with a *ValidationError, or wftype.ErrConflict when
+// the id or the schema name is taken.
+func (r *Registry) Create(ctx context.Context, c NewCatalog) (store.Catalog, error) {
+	var errs spec.InputErrors
+	if !ValidID(c.ID) {
+		errs = append(errs, spec.InputError{Pointer: "/catalog_id", Message: "must be " + IDRule})
+	}
+	if c.SchemaName == "" && ValidID(c.ID) {
+		c.SchemaName = DeriveSchemaName(c.ID)
+	}
+	switch {
+	case c.SchemaName == "":
+	case !schemaRE.MatchString(c.SchemaName):
+		errs = append(errs, spec.InputError{Pointer: "/schema_name", Message: "must be 1 to 63 lower-case letters, digits or '_', not starting with a digit"})
+	case reservedSchemas[c.SchemaName] || strings.HasPrefix(c.SchemaName, "pg_"):
+		errs = append(errs, spec.InputError{Pointer: "/schema_name", Message: fmt.Sprintf("%q is reserved", c.SchemaName)})
+	}
+	errs = checkText(errs, "/title", c.Title, maxTitle)
+	errs = checkText(errs, "/description", c.Description, maxDescription)
+	errs = checkObject(errs, "/metadata", c.Metadata)
+	if len(errs) > 0 {
+		return store.Catalog{}, &ValidationError{Errors: errs}
+	}
+	var out store.Catalog
+	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+		var err error
+		out, err = r.store.WithTx(tx).CreateCatalog(ctx, store.NewCatalog{
+			ID: c.ID, SchemaName: c.SchemaName, Title: c.Title, Description: c.Description, Metadata: c.Metadata,
+		})
+		if err != nil {
+			return err
+		}
+		return r.emit(ctx, tx, EventCatalogCreated, events.ScopeCatalog, out.SchemaName,
+			map[string]any{"catalog_id": out.ID, "schema_name": out.SchemaName})
+	})
+	if err != nil {
+		return store.Catalog{}, fmt.Errorf("error creating catalog %q: %w", c.ID, err)
+	}
+	return out, nil
+}
+
+// emit writes one registry event inside tx.
+func (r *Registry) emit(ctx context.Context, tx pgx.Tx, typ, scope, schemaName string, payload map[string]any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("error encoding %s event: %w", typ, err)
+	}
+	if _, err := r.emitter.EmitTx(ctx, tx, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
+		return fmt.Errorf("error emitting %s: %w", typ, err)
+	}
+	return nil
+}
+
+// Get returns one catalog, or an error wrapping wftype.ErrNotFound.
+func (r *Registry) Get(ctx context.Context, id string) (store.Catalog, error) {
+	return r.store.GetCatalog(ctx, id)
+}
+
+// List returns catalogs ordered by id, one page at a time; a non-nil ids
+// limits the list to those catalogs.
+func (r *Registry) List(ctx context.Context, ids []string, p store.Page) ([]store.Catalog, error) {
+	return r.store.ListCatalogs(ctx, ids, p)
+}
+
+// Delete deletes a catalog and its collections and emits catalog.deleted
+// (payload: catalog_id, schema_name, collections) in the same transaction.
+// The catalog's live tasks are dead-lettered by the janitor's orphan sweep.
+func (r *Registry) Delete(ctx context.Context, id string) (store.Catalog, error) {
+	var out store.Catalog
+	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+		c, cols, err := r.store.WithTx(tx).DeleteCatalog(ctx, id)
+		if err != nil {
+			return err
+		}
+		out = c
+		if cols == nil {
+			cols = []string{}
+		}
+		return r.emit(ctx, tx, EventCatalogDeleted, events.ScopeCatalog, c.SchemaName,
+			map[string]any{"catalog_id": c.ID, "schema_name": c.SchemaName, "collections": cols})
+	})
+	if err != nil {
+		return store.Catalog{}, fmt.Errorf("error deleting catalog %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// AddCollection validates and inserts a collection and emits
+// collection.created, in one transaction. It fails with a *ValidationError,
+// wftype.ErrNotFound for a missing catalog, or wftype.ErrConflict.
+func (r *Registry) AddCollection(ctx context.Context, c NewCollection) (store.Collection, error) {
+	var errs spec.InputErrors
+	if !ValidID(c.ID) {
+		errs = append(errs, spec.InputError{Pointer: "/collection_id", Message: "must be " + IDRule})
+	}
+	errs = checkText(errs, "/title", c.Title, maxTitle)
+	errs = checkObject(errs, "/layer_config", c.LayerConfig)
+	if len(errs) > 0 {
+		return store.Collection{}, &ValidationError{Errors: errs}
+	}
+	var out store.Collection
+	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+		st := r.store.WithTx(tx)
+		cat, err := st.GetCatalog(ctx, c.CatalogID)
+		if err != nil {
+			return err
+		}
+		out, err = st.CreateCollection(ctx, store.NewCollection{
+			CatalogID: c.CatalogID, ID: c.ID, Title: c.Title, LayerConfig: c.LayerConfig,
+		})
+		if err != nil {
+			return err
+		}
+		// The collection's feature table exists from its registration on
+		// (collection.deleted drops it, through a collection_drop task).
+		ft, err := store.NewFeatureTable(cat.SchemaName, out.ID)
+		if err != nil {
+			return err
+		}
+		if err := st.CreateFeatureTable(ctx, ft); err != nil {
+			return err
+		}
+		return r.emit(ctx, tx, EventCollectionCreated, events.ScopeCollection, cat.SchemaName,
+			map[string]any{"catalog_id": out.CatalogID, "collection_id": out.ID})
+	})
+	if err != nil {
+		return store.Collection{}, fmt.Errorf("error adding collection %q to catalog %q: %w", c.ID, c.CatalogID, err)
+	}
+	return out, nil
+}
+
+// GetCollection returns one collection, or an error wrapping wftype.ErrNotFound.
+func (r *Registry) GetCollection(ctx context.Context, catalogID, id string) (store.Collection, error) {
+	return r.store.GetCollection(ctx, catalogID, id)
+}
+
+// ListCollections returns the collections of an existing catalog (else
+// wftype.ErrNotFound) ordered by id, one page at a time.
+func (r *Registry) ListCollections(ctx context.Context, catalogID string, p store.Page) ([]store.Collection, error) {
+	if _, err := r.store.GetCatalog(ctx, catalogID); err != nil {
+		return nil, err
+	}
+	return r.store.ListCollections(ctx, catalogID, p)
+}
+
+// RemoveCollection deletes one collection and emits collection.deleted
+// (payload: catalog_id, collection_id) in the same transaction.
+func (r *Registry) RemoveCollection(ctx context.Context, catalogID, id string) (store.Collection, error) {
+	var out store.Collection
+	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+		st := r.store.WithTx(tx)
+		cat, err := st.GetCatalog(ctx, catalogID)
+		if err != nil {
+			return err
+		}
+		out, err = st.DeleteCollection(ctx, catalogID, id)
+		if err != nil {
+			return err
+		}
+		return r.emit(ctx, tx, EventCollectionDeleted, events.ScopeCollection, cat.SchemaName,
+			map[string]any{"catalog_id": catalogID, "collection_id": id})
+	})
+	if err != nil {
+		return store.Collection{}, fmt.Errorf("error removing collection %q from catalog %q: %w", id, catalogID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,271 @@
+package webhooks
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
+)
+
+// Names of the builtin handlers, and of the delivery task type that
+// event_dispatch creates (specs/events.yaml declares both task types).
+const (
+	NameEventDispatch       = "event_dispatch"
+	NameWebhookDelivery     = "webhook_delivery"
+	TaskTypeWebhookDelivery = "webhook_delivery"
+)
+
+// DefaultRequestTimeout bounds one POST when Deps.HTTP is nil; the task
+// type's run timeout bounds it too.
+const DefaultRequestTimeout = 30 * time.Second
+
+// Deps are what the handlers need at run time; WithDeps puts them in the
+// context the engine runs with.
+type Deps struct {
+	// Store reads the subscribers.
+	Store *store.Store
+	// Client creates webhook_delivery tasks; its spec set must declare them.
+	Client *client.Client
+	// HTTP posts deliveries. Default: DefaultRequestTimeout, redirects not
+	// followed.
+	HTTP   *http.Client
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Names lists the handler names Register adds.
+func Names() []string { return []string{NameEventDispatch, NameWebhookDelivery} }
+
+// Register adds both handlers to reg. A name reg already holds keeps its
+// handler (an embedding program may bring its own, or reg was shared with
+// another application) and is reported in the error; the other name is
+// registered all the same.
+func Register(reg *builtin.Registry) error {
+	return errors.Join(reg.Register(NameEventDispatch, Dispatch), reg.Register(NameWebhookDelivery, Deliver))
+}
+
+// depsKey is the context key of the handlers' Deps.
+type depsKey struct{}
+
+// WithDeps returns a context carrying d (its defaults filled) for the
+// handlers of the task runs started under it.
+func WithDeps(ctx context.Context, d Deps) (context.Context, error) {
+	if d.Store == nil || d.Client == nil {
+		return ctx, errors.New("error configuring webhook handlers: Store and Client are required")
+	}
+	if d.HTTP == nil {
+		d.HTTP = &http.Client{
+			Timeout:       DefaultRequestTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
+	return context.WithValue(ctx, depsKey{}, &d), nil
+}
+
+func depsFrom(ctx context.Context) (*Deps, error) {
+	if d, ok := ctx.Value(depsKey{}).(*Deps); ok {
+		return d, nil
+	}
+	return nil, errors.New("webhook handlers have no database here: they run in `wf run`, whose context carries their dependencies")
+}
+
+// Event is an event as the webhook task types carry it in their inputs, and
+// the body of a delivery.
+type Event struct {
+	EventID    string          `json:"event_id"`
+	EventType  string          `json:"event_type"`
+	Scope      string          `json:"scope,omitempty"`
+	SchemaName string          `json:"schema_name,omitempty"`
+	CreatedAt  string          `json:"created_at,omitempty"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// deliveryInputs are the inputs of a webhook_delivery task.
+type deliveryInputs struct {
+	SubscriberID string `json:"subscriber_id"`
+	Event
+}
+
+func decodeInputs(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return wftype.Permanent(fmt.Errorf("error reading inputs: %w", err))
+	}
+	return nil
+}
+
+// matches reports whether a subscriber's event types cover eventType.
+func matches(patterns []string, eventType string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, eventType); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Dispatch is the event_dispatch handler: one webhook_delivery task per
+// subscriber of the event's type, created in one statement and deduplicated
+// per event and subscriber (the delivery type's dedup key).
+func Dispatch(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+	d, err := depsFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ev Event
+	if err := decodeInputs(task.Inputs, &ev); err != nil {
+		return nil, err
+	}
+	if ev.EventID == "" || ev.EventType == "" {
+		return nil, wftype.Permanent(errors.New("error reading inputs: event_id and event_type are required"))
+	}
+	if len(ev.Payload) == 0 {
+		ev.Payload = json.RawMessage(`{}`)
+	}
+	subs, err := d.Store.ListWebhookSubscribers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reqs []client.Request
+	var ids []string
+	for _, s := range subs {
+		if !matches(s.EventTypes, ev.EventType) {
+			continue
+		}
+		inputs, err := json.Marshal(deliveryInputs{SubscriberID: s.ID.String(), Event: ev})
+		if err != nil {
+			return nil, fmt.Errorf("error encoding delivery inputs: %w", err)
+		}
+		reqs = append(reqs, client.Request{TaskType: TaskTypeWebhookDelivery, SchemaName: wftype.SystemSchema, Inputs: inputs})
+		ids = append(ids, s.ID.String())
+	}
+	out := map[string]any{"event_id": ev.EventID, "subscribers": len(reqs), "created": 0, "deduplicated": 0}
+	if len(reqs) > 0 {
+		res, err := d.Client.EnqueueMany(ctx, reqs)
+		if err != nil {
+			return nil, fmt.Errorf("error creating webhook deliveries: %w", err)
+		}
+		created := 0
+		for _, r := range res {
+			if !r.Duplicate {
+				created++
+			}
+		}
+		out["created"], out["deduplicated"], out["subscriber_ids"] = created, len(res)-created, ids
+	}
+	return json.Marshal(out)
+}
+
+// maxResponseSnippet bounds the part of a failed response kept in the error.
+const maxResponseSnippet = 512
+
+// Deliver is the webhook_delivery handler: one signed POST of the event to
+// one subscriber.
+func Deliver(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+	d, err := depsFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var in deliveryInputs
+	if err := decodeInputs(task.Inputs, &in); err != nil {
+		return nil, err
+	}
+	id, err := uuid.Parse(in.SubscriberID)
+	if err != nil {
+		return nil, wftype.Permanent(fmt.Errorf("error reading inputs: subscriber_id %q is not a UUID", in.SubscriberID))
+	}
+	sub, err := d.Store.GetWebhookSubscriber(ctx, id)
+	if errors.Is(err, wftype.ErrNotFound) {
+		return nil, wftype.Permanent(fmt.Errorf("webhook subscriber %s was removed", id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Payload) == 0 {
+		in.Payload = json.RawMessage(`{}`)
+	}
+	body, err := json.Marshal(in.Event)
+	if err != nil {
+		return nil, wftype.Permanent(fmt.Errorf("error encoding the delivery: %w", err))
+	}
+	ts := strconv.FormatInt(d.Clock.Now().Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, strings.NewReader(string(body)))
+	if err != nil {
+		// The URL may carry credentials, and a parse error quotes it.
+		return nil, wftype.Permanent(fmt.Errorf("error building the request to webhook subscriber %s: %w", id, unwrapURLError(err)))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "wf-webhooks/1")
+	req.Header.Set(HeaderEventID, in.EventID)
+	req.Header.Set(HeaderEventType, in.EventType)
+	req.Header.Set(HeaderDeliveryID, task.ID.String())
+	req.Header.Set(HeaderTimestamp, ts)
+	req.Header.Set(HeaderSignature, Sign([]byte(sub.Secret), ts, body))
+	start := time.Now()
+	resp, err := d.HTTP.Do(req)
+	if err != nil {
+		// The URL may carry credentials: name the subscriber, not the URL.
+		return nil, fmt.Errorf("error posting to webhook subscriber %s: %w", id, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseSnippet))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	elapsed := time.Since(start)
+	if err := classify(resp.StatusCode, id, snippet); err != nil {
+		return nil, err
+	}
+	d.Logger.DebugContext(ctx, "webhook delivered", "subscriber_id", id, "event_id", in.EventID,
+		"status_code", resp.StatusCode, "duration", elapsed)
+	return json.Marshal(map[string]any{
+		"subscriber_id": id.String(), "status_code": resp.StatusCode, "attempt": task.Attempts,
+		"duration_ms": elapsed.Milliseconds(),
+	})
+}
+
+// classify turns a response status into the handler's outcome: nil for 2xx,
+// a retryable error for 5xx, 408 and 429, a permanent one otherwise.
+func classify(code int, subscriber uuid.UUID, body []byte) error {
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	msg := fmt.Errorf("webhook subscriber %s answered %d %s: %s", subscriber, code, http.StatusText(code),
+		strings.TrimSpace(strings.ToValidUTF8(string(body), "?")))
+	switch {
+	case code >= 500, code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
+		return msg
+	case code >= 300 && code < 400:
+		return wftype.Permanent(fmt.Errorf("%w (redirects are not followed)", msg))
+	default:
+		return wftype.Permanent(msg)
+	}
+}
+
+// unwrapURLError drops the *url.Error wrapper, which quotes the URL.
+func unwrapURLError(err error) error {
+	var u *url.Error
+	if errors.As(err, &u) {
+		return u.Err
+	}
+	return err
+}

@@ -1,0 +1,100 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/cli/bench"
+	"github.com/wfhq/wf/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// runSmall runs a mode with tiny sizes on the test server (in a database of
+// the bench's own, dropped at the end). The numbers are not checked: only
+// that every part of the result is there.
+func runSmall(t *testing.T, cfg bench.Config) *bench.Result {
+	t.Helper()
+	cfg.DatabaseURL = dbtest.BaseURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, cfg)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Postgres.Version)
+	require.Contains(t, res.Postgres.Settings, "synchronous_commit")
+	require.Positive(t, res.Machine.CPUs)
+	return res
+}
+
+func TestBurnDown(t *testing.T) {
+	t.Parallel()
+	res := runSmall(t, bench.Config{Mode: bench.ModeBurnDown, Tasks: 300, Slots: 50, InsertBatch: 100})
+	require.Equal(t, 300, res.Inserted)
+	require.Equal(t, 300, res.Completed)
+	require.Positive(t, res.InsertRate)
+	require.Positive(t, res.CompleteRate)
+	require.NotNil(t, res.RunLatency)
+	require.Positive(t, res.Commits)
+	require.Less(t, res.CommitsPerTask, 1.0, "claims and completions are batched")
+}
+
+func TestBurnDownHTTP(t *testing.T) {
+	t.Parallel()
+	res := runSmall(t, bench.Config{Mode: bench.ModeBurnDown, Tasks: 100, Slots: 20, Runner: bench.RunnerHTTP})
+	require.Equal(t, 100, res.Completed)
+}
+
+func TestLatency(t *testing.T) {
+	t.Parallel()
+	res := runSmall(t, bench.Config{Mode: bench.ModeLatency, Rate: 100, Duration: time.Second})
+	require.NotNil(t, res.StartLatency)
+	require.NotNil(t, res.CompleteLatency)
+	require.Equal(t, res.Inserted, res.Completed)
+	require.NotNil(t, res.BacklogFlat)
+}
+
+func TestScale(t *testing.T) {
+	t.Parallel()
+	res := runSmall(t, bench.Config{Mode: bench.ModeScale, ScaleRows: []int{0, 2000}, ScaleClaims: 5, ScaleBatch: 10})
+	require.Len(t, res.Scale, 2)
+	require.Equal(t, 2000, res.Scale[1].FinishedRows)
+	require.Contains(t, res.Scale[1].Explain, "Update on tasks")
+	_, ok := res.ScaleRatio()
+	require.True(t, ok)
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	_, err := bench.Run(context.Background(), bench.Config{Mode: "sideways"})
+	require.ErrorContains(t, err, `unknown bench mode "sideways"`)
+	_, err = bench.Run(context.Background(), bench.Config{Mode: bench.ModeBurnDown, Runner: "carrier-pigeon"})
+	require.ErrorContains(t, err, `unknown runner "carrier-pigeon"`)
+	_, err = bench.Run(context.Background(), bench.Config{Mode: bench.ModeBurnDown, Instances: 2})
+	require.ErrorContains(t, err, "instances need the wf executable")
+}
+
+func TestUpdateMarkdownKeepsProse(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	s := &bench.Suite{Started: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Targets: []bench.Target{{Name: "burn-down", Goal: "≥ 30,000 tasks/s", Measured: "31000 tasks/s", Met: true}}}
+	require.NoError(t, bench.UpdateMarkdown(path, s))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "| burn-down | ≥ 30,000 tasks/s | 31000 tasks/s | ✅ met |")
+
+	prose := "# Benchmarks\n\nWhat limits each target.\n\n"
+	require.NoError(t, os.WriteFile(path, append([]byte(prose), b[len("# Benchmarks\n\n"):]...), 0o644))
+	s.Targets[0].Measured, s.Targets[0].Met = "29000 tasks/s", false
+	require.NoError(t, bench.UpdateMarkdown(path, s))
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "What limits each target.")
+	require.Contains(t, string(b), "| burn-down | ≥ 30,000 tasks/s | 29000 tasks/s | ❌ missed |")
+	require.NotContains(t, string(b), "31000")
+}

@@ -1,0 +1,229 @@
+// Package config is wf's one configuration: the Config struct, its defaults
+// in one place (Default), and the loader that layers, in order, the defaults,
+// the wf.yaml file (checked against schemas/config.schema.json), the WF_*
+// environment variables and the command-line flags (Load), then validates the
+// result once (Validate).
+//
+// Every error names where the bad value came from — file:line:col, the
+// environment variable or the flag — and what was expected. Secrets (the
+// database password, tokens) are masked by Masked and never echoed in errors;
+// plain tokens are hashed at load and dropped.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is the configuration of one wf service. Field names in wf.yaml are
+// the yaml tags; the environment variable of a field is WF_ plus its yaml
+// path in capitals joined by "_" (see EnvVars).
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string (URL or key=value
+	// pairs). Empty means wf starts a local cluster of its own in
+	// <DataDir>/pg. Secret: Masked hides its password.
+	DatabaseURL string `yaml:"database_url"`
+	// Name is the service name (the seed's NAME): instances with one name
+	// elect one leader.
+	Name string `yaml:"name"`
+	// Listen is the HTTP listen address, host:port.
+	Listen string `yaml:"listen"`
+	// DataDir holds the local PostgreSQL cluster and local reports.
+	DataDir string `yaml:"data_dir"`
+	// Specs are the spec files and folders to load.
+	Specs []string `yaml:"specs"`
+	// LogLevel is the lowest level logged: debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text, json or auto (text on a terminal, JSON otherwise).
+	LogFormat string `yaml:"log_format"`
+	// Slots is how many tasks one instance runs at once.
+	Slots int `yaml:"slots"`
+	// PollInterval is how often followers poll and the leader sweeps.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// HeartbeatInterval is how often running tasks' leases are extended. It
+	// must be shorter than VisibilityTimeout, or leases expire between beats.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// JanitorInterval is the least time between two janitor runs.
+	JanitorInterval time.Duration `yaml:"janitor_interval"`
+	// MaintenanceInterval is how often the leader creates partitions and
+	// applies retention.
+	MaintenanceInterval time.Duration `yaml:"maintenance_interval"`
+	// VisibilityTimeout is the lease of a claimed task, for task types that
+	// set none.
+	VisibilityTimeout time.Duration `yaml:"visibility_timeout"`
+	// Grace is how long running tasks may finish on shutdown before the rest
+	// are handed back.
+	Grace time.Duration `yaml:"grace"`
+	// Channels are the PostgreSQL NOTIFY channel names.
+	Channels Channels `yaml:"channels"`
+	// Retention says how long finished rows are kept.
+	Retention Retention `yaml:"retention"`
+	// Tokens are the bearer tokens of the HTTP API. After Load they hold
+	// only hashes.
+	Tokens []Token `yaml:"tokens"`
+	// Report says where detailed reports are written.
+	Report Report `yaml:"report"`
+	// Files says which local files tasks may read and write.
+	Files Files `yaml:"files"`
+	// HTTP holds the HTTP server's limits.
+	HTTP HTTP `yaml:"http"`
+
+	// origins records where each value set by Load came from (by field
+	// path), so that Validate can point at it.
+	origins map[string]Source
+	// file is the configuration file Load read, if any.
+	file string
+}
+
+// Channels are the NOTIFY channel names; the defaults are the seed's.
+type Channels struct {
+	// TaskQueued is notified when a task is created or requeued.
+	TaskQueued string `yaml:"task_queued"`
+	// TaskStatusChanged is notified when a task changes status.
+	TaskStatusChanged string `yaml:"task_status_changed"`
+	// Events is notified when an event is written to the outbox.
+	Events string `yaml:"events"`
+}
+
+// Retention says how long finished rows are kept before their partition may
+// be dropped, and how many monthly partitions are created ahead.
+type Retention struct {
+	// Completed is how long COMPLETED tasks are kept.
+	Completed time.Duration `yaml:"completed"`
+	// Failed is how long FAILED tasks are kept.
+	Failed time.Duration `yaml:"failed"`
+	// DeadLetter is how long DEAD_LETTER tasks are kept.
+	DeadLetter time.Duration `yaml:"dead_letter"`
+	// DeadLetterEvents is how long DEAD_LETTER events are kept.
+	DeadLetterEvents time.Duration `yaml:"dead_letter_events"`
+	// PartitionsAhead is how many monthly partitions the leader keeps
+	// created ahead of now.
+	PartitionsAhead int `yaml:"partitions_ahead"`
+}
+
+// Report says where the detailed reporter writes.
+type Report struct {
+	// BucketURL is gs://bucket/prefix or file:///folder. Load turns an
+	// empty value into file://<absolute DataDir>/reports.
+	BucketURL string `yaml:"bucket_url"`
+	// Gzip compresses report objects.
+	Gzip bool `yaml:"gzip"`
+}
+
+// Files says which local files the ingestion and export tasks may name.
+type Files struct {
+	// LocalRoots are the only folders whose files a task's local path or
+	// file:// URL may name (a relative path resolves against the first), so
+	// an API client cannot make wf read or write any other file of the host.
+	// Load resolves relative roots against the working folder and turns an
+	// empty list into [<absolute DataDir>/files].
+	LocalRoots []string `yaml:"local_roots"`
+}
+
+// HTTP holds the HTTP server's limits.
+type HTTP struct {
+	// MaxBodyBytes is the largest request body accepted.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadTimeout bounds reading a whole request.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds writing a response.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+}
+
+// Log levels and formats accepted by LogLevel and LogFormat.
+const (
+	LogLevelDebug = "debug"
+	LogLevelInfo  = "info"
+	LogLevelWarn  = "warn"
+	LogLevelError = "error"
+
+	LogFormatAuto = "auto"
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// Default returns the defaults of every field: the one place they live.
+func Default() *Config {
+	return &Config{
+		Name:                "github.com/wfhq/wf",
+		Listen:              "127.0.0.1:8080",
+		DataDir:             "./.wf",
+		Specs:               []string{"specs"},
+		LogLevel:            LogLevelInfo,
+		LogFormat:           LogFormatAuto,
+		Slots:               100,
+		PollInterval:        time.Second,
+		HeartbeatInterval:   30 * time.Second,
+		JanitorInterval:     30 * time.Second,
+		MaintenanceInterval: time.Hour,
+		VisibilityTimeout:   5 * time.Minute,
+		Grace:               30 * time.Second,
+		Channels: Channels{
+			TaskQueued:        "new_task_queued",
+			TaskStatusChanged: "task_status_changed",
+			Events:            "dynastore_events_channel",
+		},
+		Retention: Retention{
+			Completed:        30 * 24 * time.Hour,
+			Failed:           30 * 24 * time.Hour,
+			DeadLetter:       90 * 24 * time.Hour,
+			DeadLetterEvents: 30 * 24 * time.Hour,
+			PartitionsAhead:  3,
+		},
+		Report: Report{},
+		HTTP: HTTP{
+			MaxBodyBytes: 1 << 20,
+			ReadTimeout:  15 * time.Second,
+			WriteTimeout: 60 * time.Second,
+		},
+	}
+}
+
+// File returns the configuration file Load read, or "" when there was none.
+func (c *Config) File() string { return c.file }
+
+// SlogLevel returns LogLevel as a log/slog level (info when unknown).
+func (c *Config) SlogLevel() slog.Level {
+	switch c.LogLevel {
+	case LogLevelDebug:
+		return slog.LevelDebug
+	case LogLevelWarn:
+		return slog.LevelWarn
+	case LogLevelError:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// Origin returns where the value of a field came from, by field path (e.g.
+// "retention.completed", "tokens[0].role"): a file position, an environment
+// variable, a flag, or the default.
+func (c *Config) Origin(path string) Source {
+	for p := path; p != ""; p = parentPath(p) {
+		if s, ok := c.origins[p]; ok {
+			return s
+		}
+	}
+	return Source{Kind: SourceDefault}
+}
+
+// clone returns a deep copy of c.
+func (c *Config) clone() *Config {
+	out := *c
+	out.Specs = append([]string(nil), c.Specs...)
+	out.Files.LocalRoots = append([]string(nil), c.Files.LocalRoots...)
+	out.Tokens = make([]Token, len(c.Tokens))
+	for i, t := range c.Tokens {
+		t.Catalogs = append([]string(nil), t.Catalogs...)
+		out.Tokens[i] = t
+	}
+	if c.Tokens == nil {
+		out.Tokens = nil
+	}
+	out.origins = make(map[string]Source, len(c.origins))
+	for k, v := range c.origins {
+		out.origins[k] = v
+	}
+	return &out
+}

@@ -1,0 +1,145 @@
+// Package janitor is the seed's global janitor: on dispatcher wake-ups, at
+// most once per interval, it requeues (counting a retry) or dead-letters ACTIVE
+// tasks whose lease expired because their instance died, and dead-letters
+// tasks whose tenant no longer exists. Every instance runs one; SKIP LOCKED
+// keeps two janitors off the same rows.
+package janitor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// Config configures a Janitor.
+type Config struct {
+	Store *store.Store
+	// Interval throttles runs. Default 30s.
+	Interval time.Duration
+	// BatchSize bounds the rows one run touches per step. Default 500.
+	BatchSize int
+	// Backoff returns the retry delay policy of a task type (nil: the default).
+	Backoff func(taskType string) func(int) time.Duration
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Result says what one run changed.
+type Result struct {
+	Requeued     int
+	DeadLettered int
+	Orphaned     int
+}
+
+// Janitor recovers tasks from dead instances and deleted tenants.
+type Janitor struct {
+	cfg     Config
+	mu      sync.Mutex
+	lastRun time.Time
+}
+
+// New fills defaults and returns a Janitor.
+func New(cfg Config) *Janitor {
+	cfg.Interval = cmp.Or(cfg.Interval, 30*time.Second)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, 500)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(string) func(int) time.Duration { return dispatch.DefaultBackoff }
+	}
+	return &Janitor{cfg: cfg}
+}
+
+// MaybeRun runs once when the interval has passed since the last run (the
+// throttle the seed describes) and returns whether it ran.
+func (j *Janitor) MaybeRun(ctx context.Context) (bool, Result, error) {
+	j.mu.Lock()
+	now := j.cfg.Clock.Now()
+	if !j.lastRun.IsZero() && now.Sub(j.lastRun) < j.cfg.Interval {
+		j.mu.Unlock()
+		return false, Result{}, nil
+	}
+	j.lastRun = now
+	j.mu.Unlock()
+	res, err := j.RunOnce(ctx)
+	return true, res, err
+}
+
+// RunOnce rescues expired leases and dead-letters orphans now.
+func (j *Janitor) RunOnce(ctx context.Context) (Result, error) {
+	var res Result
+	for {
+		requeued, dead, n, err := j.rescueBatch(ctx)
+		res.Requeued += requeued
+		res.DeadLettered += dead
+		if err != nil {
+			return res, err
+		}
+		if n < j.cfg.BatchSize {
+			break
+		}
+	}
+	orphans, err := j.cfg.Store.DeadLetterOrphans(ctx, j.cfg.BatchSize)
+	res.Orphaned = orphans
+	if err != nil {
+		return res, err
+	}
+	if res != (Result{}) {
+		j.cfg.Logger.Info("janitor recovered tasks", "requeued", res.Requeued, "dead_lettered", res.DeadLettered, "orphaned", res.Orphaned)
+	}
+	return res, nil
+}
+
+func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, err error) {
+	dbNow := j.cfg.Clock.DBNow()
+	err = j.cfg.Store.InTx(ctx, func(tx *store.Store) error {
+		expired, err := tx.ExpiredLeases(ctx, dbNow, j.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		seen = len(expired)
+		if seen == 0 {
+			return nil
+		}
+		outcomes := make([]store.Finish, 0, len(expired))
+		for _, t := range expired {
+			owner := ""
+			if t.OwnerID != nil {
+				owner = *t.OwnerID
+			}
+			msg := fmt.Sprintf("lease expired: instance %s stopped heartbeating (attempt %d)", owner, t.Attempts)
+			o := store.Finish{ID: t.ID, Error: &msg, RetryCount: t.RetryCount}
+			if t.RetryCount < t.MaxRetries {
+				// A delay, added to the database's clock by the statement.
+				o.Status, o.RetryCount, o.RetryIn = wftype.StatusPending, t.RetryCount+1, j.cfg.Backoff(t.TaskType)(t.RetryCount)
+				requeued++
+			} else {
+				o.Status = wftype.StatusDeadLetter
+				dead++
+			}
+			outcomes = append(outcomes, o)
+		}
+		// The rows are locked in this transaction since ExpiredLeases found
+		// them expired by the database's clock: no need to test the lease
+		// again, and testing it against this host's clock would skip every
+		// task when the host's clock is behind.
+		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: dbNow, Now: dbNow}, outcomes)
+		return err
+	})
+	if err != nil {
+		return 0, 0, seen, fmt.Errorf("error rescuing expired leases: %w", err)
+	}
+	return requeued, dead, seen, nil
+}

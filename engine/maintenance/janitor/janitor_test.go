@@ -1,0 +1,58 @@
+package janitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/maintenance/janitor"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// skewedClock is a host clock that is off by offset from the database's,
+// with statements on the database's clock, as in production (clock.Real).
+type skewedClock struct{ offset time.Duration }
+
+func (c skewedClock) Now() time.Time  { return time.Now().Add(c.offset) }
+func (skewedClock) DBNow() *time.Time { return nil }
+
+// TestRescueUsesDatabaseClock: on a host whose clock is an hour behind the
+// database's, the janitor still rescues a task whose lease expired by the
+// database's clock, and its retry is due after the backoff by that clock.
+func TestRescueUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(dbtest.NewPool(t))
+	res, err := st.InsertTasks(ctx, []store.NewTask{{SchemaName: "system", Scope: wftype.ScopeSystem,
+		ExecutionMode: wftype.ModeAsync, TaskType: "job", MaxRetries: 3, Inputs: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	id := res[0].Task.ID
+	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Owner: "dead", Total: 1,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "job", Max: 1, Lease: time.Minute}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	_, err = st.DB().Exec(ctx, `UPDATE tasks.tasks SET locked_until = now() - interval '1 second' WHERE task_id = $1`, id)
+	require.NoError(t, err)
+
+	j := janitor.New(janitor.Config{Store: st, Clock: skewedClock{offset: -time.Hour},
+		Backoff: func(string) func(int) time.Duration { return func(int) time.Duration { return 10 * time.Second } }})
+	got, err := j.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, got.Requeued)
+	tk, err := st.GetTask(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusPending, tk.Status)
+	require.Equal(t, 1, tk.RetryCount)
+	var wait float64
+	require.NoError(t, st.DB().QueryRow(ctx,
+		`SELECT extract(epoch FROM run_after - now()) FROM tasks.tasks WHERE task_id = $1`, id).Scan(&wait))
+	require.InDelta(t, 10, wait, 3, "retry due in %.0fs by the database's clock", wait)
+}

@@ -1,0 +1,246 @@
+// Package dbtest gives every test its own migrated PostgreSQL database.
+//
+// It connects to WF_TEST_DATABASE_URL when set (a role that may create
+// databases); otherwise it starts one throwaway local cluster (internal/localpg)
+// for the test binary and stops it when the tests end. `make test` starts one
+// cluster for the whole run and sets WF_TEST_DATABASE_URL, so packages share it.
+//
+// Databases are cloned from a migrated template (named after a hash of the
+// migrations), so a new database costs one CREATE DATABASE, and tests run in
+// parallel without seeing each other's rows.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wfhq/wf/internal/dbmigrate"
+	"github.com/wfhq/wf/internal/localpg"
+	"github.com/wfhq/wf/migrations"
+)
+
+// EnvURL names the variable that points tests at an existing server.
+const EnvURL = "WF_TEST_DATABASE_URL"
+
+// server is the process-wide test server: one per test binary, started lazily.
+var server struct {
+	once     sync.Once
+	baseURL  string
+	cluster  *localpg.Cluster
+	tmpDir   string
+	template string
+	err      error
+}
+
+// Main runs the tests of a package and stops the throwaway cluster, if one
+// was started. Call it from TestMain: os.Exit(dbtest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if server.cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = server.cluster.Stop(ctx)
+		_ = os.RemoveAll(server.tmpDir)
+	}
+	return code
+}
+
+// StartThrowaway starts a throwaway cluster in a new temporary folder. The
+// caller stops it and removes the folder (see Cleanup).
+func StartThrowaway(ctx context.Context) (*localpg.Cluster, string, error) {
+	dir, err := os.MkdirTemp("", "wf-pg-")
+	if err != nil {
+		return nil, "", fmt.Errorf("error creating a folder for the test cluster: %w", err)
+	}
+	// The server may run as another user (when we are root): let it in.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, "", fmt.Errorf("error opening the test cluster folder: %w", err)
+	}
+	c, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "data")})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return c, dir, nil
+}
+
+func setup(ctx context.Context) {
+	server.baseURL = os.Getenv(EnvURL)
+	if server.baseURL == "" {
+		c, dir, err := StartThrowaway(ctx)
+		if err != nil {
+			server.err = err
+			return
+		}
+		server.cluster, server.tmpDir = c, dir
+		server.baseURL = c.URL("postgres")
+	}
+	server.template, server.err = ensureTemplate(ctx, server.baseURL)
+}
+
+// migrationsHash names the template after the migrations it holds, so a
+// changed migration gets a fresh template on a long-lived server.
+func migrationsHash() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := fs.ReadFile(migrations.FS, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func ensureTemplate(ctx context.Context, baseURL string) (string, error) {
+	name := "wf_tmpl_" + migrationsHash()
+	conn, err := pgx.Connect(ctx, baseURL)
+	if err != nil {
+		return "", fmt.Errorf("error connecting to the test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	// Serialise template creation across test binaries sharing the server.
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext('wf:dbtest:template'))"); err != nil {
+		return "", fmt.Errorf("error locking the test template: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('wf:dbtest:template'))") //nolint:errcheck
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("error looking up the test template: %w", err)
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_build"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", fmt.Errorf("error dropping a half-built template: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", fmt.Errorf("error creating the test template: %w", err)
+	}
+	tconn, err := pgx.Connect(ctx, withDatabase(baseURL, building))
+	if err != nil {
+		return "", fmt.Errorf("error connecting to the test template: %w", err)
+	}
+	_, err = dbmigrate.Up(ctx, tconn)
+	tconn.Close(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return "", fmt.Errorf("error naming the test template: %w", err)
+	}
+	return name, nil
+}
+
+func withDatabase(rawURL, db string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + db
+	return u.String()
+}
+
+// BaseURL returns the URL of the test server's maintenance database, starting
+// the server if needed.
+func BaseURL(t testing.TB) string {
+	t.Helper()
+	server.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		setup(ctx)
+	})
+	if server.err != nil {
+		t.Fatalf("test database unavailable: %v", server.err)
+	}
+	return server.baseURL
+}
+
+// NewDatabase creates a fresh, migrated database for this test, drops it when
+// the test ends, and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	base := BaseURL(t)
+	return createDatabase(t, base, "wf_test_"+randomSuffix(), server.template)
+}
+
+// NewEmptyDatabase creates a database with no wf schema (for migration tests).
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	base := BaseURL(t)
+	return createDatabase(t, base, "wf_empty_"+randomSuffix(), "")
+}
+
+// createDatabase creates name (cloned from template when given), drops it
+// when the test ends, and returns its URL.
+func createDatabase(t testing.TB, base, name, template string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("error connecting to the test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	stmt := "CREATE DATABASE " + name
+	if template != "" {
+		stmt += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		t.Fatalf("error creating test database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("error dropping test database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("error dropping test database %s: %v", name, err)
+		}
+	})
+	return withDatabase(base, name)
+}
+
+// NewPool returns a connection pool on a fresh migrated database, closed when
+// the test ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return PoolFor(t, NewDatabase(t))
+}
+
+// PoolFor opens a pool on url, closed when the test ends.
+func PoolFor(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatalf("error opening pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
