@@ -36,7 +36,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, *problem) {
 	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(presented) == "" {
 		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized",
 			"send a bearer token: Authorization: Bearer <token>")
-		p.header = http.Header{"Www-Authenticate": {`Bearer realm="github.com/wfhq/wf"`}}
+		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf"`}}
 		return nil, p
 	}
 	presented = strings.TrimSpace(presented)
@@ -48,7 +48,7 @@ func (s *Server) authenticate(r *http.Request) (*principal, *problem) {
 	}
 	if found == nil {
 		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized", "the bearer token is not valid")
-		p.header = http.Header{"Www-Authenticate": {`Bearer realm="github.com/wfhq/wf", error="invalid_token"`}}
+		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf", error="invalid_token"`}}
 		return nil, p
 	}
 	return &principal{name: found.Name, role: found.Role, catalogs: slices.Clone(found.Catalogs)}, nil

@@ -44,7 +44,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 	}
 	app := &cli.App{
 		Metadata:  map[string]any{registryKey: opts.Registry, cloudRunKey: opts.CloudRun},
-		Name:      "github.com/wfhq/wf",
+		Name:      "wf",
 		Usage:     "a declarative task and event engine on PostgreSQL",
 		Writer:    stdout,
 		ErrWriter: stderr,

@@ -20,7 +20,7 @@ import (
 func runWF(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(context.Background(), append([]string{"github.com/wfhq/wf"}, args...), &out, &errOut)
+	code := Main(context.Background(), append([]string{"wf"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -52,7 +52,7 @@ tokens:
 	var shown map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(out), &shown))
 	require.Equal(t, []any{map[string]any{"name": "ci", "role": "client", "catalogs": []any{"c1"}, "token_sha256": "***"}}, shown["tokens"])
-	require.Equal(t, "github.com/wfhq/wf", shown["name"])
+	require.Equal(t, "wf", shown["name"])
 	require.Equal(t, "30s", shown["heartbeat_interval"])
 
 	code, out, errOut = runWF(t, "--config", path, "config", "show", "--format", "json")

@@ -24,7 +24,7 @@ import (
 )
 
 // localDatabase is the database wf uses in its local cluster.
-const localDatabase = "github.com/wfhq/wf"
+const localDatabase = "wf"
 
 // connectTimeout bounds one connection attempt when the URL sets none.
 const connectTimeout = 10 * time.Second
@@ -35,7 +35,7 @@ const connectTimeout = 10 * time.Second
 // PostgreSQL cluster in <data_dir>/pg: it reuses the cluster when another wf
 // process already runs it, else starts it (creating it the first time, with
 // durable settings) and then the cleanup also stops it. Either way the
-// database "github.com/wfhq/wf" is created when missing.
+// database "wf" is created when missing.
 //
 // Errors are one clear line: where wf tried to connect and what failed.
 func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
@@ -159,7 +159,7 @@ func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
 	}
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.UserPassword("github.com/wfhq/wf", strings.TrimSpace(string(password))),
+		User:     url.UserPassword("wf", strings.TrimSpace(string(password))),
 		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Path:     "/postgres",
 		RawQuery: "sslmode=disable",

@@ -40,7 +40,7 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	require.NoError(t, err)
 	var db string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&db))
-	require.Equal(t, "github.com/wfhq/wf", db)
+	require.Equal(t, "wf", db)
 	pidFile := filepath.Join(cfg.DataDir, "pg", "postmaster.pid")
 	require.FileExists(t, pidFile)
 

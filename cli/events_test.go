@@ -68,7 +68,7 @@ func TestEventsEmitEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var runOut, runErr bytes.Buffer
 	done := make(chan int)
-	go func() { done <- Main(ctx, []string{"github.com/wfhq/wf", "--config", config, "run"}, &runOut, &runErr) }()
+	go func() { done <- Main(ctx, []string{"wf", "--config", config, "run"}, &runOut, &runErr) }()
 	t.Cleanup(func() {
 		cancel()
 		require.Equal(t, ExitOK, <-done, runErr.String())

@@ -54,7 +54,7 @@ func newWFEnv(t *testing.T, specs map[string]string) *wfEnv {
 
 // global returns the global flags that point a command at this installation.
 func (e *wfEnv) global() []string {
-	return []string{"github.com/wfhq/wf", "--config", e.config}
+	return []string{"wf", "--config", e.config}
 }
 
 // env returns the environment that points a wf process at this installation.
@@ -301,8 +301,8 @@ func buildWF(t *testing.T) string {
 		if wfBuild.err != nil {
 			return
 		}
-		wfBuild.bin = filepath.Join(wfBuild.dir, "github.com/wfhq/wf")
-		if out, err := exec.Command("go", "build", "-o", wfBuild.bin, "github.com/wfhq/wf").CombinedOutput(); err != nil {
+		wfBuild.bin = filepath.Join(wfBuild.dir, "wf")
+		if out, err := exec.Command("go", "build", "-o", wfBuild.bin, "wf").CombinedOutput(); err != nil {
 			wfBuild.err = fmt.Errorf("error building wf: %w\n%s", err, out)
 		}
 	})

@@ -34,7 +34,7 @@ func TestServe(t *testing.T) {
 	var out, errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"github.com/wfhq/wf", "--config", cfg, "--database-url", url, "--log-level", "warn", "serve", "--listen", addr}, &out, &errOut)
+		done <- Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--log-level", "warn", "serve", "--listen", addr}, &out, &errOut)
 	}()
 
 	base := "http://" + addr

@@ -16,7 +16,7 @@ import (
 func runSpecCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(context.Background(), append([]string{"github.com/wfhq/wf"}, args...), &out, &errOut)
+	code := Main(context.Background(), append([]string{"wf"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -145,7 +145,7 @@ const (
 // Default returns the defaults of every field: the one place they live.
 func Default() *Config {
 	return &Config{
-		Name:                "github.com/wfhq/wf",
+		Name:                "wf",
 		Listen:              "127.0.0.1:8080",
 		DataDir:             "./.wf",
 		Specs:               []string{"specs"},

@@ -53,7 +53,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.Empty(t, c.File())
 
 	require.Equal(t, "", c.DatabaseURL)
-	require.Equal(t, "github.com/wfhq/wf", c.Name)
+	require.Equal(t, "wf", c.Name)
 	require.Equal(t, "127.0.0.1:8080", c.Listen)
 	require.Equal(t, "./.wf", c.DataDir)
 	require.Equal(t, []string{"specs"}, c.Specs)
@@ -386,7 +386,7 @@ func TestLoadEmptyFile(t *testing.T) {
 	for _, content := range []string{"", "# only a comment\n", "~\n"} {
 		c, err := Load(Options{File: writeFile(t, content), LookupEnv: envOf(nil)})
 		require.NoError(t, err)
-		require.Equal(t, "github.com/wfhq/wf", c.Name)
+		require.Equal(t, "wf", c.Name)
 	}
 }
 

@@ -86,7 +86,7 @@ func NewOwnerID() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "github.com/wfhq/wf"), os.Getpid(), hex.EncodeToString(b))
+	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "wf"), os.Getpid(), hex.EncodeToString(b))
 }
 
 // New validates cfg and builds an engine.
@@ -94,7 +94,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("error creating engine: no database pool")
 	}
-	cfg.Name = cmp.Or(cfg.Name, "github.com/wfhq/wf")
+	cfg.Name = cmp.Or(cfg.Name, "wf")
 	cfg.Owner = cmp.Or(cfg.Owner, NewOwnerID())
 	if cfg.Channels.TaskQueued == "" {
 		cfg.Channels = store.DefaultChannels

@@ -53,7 +53,7 @@ type Cluster struct {
 }
 
 const (
-	superuser    = "github.com/wfhq/wf"
+	superuser    = "wf"
 	passwordFile = "wf-password"
 	portFile     = "wf-port"
 )
