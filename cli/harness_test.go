@@ -302,7 +302,7 @@ func buildWF(t *testing.T) string {
 			return
 		}
 		wfBuild.bin = filepath.Join(wfBuild.dir, "wf")
-		if out, err := exec.Command("go", "build", "-o", wfBuild.bin, "wf").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", wfBuild.bin, "github.com/wfhq/wf").CombinedOutput(); err != nil {
 			wfBuild.err = fmt.Errorf("error building wf: %w\n%s", err, out)
 		}
 	})
