@@ -4,6 +4,11 @@
 // Subscriptions in specs/features.yaml turn those events into
 // collection_drop and catalog_drop tasks, which these handlers run. They are
 // idempotent: dropping what is gone reports "absent".
+//
+// Destruction is checked twice, whatever the inputs say: the store drops
+// only schemas and tables that wf created (its ownership records), and only
+// after confirming in the registry that the catalog or collection named is
+// really deleted; a drop that fails either check fails for good.
 package collections
 
 import (
@@ -72,7 +77,10 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ repo
 	if err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error dropping collection %s/%s: %w", in.CatalogID, in.CollectionID, err))
 	}
-	res, err := h.store.DropFeatureTable(ctx, t)
+	res, err := h.store.DropFeatureTable(ctx, in.CatalogID, t)
+	if errors.Is(err, store.ErrNotOwned) || errors.Is(err, store.ErrNotDeleted) {
+		return nil, wftype.Permanent(err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +98,8 @@ func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, _ reporte
 	if err := decode(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading catalog_drop inputs: %w", err))
 	}
-	res, err := h.store.DropTenantSchema(ctx, in.SchemaName, in.Collections)
-	if errors.Is(err, store.ErrInvalidFeatureTable) {
+	res, err := h.store.DropTenantSchema(ctx, in.CatalogID, in.SchemaName, in.Collections)
+	if errors.Is(err, store.ErrInvalidFeatureTable) || errors.Is(err, store.ErrNotOwned) || errors.Is(err, store.ErrNotDeleted) {
 		return nil, wftype.Permanent(fmt.Errorf("error dropping catalog %s: %w", in.CatalogID, err))
 	}
 	if err != nil {

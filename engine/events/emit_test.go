@@ -28,10 +28,18 @@ func TestEmitDedupAndTransactions(t *testing.T) {
 	require.Equal(t, store.EventPending, first.Event.Status)
 	require.Equal(t, store.IDTime(first.Event.ID), first.Event.CreatedAt)
 
-	again, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", DedupKey: "del:a"})
+	again, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", SchemaName: "s_a", DedupKey: "del:a"})
 	require.NoError(t, err)
 	require.True(t, again.Duplicate)
 	require.Equal(t, first.Event.ID, again.Event.ID)
+
+	// Dedup keys are per tenant: the same key in another tenant is another event.
+	other, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", SchemaName: "s_b", DedupKey: "del:a"})
+	require.NoError(t, err)
+	require.False(t, other.Duplicate)
+	require.NotEqual(t, first.Event.ID, other.Event.ID)
+	_, err = pool.Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1 AND created_at = $2`, other.Event.ID, other.Event.CreatedAt)
+	require.NoError(t, err)
 
 	// In a rolled-back transaction nothing is written.
 	tx, err := pool.Begin(ctx)

@@ -74,10 +74,10 @@ ins AS (
            CASE WHEN $5::text <> '' THEN $5::text || d || ':' || k END,
            CASE WHEN $3::text NOT IN ('PENDING', 'ACTIVE') THEN ts + interval '1 hour' END
     FROM rows
-    RETURNING task_id, "timestamp", dedup_key
+    RETURNING task_id, "timestamp", schema_name, dedup_key
 )
-INSERT INTO tasks.task_dedup (dedup_key, task_id, task_timestamp)
-SELECT dedup_key, task_id, "timestamp" FROM ins WHERE dedup_key IS NOT NULL`, now, days, status, n, dedupPrefix)
+INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
+SELECT schema_name, dedup_key, task_id, "timestamp" FROM ins WHERE dedup_key IS NOT NULL`, now, days, status, n, dedupPrefix)
 }
 
 // addEvents inserts n events of a status per day, dead letters dead-lettered
@@ -152,7 +152,7 @@ FROM generate_series(0, 99) d, generate_series(1, $2::int) k,
 	b.addTasks(t, now, "PENDING", []int{92, 0}, 3, "live-p:")
 	b.addTasks(t, now, "ACTIVE", []int{85}, 2, "live-a:")
 	// A stale dedup key pointing into January (a partition to be dropped).
-	b.exec(t, `INSERT INTO tasks.task_dedup VALUES ('stale', tasks.uuid_v7($1), $1)`, now.Add(-97*day))
+	b.exec(t, `INSERT INTO tasks.task_dedup (dedup_key, task_id, task_timestamp, schema_name) VALUES ('stale', tasks.uuid_v7($1), $1, 'system')`, now.Add(-97*day))
 
 	b.addEvents(t, now, "DEAD_LETTER", all, 10)
 	b.addEvents(t, now, "PENDING", []int{70, 0}, 2)

@@ -104,8 +104,17 @@ func constraintOf(err error) (code, constraint string) {
 }
 
 // CreateCatalog inserts a catalog. It fails with wftype.ErrConflict when the
-// id or the schema name is taken.
+// id or the schema name is taken, or when a schema of that name exists that
+// wf did not create (ErrNotOwned): a tenant never gets a schema it did not
+// get from wf.
 func (s *Store) CreateCatalog(ctx context.Context, c NewCatalog) (Catalog, error) {
+	foreign, err := s.SchemaForeign(ctx, c.SchemaName)
+	if err != nil {
+		return Catalog{}, err
+	}
+	if foreign {
+		return Catalog{}, fmt.Errorf("schema_name %q names a schema that exists and was %w: %w", c.SchemaName, ErrNotOwned, wftype.ErrConflict)
+	}
 	const q = `
 INSERT INTO catalog.catalogs (catalog_id, schema_name, title, description, metadata)
 VALUES ($1, $2, $3, $4, coalesce($5::jsonb, '{}'::jsonb))
@@ -163,19 +172,29 @@ LIMIT $3`
 	return out, wrap("listing catalogs", rows.Err())
 }
 
-// DeleteCatalog deletes a catalog and (by cascade) its collections, and
-// returns what it deleted; wftype.ErrNotFound when there was none. Run it in
+// DeleteCatalog deletes a catalog and (by cascade) its collections, records
+// the deletion (catalog.deletions), and returns what it deleted;
+// wftype.ErrNotFound when there was none. Run it in
 // the transaction that writes the catalog.deleted event.
 func (s *Store) DeleteCatalog(ctx context.Context, id string) (Catalog, []string, error) {
 	const q = `
 WITH cols AS (
     SELECT coalesce(array_agg(collection_id ORDER BY collection_id), '{}') AS ids
     FROM catalog.collections WHERE catalog_id = $1
+),
+deleted AS (
+    DELETE FROM catalog.catalogs c
+    USING cols
+    WHERE c.catalog_id = $1
+    RETURNING c.catalog_id, c.schema_name, c.title, c.description, c.metadata, c.created_at, c.updated_at, cols.ids
+),
+-- The registry's record of the deletion, which catalog_drop checks.
+recorded AS (
+    INSERT INTO catalog.deletions (catalog_id, schema_name)
+    SELECT catalog_id, schema_name FROM deleted
+    ON CONFLICT (catalog_id, collection_id, schema_name) DO UPDATE SET deleted_at = now()
 )
-DELETE FROM catalog.catalogs c
-USING cols
-WHERE c.catalog_id = $1
-RETURNING c.catalog_id, c.schema_name, c.title, c.description, c.metadata, c.created_at, c.updated_at, cols.ids`
+SELECT * FROM deleted`
 	var c Catalog
 	var meta []byte
 	var cols []string
@@ -275,11 +294,24 @@ LIMIT $3`
 	return out, wrap("listing collections", rows.Err())
 }
 
-// DeleteCollection deletes one collection and returns it; wftype.ErrNotFound
-// when there was none. Run it in the transaction that writes the
+// DeleteCollection deletes one collection, records the deletion
+// (catalog.deletions), and returns it; wftype.ErrNotFound when there was
+// none. Run it in the transaction that writes the
 // collection.deleted event.
 func (s *Store) DeleteCollection(ctx context.Context, catalogID, id string) (Collection, error) {
-	const q = `DELETE FROM catalog.collections WHERE catalog_id = $1 AND collection_id = $2 RETURNING ` + collectionColumns
+	const q = `
+WITH deleted AS (
+    DELETE FROM catalog.collections WHERE catalog_id = $1 AND collection_id = $2
+    RETURNING ` + collectionColumns + `
+),
+-- The registry's record of the deletion, which collection_drop checks.
+recorded AS (
+    INSERT INTO catalog.deletions (catalog_id, collection_id, schema_name)
+    SELECT d.catalog_id, d.collection_id, c.schema_name
+    FROM deleted d JOIN catalog.catalogs c USING (catalog_id)
+    ON CONFLICT (catalog_id, collection_id, schema_name) DO UPDATE SET deleted_at = now()
+)
+SELECT * FROM deleted`
 	c, err := scanCollection(s.db.QueryRow(ctx, q, catalogID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, fmt.Errorf("collection %q of catalog %q: %w", id, catalogID, wftype.ErrNotFound)

@@ -80,15 +80,15 @@ func (s *Store) GetEvent(ctx context.Context, id uuid.UUID) (Event, error) {
 // event stays DEAD_LETTER and nothing is returned.
 const requeueEventSQL = `
 WITH target AS (
-    SELECT event_id, created_at, dedup_key
+    SELECT event_id, created_at, schema_name, dedup_key
     FROM tasks.events
     WHERE event_id = $1 AND created_at = $2 AND status = 'DEAD_LETTER'
     FOR UPDATE
 ),
 key AS (
-    INSERT INTO tasks.event_dedup (dedup_key, event_id, event_created_at)
-    SELECT dedup_key, event_id, created_at FROM target WHERE dedup_key IS NOT NULL
-    ON CONFLICT (dedup_key) DO NOTHING
+    INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
+    SELECT schema_name, dedup_key, event_id, created_at FROM target WHERE dedup_key IS NOT NULL
+    ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING event_id
 ),
 requeued AS (
@@ -98,7 +98,8 @@ requeued AS (
     FROM target t
     WHERE e.event_id = t.event_id AND e.created_at = t.created_at
       AND (t.dedup_key IS NULL OR EXISTS (SELECT 1 FROM key)
-           OR EXISTS (SELECT 1 FROM tasks.event_dedup d WHERE d.dedup_key = t.dedup_key AND d.event_id = t.event_id))
+           OR EXISTS (SELECT 1 FROM tasks.event_dedup d
+                      WHERE d.schema_name = t.schema_name AND d.dedup_key = t.dedup_key AND d.event_id = t.event_id))
     RETURNING e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
               e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at
 ),

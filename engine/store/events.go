@@ -96,9 +96,9 @@ WITH input AS (
          AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key)
 ),
 dedup AS (
-    INSERT INTO tasks.event_dedup (dedup_key, event_id, event_created_at)
-    SELECT dedup_key, event_id, created_at FROM input WHERE dedup_key IS NOT NULL
-    ON CONFLICT (dedup_key) DO NOTHING
+    INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
+    SELECT schema_name, dedup_key, event_id, created_at FROM input WHERE dedup_key IS NOT NULL
+    ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING event_id
 ),
 inserted AS (
@@ -113,12 +113,14 @@ notified AS (
 )
 SELECT ` + eventColumns + ` FROM inserted, notified`
 
+// existingEventsByDedupSQL reads the live events holding (tenant, key)
+// pairs: a key is only ever compared within its tenant.
 const existingEventsByDedupSQL = `
-SELECT d.dedup_key, e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
+SELECT d.schema_name, d.dedup_key, e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
        e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at
-FROM tasks.event_dedup d
-JOIN tasks.events e ON e.event_id = d.event_id AND e.created_at = d.event_created_at
-WHERE d.dedup_key = ANY($1::text[])`
+FROM unnest($1::text[], $2::text[]) AS k(schema_name, dedup_key)
+JOIN tasks.event_dedup d ON d.schema_name = k.schema_name AND d.dedup_key = k.dedup_key
+JOIN tasks.events e ON e.event_id = d.event_id AND e.created_at = d.event_created_at`
 
 // InsertEvents writes events to the outbox in one statement and notifies the
 // events channel once per event type, in the caller's transaction when the
@@ -171,18 +173,18 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		byID[e.ID] = e
 	}
 	results := make([]EventInsertResult, n)
-	var dupKeys []string
+	var dupSchemas, dupKeys []string
 	for i, e := range events {
 		if row, ok := byID[e.ID]; ok {
 			results[i] = EventInsertResult{Event: row}
 		} else {
-			dupKeys = append(dupKeys, e.DedupKey)
+			dupSchemas, dupKeys = append(dupSchemas, e.SchemaName), append(dupKeys, e.DedupKey)
 		}
 	}
 	if len(dupKeys) == 0 {
 		return results, nil
 	}
-	existing, err := s.eventsByDedupKey(ctx, dupKeys)
+	existing, err := s.eventsByDedupKey(ctx, dupSchemas, dupKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +192,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		if _, ok := byID[e.ID]; ok {
 			continue
 		}
-		row, ok := existing[e.DedupKey]
+		row, ok := existing[tenantKey{e.SchemaName, e.DedupKey}]
 		if !ok {
 			return nil, fmt.Errorf("error inserting event with dedup key %q: the event holding it just finished, retry", e.DedupKey)
 		}
@@ -199,18 +201,18 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	return results, nil
 }
 
-func (s *Store) eventsByDedupKey(ctx context.Context, keys []string) (map[string]Event, error) {
-	rows, err := s.db.Query(ctx, existingEventsByDedupSQL, keys)
+func (s *Store) eventsByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]Event, error) {
+	rows, err := s.db.Query(ctx, existingEventsByDedupSQL, schemas, keys)
 	if err != nil {
 		return nil, wrap("looking up deduplicated events", err)
 	}
 	defer rows.Close()
-	out := make(map[string]Event, len(keys))
+	out := make(map[tenantKey]Event, len(keys))
 	for rows.Next() {
-		var key string
+		var key tenantKey
 		var e Event
 		var payload []byte
-		if err := rows.Scan(&key, &e.ID, &e.CreatedAt, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.Status, &e.DedupKey,
+		if err := rows.Scan(&key.schema, &key.key, &e.ID, &e.CreatedAt, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.Status, &e.DedupKey,
 			&e.Attempts, &e.RunAfter, &e.LockedUntil, &e.OwnerID, &e.Error, &e.DeadLetteredAt); err != nil {
 			return nil, wrap("reading deduplicated events", err)
 		}

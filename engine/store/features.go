@@ -126,11 +126,11 @@ func schemaLockKey(schema string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
-// createFeatureTableSQL returns the DDL of t; every statement is idempotent.
+// createFeatureTableSQL returns the DDL of t's table; every statement is
+// idempotent. The schema is created (and recorded) by CreateFeatureTable.
 func createFeatureTableSQL(t FeatureTable) []string {
 	tbl := t.ident()
 	return []string{
-		`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{t.Schema}.Sanitize(),
 		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
     geoid            uuid        NOT NULL,
     external_id      text        NOT NULL,
@@ -155,10 +155,37 @@ func createFeatureTableSQL(t FeatureTable) []string {
 	}
 }
 
+// ErrNotOwned is wrapped (with wftype.ErrConflict) when a schema or table
+// that wf would create or drop exists but was not created by wf: wf never
+// writes into, nor drops, what it did not make.
+var ErrNotOwned = errors.New("not created by wf")
+
+// ownershipSQL reads whether a schema and a table exist and whether wf
+// recorded them as its own (catalog.owned_schemas, catalog.owned_tables).
+const ownershipSQL = `
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+       EXISTS (SELECT 1 FROM catalog.owned_schemas WHERE schema_name = $1),
+       to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL,
+       EXISTS (SELECT 1 FROM catalog.owned_tables WHERE schema_name = $1 AND table_name = $2)`
+
+// ownership is what ownershipSQL read.
+type ownership struct {
+	schemaExists, schemaOwned, tableExists, tableOwned bool
+}
+
+func readOwnership(ctx context.Context, db DBTX, schema, table string) (ownership, error) {
+	var o ownership
+	err := db.QueryRow(ctx, ownershipSQL, schema, table).Scan(&o.schemaExists, &o.schemaOwned, &o.tableExists, &o.tableOwned)
+	return o, err
+}
+
 // CreateFeatureTable creates the tenant schema (when missing) and the
-// collection's feature table with its indexes; it does nothing for what
-// exists already. Concurrent calls are serialised by advisory locks, so two
-// sessions creating the same table never fail on each other. Call it in the
+// collection's feature table with its indexes, and records both as wf's
+// (the ownership records the drops check); it does nothing for what exists
+// already and is wf's. A schema or table of that name that wf did not
+// create fails with ErrNotOwned and wftype.ErrConflict, changing nothing.
+// Concurrent calls are serialised by advisory locks, so two sessions
+// creating the same table never fail on each other. Call it in the
 // transaction that registers the collection, or on its own.
 func (s *Store) CreateFeatureTable(ctx context.Context, t FeatureTable) error {
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
@@ -169,14 +196,45 @@ func (s *Store) CreateFeatureTable(ctx context.Context, t FeatureTable) error {
 			schemaLockKey(t.Schema), t.lockKey()); err != nil {
 			return err
 		}
+		o, err := readOwnership(ctx, tx, t.Schema, t.Collection)
+		if err != nil {
+			return err
+		}
+		switch {
+		case o.schemaExists && !o.schemaOwned:
+			return fmt.Errorf("schema %q exists and was %w: %w", t.Schema, ErrNotOwned, wftype.ErrConflict)
+		case o.tableExists && !o.tableOwned:
+			return fmt.Errorf("table %s exists and was %w: %w", t, ErrNotOwned, wftype.ErrConflict)
+		}
+		if !o.schemaExists {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{t.Schema}.Sanitize()); err != nil {
+				return err
+			}
+			// A record left by a schema someone else dropped is taken over.
+			if _, err := tx.Exec(ctx, `
+INSERT INTO catalog.owned_schemas (schema_name) VALUES ($1)
+ON CONFLICT (schema_name) DO UPDATE SET created_at = now()`, t.Schema); err != nil {
+				return err
+			}
+		}
 		for _, stmt := range createFeatureTableSQL(t) {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, `
+INSERT INTO catalog.owned_tables (schema_name, table_name) VALUES ($1, $2)
+ON CONFLICT (schema_name, table_name) DO NOTHING`, t.Schema, t.Collection)
+		return err
 	})
 	return wrap("creating feature table "+t.String(), err)
+}
+
+// SchemaForeign reports whether a schema exists that wf did not create (no
+// ownership record): a catalog may not be registered on it.
+func (s *Store) SchemaForeign(ctx context.Context, schema string) (bool, error) {
+	o, err := readOwnership(ctx, s.db, schema, "")
+	return o.schemaExists && !o.schemaOwned, wrap("reading the ownership of schema "+schema, err)
 }
 
 // FeatureTableExists reports whether the collection's feature table exists.
@@ -263,19 +321,22 @@ type DropResult struct {
 // SHARE lock on catalog.collections, so the registry cannot change under it.
 func dropFeatureTableTx(ctx context.Context, tx pgx.Tx, t FeatureTable) (DropResult, error) {
 	res := DropResult{Table: t.String()}
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t.ident()).Scan(&exists); err != nil {
+	o, err := readOwnership(ctx, tx, t.Schema, t.Collection)
+	if err != nil {
 		return res, err
 	}
-	if !exists {
+	if !o.tableExists {
 		res.Outcome = DropAbsent
 		return res, nil
+	}
+	if !o.tableOwned {
+		return res, fmt.Errorf("table %s was %w, so wf does not drop it: %w", t, ErrNotOwned, wftype.ErrConflict)
 	}
 	// A collection registered again after its deletion (in a catalog with
 	// the same schema) keeps its table; the rows of the deleted incarnation,
 	// written before the new registration, go.
 	var since *time.Time
-	err := tx.QueryRow(ctx, `
+	err = tx.QueryRow(ctx, `
 SELECT k.created_at FROM catalog.collections k JOIN catalog.catalogs c USING (catalog_id)
 WHERE c.schema_name = $1 AND k.collection_id = $2`, t.Schema, t.Collection).Scan(&since)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -290,6 +351,10 @@ WHERE c.schema_name = $1 AND k.collection_id = $2`, t.Schema, t.Collection).Scan
 		return res, nil
 	}
 	if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+t.ident()); err != nil {
+		return res, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM catalog.owned_tables WHERE schema_name = $1 AND table_name = $2`,
+		t.Schema, t.Collection); err != nil {
 		return res, err
 	}
 	res.Outcome = DropDropped
@@ -313,19 +378,52 @@ func lockRegistry(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// DropFeatureTable drops the feature table of a deleted collection. When a
-// collection with the same id has been registered again since in a catalog
-// with the same schema, the table is kept and only the rows written before
-// that registration are deleted. Locks on the registry make the check and
-// the drop atomic with respect to catalogs and collections being created;
-// a lock that does not come within 5 seconds fails the drop (retry it).
-func (s *Store) DropFeatureTable(ctx context.Context, t FeatureTable) (DropResult, error) {
+// ErrNotDeleted is wrapped when a drop names a catalog or collection whose
+// deletion the registry has no record of (catalog.deletions): a drop runs
+// only after a deletion, for the schema the deleted catalog had.
+var ErrNotDeleted = errors.New("the registry has no record of its deletion")
+
+// checkDeleted fails with ErrNotDeleted unless the registry recorded the
+// deletion of catalogID (collection "" for the whole catalog) with schema,
+// or of the whole catalog when a collection is asked for.
+func checkDeleted(ctx context.Context, tx pgx.Tx, catalogID, collection, schema string) error {
+	var ok bool
+	if err := tx.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM catalog.deletions
+               WHERE catalog_id = $1 AND schema_name = $3 AND collection_id IN ($2, ''))`,
+		catalogID, collection, schema).Scan(&ok); err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	what := fmt.Sprintf("catalog %q with schema %q", catalogID, schema)
+	if collection != "" {
+		what = fmt.Sprintf("collection %q of catalog %q with schema %q", collection, catalogID, schema)
+	}
+	return fmt.Errorf("%s: %w, so nothing is dropped: %w", what, ErrNotDeleted, wftype.ErrConflict)
+}
+
+// DropFeatureTable drops the feature table of the deleted collection
+// catalogID/t.Collection. Destruction is checked twice: the registry must
+// have recorded the collection's (or its catalog's) deletion with the
+// table's schema (else ErrNotDeleted), and the table must be one wf created
+// (catalog.owned_tables, else ErrNotOwned). When a collection with the same
+// id has been registered since in a catalog with the same schema, the table
+// is kept and only the rows written before that registration are deleted. Locks on the registry make the
+// checks and the drop atomic with respect to catalogs and collections being
+// created; a lock that does not come within 5 seconds fails the drop (retry
+// it).
+func (s *Store) DropFeatureTable(ctx context.Context, catalogID string, t FeatureTable) (DropResult, error) {
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return DropResult{}, err
 	}
 	var res DropResult
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if err := lockRegistry(ctx, tx); err != nil {
+			return err
+		}
+		if err := checkDeleted(ctx, tx, catalogID, t.Collection, t.Schema); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
@@ -347,12 +445,25 @@ type SchemaDropResult struct {
 	Tables []DropResult
 }
 
-// DropTenantSchema drops the schema of a deleted catalog with everything in
-// it. When a catalog uses the schema again, the schema is kept and each of
-// the deleted catalog's collections (listed in collections) is handled as
+// foreignRelationsSQL lists the tables, views and sequences of a schema
+// that are not wf's feature tables (an owned table's own objects, its
+// indexes, are not listed: their relkind is not listed here).
+const foreignRelationsSQL = `
+SELECT coalesce(array_agg(c.relname::text ORDER BY c.relname), '{}')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+  AND NOT EXISTS (SELECT 1 FROM catalog.owned_tables o WHERE o.schema_name = $1 AND o.table_name = c.relname)`
+
+// DropTenantSchema drops the schema of the deleted catalog catalogID with
+// everything in it. Destruction is checked twice: the registry must have
+// recorded catalogID's deletion with this schema (else ErrNotDeleted), and
+// the schema must be
+// one wf created (catalog.owned_schemas) holding only tables wf created
+// (else ErrNotOwned). When a catalog uses the schema again, the schema is kept and each of the deleted
+// catalog's collections (listed in collections) is handled as
 // DropFeatureTable does. Reserved schemas (public, catalog, tasks, system,
 // information_schema, pg_*) are refused.
-func (s *Store) DropTenantSchema(ctx context.Context, schema string, collections []string) (SchemaDropResult, error) {
+func (s *Store) DropTenantSchema(ctx context.Context, catalogID, schema string, collections []string) (SchemaDropResult, error) {
 	res := SchemaDropResult{Schema: schema}
 	if err := checkTenantSchema(schema); err != nil {
 		return res, err
@@ -372,15 +483,23 @@ func (s *Store) DropTenantSchema(ctx context.Context, schema string, collections
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLockKey(schema)); err != nil {
 			return err
 		}
-		var inUse, exists bool
-		if err := tx.QueryRow(ctx, `
-SELECT EXISTS (SELECT 1 FROM catalog.catalogs WHERE schema_name = $1),
-       EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&inUse, &exists); err != nil {
+		if err := checkDeleted(ctx, tx, catalogID, "", schema); err != nil {
+			return err
+		}
+		var inUse bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM catalog.catalogs WHERE schema_name = $1)`,
+			schema).Scan(&inUse); err != nil {
+			return err
+		}
+		o, err := readOwnership(ctx, tx, schema, "")
+		if err != nil {
 			return err
 		}
 		switch {
-		case !exists:
+		case !o.schemaExists:
 			res.Outcome = DropAbsent
+		case !o.schemaOwned:
+			return fmt.Errorf("schema %q was %w, so wf does not drop it: %w", schema, ErrNotOwned, wftype.ErrConflict)
 		case inUse:
 			res.Outcome = DropPurged
 			for _, t := range tables {
@@ -394,7 +513,19 @@ SELECT EXISTS (SELECT 1 FROM catalog.catalogs WHERE schema_name = $1),
 				res.Tables = append(res.Tables, r)
 			}
 		default:
+			var foreign []string
+			if err := tx.QueryRow(ctx, foreignRelationsSQL, schema).Scan(&foreign); err != nil {
+				return err
+			}
+			if len(foreign) > 0 {
+				return fmt.Errorf("schema %q holds tables wf did not create (%s), so wf does not drop it: %w: %w",
+					schema, strings.Join(foreign, ", "), ErrNotOwned, wftype.ErrConflict)
+			}
 			if _, err := tx.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+				return err
+			}
+			// The schema's table records go with it (ON DELETE CASCADE).
+			if _, err := tx.Exec(ctx, `DELETE FROM catalog.owned_schemas WHERE schema_name = $1`, schema); err != nil {
 				return err
 			}
 			res.Outcome = DropDropped

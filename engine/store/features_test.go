@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // registerCollection creates a catalog with schema and one collection.
@@ -166,7 +167,7 @@ func TestDropFeatureTables(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "new", 1, "x", t0)})
 	require.NoError(t, err)
-	res, err := b.store.DropFeatureTable(b.ctx, ft)
+	res, err := b.store.DropFeatureTable(b.ctx, "cat", ft)
 	require.NoError(t, err)
 	require.Equal(t, store.DropPurged, res.Outcome)
 	require.EqualValues(t, 1, res.Purged)
@@ -174,26 +175,74 @@ func TestDropFeatureTables(t *testing.T) {
 	// Deleted for good: the table goes; a second drop finds nothing.
 	_, err = b.store.DeleteCollection(b.ctx, "cat", "roads")
 	require.NoError(t, err)
-	res, err = b.store.DropFeatureTable(b.ctx, ft)
+	res, err = b.store.DropFeatureTable(b.ctx, "cat", ft)
 	require.NoError(t, err)
 	require.Equal(t, store.DropDropped, res.Outcome)
-	res, err = b.store.DropFeatureTable(b.ctx, ft)
+	res, err = b.store.DropFeatureTable(b.ctx, "cat", ft)
 	require.NoError(t, err)
 	require.Equal(t, store.DropAbsent, res.Outcome)
 
-	// A schema still used by a catalog is kept; once the catalog is gone it is dropped.
-	sres, err := b.store.DropTenantSchema(b.ctx, "s_cat", []string{"roads"})
-	require.NoError(t, err)
-	require.Equal(t, store.DropPurged, sres.Outcome)
+	// The schema of a catalog the registry holds is never dropped; once the
+	// catalog is deleted it is.
+	_, err = b.store.DropTenantSchema(b.ctx, "cat", "s_cat", []string{"roads"})
+	require.ErrorIs(t, err, store.ErrNotDeleted)
+	_, err = b.store.DropFeatureTable(b.ctx, "cat", other)
+	require.ErrorIs(t, err, store.ErrNotDeleted)
 	_, _, err = b.store.DeleteCatalog(b.ctx, "cat")
 	require.NoError(t, err)
-	sres, err = b.store.DropTenantSchema(b.ctx, "s_cat", []string{"rivers"})
+	// The deletion is recorded with the schema the catalog had: another
+	// schema named in a drop is refused.
+	_, err = b.store.DropTenantSchema(b.ctx, "cat", "s_other", nil)
+	require.ErrorIs(t, err, store.ErrNotDeleted)
+	sres, err := b.store.DropTenantSchema(b.ctx, "cat", "s_cat", []string{"rivers"})
 	require.NoError(t, err)
 	require.Equal(t, store.DropDropped, sres.Outcome)
 	ok, err := b.store.FeatureTableExists(b.ctx, other)
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, err = b.store.DropTenantSchema(context.Background(), "tasks", nil)
+	_, err = b.store.DropTenantSchema(context.Background(), "cat", "tasks", nil)
 	require.ErrorIs(t, err, store.ErrInvalidFeatureTable)
+}
+
+// TestFeatureTablesOwnership: wf writes into and drops only the schemas and
+// tables it created, and a catalog cannot be registered on a schema that
+// exists without wf having created it.
+func TestFeatureTablesOwnership(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.pool.Exec(b.ctx, `CREATE SCHEMA s_foreign; CREATE TABLE s_foreign.roads (id int); CREATE TABLE s_foreign.keep (id int)`)
+	require.NoError(t, err)
+
+	_, err = b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: "foreign", SchemaName: "s_foreign"})
+	require.ErrorIs(t, err, store.ErrNotOwned)
+	require.ErrorIs(t, err, wftype.ErrConflict)
+
+	ft, err := store.NewFeatureTable("s_foreign", "roads")
+	require.NoError(t, err)
+	require.ErrorIs(t, b.store.CreateFeatureTable(b.ctx, ft), store.ErrNotOwned)
+
+	// Even with a recorded deletion, a schema wf did not create is not dropped.
+	_, err = b.pool.Exec(b.ctx, `INSERT INTO catalog.deletions (catalog_id, schema_name) VALUES ('gone', 's_foreign')`)
+	require.NoError(t, err)
+	_, err = b.store.DropTenantSchema(b.ctx, "gone", "s_foreign", []string{"roads"})
+	require.ErrorIs(t, err, store.ErrNotOwned)
+	_, err = b.store.DropFeatureTable(b.ctx, "gone", ft)
+	require.ErrorIs(t, err, store.ErrNotOwned)
+
+	// A table someone added to a schema wf created keeps that schema.
+	mine := registerCollection(t, b, "mine", "s_mine", "roads")
+	_, err = b.pool.Exec(b.ctx, `CREATE TABLE s_mine.extra (id int)`)
+	require.NoError(t, err)
+	_, _, err = b.store.DeleteCatalog(b.ctx, "mine")
+	require.NoError(t, err)
+	_, err = b.store.DropTenantSchema(b.ctx, "mine", "s_mine", []string{"roads"})
+	require.ErrorIs(t, err, store.ErrNotOwned)
+	ok, err := b.store.FeatureTableExists(b.ctx, mine)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname IN ('s_foreign', 's_mine')`).Scan(&n))
+	require.Equal(t, 4, n, "nothing was dropped")
 }

@@ -75,6 +75,16 @@ func TestInsertGetAndDedup(t *testing.T) {
 	require.True(t, res2[0].Duplicate)
 	require.Equal(t, res[0].Task.ID, res2[0].Task.ID)
 
+	// Dedup keys are per tenant: the same key in another tenant creates a
+	// task of its own and reveals nothing of the first.
+	other := newTask("noop")
+	other.DedupKey, other.SchemaName = "k1", "s_other"
+	res3, err := b.store.InsertTasks(b.ctx, []store.NewTask{other})
+	require.NoError(t, err)
+	require.False(t, res3[0].Duplicate)
+	require.NotEqual(t, res[0].Task.ID, res3[0].Task.ID)
+	require.Equal(t, "s_other", res3[0].Task.SchemaName)
+
 	_, err = b.store.GetTask(b.ctx, uuid.Must(store.NewIDAt(time.Now())))
 	require.ErrorIs(t, err, wftype.ErrNotFound)
 }

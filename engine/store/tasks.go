@@ -95,9 +95,9 @@ WITH input AS (
          AS i(task_id, ts, schema_name, scope, execution_mode, task_type, dedup_key, inputs, priority, max_retries, run_after)
 ),
 dedup AS (
-    INSERT INTO tasks.task_dedup (dedup_key, task_id, task_timestamp)
-    SELECT dedup_key, task_id, ts FROM input WHERE dedup_key IS NOT NULL
-    ON CONFLICT (dedup_key) DO NOTHING
+    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
+    SELECT schema_name, dedup_key, task_id, ts FROM input WHERE dedup_key IS NOT NULL
+    ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING task_id
 ),
 inserted AS (
@@ -114,11 +114,13 @@ notified AS (
 )
 SELECT ` + taskColumns + ` FROM inserted, notified`
 
+// existingByDedupSQL reads the live tasks holding (tenant, key) pairs: a
+// key is only ever compared within its tenant.
 const existingByDedupSQL = `
-SELECT d.dedup_key, ` + taskColumnsT + `
-FROM tasks.task_dedup d
-JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp
-WHERE d.dedup_key = ANY($1::text[])`
+SELECT d.schema_name, d.dedup_key, ` + taskColumnsT + `
+FROM unnest($1::text[], $2::text[]) AS k(schema_name, dedup_key)
+JOIN tasks.task_dedup d ON d.schema_name = k.schema_name AND d.dedup_key = k.dedup_key
+JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp`
 
 // InsertTasks inserts tasks as PENDING in one statement (whatever their
 // number) and notifies the queued channel once per task type, in the same
@@ -177,18 +179,18 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		byID[t.ID] = t
 	}
 	results := make([]InsertResult, n)
-	var dupKeys []string
+	var dupSchemas, dupKeys []string
 	for i, t := range tasks {
 		if row, ok := byID[t.ID]; ok {
 			results[i] = InsertResult{Task: row}
 			continue
 		}
-		dupKeys = append(dupKeys, t.DedupKey)
+		dupSchemas, dupKeys = append(dupSchemas, t.SchemaName), append(dupKeys, t.DedupKey)
 	}
 	if len(dupKeys) == 0 {
 		return results, nil
 	}
-	existing, err := s.tasksByDedupKey(ctx, dupKeys)
+	existing, err := s.tasksByDedupKey(ctx, dupSchemas, dupKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +198,7 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		if _, ok := byID[t.ID]; ok {
 			continue
 		}
-		row, ok := existing[t.DedupKey]
+		row, ok := existing[tenantKey{t.SchemaName, t.DedupKey}]
 		if !ok {
 			// The holder finished between the two statements: the caller may retry.
 			return nil, fmt.Errorf("error inserting task with dedup key %q: the task holding it just finished, retry: %w", t.DedupKey, wftype.ErrConflict)
@@ -206,19 +208,22 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 	return results, nil
 }
 
-func (s *Store) tasksByDedupKey(ctx context.Context, keys []string) (map[string]wftype.Task, error) {
-	rows, err := s.db.Query(ctx, existingByDedupSQL, keys)
+// tenantKey is a dedup key within its tenant.
+type tenantKey struct{ schema, key string }
+
+func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]wftype.Task, error) {
+	rows, err := s.db.Query(ctx, existingByDedupSQL, schemas, keys)
 	if err != nil {
 		return nil, wrap("looking up deduplicated tasks", err)
 	}
 	defer rows.Close()
-	out := make(map[string]wftype.Task, len(keys))
+	out := make(map[tenantKey]wftype.Task, len(keys))
 	for rows.Next() {
-		var key string
+		var key tenantKey
 		var t wftype.Task
 		var scope, mode, status string
 		var in, outp, prog []byte
-		if err := rows.Scan(&key, &t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
+		if err := rows.Scan(&key.schema, &key.key, &t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
 			&in, &outp, &prog, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
 			&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt); err != nil {
 			return nil, wrap("reading deduplicated tasks", err)
