@@ -65,6 +65,15 @@ func (s *Schedule) Missed() MissedPolicy { return s.missed }
 // Next returns the first tick strictly after t.
 func (s *Schedule) Next(t time.Time) time.Time { return s.cron.Next(t.In(s.location)) }
 
+// Every returns the interval of an @every schedule (whole seconds, as
+// robfig/cron counts them) and false for a cron line. An @every schedule has
+// no fixed ticks: the scheduler counts them from the schedule's latest tick,
+// or from its first sighting.
+func (s *Schedule) Every() (time.Duration, bool) {
+	every, ok := s.cron.(cron.ConstantDelaySchedule)
+	return every.Delay, ok
+}
+
 // LatestBetween returns the last tick in (after, until], if there is one.
 // The scheduler uses it to apply MissedLatest.
 //

@@ -115,3 +115,38 @@ WHERE s.tick < $1
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// FirstSightings records now as the first sighting of each named schedule
+// not seen before, and returns the first sighting of every named schedule. A
+// schedule's history starts there: a new leader resumes a schedule that never
+// fired from its first sighting, whichever leader saw it.
+func (s *Store) FirstSightings(ctx context.Context, names []string, now time.Time) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	// Two statements, not one: the second sees a sighting that another
+	// leader committed while the first waited on it.
+	const record = `
+INSERT INTO tasks.schedule_sightings (schedule_name, first_seen)
+SELECT unnest($1::text[]), $2
+ON CONFLICT (schedule_name) DO NOTHING`
+	if _, err := s.db.Exec(ctx, record, names, now); err != nil {
+		return nil, wrap("recording schedule sightings", err)
+	}
+	const read = `SELECT schedule_name, first_seen FROM tasks.schedule_sightings WHERE schedule_name = ANY($1)`
+	rows, err := s.db.Query(ctx, read, names)
+	if err != nil {
+		return nil, wrap("reading schedule sightings", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var at time.Time
+		if err := rows.Scan(&name, &at); err != nil {
+			return nil, wrap("reading schedule sightings", err)
+		}
+		out[name] = at.UTC()
+	}
+	return out, wrap("reading schedule sightings", rows.Err())
+}

@@ -5,18 +5,22 @@
 // is what makes a tick fire once, however leadership moves and however fast
 // the task finishes: a second leader's insert of the same tick does nothing.
 //
-// When an instance becomes leader it resumes each schedule from the latest
-// tick recorded by any leader. Ticks missed since then are of two kinds:
+// Each schedule's next tick is computed from its own recorded history, never
+// from the moment a pass happens to run: from its latest recorded tick (by
+// any leader), or, for a schedule that never fired, from its first sighting
+// (tasks.schedule_sightings, recorded once by the first leader that sees
+// it). An `@every` schedule's ticks are that base plus whole intervals. So a
+// leader change or a restart moves no tick, and a new schedule does not fire
+// the ticks from before it was deployed.
+//
+// Ticks due but not yet fired when a leader takes over (or after the
+// database was unreachable) are of two kinds:
 //
 //   - recent ones (less than CatchUp old, default 2 minutes) are a leader
 //     change, not an outage: they always fire, so a handover loses no tick;
 //   - older ones were missed while no leader ran: the schedule's missed
 //     policy decides — "skip" forgets them, "latest" fires the latest one
 //     (only when no recent tick fired).
-//
-// A schedule that never fired starts CatchUp before the moment its first
-// leader resumes it, so that a leader change around its very first tick
-// loses nothing (a schedule deployed just after its time fires that tick).
 //
 // Schedules in a zone with daylight-saving time fire as a system cron does:
 // a fixed-time tick the clocks skip fires when they jump, one they repeat
@@ -148,12 +152,22 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
-// Resume loads, for each schedule, the latest tick any leader recorded, then
-// fires what is due at now (see the package doc for missed ticks). Call it
-// when this instance becomes leader. A schedule that never fired resumes
-// CatchUp before now: its first tick may have passed while leadership moved.
+// Resume loads, for each schedule, the latest tick any leader recorded (for
+// one that never fired: its first sighting, recorded now if this is it),
+// then fires what is due at now (see the package doc for missed ticks). Call
+// it when this instance becomes leader.
 func (s *Scheduler) Resume(ctx context.Context, now time.Time) (Result, error) {
 	last, err := s.cfg.Store.LastTicks(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var unfired []string
+	for _, sch := range s.cfg.Schedules {
+		if _, ok := last[sch.Name()]; !ok {
+			unfired = append(unfired, sch.Name())
+		}
+	}
+	seen, err := s.cfg.Store.FirstSightings(ctx, unfired, now)
 	if err != nil {
 		return Result{}, err
 	}
@@ -162,8 +176,11 @@ func (s *Scheduler) Resume(ctx context.Context, now time.Time) (Result, error) {
 	for _, sch := range s.cfg.Schedules {
 		if at, ok := last[sch.Name()]; ok {
 			s.cursors[sch.Name()] = at
+		} else if at, ok := seen[sch.Name()]; ok {
+			s.cursors[sch.Name()] = at
 		} else {
-			s.cursors[sch.Name()] = now.Add(-s.cfg.CatchUp)
+			s.mu.Unlock()
+			return Result{}, fmt.Errorf("error resuming schedule %q: its first sighting was not recorded", sch.Name())
 		}
 	}
 	s.mu.Unlock()
@@ -196,7 +213,8 @@ type pending struct {
 
 // RunAt runs one scheduling pass at time now: every tick after each
 // schedule's cursor and not after now fires (subject to the missed policy),
-// in one transaction, and the cursors move to now. Tests drive the
+// in one transaction, and each cursor moves to the latest tick it settled
+// (never to now: the next tick counts from the last one). Tests drive the
 // scheduler with it and a controllable clock. It resumes first when Resume
 // was never called.
 func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
@@ -208,10 +226,12 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 	}
 	var res Result
 	var due []pending
+	settled := make(map[string]time.Time, len(s.cfg.Schedules))
 	s.mu.Lock()
 	for _, sch := range s.cfg.Schedules {
-		ticks, skipped := s.dueTicks(sch, s.cursors[sch.Name()], now)
+		ticks, skipped, cursor := s.dueTicks(sch, s.cursors[sch.Name()], now)
 		res.Skipped += skipped
+		settled[sch.Name()] = cursor
 		for _, t := range ticks {
 			due = append(due, pending{sch: sch, tick: t})
 		}
@@ -225,9 +245,9 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 		res.Fired, res.AlreadyFired = fired, len(due)-fired
 	}
 	s.mu.Lock()
-	for _, sch := range s.cfg.Schedules {
-		if now.After(s.cursors[sch.Name()]) {
-			s.cursors[sch.Name()] = now
+	for name, cursor := range settled {
+		if cursor.After(s.cursors[name]) {
+			s.cursors[name] = cursor
 		}
 	}
 	s.mu.Unlock()
@@ -237,12 +257,13 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 	return res, nil
 }
 
-// dueTicks returns the ticks of sch in (cursor, now] to fire and whether
-// older ticks were skipped (1) by the missed policy.
-func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.Time, int) {
-	first := s.next(sch, cursor)
+// dueTicks returns the ticks of sch in (cursor, now] to fire, whether older
+// ticks were skipped (1) by the missed policy, and the cursor once they are
+// settled: the latest tick fired or skipped (cursor when none was due).
+func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.Time, int, time.Time) {
+	first := s.nextAfter(sch, cursor, cursor)
 	if first.IsZero() || first.After(now) {
-		return nil, 0
+		return nil, 0, cursor
 	}
 	recentFrom := now.Add(-s.cfg.CatchUp)
 	from := cursor
@@ -250,30 +271,53 @@ func (s *Scheduler) dueTicks(sch *spec.Schedule, cursor, now time.Time) ([]time.
 		from = recentFrom
 	}
 	var ticks []time.Time
-	for t := s.next(sch, from); !t.IsZero() && !t.After(now) && len(ticks) < s.cfg.MaxTicksPerPass; t = s.next(sch, t) {
+	for t := s.nextAfter(sch, cursor, from); !t.IsZero() && !t.After(now) && len(ticks) < s.cfg.MaxTicksPerPass; t = s.nextAfter(sch, cursor, t) {
 		ticks = append(ticks, t)
 	}
+	skipped := 0
 	if !first.After(recentFrom) { // some ticks were missed while no leader ran
-		if sch.Missed() == spec.MissedLatest && len(ticks) == 0 {
-			if t, ok := sch.LatestBetween(cursor, recentFrom); ok {
-				ticks = append(ticks, t)
-			}
+		latest, ok := sch.LatestBetween(cursor, recentFrom)
+		if sch.Missed() == spec.MissedLatest && len(ticks) == 0 && ok {
+			ticks = append(ticks, latest)
 		} else {
 			s.log.Warn("skipping schedule ticks missed while no leader ran", "schedule", sch.Name(),
 				"from", first, "until", recentFrom, "policy", sch.Missed())
-			return ticks, 1
+			skipped = 1
+			if ok {
+				cursor = latest
+			}
 		}
 	}
-	return ticks, 0
+	if len(ticks) > 0 {
+		cursor = ticks[len(ticks)-1]
+	}
+	return ticks, skipped, cursor
 }
 
-// next returns the first tick of sch strictly after t, read across
-// daylight-saving changes as a system cron reads them (wallClock).
-func (s *Scheduler) next(sch *spec.Schedule, t time.Time) time.Time {
+// nextAfter returns the first tick of sch strictly after t. An @every
+// schedule's ticks are base (its latest tick or its first sighting, to the
+// second) plus whole intervals; a cron schedule's are its cron line's, read
+// across daylight-saving changes as a system cron reads them (wallClock).
+func (s *Scheduler) nextAfter(sch *spec.Schedule, base, t time.Time) time.Time {
+	if every, ok := sch.Every(); ok {
+		// Counted in seconds, as robfig/cron counts them (and as
+		// spec.Schedule.LatestBetween does), so no duration overflows.
+		step := int64(max(every/time.Second, 1))
+		n := int64(1)
+		if d := t.Unix() - base.Unix(); d >= 0 {
+			n = d/step + 1
+		}
+		return time.Unix(base.Unix()+n*step, 0).In(sch.Location())
+	}
 	if w := s.clocks[sch.Name()]; w != nil {
 		return w.next(sch, t)
 	}
 	return sch.Next(t)
+}
+
+// next returns the first tick of sch after the schedule's settled ones.
+func (s *Scheduler) next(sch *spec.Schedule, cursor time.Time) time.Time {
+	return s.nextAfter(sch, cursor, cursor)
 }
 
 // fire records the ticks and creates their tasks in one transaction, and
