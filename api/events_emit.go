@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/wftype"
@@ -27,7 +28,10 @@ type emitView struct {
 // the event consumer turns it into the tasks its subscriptions ask for, and
 // answers 202 Accepted. An event whose dedup key is held by a pending one is
 // not written: 200 with that event, "deduplicated": true. The tenant
-// (schema_name, default "system") follows the rules of POST /tasks.
+// (schema_name, default "system") follows the rules of POST /tasks: a token
+// limited to catalogs emits only for its own tenants. The event types wf
+// emits itself (events.Owned: catalog.*, collection.*, task.*, …) answer
+// 403 to every token: subscriptions act on them (drops, webhook fan-out).
 func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal) error {
 	var req emitEventRequest
 	if prob := s.decodeBody(w, r, &req); prob != nil {
@@ -35,6 +39,12 @@ func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	if req.EventType == "" {
 		return validationOne("/event_type", "is required: lower-case words joined by dots, such as catalog.updated")
+	}
+	if events.Owned(req.EventType) {
+		msg := "is a type wf emits itself (" + strings.Join(events.OwnedFamilies(), ".*, ") + ".*); clients may not emit it"
+		p := forbidden("event type %s %s", quote(req.EventType), msg)
+		p.Errors = []fieldError{pointerError("/event_type", msg)}
+		return p
 	}
 	if len(req.Payload) > 0 && string(req.Payload) != "null" && req.Payload[0] != '{' {
 		return validationOne("/payload", "must be a JSON object")

@@ -16,7 +16,7 @@ func TestEventsAndDeadLetters(t *testing.T) {
 	b.createCatalog("cat-b", "rivers")
 
 	res := b.do("POST", "/events", tokClient, map[string]any{
-		"event_type": "asset.updated", "scope": "ASSET", "schema_name": "s_cat_a", "payload": map[string]any{"asset_id": "A1"}, "dedup_key": "asset:A1",
+		"event_type": "survey.updated", "scope": "ASSET", "schema_name": "s_cat_a", "payload": map[string]any{"asset_id": "A1"}, "dedup_key": "asset:A1",
 	})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	ev := res.json(t)
@@ -25,7 +25,7 @@ func TestEventsAndDeadLetters(t *testing.T) {
 	id := ev["event_id"].(string)
 
 	b.unchanged(func() {
-		res = b.do("POST", "/events", tokClientLimited, map[string]any{"event_type": "asset.updated", "schema_name": "s_cat_a", "dedup_key": "asset:A1"})
+		res = b.do("POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated", "schema_name": "s_cat_a", "dedup_key": "asset:A1"})
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, true, res.json(t)["deduplicated"])
 		require.Equal(t, id, res.json(t)["event_id"])
@@ -84,6 +84,8 @@ func TestEventsBadInput(t *testing.T) {
 	}{
 		{"MissingType", "/events", tokClient, map[string]any{"payload": map[string]any{}}, 400},
 		{"BadType", "/events", tokClient, map[string]any{"event_type": "Catalog Deleted"}, 400},
+		{"OwnedType", "/events", tokClient, map[string]any{"event_type": "catalog.deleted"}, 403},
+		{"OwnedTypeAdmin", "/events", tokAdmin, map[string]any{"event_type": "task.failed"}, 403},
 		{"SQLType", "/events", tokClient, map[string]any{"event_type": "x'); DROP TABLE tasks.events; --"}, 400},
 		{"BadScope", "/events", tokClient, map[string]any{"event_type": "a.b", "scope": "GALAXY"}, 400},
 		{"PayloadNotObject", "/events", tokClient, map[string]any{"event_type": "a.b", "payload": "x"}, 400},

@@ -56,6 +56,7 @@ kind: TaskType
 name: sleep_sync_global
 description: Sleeps inputs.duration in front of its caller; one at a time in the cluster.
 execution_mode: SYNCHRONOUS
+api: {create: [client, admin]}
 handler: {builtin: sleep}
 concurrency: {global: 1}
 ---
@@ -63,6 +64,7 @@ kind: TaskType
 name: sleep_sync_local
 description: Sleeps inputs.duration in front of its caller; one at a time per server.
 execution_mode: SYNCHRONOUS
+api: {create: [client, admin]}
 handler: {builtin: sleep}
 concurrency: {per_instance: 1}
 ---
@@ -70,6 +72,7 @@ kind: TaskType
 name: echo_sync
 description: Echoes its inputs back as outputs, in front of its caller.
 execution_mode: SYNCHRONOUS
+api: {create: [client, admin]}
 handler: {builtin: echo}
 inputs:
   type: object

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strings"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/wftype"
@@ -19,7 +20,8 @@ type createTaskRequest struct {
 	Priority   *int            `json:"priority"`
 }
 
-// createTask answers POST /tasks: it creates a task of any task type in a
+// createTask answers POST /tasks: it creates a task, of a type whose spec
+// lets the caller's role create it (api.create; else 403), in a
 // tenant (schema_name; default "system" for SYSTEM-scoped types), its inputs
 // checked against the type's schema (400 listing every error under
 // /inputs). An ASYNCHRONOUS task is queued: 202 Accepted with its status_url
@@ -43,6 +45,9 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	tt, ok := s.cfg.Specs.TaskType(req.TaskType)
 	if !ok {
 		return validationOne("/task_type", "unknown task type "+quote(req.TaskType))
+	}
+	if !tt.CreatableBy(string(p.role)) {
+		return createForbidden(tt.Name(), tt.CreateRoles())
 	}
 	if req.Priority != nil && (*req.Priority < math.MinInt16 || *req.Priority > math.MaxInt16) {
 		return validationOne("/priority", "must be an integer from -32768 to 32767")
@@ -101,6 +106,18 @@ func (s *Server) checkTenant(r *http.Request, p *principal, schema string) error
 		return missing
 	}
 	return nil
+}
+
+// createForbidden is the 403 for a task type whose spec (api.create) does
+// not let the caller's role create it.
+func createForbidden(taskType string, roles []string) *problem {
+	msg := "is created only by wf itself (its subscriptions and schedules), never over the API"
+	if len(roles) > 0 {
+		msg = "may be created over the API only with a token of role " + strings.Join(roles, " or ")
+	}
+	p := forbidden("task type %s %s", taskType, msg)
+	p.Errors = []fieldError{pointerError("/task_type", msg)}
+	return p
 }
 
 // validationOne is a 400 about one field of the body.

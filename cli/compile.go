@@ -98,6 +98,11 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 			dedup = "none"
 		}
 		fmt.Fprintf(b, "    dedup key: %s\n", dedup)
+		creators := strings.Join(t.CreateRoles(), ", ")
+		if creators == "" {
+			creators = "wf only"
+		}
+		fmt.Fprintf(b, "    created over the API by: %s\n", creators)
 		fmt.Fprintf(b, "    reporters: %s\n", reportersText(t.Reporters()))
 		fmt.Fprintf(b, "    inputs: %s\n", t.InputSchema())
 	}

@@ -35,7 +35,7 @@ settings: {project: p, region: europe-west1, jobs: {ingestion: ingest-job}}
 		`    scope SYSTEM, ASYNCHRONOUS, handler exec ./ingest.sh "--all files" with env TOKEN` + "\n",
 		"    priority 0, timeout 1h, visibility timeout default (the config's visibility_timeout), concurrency 2 per instance, 8 in all\n",
 		"    retries 3, backoff 1s x 2 up to 1h, jitter 0.1\n",
-		"    dedup key: inputs.path\n    reporters: none\n",
+		"    dedup key: inputs.path\n    created over the API by: admin\n    reporters: none\n",
 		"  ASYNCHRONOUS  ingestion  gcp (10, job ingest-job) -> background (100, exec)\n",
 		"  ASYNCHRONOUS  noop       background (100, builtin)\n",
 		"    on event types matching catalog.*\n",

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -66,6 +67,12 @@ func runEnqueue(c *cli.Context) error {
 	specs, err := loadSpecs(c, cfg)
 	if err != nil {
 		return err
+	}
+	// The command acts as an admin: a type only wf itself creates (its spec's
+	// api.create leaves admin out) is refused before anything is written.
+	if tt, ok := specs.TaskType(c.Args().First()); ok && !tt.CreatableBy(spec.RoleAdmin) {
+		return cli.Exit(fmt.Sprintf("task type %s is created only by wf itself (its spec's api.create is [%s]); it cannot be enqueued by hand",
+			tt.Name(), strings.Join(tt.CreateRoles(), ", ")), ExitFailure)
 	}
 	pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter))
 	if err != nil {

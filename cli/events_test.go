@@ -166,3 +166,18 @@ func TestWebhooksCommands(t *testing.T) {
 	require.Contains(t, errOut, "not found")
 	require.Zero(t, count(`SELECT count(*) FROM tasks.webhook_subscribers`))
 }
+
+// TestEnqueueRefusesInternalTypes: a task type whose spec lets only wf
+// create it (api.create: []) cannot be enqueued by hand; the command fails
+// before it connects.
+func TestEnqueueRefusesInternalTypes(t *testing.T) {
+	t.Parallel()
+	specs, err := filepath.Abs("../specs")
+	require.NoError(t, err)
+	config := writeConfig(t, "database_url: postgres://nobody@127.0.0.1:1/wf?connect_timeout=1\nspecs: ["+specs+"]\n")
+	for _, taskType := range []string{"catalog_drop", "collection_drop", "event_dispatch", "webhook_delivery"} {
+		code, _, errOut := runWF(t, "--config", config, "enqueue", "--input", "catalog_id=x", taskType)
+		require.Equal(t, ExitFailure, code, errOut)
+		require.Contains(t, errOut, "created only by wf itself")
+	}
+}

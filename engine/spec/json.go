@@ -32,6 +32,10 @@ type (
 		Concurrency       concurrencyJSON `json:"concurrency"`
 		DedupKey          string          `json:"dedup_key,omitempty"`
 		Reporters         []ReporterKind  `json:"reporters"`
+		API               apiJSON         `json:"api"`
+	}
+	apiJSON struct {
+		Create []string `json:"create"`
 	}
 	handlerJSON struct {
 		Kind    HandlerKind `json:"kind"`
@@ -185,6 +189,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Concurrency:       conc,
 		DedupKey:          t.DedupKeyExpr(),
 		Reporters:         t.Reporters(),
+		API:               apiJSON{Create: t.CreateRoles()},
 	}
 }
 

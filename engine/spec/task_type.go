@@ -52,6 +52,7 @@ type TaskType struct {
 	concurrency       Concurrency
 	dedupKey          *program
 	reporters         []ReporterKind
+	createRoles       []string
 }
 
 // Name is the task type's name, the task_type column of its tasks.
@@ -102,6 +103,16 @@ func (t *TaskType) DedupKeyExpr() string {
 	}
 	return t.dedupKey.source
 }
+
+// CreateRoles lists the token roles that may create the type's tasks from
+// outside wf (POST /tasks, `wf enqueue`): the spec's api.create, or its
+// default by scope. Empty: only wf itself (subscriptions, schedules,
+// handlers) creates them.
+func (t *TaskType) CreateRoles() []string { return slices.Clone(t.createRoles) }
+
+// CreatableBy reports whether a token of the role may create the type's
+// tasks from outside wf.
+func (t *TaskType) CreatableBy(role string) bool { return slices.Contains(t.createRoles, role) }
 
 // Reporters lists where per-record results go (possibly none).
 func (t *TaskType) Reporters() []ReporterKind { return slices.Clone(t.reporters) }

@@ -66,6 +66,9 @@ type taskTypeSpec struct {
 	} `json:"concurrency"`
 	DedupKey  string    `json:"dedup_key"`
 	Reporters *[]string `json:"reporters"`
+	API       struct {
+		Create *[]string `json:"create"`
+	} `json:"api"`
 }
 
 // Patterns of the names a handler's config may use.
@@ -74,6 +77,23 @@ var (
 	headerNameRE  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 	placeholderRE = regexp.MustCompile(`\$\{([^}]*)\}`)
 )
+
+// Roles that may create tasks over the API (api.create), as the token roles
+// are spelled in the configuration.
+const (
+	RoleClient = "client"
+	RoleAdmin  = "admin"
+)
+
+// defaultCreateRoles is api.create when a spec leaves it out: a tenant's
+// clients may create the tenant's kinds of work (CATALOG, ASSET scope), and
+// only admins the platform's (SYSTEM).
+func defaultCreateRoles(scope wftype.Scope) []string {
+	if scope == wftype.ScopeSystem {
+		return []string{RoleAdmin}
+	}
+	return []string{RoleClient, RoleAdmin}
+}
 
 // compileTaskType runs pass 2 over a TaskType document.
 func (c *checker) compileTaskType(d *document) *TaskType {
@@ -106,6 +126,10 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	}
 	if per, global := t.concurrency.PerInstance, t.concurrency.Global; per > 0 && global > 0 && per > global {
 		c.fail(d, "/concurrency/per_instance", "must not exceed concurrency.global (%d); got %d", global, per)
+	}
+	t.createRoles = defaultCreateRoles(t.scope)
+	if s.API.Create != nil {
+		t.createRoles = slices.Clone(*s.API.Create)
 	}
 	if s.Reporters != nil {
 		t.reporters = make([]ReporterKind, len(*s.Reporters))
