@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
@@ -29,7 +30,7 @@ import (
 // registry's handlers, the standard reporters (detailed reports under
 // reportDir), the event consumer, and the feature handlers' dependencies in
 // the context of every task run, local files limited to root (as
-// files.local_roots).
+// files.local_roots), and the webhook handlers.
 func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 	t.Helper()
 	st := store.New(b.pool)
@@ -57,6 +58,8 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx, err = builtins.WithDeps(ctx, builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
+	require.NoError(t, err)
+	ctx, err = webhooks.WithDeps(ctx, webhooks.Deps{Store: st, Client: client.New(st, b.specs), Logger: quietLogger})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()

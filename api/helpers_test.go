@@ -46,6 +46,7 @@ const (
 	tokAdmin         = "admin-token-0123456789"
 	tokClient        = "client-token-0123456789"
 	tokClientLimited = "client-a-token-0123456789"
+	tokClientB       = "client-b-token-0123456789"
 	tokWorker        = "worker-token-0123456789"
 	tokWorkerLimited = "worker-a-token-0123456789"
 )
@@ -184,6 +185,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		{Name: "admin", Role: config.RoleAdmin, TokenSHA256: config.HashToken(tokAdmin)},
 		{Name: "client", Role: config.RoleClient, TokenSHA256: config.HashToken(tokClient)},
 		{Name: "client-a", Role: config.RoleClient, Catalogs: []string{"cat-a"}, TokenSHA256: config.HashToken(tokClientLimited)},
+		{Name: "client-b", Role: config.RoleClient, Catalogs: []string{"cat-b"}, TokenSHA256: config.HashToken(tokClientB)},
 		{Name: "worker", Role: config.RoleWorker, TokenSHA256: config.HashToken(tokWorker)},
 		{Name: "worker-a", Role: config.RoleWorker, Catalogs: []string{"cat-a"}, TokenSHA256: config.HashToken(tokWorkerLimited)},
 	}
