@@ -643,9 +643,15 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	var lost []*run
 	d.mu.Lock()
 	for _, r := range runs {
-		if keep[r.task.ID] {
+		switch {
+		case keep[r.task.ID]:
 			r.leaseUntil = now.Add(r.rule.Lease)
-		} else if !r.leaseLost {
+		case r.ended:
+			// The run returned while the heartbeat was out (or before):
+			// its outcome is queued, and most likely already written, which
+			// is why the task is no longer RUNNING. Nothing runs to cancel,
+			// and the completer's write settles the outcome either way.
+		case !r.leaseLost:
 			r.leaseLost = true
 			lost = append(lost, r)
 		}
