@@ -85,6 +85,12 @@ type InsertResult struct {
 	// Duplicate is true when a live task already held the dedup key: Task is
 	// that existing task and nothing was inserted.
 	Duplicate bool
+	// Released is true when the task holding the dedup key finished between
+	// the insert and the look-up of the holder: nothing was inserted, nothing
+	// found, and Task is zero. The key is free now: insert the task again
+	// (the same NewTask). InsertTasks does not retry by itself, so that the
+	// rest of a batch, already inserted, is never inserted twice.
+	Released bool
 }
 
 const insertTasksSQL = `
@@ -126,7 +132,8 @@ JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp
 // number) and notifies the queued channel once per task type, in the same
 // transaction as the caller's when the store runs on one. A task whose dedup
 // key is held by a live task is not inserted; its result is the existing task
-// with Duplicate set. Two tasks in one call with the same key: the first wins.
+// with Duplicate set (or Released, when that task finished meanwhile). Two
+// tasks in one call with the same key: the first wins.
 // The partitions for the tasks' months must exist (EnsurePartitions).
 func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
 	if len(tasks) == 0 {
@@ -200,8 +207,9 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		}
 		row, ok := existing[tenantKey{t.SchemaName, t.DedupKey}]
 		if !ok {
-			// The holder finished between the two statements: the caller may retry.
-			return nil, fmt.Errorf("error inserting task with dedup key %q: the task holding it just finished, retry: %w", t.DedupKey, wftype.ErrConflict)
+			// The holder finished between the two statements.
+			results[i] = InsertResult{Task: wftype.Task{ID: t.ID}, Released: true}
+			continue
 		}
 		results[i] = InsertResult{Task: row, Duplicate: true}
 	}
