@@ -228,6 +228,13 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 	err := pgx.BeginFunc(ctx, c.cfg.Store.DB(), func(tx pgx.Tx) error {
 		res = ConsumerResult{}
 		st := c.cfg.Store.WithTx(tx)
+		if tasks {
+			// tasks.tasks before tasks.events, as partition maintenance
+			// takes them: otherwise the two deadlock.
+			if err := st.LockTasksBeforeEvents(ctx); err != nil {
+				return err
+			}
+		}
 		var good []store.EventKey
 		for _, p := range plans {
 			if p.err == nil {

@@ -85,3 +85,19 @@ ORDER BY 2`
 	}
 	return out, wrap("listing partitions", rows.Err())
 }
+
+// LockTasksBeforeEvents takes, as the first statement of a transaction that
+// deletes or updates outbox rows (tasks.events) and then creates tasks, the
+// lock that the tasks' insert needs on tasks.tasks. Every path that touches
+// both tables then takes them in one order, tasks.tasks first: creating a
+// month's partitions (ensure_partitions locks tasks.tasks, then
+// tasks.events, exclusively) and finishing a task (its outbox rows in the
+// same statement). Without it, an event batch holding its outbox rows and
+// waiting to insert tasks deadlocks with a partition creation holding
+// tasks.tasks and waiting for tasks.events. ONLY: the parent's lock is the
+// one partition creation needs; the partitions are locked as the insert
+// reaches them.
+func (s *Store) LockTasksBeforeEvents(ctx context.Context) error {
+	_, err := s.db.Exec(ctx, `LOCK TABLE ONLY tasks.tasks IN ROW EXCLUSIVE MODE`)
+	return wrap("locking tasks.tasks before tasks.events", err)
+}
