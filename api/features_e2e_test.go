@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/catalog/builtins"
-	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
@@ -28,10 +26,9 @@ import (
 
 // startFeatureEngine runs an engine as `wf run` does for feature data: the
 // registry's handlers, the standard reporters (detailed reports under
-// reportDir), the event consumer, and the feature handlers' dependencies in
-// the context of every task run, local files limited to root (as
-// files.local_roots), and the webhook handlers.
-func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
+// reportDir), the event consumer, and the feature handlers bound in setup,
+// local files limited to b.root (as files.local_roots).
+func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	t.Helper()
 	st := store.New(b.pool)
 	factory, err := standard.Open(b.ctx, standard.Config{Progress: st, GCS: gcsreporter.Config{LocalDir: reportDir}})
@@ -57,10 +54,6 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx, err = builtins.WithDeps(ctx, builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
-	require.NoError(t, err)
-	ctx, err = webhooks.WithDeps(ctx, webhooks.Deps{Store: st, Client: client.New(st, b.specs), Logger: quietLogger})
-	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -74,8 +67,8 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir, root string) {
 func TestFeaturesEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	reportDir, root := t.TempDir(), t.TempDir()
-	startFeatureEngine(t, b, reportDir, root)
+	reportDir, root := t.TempDir(), b.root
+	startFeatureEngine(t, b, reportDir)
 	b.createCatalog("cat-a", "regions")
 	var registered bool
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&registered))
@@ -181,8 +174,8 @@ func copyFixture(t *testing.T, folder string) {
 func TestFeaturesOutsideRoots(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root, outside := t.TempDir(), t.TempDir()
-	startFeatureEngine(t, b, t.TempDir(), root)
+	root, outside := b.root, t.TempDir()
+	startFeatureEngine(t, b, t.TempDir())
 	b.createCatalog("cat-a", "regions")
 	copyFixture(t, outside)
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "passwd.geojson")))

@@ -26,6 +26,7 @@ import (
 	"github.com/wfhq/wf/catalog/builtins"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -121,6 +122,9 @@ type bundle struct {
 	router routers.Router
 	doc    *openapi3.T
 	reg    *builtin.Registry
+	// root is the one folder (files.local_roots) the feature handlers in
+	// reg may read and write local files in.
+	root string
 }
 
 // in returns the bundle for a subtest: failures are reported on t.
@@ -136,15 +140,32 @@ type options struct {
 	registry func(*builtin.Registry)
 }
 
-// loadSpecs compiles the shipped specs plus testSpecs with reg's builtins.
+// loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
+// and the catalog's (which bindCatalog adds to reg).
 func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 	t.Helper()
 	sources, err := spec.ReadSources("../specs")
 	require.NoError(t, err)
 	sources = append(sources, spec.Source{Name: "test.yaml", Data: []byte(testSpecs)})
-	set, err := spec.Compile(sources, spec.Options{Builtins: reg.Names()})
+	names := append(append(reg.Names(), webhooks.Names()...), builtins.Names()...)
+	set, err := spec.Compile(sources, spec.Options{Builtins: names})
 	require.NoError(t, err)
 	return set
+}
+
+// bindCatalog registers in reg the catalog's handlers (the shipped specs
+// name them: specs/events.yaml, specs/ingestion.yaml, specs/features.yaml)
+// bound to the database, as wf run, wf serve and wf exec bind them; local
+// files are limited to root. Names reg already holds keep their handlers.
+func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, root string) {
+	t.Helper()
+	st := store.New(pool)
+	features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
+	require.NoError(t, err)
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger})
+	require.NoError(t, err)
+	_ = features.Register(reg)
+	_ = hooks.Register(reg)
 }
 
 // openAPI loads the contract once per test binary.
@@ -171,14 +192,12 @@ func setup(t *testing.T, opts ...options) *bundle {
 	pool := dbtest.NewPool(t)
 	reg := builtin.NewRegistry()
 	require.NoError(t, reg.Register("echo", echo))
-	// The shipped specs name the webhook handlers (specs/events.yaml) and
-	// the feature handlers (specs/ingestion.yaml, specs/features.yaml).
-	require.NoError(t, webhooks.Register(reg))
-	require.NoError(t, builtins.Register(reg))
 	if o.registry != nil {
 		o.registry(reg)
 	}
 	specs := loadSpecs(t, reg)
+	root := t.TempDir()
+	bindCatalog(t, reg, pool, specs, root)
 	set, err := runnerset.Build(specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	tokens := []config.Token{
@@ -202,7 +221,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	router, err := gorillamux.NewRouter(doc)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
-		router: router, doc: doc, reg: reg}
+		router: router, doc: doc, reg: reg, root: root}
 }
 
 // response is one answer, its body read.

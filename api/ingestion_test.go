@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/catalog/builtins"
-	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/reporters"
@@ -126,8 +124,7 @@ func TestIngestionBadInput(t *testing.T) {
 // until the test ends.
 func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 	t.Helper()
-	_ = webhooks.Register(reg) // the shipped specs name them; reg may hold them already
-	_ = builtins.Register(reg)
+	bindCatalog(t, reg, b.pool, b.specs, b.root) // the shipped specs name them; reg may hold them already
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{

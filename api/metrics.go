@@ -13,13 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
 
 // Metrics are wf's Prometheus metrics, on a registry of their own (never the
-// global default one). It implements dispatch.Observer, so the engine
+// global default one). It implements execution.Observer, so the engine
 // reports its claims and outcomes to it; the HTTP API reports its requests,
 // synchronous runs and remote workers' outcomes.
 //
@@ -56,7 +56,7 @@ type MetricsConfig struct {
 }
 
 // The metrics implement the dispatcher's observer.
-var _ dispatch.Observer = (*Metrics)(nil)
+var _ execution.Observer = (*Metrics)(nil)
 
 // NewMetrics returns the metrics on a new registry, with the Go runtime and
 // process collectors.
@@ -109,7 +109,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(m.cfg.Logger.Handler(), slog.LevelWarn)})
 }
 
-// Claimed implements dispatch.Observer.
+// Claimed implements execution.Observer.
 func (m *Metrics) Claimed(tasks []wftype.Task, took time.Duration) {
 	m.claimBatch.Observe(took.Seconds())
 	for i := range tasks {
@@ -121,7 +121,7 @@ func (m *Metrics) Claimed(tasks []wftype.Task, took time.Duration) {
 	}
 }
 
-// Finished implements dispatch.Observer.
+// Finished implements execution.Observer.
 func (m *Metrics) Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration) {
 	label := string(status)
 	if status == wftype.StatusPending {

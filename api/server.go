@@ -29,10 +29,12 @@ import (
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/dispatch"
 	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/execution"
+	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/schemas"
@@ -65,8 +67,9 @@ type Config struct {
 	// Runners run SYNCHRONOUS tasks inline (the runner set's synchronous
 	// runner). Without one, creating a task of a SYNCHRONOUS type answers 501.
 	Runners []runners.Runner
-	// Rules give the lease and timeout of SYNCHRONOUS runs, by pair.
-	Rules map[runners.Pair]dispatch.Rule
+	// Rules give the lease, timeout, limits and retry policy of every
+	// task type, by pair; nil compiles them from Specs.
+	Rules execution.Rules
 	// Reporters builds the reporters of a SYNCHRONOUS run; nil discards records.
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
 	// Metrics, when set, is the metrics the engine also reports to (wf run);
@@ -80,19 +83,21 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	store     *store.Store
-	client    *client.Client
-	emitter   *events.Emitter
-	catalogs  *registry.Registry
-	metrics   *Metrics
-	sync      runners.CapabilityMap
-	syncSlots syncSlots // synchronous runs in progress, for concurrency.per_instance
-	openapi   []byte
-	maxBody   int64
-	handler   http.Handler
-	ingestion *spec.TaskType
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	client   *client.Client
+	emitter  *events.Emitter
+	catalogs *registry.Registry
+	metrics  *Metrics
+	sync     runners.CapabilityMap
+	// syncWorker runs SYNCHRONOUS tasks (see runSync).
+	syncWorker *worker.Worker
+	syncSlots  syncSlots // synchronous runs in progress, for concurrency.per_instance
+	openapi    []byte
+	maxBody    int64
+	handler    http.Handler
+	ingestion  *spec.TaskType
 }
 
 // New validates cfg, fills its defaults and builds the server.
@@ -145,6 +150,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.sync = runners.BuildCapabilityMap(cfg.Runners, syncPairs)
+	if s.cfg.Rules == nil {
+		s.cfg.Rules = runnerset.Rules(cfg.Specs, 0)
+	}
+	if s.syncWorker, err = s.newSyncWorker(); err != nil {
+		return nil, fmt.Errorf("error creating the HTTP API: %w", err)
+	}
 	s.ingestion, _ = cfg.Specs.TaskType(IngestionTaskType)
 	if len(cfg.Tokens) == 0 {
 		s.log.Warn("the HTTP API has no tokens configured: every route but health, readiness, metrics and the OpenAPI document answers 401")

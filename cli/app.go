@@ -71,10 +71,6 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 			benchCommand(),
 		},
 	}
-	// Handlers that need the database register now (validation needs their
-	// names); `wf run` gives them the database through its context.
-	registerWebhooks(opts.Registry)
-	registerFeatures(opts.Registry)
 	hideHelpCommands(app.Commands)
 	return app
 }
@@ -89,7 +85,10 @@ func hideHelpCommands(cmds []*cli.Command) {
 	}
 }
 
-// builtinRegistry returns the builtin handler registry of the running app.
+// builtinRegistry returns the builtin handler registry of the running app,
+// as the program gave it: the handlers that need dependencies (the
+// catalog's) are bound into a clone of it when a command opens its runtime
+// (bindHandlers); handlerNames lists them all for validation.
 func builtinRegistry(c *cli.Context) *builtin.Registry {
 	if r, ok := c.App.Metadata[registryKey].(*builtin.Registry); ok {
 		return r

@@ -42,7 +42,7 @@ func runCompile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, _, err := compileSpecs(builtinRegistry(c), paths)
+	set, errs, _, err := compileSpecs(handlerNames(c), paths)
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func runExec(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	cfg, log, specs, st := rt.cfg, rt.log, rt.specs, rt.store
+	cfg, log, st := rt.cfg, rt.log, rt.store
 	ctx := c.Context
 	// Local runners only: the worker runs the task, it never hands it on.
 	set, err := rt.buildRunners(c, nil)
@@ -145,16 +145,12 @@ func runExec(c *cli.Context) error {
 	if req.taskID != nil {
 		claim, err = w.Take(ctx, *req.taskID, req.lease)
 	} else {
-		claim, err = w.Create(ctx, client.New(st, specs), req.create)
+		claim, err = w.Create(ctx, rt.client, req.create)
 	}
 	if err != nil {
 		return execTakeError(c, format, err)
 	}
-	runCtx, err := withFeatureDeps(ctx, cfg, st, log)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	res, err := w.Run(runCtx, claim)
+	res, err := w.Run(ctx, claim)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("task %s: %v", claim.Task.ID, err), ExitFailure)
 	}

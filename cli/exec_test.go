@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -317,4 +323,44 @@ func TestExecLeaseLost(t *testing.T) {
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "lost the task's lease")
 	require.Equal(t, wftype.StatusCancelled, e.show(id).Status)
+}
+
+// TestExecRunsWebhookDelivery: wf exec runs a webhook_delivery task with
+// the catalog's handler bound to the database at start-up, so a remote
+// worker delivers the event (one signed POST) and the task COMPLETES. The
+// handler used to find its dependencies only in wf run's context: under
+// wf exec every attempt failed until the task dead-lettered.
+func TestExecRunsWebhookDelivery(t *testing.T) {
+	t.Parallel()
+	events, err := os.ReadFile("../specs/events.yaml")
+	require.NoError(t, err)
+	e := newWFEnv(t, map[string]string{"events.yaml": string(events)})
+	const secret = "0123456789abcdef"
+	var mu sync.Mutex
+	var calls, verified int
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		err := webhooks.Verify([]byte(secret), r.Header.Get(webhooks.HeaderTimestamp), r.Header.Get(webhooks.HeaderSignature),
+			body, time.Now(), webhooks.DefaultTolerance)
+		mu.Lock()
+		calls++
+		if err == nil {
+			verified++
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	st := store.New(dbtest.PoolFor(t, e.url))
+	sub, err := st.InsertWebhookSubscriber(t.Context(), store.NewWebhookSubscriber{URL: recv.URL, Secret: secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+
+	code, task, errOut := e.execJSON(webhooks.TaskTypeWebhookDelivery,
+		`{"subscriber_id": "`+sub.ID.String()+`", "event_id": "e1", "event_type": "catalog.created", "payload": {}}`)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, wftype.StatusCompleted, task.Status, deref(task.Error))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, calls, "one POST")
+	require.Equal(t, 1, verified, "signed with the subscriber's secret")
 }

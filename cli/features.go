@@ -1,33 +1,53 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/runners/builtin"
 )
 
-// registerFeatures registers the feature data handlers (ingestion,
-// export_features, collection_drop, catalog_drop) in reg: spec validation
-// needs their names, and the commands that run tasks hand them the database
-// through their context (withFeatureDeps). A name reg already holds keeps
-// its handler (a program embedding wf may bring its own).
-func registerFeatures(reg *builtin.Registry) {
-	_ = builtins.Register(reg)
+// handlerNames lists every builtin handler a spec may name: the program's
+// registry and the catalog's handlers (feature data and webhooks), which
+// are bound to their dependencies only when a command runs tasks.
+func handlerNames(c *cli.Context) []string {
+	names := append(builtinRegistry(c).Names(), builtins.Names()...)
+	names = append(names, webhooks.Names()...)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
-// withFeatureDeps returns ctx carrying the feature handlers' dependencies,
-// for the task runs started under it. Local sources and destinations are
-// limited to files.local_roots.
-func withFeatureDeps(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (context.Context, error) {
-	return builtins.WithDeps(ctx, builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+// bindHandlers returns the registry the commands that run tasks (wf run,
+// wf serve, wf exec) run with: a clone of the program's registry with the
+// catalog's handlers bound to their dependencies — the database, a client
+// for the tasks they create, files.local_roots — so every process runs
+// every handler the same way. A missing dependency is an error here, at
+// start-up. A name the program's registry already holds keeps its handler
+// (a program embedding wf may bring its own).
+func bindHandlers(c *cli.Context, cfg *config.Config, st *store.Store, cl *client.Client, log *slog.Logger) (*builtin.Registry, error) {
+	reg := builtinRegistry(c).Clone()
+	features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	// Names the program already registered keep their handlers.
+	_ = features.Register(reg)
+	_ = hooks.Register(reg)
+	return reg, nil
 }
 
 // createFilesFolder creates <data_dir>/files, the default of

@@ -62,11 +62,8 @@ func runEngine(c *cli.Context) error {
 	}
 	metrics := newAPIMetrics(cfg, pool, specs, log)
 	owner := engine.NewOwnerID()
-	ctx, services, leaderServices, err := eventServices(ctx, cfg, st, specs, owner, log)
+	services, leaderServices, err := eventServices(cfg, st, rt.client, specs, owner, log)
 	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	if ctx, err = withFeatureDeps(ctx, cfg, st, log); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	eng, err := engine.New(engine.Config{
@@ -95,7 +92,7 @@ func runEngine(c *cli.Context) error {
 // loadSpecs compiles the configured spec paths; invalid specs exit 1 with
 // every error as file:line:col.
 func loadSpecs(c *cli.Context, cfg *config.Config) (*spec.Set, error) {
-	set, err := spec.Load(spec.Options{Builtins: builtinRegistry(c).Names()}, cfg.Specs...)
+	set, err := spec.Load(spec.Options{Builtins: handlerNames(c)}, cfg.Specs...)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("invalid specs:\n%s", err), ExitFailure)
 	}

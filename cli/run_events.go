@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
@@ -17,30 +16,25 @@ import (
 )
 
 // eventServices builds what `wf run` adds to the engine for events,
-// schedules and retention, and returns ctx carrying the webhook handlers'
-// dependencies (the engine's task runs inherit it):
+// schedules and retention:
 //
 //   - the event consumer, on every instance, when any Subscription spec
 //     exists (no flag: declaring a subscription is the opt-in);
 //   - the scheduler, on the leader, when any Schedule spec exists;
 //   - the maintenance supervisor, on the leader, always.
-func eventServices(ctx context.Context, cfg *config.Config, st *store.Store, specs *spec.Set, owner string, log *slog.Logger) (
-	runCtx context.Context, services []func(context.Context, *signalbus.Bus), leader []func(context.Context), err error) {
-	cl := client.New(st, specs)
-	if runCtx, err = webhooks.WithDeps(ctx, webhooks.Deps{Store: st, Client: cl, Logger: log}); err != nil {
-		return nil, nil, nil, err
-	}
+func eventServices(cfg *config.Config, st *store.Store, cl *client.Client, specs *spec.Set, owner string, log *slog.Logger) (
+	services []func(context.Context, *signalbus.Bus), leader []func(context.Context), err error) {
 	if len(specs.Subscriptions()) > 0 {
 		cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: cl, Specs: specs, Owner: owner, Logger: log})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		services = append(services, cons.Run)
 	}
 	if len(specs.Schedules()) > 0 {
 		sched, err := scheduler.New(scheduler.Config{Store: st, Client: cl, Schedules: specs.Schedules(), Logger: log})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		leader = append(leader, sched.Run)
 	}
@@ -52,8 +46,8 @@ func eventServices(ctx context.Context, cfg *config.Config, st *store.Store, spe
 		},
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("error configuring maintenance: %w", err)
+		return nil, nil, fmt.Errorf("error configuring maintenance: %w", err)
 	}
 	leader = append(leader, sup.Run)
-	return runCtx, services, leader, nil
+	return services, leader, nil
 }

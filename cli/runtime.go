@@ -8,11 +8,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -26,6 +28,11 @@ type runtime struct {
 	pool  *pgxpool.Pool
 	// store is a store on pool that notifies on the configured channels.
 	store *store.Store
+	// client enqueues through store, validating against specs.
+	client *client.Client
+	// registry holds the builtin handlers, the catalog's bound to their
+	// dependencies (bindHandlers).
+	registry *builtin.Registry
 	// reporterHook builds the reporters of one task.
 	reporterHook func(*wftype.Task) (reporters.Reporter, error)
 }
@@ -74,12 +81,18 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		return nil, nil, err
 	}
 	st := store.New(pool).WithChannels(storeChannels(cfg))
+	cl := client.New(st, specs)
+	reg, err := bindHandlers(c, cfg, st, cl, log)
+	if err != nil {
+		closeDatabase()
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
 	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
 	if err != nil {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, client: cl, registry: reg, reporterHook: reporterHook}
 	cleanup := func() {
 		closeReporters(factory, log)
 		closeDatabase()
@@ -100,7 +113,7 @@ func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error
 // beside them; errors exit 1.
 func (rt *runtime) buildRunners(c *cli.Context, extra []runners.Runner) (*runnerset.Set, error) {
 	set, err := runnerset.Build(rt.specs, runnerset.Options{
-		Registry: builtinRegistry(c), DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
+		Registry: rt.registry, DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

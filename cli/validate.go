@@ -29,9 +29,8 @@ const (
 
 // specOptions are the options specs are compiled with in a default wf app:
 // the handlers of runners/builtin's default registry, plus the webhook and
-// feature handlers (they need the database, so every app registers them
-// itself, see registerWebhooks and registerFeatures). Commands compile
-// against their app's registry.
+// feature handlers (bound to the database when a command runs tasks, see
+// bindHandlers). Commands compile against their app's (handlerNames).
 func specOptions() spec.Options {
 	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), builtins.Names())}
 }
@@ -71,15 +70,16 @@ func checkFormat(c *cli.Context, formats ...string) (string, error) {
 }
 
 // compileSpecs reads and compiles the specs at paths against the builtin
-// handlers of reg (the app's registry, so handlers an app registers count).
+// handler names (handlerNames: the app's registry, so handlers an app
+// registers count, and the catalog's).
 // It returns the set, or the spec errors (with the number of files read), or
 // another error when the files cannot be read.
-func compileSpecs(reg *builtin.Registry, paths []string) (*spec.Set, spec.Errors, int, error) {
+func compileSpecs(names []string, paths []string) (*spec.Set, spec.Errors, int, error) {
 	sources, err := spec.ReadSources(paths...)
 	if err != nil {
 		return nil, nil, 0, cli.Exit(err.Error(), ExitFailure)
 	}
-	set, err := spec.Compile(sources, spec.Options{Builtins: reg.Names()})
+	set, err := spec.Compile(sources, spec.Options{Builtins: names})
 	var errs spec.Errors
 	if errors.As(err, &errs) {
 		return nil, errs, len(sources), nil
@@ -135,7 +135,7 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, files, err := compileSpecs(builtinRegistry(c), paths)
+	set, errs, files, err := compileSpecs(handlerNames(c), paths)
 	if err != nil {
 		return err
 	}

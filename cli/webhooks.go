@@ -16,20 +16,10 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/runners/builtin"
 )
 
 // minSecretLength is the shortest signing secret `wf webhooks add` accepts.
 const minSecretLength = 16
-
-// registerWebhooks registers the event_dispatch and webhook_delivery
-// handlers in reg: spec validation needs their names, and `wf run` hands
-// them their dependencies through its context (webhooks.WithDeps). A name
-// reg already holds keeps its handler (a program embedding wf may bring its
-// own, or reg is shared by several apps and already holds these).
-func registerWebhooks(reg *builtin.Registry) {
-	_ = webhooks.Register(reg)
-}
 
 // webhooksCommand is `wf webhooks`: manage the subscribers of catalog
 // lifecycle events. Secrets are read from the environment or a file, never

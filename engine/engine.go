@@ -19,6 +19,7 @@ import (
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/leader"
 	"github.com/wfhq/wf/engine/maintenance/janitor"
 	"github.com/wfhq/wf/engine/signalbus"
@@ -42,7 +43,7 @@ type Config struct {
 	// Pairs are every (execution mode, task type) the specs declare.
 	Pairs []runners.Pair
 	// Rules per pair, from the specs.
-	Rules map[runners.Pair]dispatch.Rule
+	Rules execution.Rules
 	// Slots is how many tasks run at once. Default 100.
 	Slots int
 	// PollInterval: follower polls and leader sweeps. Default 1s.
@@ -65,7 +66,7 @@ type Config struct {
 	// consumer); each must return when its context ends.
 	Services []func(ctx context.Context, bus *signalbus.Bus)
 	// Observer receives claim and outcome events (metrics).
-	Observer dispatch.Observer
+	Observer execution.Observer
 	Clock    clock.Clock
 	Logger   *slog.Logger
 }
@@ -129,14 +130,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.janitor = janitor.New(janitor.Config{
 		Store: e.store, Interval: cfg.JanitorInterval, Clock: cfg.Clock, Logger: cfg.Logger,
-		Backoff: func(taskType string) func(int) time.Duration {
-			for pair, r := range cfg.Rules {
-				if pair.TaskType == taskType && r.Backoff != nil {
-					return r.Backoff
-				}
-			}
-			return dispatch.DefaultBackoff
-		},
+		Backoff: cfg.Rules.Backoff,
 	})
 	e.elector, err = leader.New(leader.Config{
 		Name: cfg.Name, ConnConfig: cfg.Pool.Config().ConnConfig, Owner: cfg.Owner, Channels: cfg.Channels,

@@ -20,30 +20,32 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
 func TestRegister(t *testing.T) {
 	t.Parallel()
-	reg := builtin.NewRegistry()
-	require.NoError(t, builtins.Register(reg))
-	for _, name := range builtins.Names() {
-		h, ok := reg.Lookup(name)
-		require.True(t, ok, name)
-		// Without dependencies in its context, a handler fails (and is retried).
-		_, err := h(context.Background(), &wftype.Task{Inputs: json.RawMessage(`{}`)}, reporters.Discard{})
-		require.ErrorContains(t, err, "has no database here")
-		require.False(t, wftype.IsPermanent(err))
-	}
-	// A second registration keeps the handlers and says so.
-	require.ErrorContains(t, builtins.Register(reg), "already registered")
-	_, err := builtins.WithDeps(context.Background(), builtins.Deps{})
+	// A missing dependency is an error when the handlers are built, before
+	// any task runs.
+	_, err := builtins.New(builtins.Deps{})
 	require.ErrorContains(t, err, "Store is required")
 	// Without folders for local files, the handlers would read any file.
-	_, err = builtins.WithDeps(context.Background(), builtins.Deps{Store: store.New(nil)})
+	_, err = builtins.New(builtins.Deps{Store: store.New(nil)})
 	require.ErrorContains(t, err, "LocalRoots is required (files.local_roots)")
+
+	h, err := builtins.New(builtins.Deps{Store: store.New(nil), LocalRoots: []string{t.TempDir()}})
+	require.NoError(t, err)
+	reg := builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	for _, name := range builtins.Names() {
+		_, ok := reg.Lookup(name)
+		require.True(t, ok, name)
+	}
+	// A second registration keeps the handlers and says so.
+	require.ErrorContains(t, h.Register(reg), "already registered")
 }
 
 func TestDropHandlers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	ctx, err := builtins.WithDeps(context.Background(), builtins.Deps{Store: st, LocalRoots: []string{t.TempDir()}})
+	ctx := context.Background()
+	h, err := builtins.New(builtins.Deps{Store: st, LocalRoots: []string{t.TempDir()}})
 	require.NoError(t, err)
 	_, err = st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
 	require.NoError(t, err)
@@ -70,17 +72,17 @@ func TestDropHandlers(t *testing.T) {
 
 	_, err = st.DeleteCollection(ctx, "cat", "roads")
 	require.NoError(t, err)
-	out := run(builtins.DropCollection, `{"catalog_id":"cat","collection_id":"roads","schema_name":"s_cat"}`)
+	out := run(h.DropCollection, `{"catalog_id":"cat","collection_id":"roads","schema_name":"s_cat"}`)
 	require.Equal(t, "dropped", out["outcome"])
 	require.False(t, exists("s_cat.roads"))
 	require.True(t, exists("s_cat.rivers"))
 
 	_, _, err = st.DeleteCatalog(ctx, "cat")
 	require.NoError(t, err)
-	out = run(builtins.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
+	out = run(h.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
 	require.Equal(t, "dropped", out["outcome"])
 	require.False(t, exists("s_cat.rivers"))
-	out = run(builtins.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
+	out = run(h.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
 	require.Equal(t, "absent", out["outcome"], "a second drop finds nothing")
 
 	// Reserved schemas, unsafe names and unknown inputs fail for good.
@@ -88,9 +90,9 @@ func TestDropHandlers(t *testing.T) {
 		h      builtin.Handler
 		inputs string
 	}{
-		{builtins.DropCatalog, `{"catalog_id":"x","schema_name":"public","collections":[]}`},
-		{builtins.DropCollection, `{"catalog_id":"x","collection_id":"../etc","schema_name":"s_x"}`},
-		{builtins.DropCollection, `{"catalog_id":"x","collection_id":"a","schema_name":"s_x","extra":1}`},
+		{h.DropCatalog, `{"catalog_id":"x","schema_name":"public","collections":[]}`},
+		{h.DropCollection, `{"catalog_id":"x","collection_id":"../etc","schema_name":"s_x"}`},
+		{h.DropCollection, `{"catalog_id":"x","collection_id":"a","schema_name":"s_x","extra":1}`},
 	} {
 		_, err := c.h(ctx, &wftype.Task{Inputs: json.RawMessage(c.inputs)}, reporters.Discard{})
 		require.Error(t, err, c.inputs)

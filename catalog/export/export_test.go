@@ -233,11 +233,12 @@ func TestExportOutsideRoots(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "elsewhere")))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "linked.ndjson"), filepath.Join(root, "linked.ndjson")))
-	ctx, err := builtins.WithDeps(b.ctx, builtins.Deps{Store: b.store, LocalRoots: []string{root}})
+	ctx := b.ctx
+	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{root}})
 	require.NoError(t, err)
 	run := func(dest string) (json.RawMessage, *counter, error) {
 		rep := &counter{}
-		raw, err := builtins.Export(ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions", "destination": dest}), rep)
+		raw, err := h.Export(ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions", "destination": dest}), rep)
 		return raw, rep, err
 	}
 

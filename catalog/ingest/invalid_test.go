@@ -166,7 +166,8 @@ func TestSourcesOutsideRoots(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "regions.geojson"), fixture, 0o644))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "escape.geojson")))
 	require.NoError(t, os.Symlink("/etc", filepath.Join(root, "etc")))
-	ctx, err := builtins.WithDeps(b.ctx, builtins.Deps{Store: b.store, LocalRoots: []string{root}, Logger: quiet})
+	ctx := b.ctx
+	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{root}, Logger: quiet})
 	require.NoError(t, err)
 
 	for source, named := range map[string]string{
@@ -178,7 +179,7 @@ func TestSourcesOutsideRoots(t *testing.T) {
 		"file://" + filepath.ToSlash(filepath.Join(root, "escape.geojson")): filepath.Join(root, "escape.geojson") + " (a link to ",
 	} {
 		rep := &capture{}
-		_, err := builtins.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
+		_, err := h.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
 		require.ErrorIs(t, err, objio.ErrForbidden, source)
 		require.ErrorContains(t, err, named, source)
 		require.ErrorContains(t, err, " is outside the allowed folders ("+root+"); set files.local_roots", source)
@@ -190,7 +191,7 @@ func TestSourcesOutsideRoots(t *testing.T) {
 
 	for _, source := range []string{"regions.geojson", filepath.Join(root, "regions.geojson"), "file://" + filepath.ToSlash(filepath.Join(root, "regions.geojson"))} {
 		rep := &capture{}
-		_, err = builtins.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
+		_, err = h.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
 		require.NoError(t, err, source)
 		require.Len(t, rep.envs, 6, source)
 	}

@@ -23,7 +23,8 @@ func TestBadURLKeepsCredentialsOut(t *testing.T) {
 	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
 	require.NoError(t, err)
 	st := store.New(dbtest.NewPool(t))
-	ctx, err := webhooks.WithDeps(context.Background(), webhooks.Deps{Store: st, Client: client.New(st, set)})
+	ctx := context.Background()
+	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
 	require.NoError(t, err)
 	s, err := st.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{
 		URL: "https://hook:hunter2@exa mple.com/in", Secret: "s", EventTypes: []string{"catalog.*"}})
@@ -32,7 +33,7 @@ func TestBadURLKeepsCredentialsOut(t *testing.T) {
 	require.NoError(t, err)
 	in, err := json.Marshal(map[string]any{"subscriber_id": s.ID.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
 	require.NoError(t, err)
-	_, err = webhooks.Deliver(ctx, &wftype.Task{ID: id, Inputs: in, Attempts: 1}, nil)
+	_, err = h.Deliver(ctx, &wftype.Task{ID: id, Inputs: in, Attempts: 1}, nil)
 	require.Error(t, err)
 	require.True(t, wftype.IsPermanent(err), "%v", err)
 	require.NotContains(t, err.Error(), "hunter2")

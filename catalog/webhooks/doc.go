@@ -47,13 +47,9 @@
 //
 // # Dependencies without global state
 //
-// Spec validation needs only the handler names, so Register adds the two
-// handlers (plain functions) to the application's builtin registry when the
-// application is built, before any command runs. Their dependencies travel
-// with the work, as river hands its client to workers: `wf run` puts a Deps
-// in the context the engine runs with (WithDeps), and the handlers read it
-// from the context of each task run. A handler run without Deps (another
-// process, a synchronous call) fails and is retried; it never reaches a nil
-// pointer. A registry shared by several applications holds the same two
-// functions, whichever registered them first.
+// Spec validation needs only the handler names (Names). The handlers get
+// their dependencies when the engine is built: New checks a Deps and binds
+// both handlers to it, and Register adds them to the registry of the
+// process that runs tasks (wf run, wf serve, wf exec alike). A missing
+// dependency is a start-up error, never a run-time retry.
 package webhooks

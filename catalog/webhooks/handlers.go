@@ -37,8 +37,7 @@ const (
 // type's run timeout bounds it too.
 const DefaultRequestTimeout = 30 * time.Second
 
-// Deps are what the handlers need at run time; WithDeps puts them in the
-// context the engine runs with.
+// Deps are what the handlers need; New binds them when the engine is built.
 type Deps struct {
 	// Store reads the subscribers.
 	Store *store.Store
@@ -51,25 +50,20 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Names lists the handler names Register adds.
+// Names lists the handler names Register adds (spec validation needs only
+// the names).
 func Names() []string { return []string{NameEventDispatch, NameWebhookDelivery} }
 
-// Register adds both handlers to reg. A name reg already holds keeps its
-// handler (an embedding program may bring its own, or reg was shared with
-// another application) and is reported in the error; the other name is
-// registered all the same.
-func Register(reg *builtin.Registry) error {
-	return errors.Join(reg.Register(NameEventDispatch, Dispatch), reg.Register(NameWebhookDelivery, Deliver))
+// Handlers are the two handlers, bound to their dependencies.
+type Handlers struct {
+	d Deps
 }
 
-// depsKey is the context key of the handlers' Deps.
-type depsKey struct{}
-
-// WithDeps returns a context carrying d (its defaults filled) for the
-// handlers of the task runs started under it.
-func WithDeps(ctx context.Context, d Deps) (context.Context, error) {
+// New checks d, fills its defaults and binds the handlers to it; a missing
+// dependency is an error here, at start-up, never at a task's run.
+func New(d Deps) (*Handlers, error) {
 	if d.Store == nil || d.Client == nil {
-		return ctx, errors.New("error configuring webhook handlers: Store and Client are required")
+		return nil, errors.New("error configuring webhook handlers: Store and Client are required")
 	}
 	if d.HTTP == nil {
 		d.HTTP = &http.Client{
@@ -81,14 +75,14 @@ func WithDeps(ctx context.Context, d Deps) (context.Context, error) {
 		d.Clock = clock.Real{}
 	}
 	d.Logger = cmp.Or(d.Logger, slog.Default())
-	return context.WithValue(ctx, depsKey{}, &d), nil
+	return &Handlers{d: d}, nil
 }
 
-func depsFrom(ctx context.Context) (*Deps, error) {
-	if d, ok := ctx.Value(depsKey{}).(*Deps); ok {
-		return d, nil
-	}
-	return nil, errors.New("webhook handlers have no database here: they run in `wf run`, whose context carries their dependencies")
+// Register adds both handlers to reg. A name reg already holds keeps its
+// handler (an embedding program may bring its own) and is reported in the
+// error; the other name is registered all the same.
+func (h *Handlers) Register(reg *builtin.Registry) error {
+	return errors.Join(reg.Register(NameEventDispatch, h.Dispatch), reg.Register(NameWebhookDelivery, h.Deliver))
 }
 
 // Event is an event as the webhook task types carry it in their inputs, and
@@ -128,11 +122,8 @@ func matches(patterns []string, eventType string) bool {
 // Dispatch is the event_dispatch handler: one webhook_delivery task per
 // subscriber of the event's type, created in one statement and deduplicated
 // per event and subscriber (the delivery type's dedup key).
-func Dispatch(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
-	d, err := depsFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+	d := &h.d
 	var ev Event
 	if err := decodeInputs(task.Inputs, &ev); err != nil {
 		return nil, err
@@ -182,11 +173,8 @@ const maxResponseSnippet = 512
 
 // Deliver is the webhook_delivery handler: one signed POST of the event to
 // one subscriber.
-func Deliver(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
-	d, err := depsFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (h *Handlers) Deliver(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+	d := &h.d
 	var in deliveryInputs
 	if err := decodeInputs(task.Inputs, &in); err != nil {
 		return nil, err

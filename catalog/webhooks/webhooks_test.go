@@ -117,7 +117,9 @@ func startEngine(t *testing.T) *bundle {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	reg := builtin.NewRegistry()
-	require.NoError(t, webhooks.Register(reg))
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: quiet})
+	require.NoError(t, err)
+	require.NoError(t, hooks.Register(reg))
 	rs, err := runnerset.Build(set, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute, Logger: quiet})
 	require.NoError(t, err)
 	for pair, rule := range rs.Rules {
@@ -134,10 +136,8 @@ func startEngine(t *testing.T) *bundle {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	runCtx, err := webhooks.WithDeps(ctx, webhooks.Deps{Store: st, Client: cl, Logger: quiet})
-	require.NoError(t, err)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(runCtx) }()
+	go func() { defer close(done); _ = eng.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &bundle{ctx: context.Background(), pool: pool, store: st}
 }
@@ -239,16 +239,17 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		in, _ := json.Marshal(map[string]any{"subscriber_id": sub.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
 		return &wftype.Task{ID: id, Inputs: in, Attempts: 1}
 	}
-	_, err = webhooks.Deliver(context.Background(), task(uuid.New()), nil)
-	require.ErrorContains(t, err, "no database here")
-	ctx, err := webhooks.WithDeps(context.Background(), webhooks.Deps{Store: st, Client: client.New(st, set)})
+	_, err = webhooks.New(webhooks.Deps{Store: st})
+	require.ErrorContains(t, err, "Store and Client are required", "a missing dependency fails at start-up, not at a run")
+	ctx := context.Background()
+	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
 	require.NoError(t, err)
 
 	for code, permanent := range map[int]bool{200: false, 204: false, 301: true, 400: true, 404: true, 408: false, 429: false, 500: false, 503: false} {
 		r := newReceiver(t, "0123456789abcdef", code)
 		s, err := st.InsertWebhookSubscriber(context.Background(), store.NewWebhookSubscriber{URL: r.URL, Secret: r.secret, EventTypes: []string{"catalog.*"}})
 		require.NoError(t, err)
-		out, err := webhooks.Deliver(ctx, task(s.ID), nil)
+		out, err := h.Deliver(ctx, task(s.ID), nil)
 		if code < 300 {
 			require.NoError(t, err, code)
 			require.Contains(t, string(out), `"status_code":`)
@@ -259,7 +260,7 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		require.NotContains(t, err.Error(), r.URL, "the URL may hold credentials")
 	}
 	// A removed subscriber fails for good.
-	_, err = webhooks.Deliver(ctx, task(uuid.New()), nil)
+	_, err = h.Deliver(ctx, task(uuid.New()), nil)
 	require.True(t, wftype.IsPermanent(err))
 	require.ErrorContains(t, err, "was removed")
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -86,7 +86,7 @@ func timeClaims(ctx context.Context, e *env, cl *client.Client) (ScalePoint, err
 	}
 	params := store.ClaimParams{
 		Owner: "bench-scale", Total: cfg.ScaleBatch,
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: taskTypeName, Max: cfg.ScaleBatch, Lease: dispatch.DefaultLease}},
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: taskTypeName, Max: cfg.ScaleBatch, Lease: execution.DefaultLease}},
 	}
 	// Warm up the connection's statement cache and the buffers (claims
 	// that commit: the backlog the timed claims read starts after them).

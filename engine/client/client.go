@@ -92,7 +92,14 @@ func (c *Client) Enqueue(ctx context.Context, req Request) (Result, error) {
 // EnqueueTx creates one task inside the caller's transaction: it exists, and
 // its notification is sent, only if the caller commits.
 func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, req Request) (Result, error) {
-	res, err := c.enqueue(ctx, c.store.WithTx(tx), []Request{req})
+	return c.EnqueueIn(ctx, c.store.WithTx(tx), req)
+}
+
+// EnqueueIn creates one task through st, a store bound to a transaction
+// (store.InTx): inside wf, transactions are the store's, and EnqueueTx is
+// for programs that embed wf and hold a pgx.Tx of their own.
+func (c *Client) EnqueueIn(ctx context.Context, st *store.Store, req Request) (Result, error) {
+	res, err := c.enqueue(ctx, st, []Request{req})
 	if err != nil {
 		return Result{}, err
 	}

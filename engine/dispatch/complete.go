@@ -5,12 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
-
-// maxErrorLen bounds the error text stored on a task.
-const maxErrorLen = 8 << 10
 
 // complete writes outcomes in batches: every FlushSize results or
 // FlushInterval after the first one waiting, whichever comes first. Up to
@@ -72,7 +70,7 @@ func (d *Dispatcher) flush(batch []result) {
 	outcomes := make([]store.Finish, len(batch))
 	statuses := make([]wftype.TaskStatus, len(batch))
 	for i, r := range batch {
-		o := Outcome(&r.task, r.rule, r.outputs, r.err, now)
+		o := execution.Outcome(&r.task, r.rule, r.outputs, r.err, now)
 		outcomes[i], statuses[i] = o, o.Status
 	}
 	// A result is worth writing while its task's lease may hold: its run
@@ -127,7 +125,7 @@ const (
 // lease was last extended up to one interval before the run ended), and at
 // least flushStopLimit.
 func writableFor(batch []result, heartbeat time.Duration) time.Duration {
-	lease := DefaultLease
+	lease := execution.DefaultLease
 	for i := range batch {
 		if l := batch[i].rule.Lease; l > 0 && l < lease {
 			lease = l

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
@@ -35,7 +35,7 @@ type Config struct {
 	// Capabilities says which runner runs each pair; only these are claimed.
 	Capabilities runners.CapabilityMap
 	// Rules per pair; a pair without one gets the defaults.
-	Rules map[runners.Pair]Rule
+	Rules execution.Rules
 	// Slots is how many tasks run at once in this instance. Default 100.
 	Slots int
 	// HeartbeatInterval is how often leases are extended. Default 30s.
@@ -63,13 +63,7 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// Observer, when set, is told about claims and outcomes (metrics).
-	Observer Observer
-}
-
-// Observer receives the dispatcher's events; implementations must be fast.
-type Observer interface {
-	Claimed(tasks []wftype.Task, took time.Duration)
-	Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration)
+	Observer execution.Observer
 }
 
 // Dispatcher claims and runs tasks. Create it with New and call Run once.
@@ -77,7 +71,7 @@ type Dispatcher struct {
 	cfg   Config
 	log   *slog.Logger
 	waker *signalbus.Waker
-	rules map[runners.Pair]Rule
+	rules execution.Rules
 	types []string
 	done  chan result
 
@@ -108,7 +102,7 @@ type Dispatcher struct {
 
 type run struct {
 	task      wftype.Task
-	rule      Rule
+	rule      execution.Rule
 	cancel    context.CancelCauseFunc
 	started   time.Time
 	deadline  time.Time // started + the run timeout (see watchDeadlines)
@@ -123,7 +117,7 @@ type run struct {
 
 type result struct {
 	task    wftype.Task
-	rule    Rule
+	rule    execution.Rule
 	outputs json.RawMessage
 	err     error
 	ran     time.Duration
@@ -132,7 +126,6 @@ type result struct {
 var (
 	errLeaseLost = errors.New("lease lost: the task was cancelled, rescued or taken over")
 	errShutdown  = errors.New("instance shutting down")
-	errTimeout   = errors.New("run timeout exceeded")
 )
 
 // abandonAfter bounds how long shutdown waits, past the grace period, for
@@ -159,14 +152,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Reporters == nil {
-		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
-	}
 	d := &Dispatcher{
 		cfg:     cfg,
 		log:     cfg.Logger.With("owner", cfg.Owner),
 		waker:   signalbus.NewWaker(),
-		rules:   map[runners.Pair]Rule{},
+		rules:   execution.Rules{},
 		done:    make(chan result, cfg.FlushSize*2),
 		running: map[uuid.UUID]*run{},
 		lost:    map[*run]struct{}{},
@@ -183,10 +173,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	for pair := range cfg.Capabilities {
 		r, ok := cfg.Rules[pair]
 		if !ok {
-			r = Rule{Pair: pair}
+			r = execution.Rule{Pair: pair}
 		}
 		r.Pair = pair
-		d.rules[pair] = r.withDefaults()
+		d.rules[pair] = r.WithDefaults()
 		if !seen[pair.TaskType] {
 			seen[pair.TaskType] = true
 			d.types = append(d.types, pair.TaskType)
@@ -392,76 +382,12 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	d.wg.Add(1)
 	d.spawn(func() {
 		defer d.wg.Done()
-		outputs, err := d.execute(runCtx, runner, r)
+		outputs, err := execution.Execute(runCtx, execution.Run{
+			Task: &r.task, Runner: runner, Reporters: d.cfg.Reporters, Logger: d.log,
+		})
 		cancel(nil)
 		d.finish(r, outputs, err)
 	})
-}
-
-// execute runs the task with its timeout and reporter, turning a panic into an error.
-func (d *Dispatcher) execute(ctx context.Context, runner runners.Runner, r *run) (outputs json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			d.log.Error("runner panicked", "task_id", r.task.ID, "task_type", r.task.TaskType, "panic", p)
-			err = fmt.Errorf("runner panicked: %v", p)
-		}
-	}()
-	if runner == nil {
-		return nil, wftype.Permanent(fmt.Errorf("no runner for %s %s", r.task.ExecutionMode, r.task.TaskType))
-	}
-	// A remote worker builds its own reporters: a local, empty report would
-	// replace the worker's.
-	var rep reporters.Reporter = reporters.Discard{}
-	if !runners.RunsRemotely(runner) {
-		if rep, err = d.cfg.Reporters(&r.task); err != nil {
-			return nil, fmt.Errorf("error creating reporters: %w", err)
-		}
-	}
-	// The run timeout cancels ctx with errTimeout (watchDeadlines).
-	runCtx := ctx
-	outputs, err = runner.Run(runCtx, &r.task, rep)
-	if err == nil && runCtx.Err() != nil {
-		err = context.Cause(runCtx)
-	}
-	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
-	// The report is written whatever the outcome; its outputs join the task's.
-	var extra map[string]any
-	var ferr error
-	if _, discard := rep.(reporters.Discard); !discard {
-		finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer finishCancel()
-		extra, ferr = rep.Finish(finishCtx)
-	}
-	if ferr != nil && err == nil {
-		err = fmt.Errorf("error finishing reports: %w", ferr)
-	}
-	if err == nil {
-		outputs, err = mergeOutputs(outputs, extra)
-	}
-	return outputs, err
-}
-
-// mergeOutputs adds the reporters' outputs to the handler's JSON object.
-func mergeOutputs(outputs json.RawMessage, extra map[string]any) (json.RawMessage, error) {
-	if len(extra) == 0 {
-		return outputs, nil
-	}
-	merged := map[string]any{}
-	if len(outputs) > 0 && string(outputs) != "null" {
-		if err := json.Unmarshal(outputs, &merged); err != nil {
-			merged = map[string]any{"result": json.RawMessage(outputs)}
-		}
-	}
-	for k, v := range extra {
-		merged[k] = v
-	}
-	b, err := json.Marshal(merged)
-	if err != nil {
-		return nil, fmt.Errorf("error encoding outputs: %w", err)
-	}
-	return b, nil
 }
 
 // finish queues the outcome for the batched write, then frees the slot.

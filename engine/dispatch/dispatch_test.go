@@ -16,6 +16,7 @@ import (
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -62,7 +63,7 @@ func (b *bundle) dispatcher(t *testing.T, owner string, r runners.Runner, mutate
 	cfg := dispatch.Config{
 		Store: b.store, Owner: owner, Bus: b.bus, Slots: 50,
 		Capabilities: runners.BuildCapabilityMap([]runners.Runner{r}, pairs),
-		Rules:        map[runners.Pair]dispatch.Rule{},
+		Rules:        map[runners.Pair]execution.Rule{},
 	}
 	if mutate != nil {
 		mutate(&cfg)
@@ -144,7 +145,7 @@ func TestRetryBackoffAndDeadLetter(t *testing.T) {
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.Clock = fake
-		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = dispatch.Rule{
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = execution.Rule{
 			Backoff: func(n int) time.Duration { return time.Duration(1<<n) * time.Second },
 		}
 	})
@@ -314,7 +315,7 @@ func TestPerInstanceLimit(t *testing.T) {
 		return nil, nil
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
-		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}] = dispatch.Rule{PerInstance: 3}
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}] = execution.Rule{PerInstance: 3}
 	})
 	stop := runFor(d)
 	defer stop()

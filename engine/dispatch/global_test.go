@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -45,7 +46,7 @@ func TestGlobalLimitAcrossInstances(t *testing.T) {
 		inst := &bundle{ctx: context.Background(), store: store.New(dbtest.PoolFor(t, url)), bus: signalbus.New()}
 		buses[i] = inst.bus
 		d := inst.dispatcher(t, fmt.Sprintf("w%d", i), r, func(c *dispatch.Config) {
-			c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "capped"}] = dispatch.Rule{Global: limit}
+			c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "capped"}] = execution.Rule{Global: limit}
 		})
 		stop := runFor(d)
 		defer stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -134,7 +135,7 @@ func TestRetryDelayUsesDatabaseClock(t *testing.T) {
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.Clock = skewedClock{offset: time.Hour}
-		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = dispatch.Rule{
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = execution.Rule{
 			Backoff: func(int) time.Duration { return 10 * time.Second },
 		}
 	})
@@ -204,7 +205,7 @@ func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.HeartbeatInterval = time.Hour // beats are run by the test
-		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "stuck"}] = dispatch.Rule{Timeout: 50 * time.Millisecond, Lease: time.Minute}
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "stuck"}] = execution.Rule{Timeout: 50 * time.Millisecond, Lease: time.Minute}
 	})
 	stop := runFor(d)
 	defer stop()
@@ -240,7 +241,7 @@ func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.HeartbeatInterval = time.Hour // beats are run by the test
 		c.Grace = 50 * time.Millisecond
-		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "long"}] = dispatch.Rule{Lease: 300 * time.Millisecond}
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "long"}] = execution.Rule{Lease: 300 * time.Millisecond}
 	})
 	stop := runFor(d)
 	defer stop()

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"time"
+
+	"github.com/wfhq/wf/engine/execution"
 )
 
 // workerIdle is how long a worker goroutine waits for another task before it
@@ -37,7 +39,7 @@ func (d *Dispatcher) worker(fn func()) {
 }
 
 // watchDeadlines cancels the runs whose run timeout passed, with the cause
-// errTimeout. One timer, set to the earliest deadline, serves every run: a
+// execution.ErrTimeout. One timer, set to the earliest deadline, serves every run: a
 // timer per task (context.WithTimeout) costs an allocation, a timer and a
 // channel for each task, most of which never fire. start wakes the watcher
 // only when a run's deadline comes before the one it waits for.
@@ -61,7 +63,7 @@ func (d *Dispatcher) watchDeadlines(ctx context.Context) {
 		d.nextDeadline = next
 		d.mu.Unlock()
 		for _, r := range overdue {
-			r.cancel(errTimeout)
+			r.cancel(execution.ErrTimeout)
 		}
 		wait := time.Hour
 		if !next.IsZero() {

@@ -7,10 +7,9 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
-	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/runners/builtin"
@@ -34,7 +33,7 @@ type Options struct {
 type Set struct {
 	Runners []runners.Runner
 	Pairs   []runners.Pair
-	Rules   map[runners.Pair]dispatch.Rule
+	Rules   execution.Rules
 }
 
 // Build creates one runner per handler kind that some task type uses, the
@@ -43,7 +42,7 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 	builtins := map[string]string{}
 	execs := map[string]exec.Handler{}
 	endpoints := map[string]httprunner.Endpoint{}
-	out := &Set{Rules: map[runners.Pair]dispatch.Rule{}}
+	out := &Set{Rules: execution.Rules{}}
 	for _, tt := range specs.TaskTypes() {
 		h := tt.Handler()
 		switch h.Kind {
@@ -86,18 +85,27 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 	return out, nil
 }
 
-// RuleFor compiles a task type's dispatch rule.
-func RuleFor(tt *spec.TaskType, defaultLease time.Duration) dispatch.Rule {
+// Rules compiles the rule of every task type in specs; defaultLease is the
+// visibility timeout of a type that sets none (0: wf's default).
+func Rules(specs *spec.Set, defaultLease time.Duration) execution.Rules {
+	rules := execution.Rules{}
+	for _, tt := range specs.TaskTypes() {
+		rules[runners.Pair{Mode: tt.Mode(), TaskType: tt.Name()}] = RuleFor(tt, defaultLease)
+	}
+	return rules
+}
+
+// RuleFor compiles a task type's rule, its retry policy included, once.
+func RuleFor(tt *spec.TaskType, defaultLease time.Duration) execution.Rule {
 	r := tt.DispatchRule()
 	// The spec's own, else the engine's configured default, else wf's.
-	lease := cmp.Or(r.VisibilityTimeout, defaultLease, dispatch.DefaultLease)
-	backoff := r.Backoff
-	return dispatch.Rule{
+	lease := cmp.Or(r.VisibilityTimeout, defaultLease, execution.DefaultLease)
+	return execution.Rule{
 		Pair:        runners.Pair{Mode: r.Mode, TaskType: r.TaskType},
 		Lease:       lease,
 		Timeout:     r.Timeout,
 		PerInstance: r.Concurrency.PerInstance,
 		Global:      r.Concurrency.Global,
-		Backoff:     func(n int) time.Duration { return backoff.Delay(n, rand.Float64()) },
+		Backoff:     execution.BackoffFunc(r.Backoff),
 	}
 }

@@ -17,10 +17,14 @@
 //   - Create: the worker inserts the task and claims it in one transaction,
 //     so no dispatcher ever sees it PENDING.
 //
-// Run then runs the task with its runner and reporters, heartbeats while it
-// runs, and writes the outcome with store.FinishTasks, deciding it with
-// dispatch.Outcome: retries, dead letters, permanent failures and the
+// Run then runs the task with execution.Execute, keeps its lease while it
+// runs, and writes the outcome with execution.FinishLeased, deciding it with
+// execution.Outcome: retries, dead letters, permanent failures and the
 // task.failed / task.dead_lettered events are exactly those of `wf run`.
+//
+// The HTTP API's SYNCHRONOUS runs are a Create and a Run of a worker in the
+// API's process (Config.CheckGlobal, Config.MaxTimeout and
+// Config.FinishWhenStopped are theirs).
 package worker
 
 import (
@@ -32,11 +36,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
-	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
@@ -54,18 +57,36 @@ type Config struct {
 	// pair: the local runners only, never a remote one, or the worker would
 	// hand its task on instead of running it.
 	Capabilities runners.CapabilityMap
-	// Rules per pair (lease, timeout, backoff); a pair without one gets the
-	// dispatcher's defaults.
-	Rules map[runners.Pair]dispatch.Rule
+	// Rules per pair (lease, timeout, limits, backoff); a pair without one
+	// gets the defaults.
+	Rules execution.Rules
 	// Reporters builds the reporter of the run; nil discards records.
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
 	// HeartbeatInterval is the longest time between two lease extensions; the
 	// worker beats at least three times per lease. Default 30s.
 	HeartbeatInterval time.Duration
+	// MaxTimeout, when set, bounds every run below its task type's timeout
+	// (the HTTP API: the answer must still be writable when the run ends).
+	MaxTimeout time.Duration
+	// CheckGlobal makes Create refuse, with an error wrapping ErrBusy and
+	// creating nothing, a task whose type has concurrency.global tasks
+	// ACTIVE already (the HTTP API's synchronous runs, which claim outside
+	// the dispatcher's capped claim).
+	CheckGlobal bool
+	// FinishWhenStopped writes the outcome of a run stopped by Run's context
+	// like any failed run (the HTTP API: a SYNCHRONOUS task whose caller
+	// left has failed in front of it), instead of handing the task back.
+	FinishWhenStopped bool
+	// Observer, when set, is told about claims and outcomes (metrics).
+	Observer execution.Observer
 	// Clock is the time source. Default the wall clock.
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// ErrBusy is wrapped by Create's error when the task type's
+// concurrency.global is reached (Config.CheckGlobal).
+var ErrBusy = errors.New("the task type's concurrency.global is reached")
 
 // Worker runs single tasks. It is safe for concurrent use.
 type Worker struct {
@@ -148,7 +169,7 @@ func (w *Worker) Take(ctx context.Context, id uuid.UUID, lease store.WorkerLease
 		return Claim{}, fmt.Errorf("error taking task %s: it is %s, leased to %q; a worker takes over an ACTIVE task only with its lease (WF_OWNER_ID, WF_ATTEMPT): %w",
 			id, t.Status, deref(t.OwnerID), wftype.ErrConflict)
 	}
-	claimed, err := st.ClaimSyncTask(ctx, id, w.cfg.Owner, w.rule(&t).Lease)
+	claimed, err := st.ClaimSyncTask(ctx, id, w.cfg.Owner, w.cfg.Rules.For(&t).Lease)
 	if err != nil {
 		return Claim{}, fmt.Errorf("error taking task %s: %w", id, err)
 	}
@@ -160,15 +181,23 @@ func (w *Worker) Take(ctx context.Context, id uuid.UUID, lease store.WorkerLease
 // dispatcher ever sees it PENDING. When a live task already holds the dedup
 // key, that task is taken instead, as Take without a lease would.
 func (w *Worker) Create(ctx context.Context, cl *client.Client, req client.Request) (Claim, error) {
-	st := w.cfg.Store
+	claim, existing, err := w.CreateOrFind(ctx, cl, req)
+	if err != nil || existing == nil {
+		return claim, err
+	}
+	w.cfg.Logger.InfoContext(ctx, "a live task holds the dedup key; taking it", "task_id", existing.ID, "status", existing.Status)
+	return w.Take(ctx, existing.ID, store.WorkerLease{})
+}
+
+// CreateOrFind is Create without the take: when a live task already holds
+// the request's dedup key, it creates and claims nothing and returns that
+// task (the HTTP API answers a duplicate synchronous request with it).
+func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client.Request) (Claim, *wftype.Task, error) {
 	var claim Claim
 	var existing *wftype.Task
-	err := st.InTx(ctx, func(tx *store.Store) error {
-		pgTx, ok := tx.DB().(pgx.Tx)
-		if !ok {
-			return errors.New("the store's transaction is not a pgx.Tx")
-		}
-		res, err := cl.EnqueueTx(ctx, pgTx, req)
+	start := w.cfg.Clock.Now()
+	err := w.cfg.Store.InTx(ctx, func(tx *store.Store) error {
+		res, err := cl.EnqueueIn(ctx, tx, req)
 		if err != nil {
 			return err
 		}
@@ -176,7 +205,18 @@ func (w *Worker) Create(ctx context.Context, cl *client.Client, req client.Reque
 			existing = &res.Task
 			return nil
 		}
-		t, err := tx.ClaimSyncTask(ctx, res.Task.ID, w.cfg.Owner, w.rule(&res.Task).Lease)
+		rule := w.cfg.Rules.For(&res.Task)
+		if w.cfg.CheckGlobal && rule.Global > 0 {
+			room, err := tx.GlobalRoom(ctx, req.TaskType, rule.Global)
+			if err != nil {
+				return err
+			}
+			if room <= 0 {
+				// Rolls the insert back: nothing is created.
+				return fmt.Errorf("%d tasks of type %s are already running: %w", rule.Global, req.TaskType, ErrBusy)
+			}
+		}
+		t, err := tx.ClaimSyncTask(ctx, res.Task.ID, w.cfg.Owner, rule.Lease)
 		if err != nil {
 			return err
 		}
@@ -184,13 +224,12 @@ func (w *Worker) Create(ctx context.Context, cl *client.Client, req client.Reque
 		return nil
 	})
 	if err != nil {
-		return Claim{}, fmt.Errorf("error creating a %s task: %w", req.TaskType, err)
+		return Claim{}, nil, fmt.Errorf("error creating a %s task: %w", req.TaskType, err)
 	}
-	if existing != nil {
-		w.cfg.Logger.InfoContext(ctx, "a live task holds the dedup key; taking it", "task_id", existing.ID, "status", existing.Status)
-		return w.Take(ctx, existing.ID, store.WorkerLease{})
+	if existing == nil && w.cfg.Observer != nil {
+		w.cfg.Observer.Claimed([]wftype.Task{claim.Task}, w.cfg.Clock.Now().Sub(start))
 	}
-	return claim, nil
+	return claim, existing, nil
 }
 
 // Result is how a run ended.
@@ -217,16 +256,13 @@ var (
 	ErrStopped = errors.New("the worker was stopped before the task ended")
 )
 
-// errTimeout is the cause of a run that exceeded its task type's timeout.
-var errTimeout = errors.New("run timeout exceeded")
-
 // Run runs a claimed task with its runner and reporters, extends its lease
 // while it runs, and writes its outcome. It returns the outcome written, or
 // ErrLeaseLost or ErrStopped (with the run's error joined) when it wrote
 // none, or an error when the write failed.
 func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	task := c.Task
-	rule := w.rule(&task)
+	rule := w.cfg.Rules.For(&task)
 	log := w.cfg.Logger.With("task_id", task.ID, "task_type", task.TaskType, "owner", c.Lease.Owner, "attempt", c.Lease.Attempt)
 
 	leaseCtx, loseLease := context.WithCancelCause(ctx)
@@ -235,7 +271,15 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); w.heartbeat(hbCtx, loseLease, &task, c.Lease, rule.Lease, log) }()
 
-	outputs, runErr := w.execute(leaseCtx, &task, rule)
+	timeout := rule.Timeout
+	if w.cfg.MaxTimeout > 0 {
+		timeout = min(timeout, w.cfg.MaxTimeout)
+	}
+	began := w.cfg.Clock.Now()
+	outputs, runErr := execution.Execute(leaseCtx, execution.Run{
+		Task: &task, Runner: w.cfg.Capabilities[rule.Pair], Reporters: w.cfg.Reporters, Timeout: timeout, Logger: log,
+	})
+	ran := w.cfg.Clock.Now().Sub(began)
 	stopHeartbeat()
 	<-hbDone
 
@@ -243,7 +287,7 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	case errors.Is(context.Cause(leaseCtx), ErrLeaseLost):
 		log.WarnContext(ctx, "lease lost while running; the result is dropped", "err", runErr)
 		return Result{Task: task}, errors.Join(ErrLeaseLost, runErr)
-	case ctx.Err() != nil && runErr != nil:
+	case ctx.Err() != nil && runErr != nil && !w.cfg.FinishWhenStopped:
 		// Stopped mid-run; a run that ended well just before is written.
 		if c.Own {
 			w.handBack(ctx, &task, c.Lease, log)
@@ -251,9 +295,12 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 		return Result{Task: task}, errors.Join(ErrStopped, runErr)
 	}
 
-	o := dispatch.Outcome(&task, rule, outputs, runErr, w.cfg.Clock.Now())
-	if err := w.write(ctx, &task, c.Lease, o); err != nil {
+	o, err := w.write(ctx, &task, c.Lease, rule, outputs, runErr)
+	if err != nil {
 		return Result{Task: task}, errors.Join(err, runErr)
+	}
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.Finished(&task, o.Status, ran)
 	}
 	res := Result{Task: task, Status: o.Status, RunErr: runErr}
 	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -263,58 +310,6 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	}
 	log.InfoContext(ctx, "task ended", "status", o.Status, "err", runErr)
 	return res, nil
-}
-
-// rule returns the dispatch rule of a task's pair, with the dispatcher's
-// defaults for fields it leaves zero.
-func (w *Worker) rule(t *wftype.Task) dispatch.Rule {
-	pair := runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}
-	r := w.cfg.Rules[pair]
-	r.Pair = pair
-	r.Lease = cmp.Or(r.Lease, dispatch.DefaultLease)
-	r.Timeout = cmp.Or(r.Timeout, dispatch.DefaultTimeout)
-	if r.Backoff == nil {
-		r.Backoff = dispatch.DefaultBackoff
-	}
-	return r
-}
-
-// execute runs the task with its timeout and reporters, as the dispatcher
-// does: the report is written whatever the outcome, and the reporters'
-// outputs join the handler's on success. A panic becomes an error.
-func (w *Worker) execute(ctx context.Context, task *wftype.Task, rule dispatch.Rule) (outputs []byte, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("runner panicked: %v", p)
-		}
-	}()
-	runner := w.cfg.Capabilities[runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}]
-	if runner == nil {
-		return nil, wftype.Permanent(fmt.Errorf("no local runner can run %s tasks of type %s", task.ExecutionMode, task.TaskType))
-	}
-	rep, err := w.cfg.Reporters(task)
-	if err != nil {
-		return nil, fmt.Errorf("error creating reporters: %w", err)
-	}
-	runCtx, cancel := context.WithTimeoutCause(ctx, rule.Timeout, errTimeout)
-	defer cancel()
-	outputs, err = runner.Run(runCtx, task, rep)
-	if err == nil && runCtx.Err() != nil {
-		err = context.Cause(runCtx)
-	}
-	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
-	finishCtx, finishCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer finishCancel()
-	extra, ferr := rep.Finish(finishCtx)
-	if ferr != nil && err == nil {
-		err = fmt.Errorf("error finishing reports: %w", ferr)
-	}
-	if err == nil {
-		outputs, err = dispatch.MergeOutputs(outputs, extra)
-	}
-	return outputs, err
 }
 
 // heartbeat extends the lease at least three times per lease length until
@@ -342,32 +337,27 @@ func (w *Worker) heartbeat(ctx context.Context, lose context.CancelCauseFunc, ta
 	}
 }
 
-// write applies the outcome in one transaction, after locking the row and
-// checking that it is still ACTIVE under the worker's claim. A failed write
-// is retried a few times; the database clock (or the test clock) stamps it.
-func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.WorkerLease, o store.Finish) error {
+// write decides the outcome of the run and writes it under the worker's
+// lease (execution.FinishLeased). A failed write is retried a few times;
+// the database clock (or the test clock) stamps it.
+func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.WorkerLease, rule execution.Rule, outputs []byte, runErr error) (store.Finish, error) {
 	// The result must reach the database even if the worker is being
 	// stopped: it is the whole point of the run.
 	ctx = context.WithoutCancel(ctx)
-	var err error
+	decide := func(*wftype.Task) store.Finish {
+		return execution.Outcome(task, rule, outputs, runErr, w.cfg.Clock.Now())
+	}
+	var (
+		o   store.Finish
+		err error
+	)
 	for attempt := range 5 {
 		if attempt > 0 {
+			// Wall time: the database needs it to come back.
 			time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = w.cfg.Store.InTx(wctx, func(tx *store.Store) error {
-			if _, err := tx.LockActiveTask(wctx, task.ID, lease); err != nil {
-				return err
-			}
-			done, err := tx.FinishTasks(wctx, store.FinishParams{Owner: lease.Owner, Now: w.cfg.Clock.DBNow()}, []store.Finish{o})
-			if err != nil {
-				return err
-			}
-			if len(done) == 0 {
-				return fmt.Errorf("task %s changed while locked: %w", task.ID, wftype.ErrConflict)
-			}
-			return nil
-		})
+		_, o, err = execution.FinishLeased(wctx, w.cfg.Store, task.ID, lease, w.cfg.Clock.DBNow(), decide)
 		cancel()
 		if err == nil || errors.Is(err, wftype.ErrConflict) || errors.Is(err, wftype.ErrNotFound) {
 			break
@@ -376,11 +366,11 @@ func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.Worke
 	}
 	switch {
 	case err == nil:
-		return nil
+		return o, nil
 	case errors.Is(err, wftype.ErrConflict), errors.Is(err, wftype.ErrNotFound):
-		return errors.Join(ErrLeaseLost, err)
+		return o, errors.Join(ErrLeaseLost, err)
 	default:
-		return fmt.Errorf("error writing the result of task %s: %w", task.ID, err)
+		return o, fmt.Errorf("error writing the result of task %s: %w", task.ID, err)
 	}
 }
 

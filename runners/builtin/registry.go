@@ -63,6 +63,15 @@ func (r *Registry) Register(name string, h Handler) error {
 	return nil
 }
 
+// Clone returns an independent registry holding the same handlers: a
+// process binds its dependency-bound handlers into a clone, so the
+// registry a program passes in stays as it gave it.
+func (r *Registry) Clone() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return &Registry{handlers: maps.Clone(r.handlers)}
+}
+
 // Lookup returns the handler registered under name.
 func (r *Registry) Lookup(name string) (Handler, bool) {
 	r.mu.RLock()

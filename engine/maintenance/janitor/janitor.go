@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/wfhq/wf/engine/clock"
-	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -57,7 +57,7 @@ func New(cfg Config) *Janitor {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = func(string) func(int) time.Duration { return dispatch.DefaultBackoff }
+		cfg.Backoff = func(string) func(int) time.Duration { return execution.DefaultBackoff }
 	}
 	return &Janitor{cfg: cfg}
 }
