@@ -103,8 +103,8 @@ var regionsBody = map[string]any{"source": "admin_regions.geojson", "format": "g
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root := t.TempDir()
-	startFeatureEngine(t, b, t.TempDir(), root)
+	root := b.root
+	startFeatureEngine(t, b, t.TempDir())
 	copyFixture(t, root)
 
 	rc := &receiver{}
