@@ -26,6 +26,12 @@ test: postgres ## run every test against one throwaway PostgreSQL (installs the 
 	$(GO) vet ./...
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
 	$(GO) build -o bin/wf . && ./bin/wf validate specs/
+	$(MAKE) --no-print-directory check-deploy
+
+.PHONY: check-deploy
+check-deploy: ## build the image's static binary with deploy/build.sh, check it is static, check the manifests
+	deploy/build.sh bin/wf-static && deploy/check-static.sh bin/wf-static
+	$(GO) test -count=1 ./deploy/
 
 .PHONY: test-race
 test-race: postgres ## run every test with the race detector

@@ -157,7 +157,7 @@ func Default() *Config {
 		JanitorInterval:     30 * time.Second,
 		MaintenanceInterval: time.Hour,
 		VisibilityTimeout:   5 * time.Minute,
-		Grace:               30 * time.Second,
+		Grace:               20 * time.Second,
 		Channels: Channels{
 			TaskQueued:        "new_task_queued",
 			TaskStatusChanged: "task_status_changed",

@@ -76,7 +76,7 @@ heartbeat_interval: 30s
 janitor_interval: 30s
 maintenance_interval: 1h
 visibility_timeout: 5m
-grace: 30s
+grace: 20s
 channels:
     task_queued: new_task_queued
     task_status_changed: task_status_changed

@@ -52,7 +52,7 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// JanitorInterval throttles the janitor. Default 30s.
 	JanitorInterval time.Duration
-	// Grace is how long running tasks may finish on shutdown. Default 30s.
+	// Grace is how long running tasks may finish on shutdown. Default 20s.
 	Grace time.Duration
 	// PartitionsAhead is how many months of partitions are created at start
 	// (the maintenance supervisor keeps them ahead afterwards). Default 3.

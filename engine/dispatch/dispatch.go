@@ -53,7 +53,7 @@ type Config struct {
 	// most 100) rather than claim a task at a time. Default 20ms.
 	ClaimCoalesce time.Duration
 	// Grace is how long running tasks may finish after Run's context ends;
-	// the rest are handed back to PENDING. Default 30s.
+	// the rest are handed back to PENDING. Default 20s.
 	Grace time.Duration
 	// Bus wakes the dispatcher (signalbus.TaskQueued) and carries cancellations.
 	Bus *signalbus.Bus
@@ -145,7 +145,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.FlushWorkers = cmp.Or(cfg.FlushWorkers, 2)
 	cfg.ClaimWorkers = cmp.Or(cfg.ClaimWorkers, 2)
 	cfg.ClaimCoalesce = cmp.Or(cfg.ClaimCoalesce, 20*time.Millisecond)
-	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
+	cfg.Grace = cmp.Or(cfg.Grace, 20*time.Second)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
