@@ -21,10 +21,11 @@ run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./
 	./bin/wf run $(ARGS)
 
 .PHONY: test
-test: postgres ## run every test against one throwaway PostgreSQL (installs the server when missing)
+test: postgres chromium ## run every test against one throwaway PostgreSQL, the dashboard's in headless Chromium (installs both when missing)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) ./...
+	@mkdir -p bin/test-output
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) -artifacts -outputdir $(CURDIR)/bin/test-output ./...
 	$(GO) build -o bin/wf . && ./bin/wf validate specs/
 	$(MAKE) --no-print-directory check-deploy
 
@@ -61,6 +62,21 @@ postgres: ## install the PostgreSQL server package when its binaries are missing
 	echo "installing the PostgreSQL server package (apt-get install postgresql)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+
+.PHONY: chromium
+chromium: ## install Debian's chromium (for the dashboard's browser tests) when it is missing (apt-get, as root)
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+	    echo "Chromium is missing: run 'sudo apt-get install -y chromium'"; exit 1; \
+	fi; \
+	echo "installing Chromium (apt-get install chromium)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
+
+.PHONY: screenshot
+screenshot: postgres chromium ## retake docs/dashboard-overview.png, the README's picture of the dashboard
+	WF_DASHBOARD_SCREENSHOT=$(CURDIR)/docs/dashboard-overview.png $(GO) run ./internal/dbtest/withdb -- \
+	    $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./cli/
 
 .PHONY: clean
 clean: ## remove build output (keeps ./.wf, the local database)

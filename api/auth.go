@@ -17,6 +17,9 @@ type principal struct {
 	// catalogs limits a client or worker token to these catalog ids; nil
 	// means every catalog (and platform tasks).
 	catalogs []string
+	// session is set when the request was authenticated by a dashboard
+	// session cookie rather than a bearer header.
+	session *uiSession
 }
 
 // limited reports whether the principal sees only some catalogs.
@@ -30,8 +33,16 @@ func (p *principal) canUseCatalog(id string) bool {
 // authenticate finds the token presented in the Authorization header. Every
 // configured token is compared (in constant time, on hashes), whether or not
 // an earlier one matched, so the time taken says nothing about which matched.
+//
+// A request without an Authorization header may instead carry a dashboard
+// session cookie (see session.go).
 func (s *Server) authenticate(r *http.Request) (*principal, *problem) {
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+			return s.authenticateSession(r, c.Value)
+		}
+	}
 	scheme, presented, ok := strings.Cut(h, " ")
 	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(presented) == "" {
 		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized",
@@ -39,19 +50,30 @@ func (s *Server) authenticate(r *http.Request) (*principal, *problem) {
 		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf"`}}
 		return nil, p
 	}
-	presented = strings.TrimSpace(presented)
+	found := s.findToken(strings.TrimSpace(presented))
+	if found == nil {
+		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized", "the bearer token is not valid")
+		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf", error="invalid_token"`}}
+		return nil, p
+	}
+	return principalOf(found), nil
+}
+
+// findToken returns the configured token presented, or nil. Every token is
+// compared, whether or not an earlier one matched.
+func (s *Server) findToken(presented string) *config.Token {
 	var found *config.Token
 	for i := range s.cfg.Tokens {
 		if s.cfg.Tokens[i].Matches(presented) && found == nil {
 			found = &s.cfg.Tokens[i]
 		}
 	}
-	if found == nil {
-		p := newProblem(http.StatusUnauthorized, typeUnauthorized, "Unauthorized", "the bearer token is not valid")
-		p.header = http.Header{"Www-Authenticate": {`Bearer realm="wf", error="invalid_token"`}}
-		return nil, p
-	}
-	return &principal{name: found.Name, role: found.Role, catalogs: slices.Clone(found.Catalogs)}, nil
+	return found
+}
+
+// principalOf is who holds a token.
+func principalOf(t *config.Token) *principal {
+	return &principal{name: t.Name, role: t.Role, catalogs: slices.Clone(t.Catalogs)}
 }
 
 // authorize checks the principal's role against the route's roles: admin

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wfhq/wf/api/ui"
 	"github.com/wfhq/wf/config"
 )
 
@@ -63,6 +64,14 @@ func (s *Server) routeTable() []route {
 		{"POST", "/admin/tasks/{task_id}/requeue", adminRoles, s.requeueTask},
 		{"POST", "/admin/events/{event_id}/requeue", adminRoles, s.requeueEvent},
 		{"GET", "/admin/dead-letters", adminRoles, s.listDeadLetters},
+		{"POST", "/admin/dead-letters/requeue", adminRoles, s.requeueDeadLetters},
+		{"GET", "/admin/webhooks", adminRoles, s.listWebhooks},
+
+		{"GET", "/stats", anyRole, s.getStats},
+
+		{"POST", "/ui/session", nil, s.createSession},
+		{"GET", "/ui/session", nil, s.getSession},
+		{"DELETE", "/ui/session", anyRole, s.deleteSession},
 	}
 }
 
@@ -73,6 +82,10 @@ func (s *Server) routes() http.Handler {
 	for _, rt := range s.routeTable() {
 		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
 	}
+	// The dashboard's pages and assets (no token: they hold no data; the
+	// pages call the API above with the session cookie).
+	mux.Handle("GET /ui/", ui.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	return s.logRequests(s.recoverPanics(s.canonical(s.problemsForMux(mux))))
 }
 
@@ -88,6 +101,10 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 			if prob = authorize(p, rt.roles); prob != nil {
+				writeProblem(w, r, prob)
+				return
+			}
+			if prob = checkSessionWrite(r, p, rt); prob != nil {
 				writeProblem(w, r, prob)
 				return
 			}

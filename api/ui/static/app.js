@@ -1,0 +1,461 @@
+// wf dashboard: a small single-page app over wf's HTTP API. Plain DOM, no
+// framework, no build step. Every value from the API goes into the page as
+// text (never as HTML), and every request carries the session cookie; the
+// ones that change something also carry the session's CSRF token.
+"use strict";
+
+const STATUSES = ["PENDING", "ACTIVE", "COMPLETED", "FAILED", "DEAD_LETTER", "CANCELLED"];
+const state = { session: null, timer: null, route: "" };
+
+// ---- DOM helpers ----------------------------------------------------------
+
+// h builds an element: h("td", {class: "num"}, "12", otherNode).
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+function table(headers, rows, attrs) {
+  return h("table", attrs || {},
+    h("thead", {}, h("tr", {}, headers.map((x) => h("th", { class: x.num ? "num" : null }, x.label || x)))),
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "none"))));
+}
+
+function statusBadge(s) { return h("span", { class: "status " + s }, s); }
+function fmtTime(t) { return t ? new Date(t).toLocaleString() : ""; }
+function fmtAge(seconds) {
+  if (seconds === undefined || seconds === null) return "";
+  const s = Math.round(seconds);
+  if (s < 120) return s + "s";
+  if (s < 7200) return Math.round(s / 60) + "m";
+  if (s < 172800) return Math.round(s / 3600) + "h";
+  return Math.round(s / 86400) + "d";
+}
+function fmtJSON(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
+function setStatus(text, isError) {
+  const el = document.getElementById("status");
+  el.textContent = text;
+  el.className = isError ? "error" : "";
+}
+
+// ---- API ----------------------------------------------------------------------
+
+class APIError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || ("HTTP " + status));
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { "Accept": "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && state.session && state.session.csrf_token) headers["X-CSRF-Token"] = state.session.csrf_token;
+  const res = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (!res.ok) {
+    if (res.status === 401 && path !== "/ui/session") showSignIn("Your session has ended; sign in again.");
+    throw new APIError(res.status, data);
+  }
+  return data;
+}
+
+// ---- sign-in ----------------------------------------------------------------
+
+function showSignIn(message) {
+  state.session = null;
+  stopTimer();
+  document.getElementById("signin").hidden = false;
+  document.getElementById("page").replaceChildren();
+  document.getElementById("nav").hidden = true;
+  document.getElementById("signout").hidden = true;
+  document.getElementById("who").textContent = "";
+  document.getElementById("signin-error").textContent = message || "";
+}
+
+function signedIn(session) {
+  state.session = session;
+  document.getElementById("signin").hidden = true;
+  document.getElementById("nav").hidden = false;
+  document.getElementById("signout").hidden = false;
+  const limited = session.catalogs && session.catalogs.length ? " · catalogs " + session.catalogs.join(", ") : "";
+  document.getElementById("who").textContent = session.name + " (" + session.role + ")" + limited;
+  route();
+}
+
+function isAdmin() { return state.session && state.session.role === "admin"; }
+
+async function signIn(ev) {
+  ev.preventDefault();
+  const input = document.getElementById("token");
+  try {
+    const s = await api("POST", "/ui/session", { token: input.value });
+    input.value = "";
+    signedIn(s);
+  } catch (e) {
+    document.getElementById("signin-error").textContent = e.status === 401 ? "That token is not valid." : e.message;
+  }
+}
+
+async function signOut() {
+  try { await api("DELETE", "/ui/session"); } catch (e) { /* the session is gone either way */ }
+  showSignIn("Signed out.");
+}
+
+// ---- routing --------------------------------------------------------------------
+
+function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
+function every(ms, fn) { stopTimer(); state.timer = setInterval(fn, ms); }
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const [path, qs] = raw.split("?");
+  return { parts: path.split("/").filter(Boolean), params: new URLSearchParams(qs || "") };
+}
+
+async function route() {
+  if (!state.session) return;
+  stopTimer();
+  const { parts, params } = parseHash();
+  const page = parts[0] || "overview";
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === page);
+  const root = document.getElementById("page");
+  root.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  try {
+    switch (page) {
+      case "tasks": await tasksPage(root, params); break;
+      case "task": await taskPage(root, parts[1]); break;
+      case "dead-letters": await deadLettersPage(root, params); break;
+      case "webhooks": await webhooksPage(root); break;
+      case "catalogs": await catalogsPage(root); break;
+      default: await overviewPage(root);
+    }
+  } catch (e) {
+    if (e.status !== 401) root.replaceChildren(h("p", { class: "error" }, "Error: " + e.message));
+  }
+}
+
+// ---- overview -----------------------------------------------------------------
+
+async function overviewPage(root) {
+  const draw = async () => {
+    const s = await api("GET", "/stats");
+    root.replaceChildren(renderOverview(s));
+    setStatus("updated " + new Date().toLocaleTimeString());
+  };
+  await draw();
+  every(5000, () => draw().catch((e) => setStatus("refresh failed: " + e.message, true)));
+}
+
+function renderOverview(s) {
+  const totals = {};
+  for (const st of STATUSES) totals[st] = 0;
+  const byKey = new Map();
+  for (const c of s.counts) {
+    totals[c.status] += c.count;
+    const key = c.task_type + "\u0000" + c.schema_name;
+    if (!byKey.has(key)) byKey.set(key, { task_type: c.task_type, schema_name: c.schema_name });
+    byKey.get(key)[c.status] = c.count;
+  }
+  const windowLabel = "finished since " + new Date(s.since).toLocaleTimeString();
+  const cards = h("div", { class: "cards" }, STATUSES.map((st) => h("div", { class: "card" },
+    h("div", { class: "label" }, st.replace("_", " ") + (["COMPLETED", "FAILED", "CANCELLED"].includes(st) ? " (window)" : "")),
+    h("div", { class: "value", "data-testid": "total-" + st }, totals[st].toLocaleString()))));
+  const keys = [...byKey.values()].sort((a, b) => (a.task_type + a.schema_name).localeCompare(b.task_type + b.schema_name));
+  const countRows = keys.map((k) => h("tr", {},
+    h("td", {}, h("a", { href: "#/tasks?task_type=" + encodeURIComponent(k.task_type) + "&schema_name=" + encodeURIComponent(k.schema_name) }, k.task_type)),
+    h("td", {}, k.schema_name),
+    STATUSES.map((st) => h("td", { class: "num", "data-testid": "count-" + k.task_type + "-" + k.schema_name + "-" + st }, k[st] ? k[st].toLocaleString() : ""))));
+
+  const finished = s.throughput.reduce((n, b) => n + b.completed + b.failed, 0);
+  const failed = s.throughput.reduce((n, b) => n + b.failed, 0);
+  const rate = finished ? (100 * failed / finished).toFixed(1) + "%" : "–";
+
+  const out = h("div", {},
+    h("h1", {}, "Overview"),
+    cards,
+    h("p", { class: "muted" }, "PENDING, ACTIVE and DEAD_LETTER count every such task; COMPLETED, FAILED and CANCELLED those " + windowLabel + "."),
+    h("h2", {}, "Throughput, last " + Math.round((new Date(s.now) - new Date(s.since)) / 60000) + " minutes"),
+    h("div", { class: "legend" }, h("span", {}, h("span", { class: "sw ok" }), "completed"), h("span", {}, h("span", { class: "sw bad" }), "failed or dead-lettered"),
+      h("span", { "data-testid": "failure-rate" }, "failure rate " + rate)),
+    chart(s),
+    h("h2", {}, "Tasks by type and tenant"),
+    table(["task type", "tenant", ...STATUSES.map((x) => ({ label: x, num: true }))], countRows, { "data-testid": "counts" }),
+    h("div", { class: "grid" },
+      h("div", {}, h("h2", {}, "Oldest due PENDING task per type"),
+        table(["task type", { label: "due", num: true }, { label: "waiting", num: true }],
+          s.oldest_pending.map((p) => h("tr", {}, h("td", {}, p.task_type), h("td", { class: "num" }, p.due.toLocaleString()),
+            h("td", { class: "num" }, fmtAge(p.age_seconds)))), { "data-testid": "oldest-pending" })),
+      s.instances ? h("div", {}, h("h2", {}, "Instances"),
+        table(["service", "instance", "role", "connected since"], s.instances.map((i) => h("tr", {},
+          h("td", {}, i.service), h("td", {}, i.owner), h("td", {}, i.leader ? h("strong", {}, "leader") : "follower"),
+          h("td", {}, fmtTime(i.started_at)))), { "data-testid": "instances" })) : null),
+    h("h2", {}, "Schedules"),
+    table(["schedule", "cron", "task type", "next tick", "last tick"], s.schedules.map((x) => h("tr", {},
+      h("td", {}, x.name), h("td", {}, x.cron + " " + x.timezone), h("td", {}, x.task_type),
+      h("td", {}, fmtTime(x.next_tick)), h("td", {}, fmtTime(x.last_tick))))),
+    s.outbox ? h("div", {}, h("h2", {}, "Event outbox"),
+      h("div", { class: "cards" },
+        card("pending", s.outbox.pending, "outbox-pending"), card("processing", s.outbox.processing),
+        card("dead letter", s.outbox.dead_letter, "outbox-dead"),
+        card("oldest pending", s.outbox.oldest_pending_at ? fmtAge(s.outbox.oldest_pending_age_seconds) : "–"))) : null,
+    s.estimates ? h("p", { class: "muted" }, "All history (planner estimate): " +
+      Object.entries(s.estimates).map(([k, v]) => k + " ≈ " + Math.round(v).toLocaleString()).join(", ")) : null);
+  return out;
+}
+
+function card(label, value, testid) {
+  return h("div", { class: "card" }, h("div", { class: "label" }, label),
+    h("div", { class: "value", "data-testid": testid }, typeof value === "number" ? value.toLocaleString() : value));
+}
+
+// chart draws completed and failed tasks per minute as stacked bars.
+function chart(s) {
+  const W = 720, H = 140, pad = 24;
+  const since = new Date(s.since).getTime(), now = new Date(s.now).getTime();
+  const minutes = Math.max(1, Math.round((now - since) / 60000));
+  const buckets = new Array(minutes + 1).fill(null).map(() => ({ ok: 0, bad: 0 }));
+  for (const b of s.throughput) {
+    const i = Math.min(minutes, Math.max(0, Math.floor((new Date(b.minute).getTime() - since) / 60000)));
+    buckets[i].ok += b.completed;
+    buckets[i].bad += b.failed;
+  }
+  const peak = Math.max(1, ...buckets.map((b) => b.ok + b.bad));
+  const bw = (W - pad) / buckets.length;
+  const g = svg("svg", { class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "throughput per minute" });
+  buckets.forEach((b, i) => {
+    const x = pad + i * bw;
+    const hOk = (H - 20) * b.ok / peak, hBad = (H - 20) * b.bad / peak;
+    if (b.ok) g.append(svg("rect", { class: "ok", x: x, y: H - 14 - hOk - hBad, width: Math.max(1, bw - 1), height: hOk }));
+    if (b.bad) g.append(svg("rect", { class: "bad", x: x, y: H - 14 - hBad, width: Math.max(1, bw - 1), height: hBad }));
+  });
+  g.append(svg("text", { x: 2, y: 12 }, String(peak)));
+  g.append(svg("text", { x: pad, y: H - 2 }, new Date(since).toLocaleTimeString()));
+  g.append(svg("text", { x: W - 60, y: H - 2 }, "now"));
+  return g;
+}
+
+// ---- tasks --------------------------------------------------------------------
+
+async function tasksPage(root, params) {
+  const form = h("form", { class: "filters", id: "task-filters" },
+    h("label", {}, "status", h("select", { name: "status", id: "f-status" }, h("option", { value: "" }, "any"),
+      STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s }, s)))),
+    h("label", {}, "task type", h("input", { name: "task_type", id: "f-type", value: params.get("task_type") || "", size: 16 })),
+    h("label", {}, "tenant", h("input", { name: "schema_name", id: "f-tenant", value: params.get("schema_name") || "", size: 12 })),
+    h("label", {}, "created from", h("input", { name: "created_from", type: "datetime-local", value: params.get("created_from") || "" })),
+    h("label", {}, "created before", h("input", { name: "created_to", type: "datetime-local", value: params.get("created_to") || "" })),
+    h("button", { type: "submit", id: "f-apply" }, "Filter"),
+    h("label", {}, "live", h("input", { type: "checkbox", id: "f-live", checked: true })));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) q.set(k, v);
+    location.hash = "#/tasks?" + q.toString();
+  });
+  const list = h("div", { id: "task-list" });
+  root.replaceChildren(h("h1", {}, "Tasks"), form, list);
+
+  const query = new URLSearchParams();
+  for (const k of ["status", "task_type", "schema_name"]) if (params.get(k)) query.set(k, params.get(k));
+  for (const k of ["created_from", "created_to"]) if (params.get(k)) query.set(k, new Date(params.get(k)).toISOString());
+  query.set("limit", "50");
+  const cursors = [""]; // the cursor of each page shown so far
+  let page = 0;
+  const load = async () => {
+    const q = new URLSearchParams(query);
+    if (cursors[page]) q.set("cursor", cursors[page]);
+    const res = await api("GET", "/tasks?" + q.toString());
+    cursors[page + 1] = res.next_cursor || "";
+    list.replaceChildren(
+      table(["task", "type", "tenant", "status", { label: "attempts", num: true }, "created", "finished", "error"],
+        res.items.map((t) => h("tr", { "data-task": t.task_id },
+          h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…" + t.task_id.slice(-4))),
+          h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status)),
+          h("td", { class: "num" }, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", {}, fmtTime(t.finished_at)),
+          h("td", { class: "error" }, (t.error || "").slice(0, 120)))), { "data-testid": "tasks" }),
+      h("p", {},
+        h("button", { type: "button", class: "secondary", id: "prev-page", disabled: page === 0, onclick: () => { page--; load(); } }, "← Newer"), " ",
+        h("button", { type: "button", class: "secondary", id: "next-page", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Older →"),
+        " ", h("span", { class: "muted" }, "page " + (page + 1))));
+    setStatus("updated " + new Date().toLocaleTimeString());
+  };
+  await load();
+  every(3000, () => {
+    const live = document.getElementById("f-live");
+    if (live && live.checked && page === 0) load().catch((e) => setStatus("refresh failed: " + e.message, true));
+  });
+}
+
+// ---- one task -------------------------------------------------------------------
+
+async function taskPage(root, id) {
+  const draw = async () => {
+    const t = await api("GET", "/tasks/" + encodeURIComponent(id));
+    root.replaceChildren(renderTask(t));
+    setStatus("updated " + new Date().toLocaleTimeString());
+    return t;
+  };
+  const t = await draw();
+  if (t.status === "PENDING" || t.status === "ACTIVE") {
+    every(2000, () => draw().then((x) => { if (x.status !== "PENDING" && x.status !== "ACTIVE") stopTimer(); })
+      .catch((e) => setStatus("refresh failed: " + e.message, true)));
+  }
+}
+
+function renderTask(t) {
+  const actions = h("p", { id: "task-actions" });
+  const act = async (label, method, path) => {
+    try {
+      await api(method, path);
+      setStatus(label + " done");
+      route();
+    } catch (e) { setStatus(label + " failed: " + e.message, true); }
+  };
+  if (isAdmin() && (t.status === "PENDING" || t.status === "ACTIVE")) {
+    actions.append(h("button", { type: "button", id: "cancel", onclick: () => act("cancel", "POST", "/tasks/" + t.task_id + "/cancel") }, "Cancel"));
+  }
+  if (isAdmin() && ["DEAD_LETTER", "FAILED", "CANCELLED"].includes(t.status)) {
+    actions.append(h("button", { type: "button", id: "requeue", onclick: () => act("requeue", "POST", "/admin/tasks/" + t.task_id + "/requeue") }, "Requeue"));
+  }
+  const rows = [
+    ["task id", t.task_id], ["type", t.task_type], ["tenant", t.schema_name], ["status", statusBadge(t.status)],
+    ["attempts", t.attempts + " (retries " + t.retry_count + " of " + t.max_retries + ")"], ["priority", t.priority],
+    ["dedup key", t.dedup_key], ["created", fmtTime(t.created_at)], ["run after", fmtTime(t.run_after)],
+    ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["instance", t.owner_id],
+  ].filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const reportURL = t.outputs && typeof t.outputs.report_url === "string" ? t.outputs.report_url : null;
+  return h("div", { "data-testid": "task", "data-status": t.status },
+    h("h1", {}, t.task_type + " ", statusBadge(t.status)),
+    actions,
+    h("table", { class: "kv" }, h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, v))))),
+    t.error ? h("div", {}, h("h2", {}, "Error"), h("pre", { class: "error", id: "task-error" }, t.error)) : null,
+    t.attempt_history ? h("div", {}, h("h2", {}, "Attempts"),
+      table([{ label: "#", num: true }, "started", "ended", "instance", "outcome", "error"], t.attempt_history.map((a) => h("tr", {},
+        h("td", { class: "num" }, a.attempt), h("td", {}, fmtTime(a.started_at)), h("td", {}, fmtTime(a.finished_at)),
+        h("td", {}, a.owner_id || ""), h("td", {}, a.outcome ? statusBadge(a.outcome) : ""),
+        h("td", { class: "error" }, a.error || ""))), { "data-testid": "attempts" })) : null,
+    h("div", { class: "grid" },
+      h("div", {}, h("h2", {}, "Inputs"), h("pre", { id: "task-inputs" }, fmtJSON(t.inputs))),
+      h("div", {}, h("h2", {}, "Progress"), h("pre", { id: "task-progress" }, t.progress ? fmtJSON(t.progress) : "none"))),
+    h("h2", {}, "Outputs"), h("pre", { id: "task-outputs" }, t.outputs ? fmtJSON(t.outputs) : "none"),
+    reportURL ? h("p", {}, "Per-record report: ", h("a", { href: reportURL, rel: "noopener noreferrer" }, reportURL)) : null);
+}
+
+// ---- dead letters ----------------------------------------------------------------
+
+async function deadLettersPage(root, params) {
+  const kind = params.get("kind") === "events" ? "events" : "tasks";
+  if (!isAdmin()) {
+    root.replaceChildren(h("h1", {}, "Dead letters"), h("p", { class: "muted" }, "Dead letters need an admin token."));
+    return;
+  }
+  const res = await api("GET", "/admin/dead-letters?kind=" + kind + "&limit=200");
+  const typeField = kind === "tasks" ? "task_type" : "event_type";
+  const bulk = h("form", { class: "filters", id: "bulk-requeue" },
+    h("label", {}, typeField.replace("_", " "), h("input", { name: "type", id: "bulk-type", size: 16 })),
+    h("label", {}, "tenant", h("input", { name: "tenant", id: "bulk-tenant", size: 12 })),
+    h("button", { type: "submit", id: "bulk-submit" }, "Requeue all matching"));
+  bulk.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const body = { kind };
+    const type = document.getElementById("bulk-type").value.trim();
+    const tenant = document.getElementById("bulk-tenant").value.trim();
+    if (type) body[typeField] = [type];
+    if (tenant) body.schema_name = [tenant];
+    try {
+      const r = await api("POST", "/admin/dead-letters/requeue", body);
+      setStatus("requeued " + r.requeued + ", skipped " + r.skipped + (r.more ? "; more match, run again" : ""));
+      route();
+    } catch (e) { setStatus("bulk requeue failed: " + e.message, true); }
+  });
+  const requeue = async (path) => {
+    try { await api("POST", path); setStatus("requeued"); route(); } catch (e) { setStatus("requeue failed: " + e.message, true); }
+  };
+  const rows = kind === "tasks"
+    ? res.items.map((t) => h("tr", { "data-task": t.task_id },
+      h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…" + t.task_id.slice(-4))),
+      h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, t.attempts), h("td", {}, fmtTime(t.finished_at)),
+      h("td", { class: "error" }, (t.error || "").slice(0, 160)),
+      h("td", {}, h("button", { type: "button", class: "secondary requeue", onclick: () => requeue("/admin/tasks/" + t.task_id + "/requeue") }, "Requeue"))))
+    : res.items.map((e) => h("tr", { "data-event": e.event_id },
+      h("td", {}, e.event_id.slice(0, 8) + "…"), h("td", {}, e.event_type), h("td", {}, e.schema_name), h("td", {}, e.attempts),
+      h("td", {}, fmtTime(e.dead_lettered_at)), h("td", { class: "error" }, (e.error || "").slice(0, 160)),
+      h("td", {}, h("button", { type: "button", class: "secondary requeue", onclick: () => requeue("/admin/events/" + e.event_id + "/requeue") }, "Requeue"))));
+  root.replaceChildren(
+    h("h1", {}, "Dead letters"),
+    h("p", {}, h("a", { href: "#/dead-letters?kind=tasks", class: kind === "tasks" ? "current" : "" }, "tasks"), " · ",
+      h("a", { href: "#/dead-letters?kind=events" }, "events")),
+    bulk,
+    table([kind === "tasks" ? "task" : "event", "type", "tenant", "attempts", "dead since", "error", ""], rows, { "data-testid": "dead-letters" }),
+    res.next_cursor ? h("p", { class: "muted" }, "Showing the 200 most recent.") : null);
+}
+
+// ---- webhooks -------------------------------------------------------------------
+
+async function webhooksPage(root) {
+  const parts = [h("h1", {}, "Webhooks")];
+  if (isAdmin()) {
+    const subs = await api("GET", "/admin/webhooks");
+    parts.push(h("h2", {}, "Subscribers"), table(["subscriber", "url", "event types", "since"], subs.items.map((s) => h("tr", {},
+      h("td", {}, s.subscriber_id.slice(0, 8) + "…"), h("td", {}, s.url), h("td", {}, s.event_types.join(", ")), h("td", {}, fmtTime(s.created_at))))));
+  }
+  const dl = await api("GET", "/tasks?task_type=webhook_delivery&limit=50");
+  parts.push(h("h2", {}, "Recent deliveries"), table(["delivery", "status", "attempts", "created", "error"], dl.items.map((t) => h("tr", {},
+    h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…")), h("td", {}, statusBadge(t.status)),
+    h("td", {}, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", { class: "error" }, (t.error || "").slice(0, 120))))));
+  root.replaceChildren(...parts);
+}
+
+// ---- catalogs -------------------------------------------------------------------
+
+async function catalogsPage(root) {
+  const cats = await api("GET", "/catalogs?limit=200");
+  const parts = [h("h1", {}, "Catalogs")];
+  const rows = [];
+  for (const c of cats.items) {
+    const cols = await api("GET", "/catalogs/" + encodeURIComponent(c.catalog_id) + "/collections?limit=200");
+    rows.push(h("tr", {}, h("td", {}, c.catalog_id), h("td", {}, c.title || ""), h("td", {},
+      h("a", { href: "#/tasks?schema_name=" + encodeURIComponent(c.schema_name) }, c.schema_name)),
+      h("td", {}, cols.items.map((x) => x.collection_id).join(", ")), h("td", {}, fmtTime(c.created_at))));
+  }
+  parts.push(table(["catalog", "title", "tenant", "collections", "created"], rows, { "data-testid": "catalogs" }));
+  root.replaceChildren(...parts);
+}
+
+// ---- start -----------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", async () => {
+  document.getElementById("signin-form").addEventListener("submit", signIn);
+  document.getElementById("signout").addEventListener("click", signOut);
+  window.addEventListener("hashchange", route);
+  try {
+    const s = await api("GET", "/ui/session");
+    if (s && s.signed_in) signedIn(s); else showSignIn("");
+  } catch (e) {
+    showSignIn("");
+  }
+});

@@ -1,0 +1,356 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/internal/dbtest"
+)
+
+// browserSpecs are the task types of the dashboard's browser test, beside
+// the shipped ones: a tenant job that succeeds and one that dead-letters on
+// its first failure.
+const browserSpecs = `
+kind: TaskType
+name: tenant_noop
+description: A catalog-scoped job that succeeds.
+scope: CATALOG
+handler: {builtin: noop}
+---
+kind: TaskType
+name: doomed
+description: Fails and is dead-lettered at once (no retries).
+scope: CATALOG
+handler: {builtin: fail}
+max_retries: 0
+inputs:
+  type: object
+  properties:
+    message: {type: string}
+`
+
+// chromiumPath finds Debian's chromium (installed by `make test`).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the dashboard's browser tests need Chromium: run `make chromium` (apt-get install chromium) or `make test`, which installs it")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a tab
+// context, and a function that lists the console errors seen so far.
+func browser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	// Every console message of level warning or error, uncaught
+	// exception and browser log error (network, CSP) is a problem.
+	var mu sync.Mutex
+	var problems []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			switch {
+			case m.IsException(), m.Type == "error", m.Type == "warning", m.Type == chromedp.ConsoleType("assert"):
+				mu.Lock()
+				problems = append(problems, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What the page showed and said, to tell why.
+		shot, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if png, err := chromedp.Run(shot, chromedp.FullScreenshot(100)); err == nil {
+			_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "failure.png"), png, 0o644)
+		}
+		if html, err := chromedp.Run(shot, chromedp.OuterHTML("html")); err == nil {
+			t.Logf("the page at the failure:\n%s", html)
+		}
+		mu.Lock()
+		t.Logf("console: %q", problems)
+		mu.Unlock()
+	})
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
+}
+
+// dashboardEnv is a `wf run` serving the dashboard, with its database.
+type dashboardEnv struct {
+	t    *testing.T
+	base string
+	pool *pgxpool.Pool
+}
+
+// startDashboard runs `wf run` in this process on a database of its own
+// and waits until it answers.
+func startDashboard(t *testing.T) *dashboardEnv {
+	t.Helper()
+	url := dbtest.NewDatabase(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "browser.yaml"), []byte(browserSpecs), 0o644))
+	cfg := writeConfig(t, fmt.Sprintf(`specs: [../specs, %s]
+poll_interval: 100ms
+tokens:
+  - {name: ops, role: admin, token: browser-admin-token-1}
+  - {name: tenant-a, role: client, catalogs: [cat-a], token: browser-client-a-token-1}
+`, filepath.Join(dir, "browser.yaml")))
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",
+			"run", "--listen", addr}, &out, &errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("wf run did not stop")
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "wf run did not start: %v\n%s", err, errOut.String())
+		time.Sleep(50 * time.Millisecond)
+	}
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return &dashboardEnv{t: t, base: base, pool: pool}
+}
+
+// call sends an API request with the admin token and decodes the answer.
+func (e *dashboardEnv) call(method, path string, body any) map[string]any {
+	e.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		require.NoError(e.t, err)
+		rd = bytes.NewReader(raw)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, e.base+path, rd)
+	require.NoError(e.t, err)
+	req.Header.Set("Authorization", "Bearer browser-admin-token-1")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	var out map[string]any
+	require.NoError(e.t, json.NewDecoder(res.Body).Decode(&out))
+	require.Less(e.t, res.StatusCode, 300, "%s %s: %v", method, path, out)
+	return out
+}
+
+// count runs a count query.
+func (e *dashboardEnv) count(q string, args ...any) int {
+	e.t.Helper()
+	var n int
+	require.NoError(e.t, e.pool.QueryRow(context.Background(), q, args...).Scan(&n))
+	return n
+}
+
+// waitSettled waits until no task is PENDING or ACTIVE.
+func (e *dashboardEnv) waitSettled() {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for e.count(`SELECT count(*) FROM tasks.tasks WHERE status IN ('PENDING', 'ACTIVE')`) > 0 {
+		require.True(e.t, time.Now().Before(deadline), "tasks did not finish")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// screenshot saves the page under the test's output folder.
+func screenshot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := filepath.Join(t.ArtifactDir(), name+".png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	return path
+}
+
+// textOf reads the text of the element a selector finds.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))))
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(t, err)
+	return strings.TrimSpace(s)
+}
+
+// number parses a count as the page shows it ("1,234" or "" for none).
+func number(t *testing.T, s string) int {
+	t.Helper()
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	require.NoError(t, err, "not a count: %q", s)
+	return n
+}
+
+func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.Click(chromedp.ID("signin-submit")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="counts"]`)),
+	))
+}
+
+// TestDashboardInBrowser drives the dashboard of a real `wf run` in headless
+// Chromium: sign in, read counts that match the database, filter the task
+// list, open a dead letter, requeue it and watch it run again, then sign in
+// with a catalog-limited token and see only that tenant; no console error
+// on the way.
+func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
+	env := startDashboard(t)
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a"})
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-b"})
+	for range 4 {
+		env.call("POST", "/tasks", map[string]any{"task_type": "noop"})
+	}
+	for range 3 {
+		env.call("POST", "/tasks", map[string]any{"task_type": "tenant_noop", "schema_name": "s_cat_a"})
+	}
+	for range 2 {
+		env.call("POST", "/tasks", map[string]any{"task_type": "tenant_noop", "schema_name": "s_cat_b"})
+	}
+	doomed := env.call("POST", "/tasks", map[string]any{"task_type": "doomed", "schema_name": "s_cat_a",
+		"inputs": map[string]any{"message": "the disk is on fire"}})["task_id"].(string)
+	env.waitSettled()
+	require.Equal(t, 1, env.count(`SELECT count(*) FROM tasks.tasks WHERE status = 'DEAD_LETTER'`))
+
+	ctx, consoleProblems := browser(t)
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+
+	// Sign in; the overview's counts match the database.
+	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	require.Equal(t, env.count(`SELECT count(*) FROM tasks.tasks WHERE status = 'COMPLETED'`),
+		number(t, textOf(t, ctx, `[data-testid="total-COMPLETED"]`)))
+	require.Equal(t, 1, number(t, textOf(t, ctx, `[data-testid="total-DEAD_LETTER"]`)))
+	for _, c := range []struct{ typ, schema string }{{"noop", "system"}, {"tenant_noop", "s_cat_a"}, {"tenant_noop", "s_cat_b"}} {
+		want := env.count(`SELECT count(*) FROM tasks.tasks WHERE status = 'COMPLETED' AND task_type = $1 AND schema_name = $2`, c.typ, c.schema)
+		require.NotZero(t, want)
+		got := number(t, textOf(t, ctx, fmt.Sprintf(`[data-testid="count-%s-%s-COMPLETED"]`, c.typ, c.schema)))
+		require.Equal(t, want, got, "%s %s", c.typ, c.schema)
+	}
+	require.Contains(t, textOf(t, ctx, `[data-testid="instances"]`), "leader")
+	screenshot(t, ctx, "overview")
+	if dst := os.Getenv("WF_DASHBOARD_SCREENSHOT"); dst != "" {
+		// make screenshot: the README's picture of the overview.
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, png, 0o644))
+	}
+
+	// Filter the task list to dead letters: exactly the doomed task.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/tasks"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="tasks"]`)),
+		chromedp.SetValue(chromedp.ID("f-status"), "DEAD_LETTER"),
+		chromedp.Click(chromedp.ID("f-apply")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-task="`+doomed+`"]`)),
+	))
+	rows, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="tasks"] tbody tr[data-task]`)))
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	screenshot(t, ctx, "tasks-dead-letters")
+
+	// Open it: its error shows; requeue it and watch it run again (it
+	// fails again, so its second attempt ends as a dead letter too).
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`tr[data-task="`+doomed+`"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="task"][data-status="DEAD_LETTER"]`)),
+	))
+	require.Contains(t, textOf(t, ctx, "#task-error"), "the disk is on fire")
+	require.Contains(t, textOf(t, ctx, `[data-testid="task"] table.kv`), "attempts\t1 (retries 0 of 0)")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("requeue"))))
+	deadline := time.Now().Add(60 * time.Second)
+	for env.count(`SELECT count(*) FROM tasks.tasks WHERE task_id = $1 AND status = 'DEAD_LETTER' AND attempts = 2`, doomed) != 1 {
+		require.True(t, time.Now().Before(deadline), "the requeued task did not run again")
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool {
+		s, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="task"][data-status="DEAD_LETTER"] table.kv`)))
+		return strings.Contains(s, "attempts\t2 (retries 0 of 0)")
+	}, 30*time.Second, 100*time.Millisecond, "the page did not show the second attempt")
+	screenshot(t, ctx, "task-requeued")
+
+	// A catalog-limited token sees its tenant only.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token"))))
+	signInBrowser(t, ctx, env.base, "browser-client-a-token-1")
+	cells, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="counts"] td[data-testid]`)))
+	require.NoError(t, err)
+	require.NotEmpty(t, cells)
+	for _, c := range cells {
+		id := c.AttributeValue("data-testid")
+		require.Contains(t, id, "-s_cat_a-", "a limited token saw another tenant's count: %s", id)
+	}
+	require.Equal(t, 3, number(t, textOf(t, ctx, `[data-testid="count-tenant_noop-s_cat_a-COMPLETED"]`)))
+	screenshot(t, ctx, "overview-limited")
+
+	require.Empty(t, consoleProblems(), "the dashboard logged errors")
+}

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
+)
+
+// OverviewParams selects what an overview reads.
+type OverviewParams struct {
+	// SchemaNames limits the task counts, throughput and pending ages to
+	// these tenants; nil means every tenant.
+	SchemaNames []string
+	// Window is how far back finished tasks are counted (COMPLETED, FAILED
+	// and CANCELLED counts, and the throughput). Default one hour.
+	Window time.Duration
+	// Now is the overview's clock; nil means the database's.
+	Now *time.Time
+	// Timeout bounds every statement. Default 5s.
+	Timeout time.Duration
+}
+
+// TaskCount is how many tasks of one type and tenant are in one status.
+type TaskCount struct {
+	Status     wftype.TaskStatus
+	TaskType   string
+	SchemaName string
+	Count      int64
+}
+
+// ThroughputBucket is how many tasks ended in one minute, by outcome.
+type ThroughputBucket struct {
+	Minute     time.Time
+	Completed  int64
+	Failed     int64 // FAILED and DEAD_LETTER
+	Cancelled  int64
+	DeadLetter int64 // the DEAD_LETTER share of Failed
+}
+
+// PendingAge is the oldest due PENDING task of a type.
+type PendingAge struct {
+	TaskType    string
+	Due         int64     // PENDING tasks whose run_after has passed
+	OldestDueAt time.Time // the earliest run_after among them
+}
+
+// Instance is one wf instance connected to the database, found by the
+// application_name of its leader-election connection
+// ("wf-leader:<service>:<owner>").
+type Instance struct {
+	Service   string
+	Owner     string
+	Leader    bool // its election connection holds the service's advisory lock
+	StartedAt time.Time
+	Address   string
+}
+
+// OutboxStats is the state of the events outbox.
+type OutboxStats struct {
+	Pending       int64
+	Processing    int64
+	DeadLetter    int64
+	OldestPending *time.Time // created_at of the oldest PENDING event
+}
+
+// Overview is what the dashboard's first page and `wf tasks stats` show.
+type Overview struct {
+	Now   time.Time
+	Since time.Time
+	// Counts hold every PENDING, ACTIVE and DEAD_LETTER task, and the
+	// COMPLETED, FAILED and CANCELLED ones that finished since Since.
+	Counts        []TaskCount
+	Throughput    []ThroughputBucket
+	OldestPending []PendingAge
+	Instances     []Instance
+	Outbox        OutboxStats
+	// Estimates are the rows of tasks.tasks by status from the planner's
+	// statistics (all history, no table read).
+	Estimates map[wftype.TaskStatus]float64
+}
+
+// overviewCountsSQL counts tasks by status, type and tenant. Every branch
+// reads one partial index with its status as a literal so the planner can
+// match the predicate: PENDING from tasks_claim_idx, ACTIVE from
+// tasks_active_lease_idx, DEAD_LETTER and the finished window from
+// tasks_finished_idx (status, finished_at). Finished history older than
+// the window is never read: its size shows as an estimate instead.
+// $1 tenants (NULL: all), $2 window start.
+const overviewCountsSQL = `
+SELECT 'PENDING', task_type, schema_name, count(*) FROM tasks.tasks
+WHERE status = 'PENDING' AND ($1::text[] IS NULL OR schema_name = ANY($1)) GROUP BY task_type, schema_name
+UNION ALL
+SELECT 'ACTIVE', task_type, schema_name, count(*) FROM tasks.tasks
+WHERE status = 'ACTIVE' AND ($1::text[] IS NULL OR schema_name = ANY($1)) GROUP BY task_type, schema_name
+UNION ALL
+SELECT 'DEAD_LETTER', task_type, schema_name, count(*) FROM tasks.tasks
+WHERE status = 'DEAD_LETTER' AND ($1::text[] IS NULL OR schema_name = ANY($1)) GROUP BY task_type, schema_name
+UNION ALL
+SELECT status, task_type, schema_name, count(*) FROM tasks.tasks
+WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED') AND finished_at >= $2
+  AND ($1::text[] IS NULL OR schema_name = ANY($1)) GROUP BY status, task_type, schema_name`
+
+// overviewThroughputSQL buckets the tasks that ended in the window by minute
+// and outcome, from tasks_finished_idx ranges. $1 tenants, $2 window start.
+const overviewThroughputSQL = `
+SELECT date_bin('1 minute', finished_at, $2::timestamptz) AS minute,
+       count(*) FILTER (WHERE status = 'COMPLETED'),
+       count(*) FILTER (WHERE status IN ('FAILED', 'DEAD_LETTER')),
+       count(*) FILTER (WHERE status = 'CANCELLED'),
+       count(*) FILTER (WHERE status = 'DEAD_LETTER')
+FROM tasks.tasks
+WHERE status IN ('COMPLETED', 'FAILED', 'DEAD_LETTER', 'CANCELLED') AND finished_at >= $2
+  AND ($1::text[] IS NULL OR schema_name = ANY($1))
+GROUP BY 1 ORDER BY 1`
+
+// overviewPendingSQL finds, per type, how many PENDING tasks are due and
+// the earliest due time (tasks_claim_idx). $1 tenants, $2 now.
+const overviewPendingSQL = `
+SELECT task_type, count(*), min(run_after) FROM tasks.tasks
+WHERE status = 'PENDING' AND run_after <= $2 AND ($1::text[] IS NULL OR schema_name = ANY($1))
+GROUP BY task_type ORDER BY task_type`
+
+// overviewInstancesSQL lists the wf instances connected to this database by
+// their election connections, and which of them holds an advisory lock (the
+// leader lock is the only one an election connection takes).
+const overviewInstancesSQL = `
+SELECT a.application_name, a.backend_start, coalesce(host(a.client_addr), ''),
+       EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)
+FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.application_name LIKE 'wf-leader:%'
+ORDER BY a.application_name`
+
+// overviewOutboxSQL counts the outbox by status from its partial indexes
+// (consumed events are deleted, so the table holds only live and dead ones).
+const overviewOutboxSQL = `
+SELECT (SELECT count(*) FROM tasks.events WHERE status = 'PENDING'),
+       (SELECT count(*) FROM tasks.events WHERE status = 'PROCESSING'),
+       (SELECT count(*) FROM tasks.events WHERE status = 'DEAD_LETTER'),
+       (SELECT min(created_at) FROM tasks.events WHERE status = 'PENDING')`
+
+// OverviewSQL returns the overview's statements by name, for EXPLAIN in
+// tests and benchmarks.
+func OverviewSQL() map[string]string {
+	return map[string]string{"counts": overviewCountsSQL, "throughput": overviewThroughputSQL,
+		"pending": overviewPendingSQL, "instances": overviewInstancesSQL, "outbox": overviewOutboxSQL}
+}
+
+// ReadOverview reads the overview in one read-only transaction, every
+// statement under p.Timeout. It reads partial indexes on live rows, the
+// finished rows of the window only, and the planner's estimates.
+func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, error) {
+	var o Overview
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET TRANSACTION READ ONLY`); err != nil {
+			return err
+		}
+		ms := strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, ms); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT coalesce($1::timestamptz, now())`, p.Now).Scan(&o.Now); err != nil {
+			return err
+		}
+		o.Now = o.Now.UTC()
+		o.Since = o.Now.Add(-cmp.Or(p.Window, time.Hour))
+		tenants := p.SchemaNames
+		if tenants != nil && len(tenants) == 0 {
+			tenants = []string{} // no tenant at all: every branch matches nothing
+		}
+		var err error
+		if o.Counts, err = readTaskCounts(ctx, tx, tenants, o.Since); err != nil {
+			return err
+		}
+		if o.Throughput, err = readThroughput(ctx, tx, tenants, o.Since); err != nil {
+			return err
+		}
+		if o.OldestPending, err = readPendingAges(ctx, tx, tenants, o.Now); err != nil {
+			return err
+		}
+		if o.Instances, err = readInstances(ctx, tx); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, overviewOutboxSQL).Scan(&o.Outbox.Pending, &o.Outbox.Processing,
+			&o.Outbox.DeadLetter, &o.Outbox.OldestPending); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return o, wrap("reading the overview", err)
+	}
+	if o.Estimates, err = s.EstimateTaskRows(ctx); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func readTaskCounts(ctx context.Context, tx pgx.Tx, tenants []string, since time.Time) ([]TaskCount, error) {
+	rows, err := tx.Query(ctx, overviewCountsSQL, tenants, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TaskCount
+	for rows.Next() {
+		var c TaskCount
+		var status string
+		if err := rows.Scan(&status, &c.TaskType, &c.SchemaName, &c.Count); err != nil {
+			return nil, err
+		}
+		c.Status = wftype.TaskStatus(status)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func readThroughput(ctx context.Context, tx pgx.Tx, tenants []string, since time.Time) ([]ThroughputBucket, error) {
+	rows, err := tx.Query(ctx, overviewThroughputSQL, tenants, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ThroughputBucket
+	for rows.Next() {
+		var b ThroughputBucket
+		if err := rows.Scan(&b.Minute, &b.Completed, &b.Failed, &b.Cancelled, &b.DeadLetter); err != nil {
+			return nil, err
+		}
+		b.Minute = b.Minute.UTC()
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+func readPendingAges(ctx context.Context, tx pgx.Tx, tenants []string, now time.Time) ([]PendingAge, error) {
+	rows, err := tx.Query(ctx, overviewPendingSQL, tenants, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []PendingAge
+	for rows.Next() {
+		var a PendingAge
+		if err := rows.Scan(&a.TaskType, &a.Due, &a.OldestDueAt); err != nil {
+			return nil, err
+		}
+		a.OldestDueAt = a.OldestDueAt.UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func readInstances(ctx context.Context, tx pgx.Tx) ([]Instance, error) {
+	rows, err := tx.Query(ctx, overviewInstancesSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Instance
+	for rows.Next() {
+		var in Instance
+		var app string
+		if err := rows.Scan(&app, &in.StartedAt, &in.Address, &in.Leader); err != nil {
+			return nil, err
+		}
+		// wf-leader:<service>:<owner>; an owner may itself hold colons.
+		rest := strings.TrimPrefix(app, "wf-leader:")
+		in.Service, in.Owner, _ = strings.Cut(rest, ":")
+		in.StartedAt = in.StartedAt.UTC()
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
