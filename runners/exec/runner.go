@@ -32,6 +32,11 @@
 // the whole group gets SIGTERM, then SIGKILL after the handler's KillGrace;
 // when the child exits by itself, whatever it left running in its group is
 // killed. Run returns only once the child is reaped and its group is gone.
+// On Linux the group also dies with wf, however wf ends (even SIGKILL): the
+// command runs under a shim, wf's own executable, that kills the group when
+// its parent dies (see shim_linux.go). A child that outlives wf some other
+// way can report nothing: its results reach the database only through the
+// wf that started it, under that wf's lease.
 // Output capture is bounded: only the tail of stdout and stderr is kept.
 //
 // Records from any language: a child needs nothing from wf but a file
@@ -279,13 +284,19 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 		feeding.Wait()
 	}()
 
-	cmd := exec.Command(h.Command[0], h.Command[1:]...)
+	cmd, err := command(h, r.env(h, task))
+	if err != nil {
+		p.closeChild()
+		return nil, fmt.Errorf("error starting command %q: %w", h.Command[0], err)
+	}
 	cmd.Dir = h.Dir
-	cmd.Env = r.env(h, task)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinR, p.stdoutW, p.stderrW
 	cmd.ExtraFiles = []*os.File{p.recordsW} // becomes fd 3 (recordsFD)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	// The thread that started the child stays until the run is over (see
+	// startLocked): the child's parent-death signal is tied to it.
+	over := make(chan struct{})
+	defer close(over)
+	err = startLocked(cmd, over)
 	p.closeChild()
 	if err != nil {
 		return nil, fmt.Errorf("error starting command %q: %w", h.Command[0], err)
