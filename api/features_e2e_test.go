@@ -16,7 +16,6 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/reporters/gcsreporter"
@@ -42,7 +41,7 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	eng, err := engine.New(engine.Config{
 		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
 		Logger: quietLogger, Owner: "e2e",
-		Services: []func(context.Context, *signalbus.Bus){cons.Run},
+		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}},
 		Reporters: func(task *wftype.Task) (reporters.Reporter, error) {
 			tt, _ := b.specs.TaskType(task.TaskType)
 			var names []string

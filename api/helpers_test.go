@@ -27,6 +27,7 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/metrics"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -211,7 +212,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: api.NewMetrics(api.MetricsConfig{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger}),
+		Metrics: metrics.New(metrics.Config{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger}),
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -129,7 +129,7 @@ func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
-		Observer: b.server.Metrics(), Logger: quietLogger,
+		Metrics: b.server.Metrics(), Logger: quietLogger,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

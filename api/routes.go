@@ -225,7 +225,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		took := time.Since(start)
-		s.metrics.observeRequest(r.Pattern, sw.status, took)
+		s.metrics.ObserveRequest(r.Pattern, sw.status, took)
 		s.log.Log(r.Context(), slogLevelFor(sw.status), "HTTP request", "method", r.Method, "path", r.URL.Path,
 			"status", sw.status, "took", took.Round(time.Microsecond).String())
 	})

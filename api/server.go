@@ -31,6 +31,7 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/execution"
+	"github.com/wfhq/wf/engine/metrics"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -53,6 +54,12 @@ type Config struct {
 	Specs *spec.Set
 	// Channels are the NOTIFY channel names. Default the seed's.
 	Channels store.Channels
+	// Store, Client and Emitter are the engine's (engine.Engine's Store,
+	// Client and Emitter), so the API and the engine share them; nil builds
+	// them on Pool, with Specs and Channels.
+	Store   *store.Store
+	Client  *client.Client
+	Emitter *events.Emitter
 	// Tokens are the bearer tokens (hashed). No tokens: every route that
 	// needs one answers 401.
 	Tokens []config.Token
@@ -74,7 +81,7 @@ type Config struct {
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
 	// Metrics, when set, is the metrics the engine also reports to (wf run);
 	// nil makes one for the API alone.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string
@@ -89,7 +96,7 @@ type Server struct {
 	client   *client.Client
 	emitter  *events.Emitter
 	catalogs *registry.Registry
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	sync     runners.CapabilityMap
 	// syncWorker runs SYNCHRONOUS tasks (see runSync).
 	syncWorker *worker.Worker
@@ -127,13 +134,23 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error creating the HTTP API: %w", err)
 	}
-	st := store.New(cfg.Pool).WithChannels(cfg.Channels)
-	em := events.NewEmitter(st)
+	st := cfg.Store
+	if st == nil {
+		st = store.New(cfg.Pool).WithChannels(cfg.Channels)
+	}
+	em := cfg.Emitter
+	if em == nil {
+		em = events.NewEmitter(st)
+	}
+	cl := cfg.Client
+	if cl == nil {
+		cl = client.New(st, cfg.Specs)
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		store:    st,
-		client:   client.New(st, cfg.Specs),
+		client:   cl,
 		emitter:  em,
 		catalogs: registry.New(st, em),
 		metrics:  cfg.Metrics,
@@ -141,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 		maxBody:  cfg.HTTP.MaxBodyBytes,
 	}
 	if s.metrics == nil {
-		s.metrics = NewMetrics(MetricsConfig{Store: st})
+		s.metrics = metrics.New(metrics.Config{Store: st})
 	}
 	var syncPairs []runners.Pair
 	for _, tt := range cfg.Specs.TaskTypes() {
@@ -168,8 +185,8 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Metrics returns the server's metrics; pass it to the engine as its
-// dispatch.Observer so one /metrics shows both.
-func (s *Server) Metrics() *Metrics { return s.metrics }
+// execution.Observer so one /metrics shows both.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Owner is the owner id of the SYNCHRONOUS tasks this server runs.
 func (s *Server) Owner() string { return s.cfg.Owner }

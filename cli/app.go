@@ -88,7 +88,7 @@ func hideHelpCommands(cmds []*cli.Command) {
 // builtinRegistry returns the builtin handler registry of the running app,
 // as the program gave it: the handlers that need dependencies (the
 // catalog's) are bound into a clone of it when a command opens its runtime
-// (bindHandlers); handlerNames lists them all for validation.
+// (bindCatalog); handlerNames lists them all for validation.
 func builtinRegistry(c *cli.Context) *builtin.Registry {
 	if r, ok := c.App.Metadata[registryKey].(*builtin.Registry); ok {
 		return r

@@ -14,11 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/config"
-	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
-	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/runners/cloudrun"
 	"github.com/wfhq/wf/wftype"
 )
@@ -126,16 +124,15 @@ func runExec(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	cfg, log, st := rt.cfg, rt.log, rt.store
 	ctx := c.Context
 	// Local runners only: the worker runs the task, it never hands it on.
-	set, err := rt.buildRunners(c, nil)
+	eng, err := rt.newEngine(c, "", nil)
 	if err != nil {
 		return err
 	}
 	w, err := worker.New(worker.Config{
-		Store: st, Owner: engine.NewOwnerID(), Capabilities: runners.BuildCapabilityMap(set.Runners, set.Pairs),
-		Rules: set.Rules, Reporters: rt.reporterHook, HeartbeatInterval: cfg.HeartbeatInterval, Logger: log,
+		Store: eng.Store(), Owner: eng.Owner(), Capabilities: eng.Capabilities(), Rules: eng.Rules(),
+		Reporters: rt.reporterHook, HeartbeatInterval: rt.cfg.HeartbeatInterval, Logger: rt.log,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
@@ -145,7 +142,7 @@ func runExec(c *cli.Context) error {
 	if req.taskID != nil {
 		claim, err = w.Take(ctx, *req.taskID, req.lease)
 	} else {
-		claim, err = w.Create(ctx, rt.client, req.create)
+		claim, err = w.Create(ctx, eng.Client(), req.create)
 	}
 	if err != nil {
 		return execTakeError(c, format, err)

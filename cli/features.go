@@ -27,27 +27,28 @@ func handlerNames(c *cli.Context) []string {
 	return slices.Compact(names)
 }
 
-// bindHandlers returns the registry the commands that run tasks (wf run,
-// wf serve, wf exec) run with: a clone of the program's registry with the
-// catalog's handlers bound to their dependencies — the database, a client
-// for the tasks they create, files.local_roots — so every process runs
-// every handler the same way. A missing dependency is an error here, at
-// start-up. A name the program's registry already holds keeps its handler
-// (a program embedding wf may bring its own).
-func bindHandlers(c *cli.Context, cfg *config.Config, st *store.Store, cl *client.Client, log *slog.Logger) (*builtin.Registry, error) {
-	reg := builtinRegistry(c).Clone()
-	features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
-	if err != nil {
-		return nil, err
+// bindCatalog returns the engine's Bind for the commands that run tasks
+// (wf run, wf serve, wf exec): it registers the catalog's handlers bound to
+// their dependencies — the engine's store, its client for the tasks they
+// create, files.local_roots — so every process runs every handler the same
+// way. A missing dependency is an error at start-up. A name the program's
+// registry already holds keeps its handler (a program embedding wf may
+// bring its own).
+func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *store.Store, *client.Client) error {
+	return func(reg *builtin.Registry, st *store.Store, cl *client.Client) error {
+		features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+		if err != nil {
+			return err
+		}
+		hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: log})
+		if err != nil {
+			return err
+		}
+		// Names the program already registered keep their handlers.
+		_ = features.Register(reg)
+		_ = hooks.Register(reg)
+		return nil
 	}
-	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	// Names the program already registered keep their handlers.
-	_ = features.Register(reg)
-	_ = hooks.Register(reg)
-	return reg, nil
 }
 
 // createFilesFolder creates <data_dir>/files, the default of

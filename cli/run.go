@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/config"
-	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 )
@@ -49,36 +48,18 @@ func runEngine(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	cfg, log, specs, pool, st := rt.cfg, rt.log, rt.specs, rt.pool, rt.store
 	ctx := c.Context
-	remote, closeRemote, err := cloudRunRunners(ctx, specs, st, cloudRunOptions(c), log)
+	remote, closeRemote, err := cloudRunRunners(ctx, rt.specs, rt.store, cloudRunOptions(c), rt.log)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer closeRemote()
-	set, err := rt.buildRunners(c, remote)
+	eng, err := rt.newEngine(c, "", remote)
 	if err != nil {
 		return err
 	}
-	metrics := newAPIMetrics(cfg, pool, specs, log)
-	owner := engine.NewOwnerID()
-	services, leaderServices, err := eventServices(cfg, st, rt.client, specs, owner, log)
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	eng, err := engine.New(engine.Config{
-		Name: cfg.Name, Pool: pool, Channels: storeChannels(cfg),
-		Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules,
-		Slots: cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
-		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: cfg.Retention.PartitionsAhead,
-		Logger: log, Observer: metrics, Reporters: rt.reporterHook,
-		Owner: owner, Services: services, LeaderServices: leaderServices,
-	})
-	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
-	}
 	// The HTTP API serves alongside the engine and stops after it (SIGTERM).
-	apiServer, err := startAPI(ctx, apiOptions{cfg: cfg, log: log, pool: pool, specs: specs, set: set, metrics: metrics, owner: eng.Owner(), reporters: rt.reporterHook})
+	apiServer, err := startAPI(ctx, rt, eng)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

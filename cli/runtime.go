@@ -8,13 +8,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/config"
-	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
-	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -28,11 +27,6 @@ type runtime struct {
 	pool  *pgxpool.Pool
 	// store is a store on pool that notifies on the configured channels.
 	store *store.Store
-	// client enqueues through store, validating against specs.
-	client *client.Client
-	// registry holds the builtin handlers, the catalog's bound to their
-	// dependencies (bindHandlers).
-	registry *builtin.Registry
 	// reporterHook builds the reporters of one task.
 	reporterHook func(*wftype.Task) (reporters.Reporter, error)
 }
@@ -81,18 +75,12 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		return nil, nil, err
 	}
 	st := store.New(pool).WithChannels(storeChannels(cfg))
-	cl := client.New(st, specs)
-	reg, err := bindHandlers(c, cfg, st, cl, log)
-	if err != nil {
-		closeDatabase()
-		return nil, nil, cli.Exit(err.Error(), ExitFailure)
-	}
 	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
 	if err != nil {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, client: cl, registry: reg, reporterHook: reporterHook}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook}
 	cleanup := func() {
 		closeReporters(factory, log)
 		closeDatabase()
@@ -108,15 +96,27 @@ func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error
 	return nil
 }
 
-// buildRunners builds the runners of the specs' task types with the
-// builtin handlers of the command's registry, and extra (remote runners)
-// beside them; errors exit 1.
-func (rt *runtime) buildRunners(c *cli.Context, extra []runners.Runner) (*runnerset.Set, error) {
-	set, err := runnerset.Build(rt.specs, runnerset.Options{
-		Registry: rt.registry, DefaultVisibilityTimeout: rt.cfg.VisibilityTimeout, Logger: rt.log, Extra: extra,
+// newEngine builds the engine (engine.New, the one composition root) from
+// the configuration and the specs, with the program's builtin handlers and
+// the catalog's bound to the engine's store and client (bindCatalog), and
+// extra (remote runners) beside the local ones; errors exit 1. wf run runs
+// it; wf serve and wf exec use its parts.
+func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runner) (*engine.Engine, error) {
+	cfg, r := rt.cfg, rt.cfg.Retention
+	eng, err := engine.New(engine.Config{
+		Name: cfg.Name, Owner: owner, Pool: rt.pool, Channels: storeChannels(cfg),
+		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log), Runners: extra,
+		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
+		Slots:                    cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
+		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: r.PartitionsAhead,
+		MaintenanceInterval: cfg.MaintenanceInterval,
+		Retention: maintenance.Retention{
+			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
+		},
+		Reporters: rt.reporterHook, Logger: rt.log,
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	return set, nil
+	return eng, nil
 }

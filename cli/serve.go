@@ -3,19 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/api"
-	"github.com/wfhq/wf/config"
-	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/spec"
-	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/reporters"
-	"github.com/wfhq/wf/wftype"
+	"github.com/wfhq/wf/engine"
 )
 
 // serveCommand is `wf serve`: the HTTP API alone. It claims no tasks (an
@@ -44,13 +37,14 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	set, err := rt.buildRunners(c, nil)
+	// The engine is built, not run: the API uses its store, client,
+	// metrics and synchronous runners.
+	eng, err := rt.newEngine(c, "", nil)
 	if err != nil {
 		return err
 	}
 	ctx := c.Context
-	metrics := newAPIMetrics(rt.cfg, rt.pool, rt.specs, rt.log)
-	h, err := startAPI(ctx, apiOptions{cfg: rt.cfg, log: rt.log, pool: rt.pool, specs: rt.specs, set: set, metrics: metrics, reporters: rt.reporterHook})
+	h, err := startAPI(ctx, rt, eng)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
@@ -63,32 +57,6 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	return nil
-}
-
-// newAPIMetrics builds the metrics that the engine (as its observer) and
-// the HTTP API share.
-func newAPIMetrics(cfg *config.Config, pool *pgxpool.Pool, specs *spec.Set, log *slog.Logger) *api.Metrics {
-	var types []string
-	for _, tt := range specs.TaskTypes() {
-		types = append(types, tt.Name())
-	}
-	return api.NewMetrics(api.MetricsConfig{
-		Store: store.New(pool).WithChannels(storeChannels(cfg)), TaskTypes: types, Logger: log,
-	})
-}
-
-// apiOptions is what startAPI needs.
-type apiOptions struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	pool    *pgxpool.Pool
-	specs   *spec.Set
-	set     *runnerset.Set
-	metrics *api.Metrics
-	// owner is the engine's owner id, so synchronous runs carry it too.
-	owner string
-	// reporters builds the reporters of SYNCHRONOUS runs.
-	reporters func(*wftype.Task) (reporters.Reporter, error)
 }
 
 // apiHandle is a running HTTP API.
@@ -110,23 +78,26 @@ func (h *apiHandle) stop() error {
 	return nil
 }
 
-// startAPI listens on cfg.Listen and serves the HTTP API until ctx ends or
-// stop is called. It fails at once when the address cannot be bound.
-func startAPI(ctx context.Context, o apiOptions) (*apiHandle, error) {
+// startAPI listens on the configured address and serves the HTTP API over
+// eng's parts (its store, client, metrics, rules and runners: the
+// SYNCHRONOUS runs carry its owner id) until ctx ends or stop is called. It
+// fails at once when the address cannot be bound.
+func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle, error) {
+	cfg := rt.cfg
 	srv, err := api.New(api.Config{
-		Pool: o.pool, Specs: o.specs, Channels: storeChannels(o.cfg), Tokens: o.cfg.Tokens, HTTP: o.cfg.HTTP,
-		Owner: o.owner, Runners: o.set.Runners, Rules: o.set.Rules, Metrics: o.metrics, Logger: o.log,
-		Reporters: o.reporters,
+		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(),
+		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
+		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook,
 	})
 	if err != nil {
 		return nil, err
 	}
-	ln, err := api.Listen(o.cfg.Listen)
+	ln, err := api.Listen(cfg.Listen)
 	if err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	h := &apiHandle{cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- srv.Serve(sctx, ln, o.cfg.Grace) }()
+	go func() { h.done <- srv.Serve(sctx, ln, cfg.Grace) }()
 	return h, nil
 }

@@ -30,7 +30,7 @@ const (
 // specOptions are the options specs are compiled with in a default wf app:
 // the handlers of runners/builtin's default registry, plus the webhook and
 // feature handlers (bound to the database when a command runs tasks, see
-// bindHandlers). Commands compile against their app's (handlerNames).
+// bindCatalog). Commands compile against their app's (handlerNames).
 func specOptions() spec.Options {
 	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), builtins.Names())}
 }

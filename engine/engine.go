@@ -1,6 +1,16 @@
-// Package engine runs wf: it composes leader election, the dispatcher, the
-// janitor and the leader-only services into the `wf run` daemon. Any number
-// of engines share one PostgreSQL; each claims only what its runners can run.
+// Package engine is wf's composition root: New builds one wf instance from
+// a database pool and the compiled specs — the store, the client, the
+// event emitter and consumer, the runners and rules of the task types, the
+// dispatcher, the janitor, leader election, the scheduler and maintenance,
+// and the metrics they report to — and Run runs it until its context ends.
+// `wf run` is Load, open, engine.New, Run; `wf serve` and `wf exec` build
+// the same engine and use its parts (the API's synchronous runs, the
+// worker) without running its dispatcher. Any number of engines share one
+// PostgreSQL; each claims only what its runners can run.
+//
+// A program that embeds wf builds its engine the same way: its own Go
+// handlers go in Config.Registry, it enqueues in its own transactions with
+// Client().EnqueueTx and emits events with Emitter() (see the examples).
 package engine
 
 import (
@@ -17,58 +27,112 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/leader"
+	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/maintenance/janitor"
+	"github.com/wfhq/wf/engine/maintenance/scheduler"
+	"github.com/wfhq/wf/engine/metrics"
+	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
+)
+
+// Defaults of the engine's intervals and sizes, named once.
+const (
+	DefaultName              = "wf"
+	DefaultSlots             = 100
+	DefaultPollInterval      = time.Second
+	DefaultHeartbeatInterval = 30 * time.Second
+	DefaultPartitionsAhead   = 3
 )
 
 // Config configures an Engine. Zero fields take the defaults noted.
 type Config struct {
-	// Name is the service name (NAME): instances with one name elect one leader.
+	// Name is the service name (NAME): instances with one name elect one
+	// leader. Default DefaultName.
 	Name string
-	// Owner identifies this instance on claimed rows. Default host-pid-random.
+	// Owner identifies this instance on claimed rows. Default NewOwnerID().
 	Owner string
-	Pool  *pgxpool.Pool
+	// Pool is the database. Required.
+	Pool *pgxpool.Pool
 	// Channels are the NOTIFY channel names. Default the seed's.
 	Channels store.Channels
-	// Runners in any order; the capability map orders them by priority.
+	// Specs are the compiled specs. New builds from them the runners of
+	// their task types (builtin handlers from Registry, exec, http, and
+	// the synchronous runner), the rules, the event consumer (when any
+	// Subscription exists), the scheduler (when any Schedule exists) and
+	// maintenance. Without Specs, Runners, Pairs and Rules say what the
+	// engine runs, and it runs no consumer, scheduler or maintenance (an
+	// engine over hand-made runners, as tests build).
+	Specs *spec.Set
+	// Registry holds the builtin Go handlers the specs name. Default
+	// builtin.NewRegistry(). New never changes it (see Bind).
+	Registry *builtin.Registry
+	// Bind, when set, registers the handlers that need the engine's own
+	// store and client (the catalog's) into a clone of Registry before the
+	// runners are built; its error fails New. Dependencies are bound here,
+	// at start-up, never read from a task run's context.
+	Bind func(reg *builtin.Registry, st *store.Store, cl *client.Client) error
+	// Runners: with Specs, extra runners (remote jobs such as Cloud Run)
+	// that join the local ones by priority; without, every runner.
 	Runners []runners.Runner
-	// Pairs are every (execution mode, task type) the specs declare.
+	// Pairs are every (execution mode, task type) the engine serves; only
+	// without Specs.
 	Pairs []runners.Pair
-	// Rules per pair, from the specs.
+	// Rules per pair; only without Specs (with Specs they are compiled).
 	Rules execution.Rules
-	// Slots is how many tasks run at once. Default 100.
+	// DefaultVisibilityTimeout is the lease of a task type whose spec sets
+	// none. Default execution.DefaultLease.
+	DefaultVisibilityTimeout time.Duration
+	// Slots is how many tasks run at once. Default DefaultSlots.
 	Slots int
-	// PollInterval: follower polls and leader sweeps. Default 1s.
+	// PollInterval: follower polls and leader sweeps. Default DefaultPollInterval.
 	PollInterval time.Duration
-	// HeartbeatInterval. Default 30s.
+	// HeartbeatInterval. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// JanitorInterval throttles the janitor. Default 30s.
 	JanitorInterval time.Duration
 	// Grace is how long running tasks may finish on shutdown. Default 20s.
 	Grace time.Duration
 	// PartitionsAhead is how many months of partitions are created at start
-	// (the maintenance supervisor keeps them ahead afterwards). Default 3.
+	// and kept ahead by maintenance. Default DefaultPartitionsAhead.
 	PartitionsAhead int
+	// MaintenanceInterval is how often maintenance runs (leader only). Default 1h.
+	MaintenanceInterval time.Duration
+	// Retention says how long finished rows are kept (maintenance).
+	Retention maintenance.Retention
 	// Reporters builds the reporters of a task run (nil: records are dropped).
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
-	// LeaderServices run while this instance leads (maintenance, schedules);
-	// each must return when its context ends.
-	LeaderServices []func(ctx context.Context)
-	// Services run on every instance for the engine's lifetime (the event
-	// consumer); each must return when its context ends.
-	Services []func(ctx context.Context, bus *signalbus.Bus)
-	// Observer receives claim and outcome events (metrics).
+	// Metrics receive claims and outcomes. Default metrics.New on the store.
+	Metrics *metrics.Metrics
+	// Observer, when set, is told about claims and outcomes too (a
+	// benchmark's timing).
 	Observer execution.Observer
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// Services run on every instance for the engine's lifetime, beside the
+	// ones New builds.
+	Services []Service
+	// LeaderServices run while this instance leads, beside the ones New builds.
+	LeaderServices []Service
+	Clock          clock.Clock
+	Logger         *slog.Logger
+}
+
+// Service is the one shape of a long-running part of the engine: a name,
+// and Run, which returns when its context ends (an error if it failed).
+// Each one's stop is logged by name.
+type Service struct {
+	Name string
+	Run  func(ctx context.Context) error
 }
 
 // Engine is one wf instance.
@@ -76,10 +140,17 @@ type Engine struct {
 	cfg        Config
 	bus        *signalbus.Bus
 	store      *store.Store
+	client     *client.Client
+	emitter    *events.Emitter
+	metrics    *metrics.Metrics
+	rules      execution.Rules
+	runners    []runners.Runner
 	capability runners.CapabilityMap
 	dispatcher *dispatch.Dispatcher
 	elector    *leader.Elector
 	janitor    *janitor.Janitor
+	services   []Service // every instance
+	leading    []Service // leader only
 }
 
 // NewOwnerID returns an id naming this process: host, pid and a random suffix.
@@ -90,48 +161,63 @@ func NewOwnerID() string {
 	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "wf"), os.Getpid(), hex.EncodeToString(b))
 }
 
-// New validates cfg and builds an engine.
+// New validates cfg and builds the engine and every part of it.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("error creating engine: no database pool")
 	}
-	cfg.Name = cmp.Or(cfg.Name, "wf")
+	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	cfg.Owner = cmp.Or(cfg.Owner, NewOwnerID())
 	if cfg.Channels.TaskQueued == "" {
 		cfg.Channels = store.DefaultChannels
 	}
-	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.PartitionsAhead = cmp.Or(cfg.PartitionsAhead, 3)
+	cfg.Slots = cmp.Or(cfg.Slots, DefaultSlots)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	cfg.PartitionsAhead = cmp.Or(cfg.PartitionsAhead, DefaultPartitionsAhead)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	heartbeat := cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
-	for pair, r := range cfg.Rules {
+	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
+	e.emitter = events.NewEmitter(e.store)
+	if err := e.buildRunners(); err != nil {
+		return nil, err
+	}
+	for pair, r := range e.rules {
 		// One late or failed heartbeat must not cost a lease (a run whose
 		// lease ran out by its own reckoning is cancelled).
-		if r.Lease > 0 && r.Lease < 2*heartbeat {
+		if r.Lease > 0 && r.Lease < 2*cfg.HeartbeatInterval {
 			return nil, fmt.Errorf("error creating engine: task type %s has a visibility timeout of %s, less than twice the heartbeat interval %s: one late heartbeat would lose its lease; raise visibility_timeout or lower heartbeat_interval",
-				pair.TaskType, r.Lease, heartbeat)
+				pair.TaskType, r.Lease, cfg.HeartbeatInterval)
 		}
 	}
-	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
-	e.capability = runners.BuildCapabilityMap(cfg.Runners, cfg.Pairs)
+	e.metrics = cfg.Metrics
+	if e.metrics == nil {
+		var types []string
+		for pair := range e.rules {
+			types = append(types, pair.TaskType)
+		}
+		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Logger: cfg.Logger})
+	}
+	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
-		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: cfg.Rules,
+		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules,
 		Slots: cfg.Slots, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace,
-		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer,
+		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: e.observer(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.janitor = janitor.New(janitor.Config{
-		Store: e.store, Interval: cfg.JanitorInterval, Clock: cfg.Clock, Logger: cfg.Logger,
-		Backoff: cfg.Rules.Backoff,
+		Store: e.store, Interval: cfg.JanitorInterval, Clock: cfg.Clock, Logger: cfg.Logger, Backoff: e.rules.Backoff,
 	})
+	if err := e.buildServices(); err != nil {
+		return nil, err
+	}
 	e.elector, err = leader.New(leader.Config{
 		Name: cfg.Name, ConnConfig: cfg.Pool.Config().ConnConfig, Owner: cfg.Owner, Channels: cfg.Channels,
 		PollInterval: cfg.PollInterval, Bus: e.bus, TaskTypes: e.dispatcher.TaskTypes,
@@ -142,6 +228,136 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// buildRunners builds the client, the runners and the rules: from the
+// specs (with the handlers Bind adds), or as the configuration gives them.
+func (e *Engine) buildRunners() error {
+	cfg := e.cfg
+	if cfg.Specs == nil {
+		e.client = client.New(e.store, &spec.Set{})
+		e.runners, e.rules = cfg.Runners, cfg.Rules
+		if e.rules == nil {
+			e.rules = execution.Rules{}
+		}
+		for _, p := range cfg.Pairs {
+			if _, ok := e.rules[p]; !ok {
+				e.rules[p] = execution.Rule{Pair: p}
+			}
+		}
+		return nil
+	}
+	e.client = client.New(e.store, cfg.Specs)
+	reg := cfg.Registry
+	if reg == nil {
+		reg = builtin.NewRegistry()
+	}
+	reg = reg.Clone()
+	if cfg.Bind != nil {
+		if err := cfg.Bind(reg, e.store, e.client); err != nil {
+			return fmt.Errorf("error creating engine: %w", err)
+		}
+	}
+	set, err := runnerset.Build(cfg.Specs, runnerset.Options{
+		Registry: reg, DefaultVisibilityTimeout: cfg.DefaultVisibilityTimeout, Logger: cfg.Logger, Extra: cfg.Runners,
+	})
+	if err != nil {
+		return fmt.Errorf("error creating engine: %w", err)
+	}
+	e.runners, e.rules = set.Runners, set.Rules
+	return nil
+}
+
+// observer is what the dispatcher tells about claims and outcomes: the
+// metrics, and the configured observer.
+func (e *Engine) observer() execution.Observer {
+	if e.cfg.Observer == nil {
+		return e.metrics
+	}
+	return tee{e.metrics, e.cfg.Observer}
+}
+
+// tee tells two observers.
+type tee [2]execution.Observer
+
+// Claimed implements execution.Observer.
+func (t tee) Claimed(tasks []wftype.Task, took time.Duration) {
+	t[0].Claimed(tasks, took)
+	t[1].Claimed(tasks, took)
+}
+
+// Finished implements execution.Observer.
+func (t tee) Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration) {
+	t[0].Finished(task, status, ran)
+	t[1].Finished(task, status, ran)
+}
+
+// pairs lists the pairs the engine serves: those of its rules.
+func (e *Engine) pairs() []runners.Pair {
+	pairs := make([]runners.Pair, 0, len(e.rules))
+	for p := range e.rules {
+		pairs = append(pairs, p)
+	}
+	return pairs
+}
+
+// buildServices builds the services the specs call for: the event consumer
+// on every instance when any Subscription exists (declaring one is the
+// opt-in), the scheduler (leader only) when any Schedule exists, and
+// maintenance (leader only), always; then the configured ones.
+func (e *Engine) buildServices() error {
+	cfg := e.cfg
+	if cfg.Specs != nil {
+		if len(cfg.Specs.Subscriptions()) > 0 {
+			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger})
+			if err != nil {
+				return fmt.Errorf("error creating engine: %w", err)
+			}
+			e.services = append(e.services, Service{Name: "event consumer", Run: func(ctx context.Context) error {
+				cons.Run(ctx, e.bus)
+				return nil
+			}})
+		}
+		if len(cfg.Specs.Schedules()) > 0 {
+			sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Schedules: cfg.Specs.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
+			if err != nil {
+				return fmt.Errorf("error creating engine: %w", err)
+			}
+			e.leading = append(e.leading, Service{Name: "scheduler", Run: func(ctx context.Context) error { sched.Run(ctx); return nil }})
+		}
+		sup, err := maintenance.New(maintenance.Config{
+			Store: e.store, Interval: cfg.MaintenanceInterval, PartitionsAhead: cfg.PartitionsAhead,
+			Retention: cfg.Retention, Clock: cfg.Clock, Logger: cfg.Logger,
+		})
+		if err != nil {
+			return fmt.Errorf("error configuring maintenance: %w", err)
+		}
+		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
+	}
+	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor})
+	e.services = append(e.services, cfg.Services...)
+	e.leading = append(e.leading, cfg.LeaderServices...)
+	return nil
+}
+
+// Store is the engine's store (every SQL statement), notifying on its channels.
+func (e *Engine) Store() *store.Store { return e.store }
+
+// Client enqueues tasks, checked against the engine's specs: Enqueue in a
+// transaction of its own, EnqueueTx inside the caller's pgx.Tx.
+func (e *Engine) Client() *client.Client { return e.client }
+
+// Emitter writes events to the outbox (Emit, or EmitTx inside the caller's
+// transaction).
+func (e *Engine) Emitter() *events.Emitter { return e.emitter }
+
+// Metrics are the metrics the engine reports to (serve them with Handler).
+func (e *Engine) Metrics() *metrics.Metrics { return e.metrics }
+
+// Rules are the rules of every pair the engine serves.
+func (e *Engine) Rules() execution.Rules { return e.rules }
+
+// Runners are the engine's runners, remote ones included.
+func (e *Engine) Runners() []runners.Runner { return e.runners }
 
 // Capabilities returns which runner serves each pair.
 func (e *Engine) Capabilities() runners.CapabilityMap { return e.capability }
@@ -165,28 +381,39 @@ func (e *Engine) Run(ctx context.Context) error {
 		return fmt.Errorf("error preparing partitions: %w", err)
 	}
 	e.cfg.Logger.Info("wf engine starting", "service", e.cfg.Name, "owner", e.cfg.Owner,
-		"task_types", len(e.dispatcher.TaskTypes()), "slots", cmp.Or(e.cfg.Slots, 100))
+		"task_types", len(e.dispatcher.TaskTypes()), "slots", e.cfg.Slots)
 
-	var wg sync.WaitGroup
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
-	wg.Add(1)
-	go func() { defer wg.Done(); e.elector.Run(bg) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); e.runJanitor(bg) }()
-	for _, svc := range e.cfg.Services {
-		wg.Add(1)
-		go func() { defer wg.Done(); svc(bg, e.bus) }()
-	}
+	every := append([]Service{{Name: "leader election", Run: func(ctx context.Context) error { e.elector.Run(ctx); return nil }}}, e.services...)
+	var wg sync.WaitGroup
+	e.start(bg, &wg, every)
 	err := e.dispatcher.Run(ctx)
+	e.cfg.Logger.Info("service stopped", "service", "dispatcher")
 	stopBg()
 	wg.Wait()
 	e.cfg.Logger.Info("wf engine stopped", "owner", e.cfg.Owner)
 	return err
 }
 
+// start runs each service on a goroutine of its own, logging its stop by
+// name (and its error).
+func (e *Engine) start(ctx context.Context, wg *sync.WaitGroup, services []Service) {
+	for _, svc := range services {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := svc.Run(ctx); err != nil && ctx.Err() == nil {
+				e.cfg.Logger.Error("service stopped with an error", "service", svc.Name, "err", err)
+				return
+			}
+			e.cfg.Logger.Debug("service stopped", "service", svc.Name)
+		}()
+	}
+}
+
 // runJanitor runs the throttled janitor on dispatcher wake-ups.
-func (e *Engine) runJanitor(ctx context.Context) {
+func (e *Engine) runJanitor(ctx context.Context) error {
 	w := signalbus.NewWaker()
 	unsub := e.bus.Subscribe(signalbus.TaskQueued, func(string) { w.Wake() })
 	defer unsub()
@@ -194,7 +421,7 @@ func (e *Engine) runJanitor(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-w.C():
 		}
 		if _, _, err := e.janitor.MaybeRun(ctx); err != nil && ctx.Err() == nil {
@@ -203,13 +430,9 @@ func (e *Engine) runJanitor(ctx context.Context) {
 	}
 }
 
-// lead runs the leader-only services while this instance leads. (Partitions
-// ahead are the maintenance supervisor's job, one of those services in wf run.)
+// lead runs the leader-only services while this instance leads.
 func (e *Engine) lead(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, svc := range e.cfg.LeaderServices {
-		wg.Add(1)
-		go func() { defer wg.Done(); svc(ctx) }()
-	}
+	e.start(ctx, &wg, e.leading)
 	wg.Wait()
 }

@@ -141,3 +141,12 @@ func TestJanitorRescuesDeadInstance(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT min(retry_count) FROM tasks.tasks`).Scan(&retries))
 	require.Equal(t, 1, retries)
 }
+
+// databaseURL is the examples' database: a fresh migrated one.
+func databaseURL() string {
+	url, err := dbtest.Standalone()
+	if err != nil {
+		panic(err)
+	}
+	return url
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -132,7 +131,7 @@ func startEngine(t *testing.T) *bundle {
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Name: "wh", Owner: "t1", Pool: pool, Runners: rs.Runners, Pairs: rs.Pairs, Rules: rs.Rules,
-		PollInterval: 50 * time.Millisecond, Services: []func(context.Context, *signalbus.Bus){cons.Run}, Logger: quiet,
+		PollInterval: 50 * time.Millisecond, Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}}, Logger: quiet,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -45,10 +45,18 @@ var server struct {
 	err      error
 }
 
-// Main runs the tests of a package and stops the throwaway cluster, if one
-// was started. Call it from TestMain: os.Exit(dbtest.Main(m)).
+// standalone are the databases Standalone created, dropped by Main.
+var standalone struct {
+	mu    sync.Mutex
+	names []string
+}
+
+// Main runs the tests of a package, drops the databases Standalone created
+// and stops the throwaway cluster, if one was started. Call it from
+// TestMain: os.Exit(dbtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
+	dropStandalone()
 	if server.cluster != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -161,15 +169,21 @@ func withDatabase(rawURL, db string) string {
 // the server if needed.
 func BaseURL(t testing.TB) string {
 	t.Helper()
+	if err := start(); err != nil {
+		t.Fatalf("test database unavailable: %v", err)
+	}
+	return server.baseURL
+}
+
+// start starts the test server once per process and returns why it could
+// not, if it could not.
+func start() error {
 	server.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		setup(ctx)
 	})
-	if server.err != nil {
-		t.Fatalf("test database unavailable: %v", server.err)
-	}
-	return server.baseURL
+	return server.err
 }
 
 // NewDatabase creates a fresh, migrated database for this test, drops it when
@@ -178,6 +192,42 @@ func NewDatabase(t testing.TB) string {
 	t.Helper()
 	base := BaseURL(t)
 	return createDatabase(t, base, "wf_test_"+randomSuffix(), server.template)
+}
+
+// Standalone creates a fresh, migrated database for code that has no
+// *testing.T (a runnable example) and returns its URL; Main drops it.
+func Standalone() (string, error) {
+	if err := start(); err != nil {
+		return "", fmt.Errorf("test database unavailable: %w", err)
+	}
+	name := "wf_example_" + randomSuffix()
+	if err := create(server.baseURL, name, server.template); err != nil {
+		return "", err
+	}
+	standalone.mu.Lock()
+	standalone.names = append(standalone.names, name)
+	standalone.mu.Unlock()
+	return withDatabase(server.baseURL, name), nil
+}
+
+// dropStandalone drops the databases Standalone created.
+func dropStandalone() {
+	standalone.mu.Lock()
+	defer standalone.mu.Unlock()
+	if len(standalone.names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, server.baseURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	for _, name := range standalone.names {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	standalone.names = nil
 }
 
 // NewEmptyDatabase creates a database with no wf schema (for migration tests).
@@ -191,19 +241,8 @@ func NewEmptyDatabase(t testing.TB) string {
 // when the test ends, and returns its URL.
 func createDatabase(t testing.TB, base, name, template string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("error connecting to the test server: %v", err)
-	}
-	defer conn.Close(ctx)
-	stmt := "CREATE DATABASE " + name
-	if template != "" {
-		stmt += " TEMPLATE " + template
-	}
-	if _, err := conn.Exec(ctx, stmt); err != nil {
-		t.Fatalf("error creating test database %s: %v", name, err)
+	if err := create(base, name, template); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -219,6 +258,26 @@ func createDatabase(t testing.TB, base, name, template string) string {
 		}
 	})
 	return withDatabase(base, name)
+}
+
+// create creates database name on the server at base, cloned from
+// template when given.
+func create(base, name, template string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return fmt.Errorf("error connecting to the test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	stmt := "CREATE DATABASE " + name
+	if template != "" {
+		stmt += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("error creating test database %s: %w", name, err)
+	}
+	return nil
 }
 
 // NewPool returns a connection pool on a fresh migrated database, closed when

@@ -1,4 +1,9 @@
-package api
+// Package metrics holds wf's Prometheus metrics: the engine's claims and
+// outcomes (it is the engine's execution.Observer), queue depth and row
+// estimates read from the store, and the HTTP API's requests. It lives in
+// the engine so that the engine never calls up into the HTTP package; the
+// API serves it at /metrics.
+package metrics
 
 import (
 	"cmp"
@@ -20,8 +25,8 @@ import (
 
 // Metrics are wf's Prometheus metrics, on a registry of their own (never the
 // global default one). It implements execution.Observer, so the engine
-// reports its claims and outcomes to it; the HTTP API reports its requests,
-// synchronous runs and remote workers' outcomes.
+// reports its claims and outcomes to it; the HTTP API reports its requests
+// (ObserveRequest), synchronous runs and remote workers' outcomes.
 //
 // Queue depth (wf_queue_depth) counts PENDING and ACTIVE tasks by type from
 // the partial indexes on live rows only: its cost grows with the live tasks,
@@ -30,7 +35,7 @@ import (
 // timeout. The rows of every status (wf_task_rows_estimate) come from the
 // planner's statistics, at no cost.
 type Metrics struct {
-	cfg MetricsConfig
+	cfg Config
 	reg *prometheus.Registry
 
 	claimed      *prometheus.CounterVec
@@ -42,8 +47,8 @@ type Metrics struct {
 	requestTimes *prometheus.HistogramVec
 }
 
-// MetricsConfig configures Metrics.
-type MetricsConfig struct {
+// Config configures Metrics.
+type Config struct {
 	// Store reads queue depth and row estimates; nil leaves them out.
 	Store *store.Store
 	// TaskTypes are reported with a depth of 0 when they have no live task.
@@ -58,9 +63,9 @@ type MetricsConfig struct {
 // The metrics implement the dispatcher's observer.
 var _ execution.Observer = (*Metrics)(nil)
 
-// NewMetrics returns the metrics on a new registry, with the Go runtime and
+// New returns the metrics on a new registry, with the Go runtime and
 // process collectors.
-func NewMetrics(cfg MetricsConfig) *Metrics {
+func New(cfg Config) *Metrics {
 	cfg.DepthTTL = cmp.Or(cfg.DepthTTL, 10*time.Second)
 	cfg.DepthTimeout = cmp.Or(cfg.DepthTimeout, 2*time.Second)
 	if cfg.Logger == nil {
@@ -131,8 +136,9 @@ func (m *Metrics) Finished(task *wftype.Task, status wftype.TaskStatus, ran time
 	m.runDuration.WithLabelValues(task.TaskType, label).Observe(ran.Seconds())
 }
 
-// observeRequest counts one HTTP request; unmatched paths share one label.
-func (m *Metrics) observeRequest(pattern string, status int, took time.Duration) {
+// ObserveRequest counts one HTTP request by its route pattern; unmatched
+// paths share one label.
+func (m *Metrics) ObserveRequest(pattern string, status int, took time.Duration) {
 	if pattern == "" {
 		pattern = "unmatched"
 	}
@@ -142,7 +148,7 @@ func (m *Metrics) observeRequest(pattern string, status int, took time.Duration)
 
 // depthCollector reports queue depth and row estimates, read at most once per TTL.
 type depthCollector struct {
-	cfg      MetricsConfig
+	cfg      Config
 	depth    *prometheus.Desc
 	estimate *prometheus.Desc
 	up       *prometheus.Desc
@@ -154,7 +160,7 @@ type depthCollector struct {
 	lastRead bool
 }
 
-func newDepthCollector(cfg MetricsConfig) *depthCollector {
+func newDepthCollector(cfg Config) *depthCollector {
 	return &depthCollector{
 		cfg: cfg,
 		depth: prometheus.NewDesc("wf_queue_depth",
