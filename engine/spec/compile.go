@@ -23,6 +23,28 @@ type Options struct {
 	// registry of runners/builtin). A builtin handler must name one of them;
 	// with none given, no builtin handler is valid.
 	Builtins []string
+	// Runtime is the configuration the specs will run with. With it, the
+	// checks that depend on it are made (a lease too short for the
+	// heartbeat, which wf run refuses); nil skips them, see UncheckedWithout.
+	Runtime *Runtime
+}
+
+// Runtime is the part of wf's configuration that decides whether a spec can
+// run: wf run refuses a task type whose lease (its visibility_timeout, else
+// the configured one) is less than twice the heartbeat interval.
+type Runtime struct {
+	// HeartbeatInterval is how often running tasks' leases are extended.
+	HeartbeatInterval time.Duration
+	// VisibilityTimeout is the lease of task types that set none.
+	VisibilityTimeout time.Duration
+}
+
+// UncheckedWithout lists, for a user, the checks Compile skips when
+// Options.Runtime is nil.
+func UncheckedWithout() []string {
+	return []string{
+		"each task type's visibility_timeout (or the configured one) is at least twice heartbeat_interval",
+	}
 }
 
 // Load reads the spec files at paths (see ReadSources) and compiles them. It
@@ -54,6 +76,7 @@ func Compile(sources []Source, opts Options) (*Set, error) {
 type Compiler struct {
 	schema   *specSchema
 	builtins []string
+	runtime  *Runtime
 }
 
 // NewCompiler compiles the spec schemas of package schemas.
@@ -62,13 +85,19 @@ func NewCompiler(opts Options) (*Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Compiler{schema: schema, builtins: slices.Sorted(slices.Values(opts.Builtins))}, nil
+	var rt *Runtime
+	if opts.Runtime != nil {
+		copied := *opts.Runtime
+		rt = &copied
+	}
+	return &Compiler{schema: schema, builtins: slices.Sorted(slices.Values(opts.Builtins)), runtime: rt}, nil
 }
 
 // Compile is the package's Compile with the compiler's options.
 func (cc *Compiler) Compile(sources []Source) (*Set, error) {
 	c := &checker{
 		builtins:     cc.builtins,
+		runtime:      cc.runtime,
 		declarations: map[string]map[string]*document{},
 		taskTypes:    map[string]*TaskType{},
 	}
@@ -97,6 +126,7 @@ func (cc *Compiler) Compile(sources []Source) (*Set, error) {
 // checker holds the state of one Compile call.
 type checker struct {
 	builtins     []string
+	runtime      *Runtime
 	errs         Errors
 	declarations map[string]map[string]*document // kind → name → declaring document
 	taskTypes    map[string]*TaskType            // the task types that compiled
@@ -192,6 +222,7 @@ func (c *checker) compile(docs []*document) *Set {
 			set.subscriptions = append(set.subscriptions, s)
 		}
 	}
+	c.checkSubscriptionOverlaps(set.subscriptions)
 	for _, d := range byKind[KindSchedule] {
 		if s := c.compileSchedule(d); s != nil {
 			set.schedules = append(set.schedules, s)
@@ -235,17 +266,19 @@ func (c *checker) lookupTaskType(d *document, ptr, name string, atKey bool) (t *
 }
 
 // duration parses the duration at ptr of d and checks its bounds. It
-// returns def when the field is absent or wrong (after recording why).
-func (c *checker) duration(d *document, ptr, text string, def, lo, hi time.Duration) time.Duration {
+// returns def when the field is absent or wrong (after recording why); ok is
+// false when it is wrong, so that no other check compares against a default
+// the author did not write.
+func (c *checker) duration(d *document, ptr, text string, def, lo, hi time.Duration) (v time.Duration, ok bool) {
 	if text == "" {
-		return def
+		return def, true
 	}
 	v, err := time.ParseDuration(text)
 	if err != nil || v < lo || v > hi { // pass 1 checked the syntax: an error is an overflow
 		c.fail(d, ptr, "must be between %s and %s; got %s", FormatDuration(lo), FormatDuration(hi), text)
-		return def
+		return def, false
 	}
-	return v
+	return v, true
 }
 
 // optionalDuration is FormatDuration, or "" for zero (not set).

@@ -107,7 +107,14 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parseSource splits a spec file into documents. Errors are syntax errors and
 // values JSON cannot hold; a document with errors is left out.
 func parseSource(src Source) (docs []*document, errs Errors) {
-	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
+	if e := checkEncoding(src); e != nil {
+		return nil, Errors{*e}
+	}
+	data, derr := acceptYAMLDirective(src)
+	if derr != nil {
+		return nil, Errors{*derr}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	spent := 0 // values of the file's documents so far
 	for {
 		var root yaml.Node
@@ -116,13 +123,12 @@ func parseSource(src Source) (docs []*document, errs Errors) {
 			return docs, errs
 		}
 		if err != nil {
-			line, msg := 1, err.Error()
+			line, msg := 0, err.Error()
 			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 				line, _ = strconv.Atoi(m[1])
 				msg = m[2]
 			}
-			msg = trimYAMLPrefix(msg)
-			errs = append(errs, Error{File: src.Name, Line: line, Col: 1, Message: "invalid YAML: " + msg})
+			errs = append(errs, yamlSyntaxError(src, line, trimYAMLPrefix(msg)))
 			return docs, errs
 		}
 		if len(root.Content) == 0 {
@@ -132,12 +138,17 @@ func parseSource(src Source) (docs []*document, errs Errors) {
 		if body.Kind == yaml.ScalarNode && body.ShortTag() == "!!null" {
 			continue // an empty document, e.g. after a trailing ---
 		}
+		if isListOfDocuments(body) {
+			errs = append(errs, Error{File: src.Name, Line: body.Line, Col: body.Column,
+				Message: "the file is a YAML list of specs; write each spec as a document of its own, without the leading -, and separate them with --- lines"})
+			continue
+		}
 		c := &converter{doc: &document{
 			file:  src.Name,
 			pos:   nodePos(body),
 			nodes: map[string]*yaml.Node{},
 			keys:  map[string]*yaml.Node{},
-		}, active: map[*yaml.Node]bool{}, budget: min(maxDocumentValues, maxSourceValues-spent)}
+		}, active: map[*yaml.Node]bool{}, own: ownNodes(body), budget: min(maxDocumentValues, maxSourceValues-spent)}
 		v, ok := c.convert(body, "", 0)
 		errs = append(errs, c.errs...)
 		spent += c.count
@@ -154,6 +165,48 @@ func parseSource(src Source) (docs []*document, errs Errors) {
 		}
 		docs = append(docs, c.doc)
 	}
+}
+
+// isListOfDocuments reports whether a document is a list of mappings that
+// each have a kind: specs written as list items instead of documents.
+func isListOfDocuments(n *yaml.Node) bool {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return false
+	}
+	for _, item := range n.Content {
+		if item.Kind != yaml.MappingNode || !hasKey(item, "kind") {
+			return false
+		}
+	}
+	return true
+}
+
+// hasKey reports whether a mapping node has the key.
+func hasKey(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// ownNodes collects the nodes written in one document (not following
+// aliases), so that an alias to an anchor of an earlier document shows.
+func ownNodes(root *yaml.Node) map[*yaml.Node]bool {
+	own := map[*yaml.Node]bool{}
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || own[n] {
+			return
+		}
+		own[n] = true
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(root)
+	return own
 }
 
 // decodeNode reads the next document, turning a panic of the YAML parser on
@@ -181,6 +234,7 @@ type converter struct {
 	count  int
 	budget int                 // the most values count may reach
 	active map[*yaml.Node]bool // anchors being expanded, to catch recursive aliases
+	own    map[*yaml.Node]bool // the nodes written in this document
 	errs   Errors
 	full   bool // the value budget is spent; stop reporting
 }
@@ -214,6 +268,10 @@ func (c *converter) convert(n *yaml.Node, ptr string, depth int) (any, bool) {
 		target := n.Alias
 		if target == nil || c.active[target] {
 			c.fail(n, "alias *%s refers to a node that contains it", n.Value)
+			return nil, false
+		}
+		if !c.own[target] {
+			c.fail(n, "alias *%s refers to an anchor of an earlier document; anchors do not cross ---, and other YAML parsers refuse this: define &%s in this document or repeat the value", n.Value, n.Value)
 			return nil, false
 		}
 		c.active[target] = true
@@ -264,6 +322,7 @@ func (c *converter) mapping(n *yaml.Node, ptr string, depth int) (any, bool) {
 		ok = c.merge(out, merges[i], ptr, depth) && ok
 	}
 	seen := map[string]*yaml.Node{}
+	secondDoc := false // a second kind at the top: the rest is another document
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
@@ -275,8 +334,15 @@ func (c *converter) mapping(n *yaml.Node, ptr string, depth int) (any, bool) {
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {
-			c.fail(k, "duplicate key %q (first at line %d)", k.Value, first.Line)
 			ok = false
+			switch {
+			case secondDoc:
+			case ptr == "" && k.Value == "kind":
+				c.fail(k, "a second kind (first at line %d): a new spec starts here; put a --- line before it", first.Line)
+				secondDoc = true
+			default:
+				c.fail(k, "duplicate key %q (first at line %d)", k.Value, first.Line)
+			}
 			continue
 		}
 		seen[k.Value] = k
@@ -315,6 +381,10 @@ func (c *converter) merge(out map[string]any, src *yaml.Node, ptr string, depth 
 		return ok
 	case target.Kind != yaml.MappingNode:
 		c.fail(src, "a merge key (<<) needs a mapping or a list of mappings")
+		return false
+	}
+	if src.Kind == yaml.AliasNode && !c.own[target] {
+		c.fail(src, "alias *%s refers to an anchor of an earlier document; anchors do not cross ---, and other YAML parsers refuse this: define &%s in this document or repeat the value", src.Value, src.Value)
 		return false
 	}
 	if c.active[target] {

@@ -126,6 +126,12 @@ func (d *document) compileExpression(ptr, source string, env any, result resultK
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		msg := explainExprError(fe.Message, env)
+		if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok && strings.TrimSpace(source) == name {
+			msg += fmt.Sprintf("; if you meant the text %s, write it as a quoted literal inside the YAML value: '\"%s\"'", name, name)
+		}
+		if strings.Contains(fe.Message, `Operator("=")`) {
+			msg = "= is not a comparison; write == to compare (an expression cannot assign)"
+		}
 		if exact, ok := d.exprPos(ptr, source, fe.Line, fe.Column); ok {
 			at = exact
 		} else {

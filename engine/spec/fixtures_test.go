@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // testOptions are the options every test compiles with: the builtins of
 // runners/builtin that the fixtures use.
 func testOptions() Options {
-	return Options{Builtins: []string{"noop", "sleep", "fail"}}
+	return Options{Builtins: []string{"noop", "sleep", "fail"}, Runtime: testRuntime()}
+}
+
+// testRuntime is wf's default configuration, as far as specs are checked
+// against it.
+func testRuntime() *Runtime {
+	return &Runtime{HeartbeatInterval: 30 * time.Second, VisibilityTimeout: 5 * time.Minute}
 }
 
 // fixtures lists the fixtures of a testdata folder: each *.yaml file, and each

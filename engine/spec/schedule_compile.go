@@ -52,7 +52,9 @@ func (c *checker) compileSchedule(d *document) *Schedule {
 	if strings.HasPrefix(s.Cron, "TZ=") || strings.HasPrefix(s.Cron, "CRON_TZ=") {
 		c.fail(d, "/cron", "set the time zone with the timezone field, not in the cron line")
 	} else if parsed, err := cronParser().Parse(s.Cron); err != nil {
-		c.fail(d, "/cron", "invalid cron line %q: %s", s.Cron, err)
+		c.fail(d, "/cron", "%s", explainCron(s.Cron, err))
+	} else if neverFires(parsed) {
+		c.fail(d, "/cron", "cron line %q never fires: the day of month and the month it names never meet (such as the 30th of February or the 31st of April); pick a day that exists in that month", s.Cron)
 	} else {
 		sch.cron = parsed
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
 
 	"github.com/wfhq/wf/schemas"
 )
@@ -68,12 +69,40 @@ func (s *specSchema) check(d *document) Errors {
 	if err == nil {
 		return nil
 	}
+	vs := violations(err, s.raw, d.value)
+	// A field written at the top level that belongs inside an object the
+	// document lacks: say where it goes, and not also that the object is
+	// missing.
+	placed := map[string]bool{}
+	for i, v := range vs {
+		if parent, ok := misplacedFields[d.kind][v.field]; ok && v.kind == violationUnknown && v.ptr == "" {
+			vs[i].message = fmt.Sprintf("; it belongs under %s: indent it below that field", parent)
+			placed[strings.SplitN(parent, ".", 2)[0]] = true
+		}
+	}
 	var errs Errors
-	for _, v := range violations(err, s.raw, d.value) {
+	for _, v := range vs {
+		if v.kind == violationMissing && v.ptr == "" && placed[v.field] {
+			d.flag(v.pointer(""))
+			continue
+		}
 		errs = append(errs, d.violationError(v, ""))
 		d.flag(v.pointer(""))
 	}
 	return errs
+}
+
+// misplacedFields maps, per kind, a field written at the top level of a
+// document to the object it belongs in: runner settings written beside type,
+// a handler or backoff field written beside name.
+var misplacedFields = map[string]map[string]string{
+	KindRunner: {"project": "settings", "region": "settings", "jobs": "settings"},
+	KindTaskType: {
+		"builtin": "handler", "exec": "handler", "http": "handler",
+		"command": "handler.exec", "env": "handler.exec", "url": "handler.http", "headers": "handler.http",
+		"base": "backoff", "factor": "backoff", "max": "backoff", "jitter": "backoff",
+		"per_instance": "concurrency", "global": "concurrency",
+	},
 }
 
 // pointer returns the pointer of the value a violation is about, base being
@@ -100,10 +129,40 @@ func (d *document) violationError(v violation, base string) Error {
 		if path != "" {
 			where = " in " + path
 		}
-		return d.errorAt(d.keyAt(child), "unknown field %q%s%s", v.field, where, unknownFieldHint(v))
+		hint := unknownFieldHint(v)
+		if v.message != "" { // a misplaced field: where it belongs
+			hint = v.message
+		}
+		return d.errorAt(d.keyAt(child), "unknown field %q%s%s", v.field, where, hint)
 	default:
-		return d.errorAt(d.at(ptr), "%s%s", prefixPath(path), v.message)
+		return d.errorAt(d.at(ptr), "%s%s%s", prefixPath(path), v.message, d.yamlTypeHint(ptr, v.message))
 	}
+}
+
+// yamlTypeHint explains a type mismatch that comes from how YAML typed an
+// unquoted value: 0755 or 1e3 is a number, true a boolean, ~ or an empty
+// value null, while yes, no and on stay text (YAML 1.2).
+func (d *document) yamlTypeHint(ptr, message string) string {
+	n, ok := d.nodes[ptr]
+	if !ok || n.Kind != yaml.ScalarNode || n.Style != 0 || !strings.HasPrefix(message, "expected ") {
+		return ""
+	}
+	wantsText := strings.HasPrefix(message, "expected string")
+	switch tag := n.ShortTag(); {
+	case wantsText && (tag == "!!int" || tag == "!!float" || tag == "!!bool"):
+		what := map[string]string{"!!int": "a number", "!!float": "a number", "!!bool": "a boolean"}[tag]
+		return fmt.Sprintf("; YAML reads %s as %s: quote it to keep it as text: %s", n.Value, what, quoteSuggestion(n.Value))
+	case wantsText && tag == "!!null":
+		return "; the value is empty (null): write it, or quote an empty text: \"\""
+	case strings.HasPrefix(message, "expected boolean") && tag == "!!str":
+		switch strings.ToLower(n.Value) {
+		case "yes", "y", "on":
+			return fmt.Sprintf("; YAML 1.2 reads %s as text, not a boolean: write true", n.Value)
+		case "no", "n", "off":
+			return fmt.Sprintf("; YAML 1.2 reads %s as text, not a boolean: write false", n.Value)
+		}
+	}
+	return ""
 }
 
 // prefixPath returns "path: ", or "" for the document root.

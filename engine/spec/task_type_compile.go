@@ -114,15 +114,22 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		t.maxRetries = *s.MaxRetries
 	}
 	// Unset stays zero: the engine's configured visibility_timeout applies.
-	t.visibilityTimeout = c.duration(d, "/visibility_timeout", s.VisibilityTimeout, 0, minVisibilityTimeout, maxVisibilityTimeout)
-	t.timeout = c.duration(d, "/timeout", s.Timeout, defaultTimeout, minTimeout, maxTimeout)
+	var visOK, timeoutOK bool
+	t.visibilityTimeout, visOK = c.duration(d, "/visibility_timeout", s.VisibilityTimeout, 0, minVisibilityTimeout, maxVisibilityTimeout)
+	if visOK {
+		c.checkLease(d, t.visibilityTimeout)
+	}
+	t.timeout, timeoutOK = c.duration(d, "/timeout", s.Timeout, defaultTimeout, minTimeout, maxTimeout)
 	t.backoff = c.backoff(d, &s)
-	t.handler = c.handler(d, &s, t.timeout)
+	t.handler = c.handler(d, &s, t.timeout, timeoutOK)
 	t.inputsRaw, t.inputs, t.inputsDoc = c.inputSchema(d, s.Name, s.Inputs)
 	if s.DedupKey != "" {
 		p, err := d.compileExpression("/dedup_key", s.DedupKey, taskEnv{}, resultString)
 		c.failAt(d, "/dedup_key", err)
 		t.dedupKey = p
+		if p != nil {
+			c.checkInputReads(d, "/dedup_key", s.DedupKey, t.inputsDoc[inputsSchemaURL(s.Name)])
+		}
 	}
 	if per, global := t.concurrency.PerInstance, t.concurrency.Global; per > 0 && global > 0 && per > global {
 		c.fail(d, "/concurrency/per_instance", "must not exceed concurrency.global (%d); got %d", global, per)
@@ -146,15 +153,16 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 // backoff checks and fills in a task type's backoff policy.
 func (c *checker) backoff(d *document, s *taskTypeSpec) Backoff {
 	b := defaultBackoff()
-	b.Base = c.duration(d, "/backoff/base", s.Backoff.Base, b.Base, minBackoffBase, maxBackoffBase)
-	b.Max = c.duration(d, "/backoff/max", s.Backoff.Max, b.Max, minBackoffBase, maxBackoffMax)
+	var baseOK, maxOK bool
+	b.Base, baseOK = c.duration(d, "/backoff/base", s.Backoff.Base, b.Base, minBackoffBase, maxBackoffBase)
+	b.Max, maxOK = c.duration(d, "/backoff/max", s.Backoff.Max, b.Max, minBackoffBase, maxBackoffMax)
 	if s.Backoff.Factor != nil {
 		b.Factor = *s.Backoff.Factor
 	}
 	if s.Backoff.Jitter != nil {
 		b.Jitter = *s.Backoff.Jitter
 	}
-	if b.Max < b.Base {
+	if baseOK && maxOK && b.Max < b.Base {
 		if s.Backoff.Max == "" {
 			c.fail(d, "/backoff/base", "must not be above backoff.max (%s); got %s", FormatDuration(b.Max), s.Backoff.Base)
 		} else {
@@ -165,7 +173,7 @@ func (c *checker) backoff(d *document, s *taskTypeSpec) Backoff {
 }
 
 // handler checks a task type's handler.
-func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration) Handler {
+func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration, timeoutOK bool) Handler {
 	h := s.Handler
 	switch {
 	case h.Builtin != nil:
@@ -191,9 +199,8 @@ func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration) H
 		return Handler{Kind: HandlerExec, Exec: ExecHandler{Command: h.Exec.Command, Env: h.Exec.Env, Dir: h.Exec.Dir}}
 	case h.HTTP != nil:
 		c.placeholders(d, "/handler/http/url", h.HTTP.URL)
-		expanded := placeholderRE.ReplaceAllString(h.HTTP.URL, "x")
-		if u, err := url.Parse(expanded); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			c.fail(d, "/handler/http/url", "expected an absolute http or https URL; got %s", strconv.Quote(h.HTTP.URL))
+		if !plausibleURL(h.HTTP.URL) {
+			c.fail(d, "/handler/http/url", "expected an absolute http or https URL (${NAME} placeholders allowed); got %s", strconv.Quote(h.HTTP.URL))
 		}
 		for _, k := range sortedKeys(h.HTTP.Headers) {
 			ptr := joinPointer("/handler/http/headers", k)
@@ -205,13 +212,51 @@ func (c *checker) handler(d *document, s *taskTypeSpec, timeout time.Duration) H
 			}
 			c.placeholders(d, ptr, h.HTTP.Headers[k])
 		}
-		reqTimeout := c.duration(d, "/handler/http/timeout", h.HTTP.Timeout, timeout, minHTTPTimeout, maxTimeout)
-		if reqTimeout > timeout {
+		reqTimeout, ok := c.duration(d, "/handler/http/timeout", h.HTTP.Timeout, timeout, minHTTPTimeout, maxTimeout)
+		if ok && timeoutOK && reqTimeout > timeout {
 			c.fail(d, "/handler/http/timeout", "must not exceed the task's timeout (%s); got %s", FormatDuration(timeout), h.HTTP.Timeout)
 		}
 		return Handler{Kind: HandlerHTTP, HTTP: HTTPHandler{URL: h.HTTP.URL, Headers: h.HTTP.Headers, Timeout: reqTimeout}}
 	}
 	return Handler{}
+}
+
+// plausibleURL reports whether an HTTP handler's URL, once its ${NAME}
+// placeholders are replaced from the environment, can be an absolute http
+// or https URL. A placeholder may stand for the scheme, the host, the port,
+// a path or the whole URL (12-factor deployments write all of these), so
+// each is replaced by a value that fits where it stands.
+func plausibleURL(raw string) bool {
+	if loc := placeholderRE.FindStringIndex(raw); loc != nil && loc[0] == 0 {
+		rest := raw[loc[1]:]
+		if !strings.HasPrefix(rest, "://") {
+			// The whole URL, or its start (${BASE_URL}/hook): only what
+			// follows can be checked.
+			return rest == "" || strings.ContainsRune("/?#:", rune(rest[0]))
+		}
+		raw = "https" + rest // the scheme
+	}
+	u, err := url.Parse(placeholderRE.ReplaceAllString(raw, "1"))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// checkLease reports a lease wf run would refuse: less than twice the
+// heartbeat interval, so that one late heartbeat loses it. visibility is
+// the task type's own, zero when it sets none (the configured one applies).
+func (c *checker) checkLease(d *document, visibility time.Duration) {
+	rt := c.runtime
+	if rt == nil || rt.HeartbeatInterval <= 0 {
+		return
+	}
+	least := 2 * rt.HeartbeatInterval
+	switch {
+	case visibility > 0 && visibility < least:
+		c.fail(d, "/visibility_timeout", "must be at least twice heartbeat_interval (%s), %s, or one late heartbeat loses the lease and wf run refuses to start; raise it to %s or lower heartbeat_interval; got %s",
+			FormatDuration(rt.HeartbeatInterval), FormatDuration(least), FormatDuration(least), FormatDuration(visibility))
+	case visibility == 0 && rt.VisibilityTimeout > 0 && rt.VisibilityTimeout < least:
+		c.failKey(d, "/name", "sets no visibility_timeout, so it takes the configured one (%s), less than twice heartbeat_interval (%s) and refused by wf run; set visibility_timeout: %s here, or change the configuration",
+			FormatDuration(rt.VisibilityTimeout), FormatDuration(rt.HeartbeatInterval), FormatDuration(least))
+	}
 }
 
 // placeholders checks the ${NAME} references of a value.
@@ -237,11 +282,16 @@ func (c *checker) inputSchema(d *document, name string, raw json.RawMessage) (js
 	}
 	schema, doc, violations := compileInputSchema(name, raw)
 	for _, v := range violations {
+		if ref, ptr, ok := d.badRef(v); ok {
+			c.fail(d, ptr, "$ref %q points at nothing this schema can reach; a $ref names a place inside the inputs schema, such as \"#/$defs/NAME\" with NAME under $defs (%s)", ref, strings.TrimPrefix(v.message, "not a valid JSON Schema: "))
+			continue
+		}
 		c.add(d, v.pointer("/inputs"), d.violationError(v, "/inputs"))
 	}
 	if schema == nil {
 		return nil, nil, nil
 	}
+	c.checkInputSchema(d, doc[inputsSchemaURL(name)])
 	if m, ok := doc[inputsSchemaURL(name)].(map[string]any); ok {
 		if typ, has := m["type"]; has && !acceptsObject(typ) {
 			c.fail(d, "/inputs/type", "task inputs are a JSON object, so the schema must accept an object; got %s", jsonText(typ))

@@ -142,7 +142,7 @@ execution_mode: SYNCHRONOUS
 handler:
   http: {url: "https://example.com/${PATH}", headers: {X-Token: "${TOKEN}"}}
 timeout: 2m
-visibility_timeout: 30s
+visibility_timeout: 90s
 priority: 7
 max_retries: 0
 concurrency: {per_instance: 1}
@@ -163,7 +163,7 @@ reporters: [gcs_detailed, database]
 	require.JSONEq(t, `{"type":"object"}`, string(tt.InputSchema()))
 	require.Equal(t, 0, tt.MaxRetries())
 	require.Equal(t, 2*time.Minute, tt.Timeout())
-	require.Equal(t, 30*time.Second, tt.VisibilityTimeout())
+	require.Equal(t, 90*time.Second, tt.VisibilityTimeout())
 	require.Equal(t, 7, tt.Priority())
 	require.Equal(t, Concurrency{PerInstance: 1}, tt.Concurrency())
 	reps := tt.Reporters()
@@ -172,7 +172,7 @@ reporters: [gcs_detailed, database]
 	require.Equal(t, ReporterGCSDetailed, tt.Reporters()[0])
 	require.Equal(t, DispatchRule{
 		TaskType: "hook", Mode: wftype.ModeSync, Priority: 7, Concurrency: Concurrency{PerInstance: 1},
-		Backoff: defaultBackoff(), VisibilityTimeout: 30 * time.Second, Timeout: 2 * time.Minute,
+		Backoff: defaultBackoff(), VisibilityTimeout: 90 * time.Second, Timeout: 2 * time.Minute,
 	}, tt.DispatchRule())
 	require.Equal(t, []DispatchRule{tt.DispatchRule()}, set.DispatchRules())
 
