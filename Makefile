@@ -28,6 +28,11 @@ test: postgres chromium ## run every test against one throwaway PostgreSQL, the 
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) -artifacts -outputdir $(CURDIR)/bin/test-output ./...
 	$(GO) build -o bin/wf . && ./bin/wf validate specs/
 	$(MAKE) --no-print-directory check-deploy
+	$(MAKE) --no-print-directory embed-check
+
+.PHONY: embed-check
+embed-check: postgres ## build a throwaway module outside the repository that embeds wf (replace to this checkout) and run it
+	$(GO) run ./internal/dbtest/withdb -- .ci/embed-check
 
 .PHONY: check-deploy
 check-deploy: ## build the image's static binary with deploy/build.sh, check it is static, check the manifests
