@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -107,6 +108,36 @@ func checkProblem(t *testing.T, path string, body []byte, res *httptest.Response
 		p.Status != res.Code || p.Detail == "" {
 		t.Fatalf("%s %q: %d %s", path, body, res.Code, res.Body.Bytes())
 	}
+	// A request the client got wrong names the field at fault.
+	if res.Code == http.StatusBadRequest && len(p.Errors) == 0 {
+		t.Fatalf("%s %q: a 400 names no field: %s", path, body, res.Body.Bytes())
+	}
+}
+
+// FuzzJSONText checks the body walker against encoding/json: a body it
+// accepts is valid JSON that decodes to the same value, and any string Go
+// can encode (valid UTF-8, no NUL) inside an object is accepted.
+func FuzzJSONText(f *testing.F) {
+	for _, s := range requestSeeds {
+		f.Add([]byte(s), "text")
+	}
+	f.Add([]byte(`{"a": "\ud83d\ude00", "b": [1, -0.5e3, true, null, {}]}`), "é\u00e9")
+	f.Add([]byte(`{"a": "\ud800"}`), "\x00")
+	f.Fuzz(func(t *testing.T, body []byte, text string) {
+		if checkJSONText(body, 64) == nil && !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+			return
+		}
+		doc, err := json.Marshal(map[string]any{"k": text, text: []any{text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := checkJSONText(doc, 64); e != nil {
+			t.Fatalf("refused %q: %s %s", doc, e.pointer, e.message)
+		}
+	})
 }
 
 // FuzzRequestBody sends one body to every operation that reads one: each

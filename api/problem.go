@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,7 +134,9 @@ func (s *Server) toProblem(r *http.Request, err error) *problem {
 		if len(verr.Inputs) > 0 {
 			return validationProblem(fmt.Sprintf("the inputs do not match the input schema of task type %s", verr.TaskType), "/inputs", verr.Inputs)
 		}
-		return newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", verr.Message)
+		p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", verr.Message)
+		p.Errors = []fieldError{pointerError("/"+cmp.Or(verr.Field, "task_type"), verr.Message)}
+		return p
 	case errors.As(err, &cerr):
 		return validationProblem("the request breaks the catalog registry's rules", "", cerr.Errors)
 	case errors.Is(err, client.ErrUnknownTaskType):
@@ -141,7 +144,12 @@ func (s *Server) toProblem(r *http.Request, err error) *problem {
 		p.Errors = []fieldError{pointerError("/task_type", "unknown task type")}
 		return p
 	case errors.Is(err, events.ErrInvalidEvent):
-		return newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", strings.TrimPrefix(err.Error(), "invalid event: "))
+		p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", strings.TrimPrefix(err.Error(), "invalid event: "))
+		var ferr *events.InvalidEventError
+		if errors.As(err, &ferr) {
+			p.Errors = []fieldError{pointerError("/"+ferr.Field, ferr.Reason)}
+		}
+		return p
 	case errors.Is(err, wftype.ErrNotFound):
 		return notFound("%s", lastPart(err))
 	case errors.Is(err, wftype.ErrConflict):

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +36,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prob
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			p := newProblem(http.StatusUnsupportedMediaType, typeMediaType, "Unsupported media type",
 				"send the body as JSON with Content-Type: application/json (got %q)", ct)
+			p.Errors = []fieldError{{Parameter: "Content-Type", Message: "must be application/json"}}
 			p.header = http.Header{"Accept-Post": {"application/json"}}
 			return nil, p
 		}
@@ -44,11 +47,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prob
 		return nil, tooLarge(s.maxBody)
 	}
 	if err != nil {
-		return nil, badRequest("error reading the request body: %v", err)
+		p := badRequest("error reading the request body: %v", err)
+		p.Errors = []fieldError{pointerError("", "could not be read")}
+		return nil, p
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, badRequest("the request body is empty; expected a JSON object")
+		p := badRequest("the request body is empty; expected a JSON object")
+		p.Errors = []fieldError{pointerError("", "is empty; expected a JSON object")}
+		return nil, p
+	}
+	if e := checkJSONText(trimmed, s.maxDepth); e != nil {
+		p := badRequest("%s: %s", displayPointer(e.pointer), e.message)
+		p.Errors = []fieldError{pointerError(e.pointer, e.message)}
+		return nil, p
 	}
 	if trimmed[0] != '{' {
 		p := badRequest("the request body must be a JSON object")
@@ -58,9 +70,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prob
 	return trimmed, nil
 }
 
+// displayPointer shows a JSON pointer in a message ("" is the whole body).
+func displayPointer(pointer string) string {
+	if pointer == "" {
+		return "the request body"
+	}
+	return pointer
+}
+
 func tooLarge(limit int64) *problem {
-	return newProblem(http.StatusRequestEntityTooLarge, typeTooLarge, "Request body too large",
+	p := newProblem(http.StatusRequestEntityTooLarge, typeTooLarge, "Request body too large",
 		"the request body is larger than the limit of %d bytes (http.max_body_bytes)", limit)
+	p.Errors = []fieldError{pointerError("", fmt.Sprintf("is larger than %d bytes", limit))}
+	return p
 }
 
 // decodeBody reads the body into v strictly: unknown fields, wrong types,
@@ -73,8 +95,13 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *prob
 	return decodeStrict(body, v)
 }
 
-// decodeStrict decodes one JSON object into v, rejecting unknown fields.
+// decodeStrict decodes one JSON object into v, rejecting unknown fields,
+// member names that match a field only when case is ignored (encoding/json
+// would take "Task_Type" for task_type), and wrong types.
 func decodeStrict(body []byte, v any) *problem {
+	if p := exactMembers(body, v); p != nil {
+		return p
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -182,11 +209,32 @@ type query struct {
 	values url.Values
 }
 
-// parseQuery rejects unknown and repeated parameters.
+// parseQuery rejects malformed, unknown and repeated parameters: each
+// refusal names its parameter, and a name or value that is not valid
+// UTF-8 or holds a control character (NUL among them) is refused before it
+// reaches a statement.
 func parseQuery(r *http.Request, single []string, repeatable []string) (query, *problem) {
-	vals, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return query{}, badRequest("the query string is malformed: %v", err)
+	vals := url.Values{}
+	for _, part := range strings.Split(r.URL.RawQuery, "&") {
+		if part == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			return query{}, invalidParameter(strings.ToValidUTF8(rawName, "\uFFFD"), "its name is not percent-encoded correctly")
+		}
+		if msg := checkText(name); msg != "" {
+			return query{}, invalidParameter(strings.ToValidUTF8(name, "\uFFFD"), "its name %s", msg)
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			return query{}, invalidParameter(name, "is not percent-encoded correctly")
+		}
+		if msg := checkText(value); msg != "" {
+			return query{}, invalidParameter(name, "%s", msg)
+		}
+		vals[name] = append(vals[name], value)
 	}
 	for name, vs := range vals {
 		switch {
@@ -266,7 +314,7 @@ func (q query) cursor(kind string) (*cursor, *problem) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(raw)
 	var c cursor
-	if err != nil || len(b) > 512 || json.Unmarshal(b, &c) != nil || c.Kind != kind || c.ID == "" {
+	if err != nil || len(b) > 512 || json.Unmarshal(b, &c) != nil || c.Kind != kind || c.ID == "" || checkText(c.ID) != "" {
 		return nil, invalidParameter("cursor", "is not a cursor of this list; pass next_cursor from the previous page unchanged")
 	}
 	return &c, nil
@@ -283,4 +331,48 @@ func (c *cursor) uuidOf() (*uuid.UUID, *time.Time, *problem) {
 		t = store.IDTime(id)
 	}
 	return &id, &t, nil
+}
+
+// exactMembers refuses a member of the body's object whose name is not
+// exactly one of the JSON names of v's struct fields.
+func exactMembers(body []byte, v any) *problem {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // the decoder words it
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	known := map[string]bool{}
+	jsonFieldNames(t, known)
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if !known[name] {
+			p := newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", "unknown field %q (names are case-sensitive)", name)
+			p.Errors = []fieldError{pointerError("/"+escapePointer(name), "unknown field (names are case-sensitive)")}
+			return p
+		}
+	}
+	return nil
+}
+
+// jsonFieldNames adds the JSON names of a struct's fields (and of its
+// embedded structs' fields) to names.
+func jsonFieldNames(t reflect.Type, names map[string]bool) {
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			jsonFieldNames(f.Type, names)
+		case name != "":
+			names[name] = true
+		case f.IsExported():
+			names[f.Name] = true
+		}
+	}
 }

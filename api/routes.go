@@ -126,7 +126,9 @@ func (s *Server) canonical(next http.Handler) http.Handler {
 		if p == "" || p[0] != '/' || path.Clean(p) != p && !(strings.HasSuffix(p, "/") && path.Clean(p)+"/" == p) ||
 			strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(p, "\\") ||
 			strings.ContainsAny(p, "\x00\r\n") {
-			writeProblem(w, r, badRequest("the request path is not in canonical form (no '.' or '..' segments, no repeated or encoded slashes)"))
+			p := badRequest("the request path is not in canonical form (no '.' or '..' segments, no repeated or encoded slashes, no control characters)")
+			p.Errors = []fieldError{{Parameter: "path", Message: "is not in canonical form"}}
+			writeProblem(w, r, p)
 			return
 		}
 		next.ServeHTTP(w, r)

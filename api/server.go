@@ -103,6 +103,8 @@ type Server struct {
 	syncSlots  syncSlots // synchronous runs in progress, for concurrency.per_instance
 	openapi    []byte
 	maxBody    int64
+	// maxDepth is the deepest JSON nesting a body may have (http.max_json_depth).
+	maxDepth   int
 	handler    http.Handler
 	ingestion  *spec.TaskType
 }
@@ -114,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	def := config.Default().HTTP
 	cfg.HTTP.MaxBodyBytes = cmp.Or(cfg.HTTP.MaxBodyBytes, def.MaxBodyBytes)
+	cfg.HTTP.MaxJSONDepth = cmp.Or(cfg.HTTP.MaxJSONDepth, def.MaxJSONDepth)
 	cfg.HTTP.ReadTimeout = cmp.Or(cfg.HTTP.ReadTimeout, def.ReadTimeout)
 	cfg.HTTP.WriteTimeout = cmp.Or(cfg.HTTP.WriteTimeout, def.WriteTimeout)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 2*time.Minute)
@@ -156,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		metrics:  cfg.Metrics,
 		openapi:  doc,
 		maxBody:  cfg.HTTP.MaxBodyBytes,
+		maxDepth: cfg.HTTP.MaxJSONDepth,
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.New(metrics.Config{Store: st})

@@ -124,6 +124,9 @@ type Files struct {
 type HTTP struct {
 	// MaxBodyBytes is the largest request body accepted.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxJSONDepth is the deepest nesting of arrays and objects a JSON body
+	// may have; deeper bodies answer 400.
+	MaxJSONDepth int `yaml:"max_json_depth"`
 	// ReadTimeout bounds reading a whole request.
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing a response.
@@ -173,6 +176,7 @@ func Default() *Config {
 		Report: Report{},
 		HTTP: HTTP{
 			MaxBodyBytes: 1 << 20,
+			MaxJSONDepth: 64,
 			ReadTimeout:  15 * time.Second,
 			WriteTimeout: 60 * time.Second,
 		},

@@ -69,7 +69,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, Channels{TaskQueued: "new_task_queued", TaskStatusChanged: "task_status_changed", Events: "dynastore_events_channel"}, c.Channels)
 	require.Equal(t, Retention{Completed: 720 * time.Hour, Failed: 720 * time.Hour, DeadLetter: 2160 * time.Hour, DeadLetterEvents: 720 * time.Hour, PartitionsAhead: 3}, c.Retention)
 	require.Empty(t, c.Tokens)
-	require.Equal(t, HTTP{MaxBodyBytes: 1 << 20, ReadTimeout: 15 * time.Second, WriteTimeout: 60 * time.Second}, c.HTTP)
+	require.Equal(t, HTTP{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, ReadTimeout: 15 * time.Second, WriteTimeout: 60 * time.Second}, c.HTTP)
 	require.False(t, c.Report.Gzip)
 
 	abs, err := filepath.Abs(filepath.Join(".wf", "reports"))
@@ -197,6 +197,7 @@ var everyEnv = map[string]string{
 	"WF_REPORT_GZIP":                  "true",
 	"WF_FILES_LOCAL_ROOTS":            "/srv/files,/mnt/shared",
 	"WF_HTTP_MAX_BODY_BYTES":          "2048",
+	"WF_HTTP_MAX_JSON_DEPTH":          "32",
 	"WF_HTTP_READ_TIMEOUT":            "1s",
 	"WF_HTTP_WRITE_TIMEOUT":           "2s",
 }
@@ -211,7 +212,7 @@ func TestEnvVarNames(t *testing.T) {
 		"WF_RETENTION_COMPLETED", "WF_RETENTION_FAILED", "WF_RETENTION_DEAD_LETTER",
 		"WF_RETENTION_DEAD_LETTER_EVENTS", "WF_RETENTION_PARTITIONS_AHEAD",
 		"WF_TOKENS", "WF_REPORT_BUCKET_URL", "WF_REPORT_GZIP", "WF_FILES_LOCAL_ROOTS",
-		"WF_HTTP_MAX_BODY_BYTES", "WF_HTTP_READ_TIMEOUT", "WF_HTTP_WRITE_TIMEOUT",
+		"WF_HTTP_MAX_BODY_BYTES", "WF_HTTP_MAX_JSON_DEPTH", "WF_HTTP_READ_TIMEOUT", "WF_HTTP_WRITE_TIMEOUT",
 	}, EnvVars())
 }
 
@@ -313,7 +314,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"duplicate", "name: a\nname: b\n", "wf.yaml:2:1: name: duplicate field"},
 		{"unknown field", "nme: x\n", `wf.yaml:1:1: nme: unknown field; did you mean "name"?`},
 		{"unknown nested field", "retention:\n  completd: 1h\n", `wf.yaml:2:3: retention.completd: unknown field; did you mean "completed"?`},
-		{"unknown far field", "http:\n  zzzzzzzz: 1\n", `wf.yaml:2:3: http.zzzzzzzz: unknown field; expected one of max_body_bytes, read_timeout, write_timeout`},
+		{"unknown far field", "http:\n  zzzzzzzz: 1\n", `wf.yaml:2:3: http.zzzzzzzz: unknown field; expected one of max_body_bytes, max_json_depth, read_timeout, write_timeout`},
 		{"section not a mapping", "retention: 5\n", `wf.yaml:1:12: retention: expected a mapping, got 5`},
 		{"bad duration", "poll_interval: 5\n", "wf.yaml:1:16: poll_interval: expected a duration such as 30s, 5m or 1h30m, got 5"},
 		{"bad duration text", "grace: soon\n", `wf.yaml:1:8: grace: expected a duration such as 30s, 5m or 1h30m, got "soon"`},
@@ -447,7 +448,7 @@ func TestLoadFullFile(t *testing.T) {
 	shared, err := filepath.Abs("shared")
 	require.NoError(t, err)
 	require.Equal(t, []string{"/srv/wf/files", shared}, c.Files.LocalRoots, "a relative root resolves against the working folder")
-	require.Equal(t, HTTP{MaxBodyBytes: 4096, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}, c.HTTP)
+	require.Equal(t, HTTP{MaxBodyBytes: 4096, MaxJSONDepth: 64, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}, c.HTTP)
 	require.Equal(t, path+":21:22", c.Origin("tokens[0].catalogs[1]").String())
 	require.Equal(t, path+":22:12", c.Origin("tokens[0].token").String())
 	require.Equal(t, path+":23:5", c.Origin("tokens[1]").String())

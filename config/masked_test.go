@@ -95,6 +95,7 @@ files:
     local_roots: []
 http:
     max_body_bytes: 1048576
+    max_json_depth: 64
     read_timeout: 15s
     write_timeout: 1m
 `, string(b))

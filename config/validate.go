@@ -126,6 +126,9 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes < 1 {
 		add("http.max_body_bytes", "must be at least 1, got %d", c.HTTP.MaxBodyBytes)
 	}
+	if c.HTTP.MaxJSONDepth < 1 || c.HTTP.MaxJSONDepth > 10000 {
+		add("http.max_json_depth", "must be from 1 to 10000, got %d", c.HTTP.MaxJSONDepth)
+	}
 	return errs.orNil()
 }
 

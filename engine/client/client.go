@@ -30,6 +30,9 @@ type ValidationError struct {
 	Inputs spec.InputErrors
 	// Message describes a problem that is not about one input (schema name, dedup key).
 	Message string
+	// Field is the request's field Message is about (schema_name, inputs,
+	// dedup_key), "" when none.
+	Field string
 }
 
 // Error implements error.
@@ -207,13 +210,13 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 	schema := req.SchemaName
 	if schema == "" {
 		if tt.Scope() != wftype.ScopeSystem {
-			return store.NewTask{}, &ValidationError{TaskType: tt.Name(),
+			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "schema_name",
 				Message: fmt.Sprintf("a %s-scoped task needs a schema_name (its tenant)", tt.Scope())}
 		}
 		schema = wftype.SystemSchema
 	}
 	if len(schema) > 255 {
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "schema_name is longer than 255 characters"}
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "schema_name", Message: "schema_name is longer than 255 characters"}
 	}
 	raw := req.Inputs
 	if len(raw) == 0 {
@@ -221,28 +224,28 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 	}
 	var inputs any
 	if err := json.Unmarshal(raw, &inputs); err != nil {
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "inputs are not valid JSON: " + err.Error()}
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: "inputs are not valid JSON: " + err.Error()}
 	}
 	if err := tt.ValidateInputs(inputs); err != nil {
 		var ie spec.InputErrors
 		if errors.As(err, &ie) {
 			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Inputs: ie}
 		}
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: err.Error()}
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: err.Error()}
 	}
 	key := req.DedupKey
 	if key == "" {
 		obj, _ := inputs.(map[string]any)
 		k, ok, err := tt.DedupKey(schema, obj)
 		if err != nil {
-			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Message: "error evaluating the dedup key: " + err.Error()}
+			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: "error evaluating the dedup key: " + err.Error()}
 		}
 		if ok {
 			key = k
 		}
 	}
 	if len(key) > spec.MaxDedupKeyLength {
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(),
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "dedup_key",
 			Message: fmt.Sprintf("dedup key is %d characters long; the limit is %d", len(key), spec.MaxDedupKeyLength)}
 	}
 	priority := tt.Priority()

@@ -85,10 +85,32 @@ func (e *Emitter) EmitMany(ctx context.Context, evs []Event) ([]Result, error) {
 	return e.emit(ctx, e.store, evs)
 }
 
+// InvalidEventError is a validation failure of one field of an event. It
+// wraps ErrInvalidEvent.
+type InvalidEventError struct {
+	// Field is the event's field at fault, as the HTTP API and the CLI spell
+	// it: event_type, scope, schema_name, dedup_key or payload.
+	Field string
+	// Reason says what is wrong and what is expected.
+	Reason string
+}
+
+// Error implements error.
+func (e *InvalidEventError) Error() string {
+	return fmt.Sprintf("%s: %s %s", ErrInvalidEvent, e.Field, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidEvent) hold.
+func (e *InvalidEventError) Unwrap() error { return ErrInvalidEvent }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidEventError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
 // Validate checks an event and fills its defaults.
 func Validate(ev Event) (store.NewEvent, error) {
 	if !eventTypeRE.MatchString(ev.Type) || len(ev.Type) > 255 {
-		return store.NewEvent{}, fmt.Errorf("%w: type %q must be lower-case words joined by dots (e.g. catalog.deleted), at most 255 characters", ErrInvalidEvent, ev.Type)
+		return store.NewEvent{}, invalid("event_type", "%q must be lower-case words joined by dots (e.g. catalog.deleted), at most 255 characters", ev.Type)
 	}
 	if ev.Scope == "" {
 		ev.Scope = ScopePlatform
@@ -96,20 +118,23 @@ func Validate(ev Event) (store.NewEvent, error) {
 	switch ev.Scope {
 	case ScopePlatform, ScopeCatalog, ScopeCollection, ScopeAsset:
 	default:
-		return store.NewEvent{}, fmt.Errorf("%w: scope %q must be PLATFORM, CATALOG, COLLECTION or ASSET", ErrInvalidEvent, ev.Scope)
+		return store.NewEvent{}, invalid("scope", "%q must be PLATFORM, CATALOG, COLLECTION or ASSET", ev.Scope)
 	}
 	if ev.SchemaName == "" {
 		ev.SchemaName = "system"
 	}
-	if len(ev.SchemaName) > 255 || len(ev.DedupKey) > 512 {
-		return store.NewEvent{}, fmt.Errorf("%w: schema_name is limited to 255 characters and dedup_key to 512", ErrInvalidEvent)
+	if len(ev.SchemaName) > 255 {
+		return store.NewEvent{}, invalid("schema_name", "is limited to 255 characters")
+	}
+	if len(ev.DedupKey) > 512 {
+		return store.NewEvent{}, invalid("dedup_key", "is limited to 512 characters")
 	}
 	if len(ev.Payload) == 0 {
 		ev.Payload = json.RawMessage(`{}`)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(ev.Payload, &obj); err != nil || obj == nil {
-		return store.NewEvent{}, fmt.Errorf("%w: payload must be a JSON object", ErrInvalidEvent)
+		return store.NewEvent{}, invalid("payload", "must be a JSON object")
 	}
 	id, _, err := store.NewID()
 	if err != nil {
