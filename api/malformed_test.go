@@ -240,8 +240,8 @@ SELECT (SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace),
 func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root := t.TempDir()
-	startFeatureEngine(t, b, t.TempDir(), root)
+	root := b.root
+	startFeatureEngine(t, b, t.TempDir())
 	b.createCatalog("cat-a", "regions")
 	copyFixture(t, root)
 	id, _, err := store.NewID()

@@ -104,9 +104,9 @@ type Server struct {
 	openapi    []byte
 	maxBody    int64
 	// maxDepth is the deepest JSON nesting a body may have (http.max_json_depth).
-	maxDepth   int
-	handler    http.Handler
-	ingestion  *spec.TaskType
+	maxDepth  int
+	handler   http.Handler
+	ingestion *spec.TaskType
 }
 
 // New validates cfg, fills its defaults and builds the server.
