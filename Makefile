@@ -58,15 +58,18 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: postgres
-postgres: ## install the PostgreSQL server package when its binaries are missing (apt-get, as root)
-	@if [ -n "$$WF_TEST_DATABASE_URL$$WF_DATABASE_URL" ] || command -v initdb >/dev/null 2>&1 \
-	    || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then exit 0; fi; \
+postgres: ## install the PostgreSQL server and PgBouncer packages when missing (apt-get, as root)
+	@missing=; \
+	if [ -z "$$WF_TEST_DATABASE_URL$$WF_DATABASE_URL" ] && ! command -v initdb >/dev/null 2>&1 \
+	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing=postgresql; fi; \
+	if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then missing="$$missing pgbouncer"; fi; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-	    echo "PostgreSQL server binaries are missing: run 'sudo apt-get install -y postgresql' (or set WF_TEST_DATABASE_URL)"; exit 1; \
+	    echo "missing:$$missing: run 'sudo apt-get install -y$$missing' (or set WF_TEST_DATABASE_URL for PostgreSQL)"; exit 1; \
 	fi; \
-	echo "installing the PostgreSQL server package (apt-get install postgresql)"; \
+	echo "installing$$missing (apt-get install)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 .PHONY: chromium
 chromium: ## install Debian's chromium (for the dashboard's browser tests) when it is missing (apt-get, as root)

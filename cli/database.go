@@ -40,7 +40,14 @@ const connectTimeout = 10 * time.Second
 // Errors are one clear line: where wf tried to connect and what failed.
 func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
 	if cfg.DatabaseURL != "" {
-		pool, err := connectPool(ctx, cfg.DatabaseURL)
+		pooled := cfg.Database.SessionURL != ""
+		if pooled {
+			// Fail at start, not at the first election, when it is wrong.
+			if _, err := connectSession(ctx, cfg.Database.SessionURL); err != nil {
+				return nil, nil, err
+			}
+		}
+		pool, err := connectPool(ctx, cfg.DatabaseURL, pooled)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -93,7 +100,7 @@ func openLocalPool(ctx context.Context, adminURL string) (*pgxpool.Pool, error) 
 	if err := ensureDatabase(ctx, adminURL, localDatabase); err != nil {
 		return nil, err
 	}
-	return connectPool(ctx, urlWithDatabase(adminURL, localDatabase))
+	return connectPool(ctx, urlWithDatabase(adminURL, localDatabase), false)
 }
 
 // ensureDatabase creates database name when it does not exist. This is
@@ -187,7 +194,21 @@ func urlWithDatabase(rawURL, database string) string {
 
 // connectPool opens a pool and checks that one connection succeeds, so a
 // wrong URL fails here with a clear message rather than later.
-func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+//
+// pooled says that the URL goes through a transaction-mode pooler
+// (PgBouncer's pool_mode = transaction), where consecutive statements of one
+// client may run on different server sessions. pgx's default caches a
+// prepared statement per statement and session, which such a pooler breaks
+// ("prepared statement … does not exist" or "… already exists"). The pool
+// then caches only statement descriptions and sends every statement unnamed,
+// in one round trip (QueryExecModeCacheDescribe): nothing outlives a
+// statement on the server. Everything else wf runs through the pool is
+// already pooler-safe: no session SET (only SET LOCAL and set_config(…,
+// true) inside transactions), advisory locks only transaction-scoped, and
+// the session-scoped work (the leader's lock and LISTEN, the migrations'
+// lock) goes to database.session_url. A URL that sets
+// default_query_exec_mode keeps it.
+func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// The parse error may quote the URL, password included: say only what is expected.
@@ -197,6 +218,9 @@ func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)
 	cc := pcfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
+	}
+	if pooled && !strings.Contains(databaseURL, "default_query_exec_mode") {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -247,9 +271,53 @@ func connectReason(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// migrateDatabase applies every pending migration on one connection of the
-// pool and returns where the database stands.
-func migrateDatabase(ctx context.Context, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+// connectSession parses a session URL (database.session_url) and checks
+// that it connects, returning its connection settings.
+func connectSession(ctx context.Context, sessionURL string) (*pgx.ConnConfig, error) {
+	cc, err := pgx.ParseConfig(sessionURL)
+	if err != nil {
+		return nil, errors.New("error reading database.session_url: it is not a valid PostgreSQL connection string " +
+			"(expected postgres://user:password@host:port/database)")
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = connectTimeout
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("database.session_url: %w", connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
+	}
+	_ = conn.Close(context.WithoutCancel(ctx))
+	return cc, nil
+}
+
+// sessionConfig returns the settings of the connection that holds session
+// state for a long time (the leader election's advisory lock and LISTEN):
+// database.session_url when set, else the pool's own.
+func sessionConfig(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) (*pgx.ConnConfig, error) {
+	if cfg.Database.SessionURL == "" {
+		return pool.Config().ConnConfig, nil
+	}
+	return connectSession(ctx, cfg.Database.SessionURL)
+}
+
+// migrateDatabase applies every pending migration and returns where the
+// database stands. The migrator holds a session-scoped advisory lock, so it
+// runs on a connection of database.session_url when set (through a
+// transaction-mode pooler the unlock could reach another session, leaving
+// the lock held), else on one connection of the pool.
+func migrateDatabase(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+	if cfg.Database.SessionURL != "" {
+		cc, err := connectSession(ctx, cfg.Database.SessionURL)
+		if err != nil {
+			return dbmigrate.Status{}, err
+		}
+		conn, err := pgx.ConnectConfig(ctx, cc)
+		if err != nil {
+			return dbmigrate.Status{}, fmt.Errorf("database.session_url: %w", connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		return dbmigrate.Up(ctx, conn)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return dbmigrate.Status{}, fmt.Errorf("error acquiring a connection to migrate: %w", err)

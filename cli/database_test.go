@@ -50,7 +50,7 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	pool2, cleanup2, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	require.NoError(t, err)
 	require.Contains(t, logs.String(), "using the local PostgreSQL already running")
-	st, err := migrateDatabase(ctx, pool2)
+	st, err := migrateDatabase(ctx, cfg, pool2)
 	require.NoError(t, err)
 	require.True(t, st.UpToDate())
 	cleanup2()

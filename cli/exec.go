@@ -173,7 +173,7 @@ func runExec(c *cli.Context) error {
 func migrateLocalOnly(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	status, err := migrationStatus(ctx, pool)
 	if err == nil && !status.UpToDate() && cfg.DatabaseURL == "" {
-		status, err = migrateDatabase(ctx, pool)
+		status, err = migrateDatabase(ctx, cfg, pool)
 	}
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)

@@ -70,12 +70,12 @@ func databaseActionArgs(run func(c *cli.Context, cfg *config.Config, pool *pgxpo
 }
 
 // migrateUp applies pending migrations and says where the database ended.
-func migrateUp(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+func migrateUp(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	before, err := migrationStatus(c.Context, pool)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	after, err := migrateDatabase(c.Context, pool)
+	after, err := migrateDatabase(c.Context, cfg, pool)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

@@ -68,8 +68,12 @@ func (c *cluster) enqueue(n int) {
 	require.NoError(c.t, err, string(out))
 }
 
-func (c *cluster) start(name string) *exec.Cmd {
+// start starts `wf run` as name; each of adjust may change the command first.
+func (c *cluster) start(name string, adjust ...func(*exec.Cmd) *exec.Cmd) *exec.Cmd {
 	cmd := c.command("run", "--slots", "40", "--poll-interval", "200ms", "--heartbeat-interval", "1s", "--janitor-interval", "1s", "--grace", "5s")
+	for _, a := range adjust {
+		cmd = a(cmd)
+	}
 	// Sessions carry the process's name, so a test can wait for them to end.
 	cmd.Env = append(cmd.Env, "PGAPPNAME=wfrecord-"+name)
 	logFile, err := os.Create(filepath.Join(c.t.TempDir(), name+".log"))

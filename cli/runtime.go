@@ -89,8 +89,8 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 }
 
 // migrateAll applies every pending migration.
-func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error {
-	if _, err := migrateDatabase(ctx, pool); err != nil {
+func migrateAll(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+	if _, err := migrateDatabase(ctx, cfg, pool); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	return nil
@@ -103,8 +103,12 @@ func migrateAll(ctx context.Context, _ *config.Config, pool *pgxpool.Pool) error
 // it; wf serve and wf exec use its parts.
 func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runner) (*engine.Engine, error) {
 	cfg, r := rt.cfg, rt.cfg.Retention
+	session, err := sessionConfig(c.Context, cfg, rt.pool)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), ExitFailure)
+	}
 	eng, err := engine.New(engine.Config{
-		Name: cfg.Name, Owner: owner, Pool: rt.pool, Channels: storeChannels(cfg),
+		Name: cfg.Name, Owner: owner, Pool: rt.pool, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log), Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
 		Slots:                    cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,

@@ -23,6 +23,8 @@ type Config struct {
 	// pairs). Empty means wf starts a local cluster of its own in
 	// <DataDir>/pg. Secret: Masked hides its password.
 	DatabaseURL string `yaml:"database_url"`
+	// Database holds the connections wf opens beside DatabaseURL's pool.
+	Database Database `yaml:"database"`
 	// Name is the service name (the seed's NAME): instances with one name
 	// elect one leader.
 	Name string `yaml:"name"`
@@ -73,6 +75,18 @@ type Config struct {
 	origins map[string]Source
 	// file is the configuration file Load read, if any.
 	file string
+}
+
+// Database holds the connections beside the pool on DatabaseURL.
+type Database struct {
+	// SessionURL is a connection string straight to PostgreSQL (or through
+	// a session-mode pooler) for what needs one session for a long time:
+	// the leader election's advisory lock and LISTEN, and the migrations'
+	// lock. Set it when DatabaseURL goes through a transaction-mode pooler
+	// such as PgBouncer; the pool then also stops using prepared statements
+	// (see README "Production"). Empty: the session connection uses
+	// DatabaseURL. Secret: Masked hides its password.
+	SessionURL string `yaml:"session_url"`
 }
 
 // Channels are the NOTIFY channel names; the defaults are the seed's.

@@ -117,7 +117,9 @@ func FlagName(key string) string {
 }
 
 // secret reports whether the leaf's value must never be echoed.
-func (l leaf) secret() bool { return l.key == "database_url" || l.typ == tokensType }
+func (l leaf) secret() bool {
+	return l.key == "database_url" || l.key == "database.session_url" || l.typ == tokensType
+}
 
 // field returns the leaf's field in c.
 func (l leaf) field(c *Config) reflect.Value {

@@ -21,6 +21,7 @@ const Mask = "***"
 func (c *Config) Masked() *Config {
 	out := c.clone()
 	out.DatabaseURL = MaskDatabaseURL(c.DatabaseURL)
+	out.Database.SessionURL = MaskDatabaseURL(c.Database.SessionURL)
 	for i := range out.Tokens {
 		if out.Tokens[i].Token != "" {
 			out.Tokens[i].Token = Mask

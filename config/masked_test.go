@@ -28,12 +28,14 @@ func TestMaskDatabaseURL(t *testing.T) {
 func TestMasked(t *testing.T) {
 	t.Parallel()
 	c, err := Load(Options{WorkDir: t.TempDir(), LookupEnv: envOf(map[string]string{
-		"WF_DATABASE_URL": "postgres://wf:s3cret@db:5432/wf",
-		"WF_TOKENS":       `[{"name":"ci","role":"client","catalogs":["c1"],"token":"0123456789abcdef"}]`,
+		"WF_DATABASE_URL":         "postgres://wf:s3cret@db:5432/wf",
+		"WF_DATABASE_SESSION_URL": "postgres://wf:s3cret@db-direct:5432/wf",
+		"WF_TOKENS":               `[{"name":"ci","role":"client","catalogs":["c1"],"token":"0123456789abcdef"}]`,
 	})})
 	require.NoError(t, err)
 	m := c.Masked()
 	require.Equal(t, "postgres://wf:***@db:5432/wf", m.DatabaseURL)
+	require.Equal(t, "postgres://wf:***@db-direct:5432/wf", m.Database.SessionURL)
 	require.Equal(t, []Token{{Name: "ci", Role: RoleClient, Catalogs: []string{"c1"}, TokenSHA256: Mask}}, m.Tokens)
 
 	// The original is untouched, and the copy shares nothing with it.
@@ -63,6 +65,8 @@ func TestMarshalYAML(t *testing.T) {
 	b, err := yaml.Marshal(Default())
 	require.NoError(t, err)
 	require.Equal(t, `database_url: ""
+database:
+    session_url: ""
 name: wf
 listen: 127.0.0.1:8080
 data_dir: ./.wf

@@ -36,6 +36,16 @@ func (c *Config) Validate() error {
 			add("database_url", "%s", msg)
 		}
 	}
+	if c.Database.SessionURL != "" {
+		switch {
+		case c.DatabaseURL == "":
+			add("database.session_url", "needs database_url: without it wf uses a local PostgreSQL of its own, with no pooler in front")
+		default:
+			if msg := checkDatabaseURL(c.Database.SessionURL); msg != "" {
+				add("database.session_url", "%s", msg)
+			}
+		}
+	}
 	if strings.TrimSpace(c.Name) == "" {
 		add("name", "must not be empty")
 	}

@@ -45,6 +45,11 @@ func TestValidate(t *testing.T) {
 			`files.local_roots[0]: expected an absolute folder (Load resolves relative ones against the working folder), got "files"`},
 		{"database scheme", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "database_url: expected postgres://user:password@host:port/database or key=value pairs, got a mysql:// URL"},
 		{"database not a URL", func(c *Config) { c.DatabaseURL = "postgres://u:pw@h:port/db" }, "database_url: is not a valid URL; expected postgres://user:password@host:port/database or key=value pairs"},
+		{"session URL without database URL", func(c *Config) { c.Database.SessionURL = "postgres://u:pw@h/db" }, "database.session_url: needs database_url: without it wf uses a local PostgreSQL of its own, with no pooler in front"},
+		{"session URL scheme", func(c *Config) {
+			c.DatabaseURL = "postgres://u:pw@pooler/db"
+			c.Database.SessionURL = "mysql://u:pw@h/db"
+		}, "database.session_url: expected postgres://user:password@host:port/database or key=value pairs, got a mysql:// URL"},
 		{"database gibberish", func(c *Config) { c.DatabaseURL = "just-a-host" }, "database_url: expected postgres://user:password@host:port/database or key=value pairs"},
 		{"token without name", func(c *Config) { c.Tokens = []Token{{Role: RoleClient, Token: "0123456789abcdef"}} }, "tokens[0].name: required field is missing"},
 		{"token role", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: "root", Token: "0123456789abcdef"}} }, `tokens[0].role: expected one of client, worker, admin, got "root"`},

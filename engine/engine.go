@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/engine/client"
@@ -65,6 +66,11 @@ type Config struct {
 	Owner string
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
+	// SessionConnConfig opens the leader election's connection, which holds
+	// session state (the advisory lock, LISTEN) for as long as it leads: a
+	// connection straight to PostgreSQL when Pool goes through a
+	// transaction-mode pooler. Default the pool's connection settings.
+	SessionConnConfig *pgx.ConnConfig
 	// Channels are the NOTIFY channel names. Default the seed's.
 	Channels store.Channels
 	// Specs are the compiled specs. New builds from them the runners of
@@ -219,7 +225,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.elector, err = leader.New(leader.Config{
-		Name: cfg.Name, ConnConfig: cfg.Pool.Config().ConnConfig, Owner: cfg.Owner, Channels: cfg.Channels,
+		Name: cfg.Name, ConnConfig: cmp.Or(cfg.SessionConnConfig, cfg.Pool.Config().ConnConfig), Owner: cfg.Owner, Channels: cfg.Channels,
 		PollInterval: cfg.PollInterval, Bus: e.bus, TaskTypes: e.dispatcher.TaskTypes,
 		OnElected: e.lead, Logger: cfg.Logger,
 	})

@@ -303,3 +303,23 @@ func randomSuffix() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// PgBouncer starts a PgBouncer in transaction mode in front of the database
+// at url (2 server connections, so clients share them) and returns the URL
+// of the same database through it; it is stopped when the test ends. The
+// pgbouncer binary must be installed (make test installs it).
+func PgBouncer(t testing.TB, url string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("error reading the database URL: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerConfig{TargetURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	return b.URL(cfg.Database)
+}

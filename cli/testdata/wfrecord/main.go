@@ -44,7 +44,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if url := os.Getenv("WF_DATABASE_URL"); url != "" {
+	// The recording pool goes straight to the database when the test says
+	// where (wf's own pool may be behind PgBouncer).
+	url := os.Getenv("WF_RECORD_DATABASE_URL")
+	if url == "" {
+		url = os.Getenv("WF_DATABASE_URL")
+	}
+	if url != "" {
 		if pool, err = pgxpool.New(ctx, url); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -1,0 +1,80 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/internal/dbtest"
+)
+
+// TestBehindPgBouncerTransactionMode: two `wf run` processes whose pools go
+// through a real PgBouncer in transaction mode (2 server connections shared
+// by every client), with database.session_url straight to PostgreSQL,
+// migrate an empty database, elect one leader on the direct session and run
+// every task exactly once.
+func TestBehindPgBouncerTransactionMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	direct := dbtest.NewEmptyDatabase(t)
+	bounced := dbtest.PgBouncer(t, direct)
+
+	// The bouncer really pools by transaction: pgx's default (a named
+	// prepared statement cached per session) breaks when a second client
+	// gets the server session the first one prepared on.
+	var errs []error
+	for range 2 {
+		conn, err := pgx.Connect(ctx, bounced)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, "SELECT $1::int", 1)
+		errs = append(errs, err)
+		require.NoError(t, conn.Close(ctx))
+	}
+	require.NoError(t, errs[0])
+	require.ErrorContains(t, errs[1], "already exists")
+
+	pool := dbtest.PoolFor(t, direct)
+	_, err := pool.Exec(ctx, `
+CREATE SCHEMA wf_test;
+CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`)
+	require.NoError(t, err)
+	specs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(specs, "record.yaml"), []byte(recordSpec), 0o644))
+	c := &cluster{t: t, bin: buildRecorder(t), url: bounced, specs: specs, pool: pool}
+	behind := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Env = append(cmd.Env, "WF_DATABASE_URL="+bounced, "WF_DATABASE_SESSION_URL="+direct, "WF_RECORD_DATABASE_URL="+direct)
+		return cmd
+	}
+
+	// Migrations take a session lock: through the session URL.
+	out, err := behind(c.command("migrate", "up")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "migrated to version")
+
+	procs := []*exec.Cmd{c.start("a", behind), c.start("b", behind)}
+	out, err = behind(c.command("enqueue", "--count", "2000", "record")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	c.waitCompleted(2000, 3*time.Minute)
+
+	// One leader, and its lock is held by a session straight to PostgreSQL
+	// (PgBouncer's server sessions carry no wf-leader application name).
+	require.Equal(t, 1, c.count(`
+SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'wf-leader:%'`))
+
+	for _, p := range procs {
+		stop(t, p)
+	}
+	require.Equal(t, 2000, c.count(`SELECT count(*) FROM wf_test.executions`))
+	require.Equal(t, 2000, c.count(`SELECT count(DISTINCT task_id) FROM wf_test.executions`))
+	require.Equal(t, 0, c.count(`SELECT count(*) FROM tasks.tasks WHERE attempts <> 1`))
+}
