@@ -69,7 +69,8 @@ CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attemp
 	// (PgBouncer's server sessions carry no wf-leader application name).
 	require.Equal(t, 1, c.count(`
 SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'wf-leader:%'`))
+WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'wf-leader:%'
+  AND a.datname = current_database()`))
 
 	for _, p := range procs {
 		stop(t, p)
