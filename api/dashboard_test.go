@@ -242,3 +242,29 @@ func TestDashboardPages(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }
+
+func TestTaskAttemptHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a")
+	id := b.enqueueTenantJob("s_cat_a")
+	require.Len(t, b.claimAs("remote-1"), 1)
+	res := b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "disk full"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+
+	task := b.do("GET", "/tasks/"+id, tokAdmin, nil).json(t)
+	hist := task["attempt_history"].([]any)
+	require.Len(t, hist, 1)
+	a := hist[0].(map[string]any)
+	require.Equal(t, float64(1), a["attempt"])
+	require.Equal(t, "RETRIED", a["outcome"])
+	require.Equal(t, "disk full", a["error"])
+	require.Equal(t, "remote-1", a["owner_id"])
+	require.NotEmpty(t, a["started_at"])
+	require.NotEmpty(t, a["finished_at"])
+
+	// Clients see the history without instance names.
+	a = b.do("GET", "/tasks/"+id, tokClientLimited, nil).json(t)["attempt_history"].([]any)[0].(map[string]any)
+	require.NotContains(t, a, "owner_id")
+	require.Equal(t, "disk full", a["error"])
+}

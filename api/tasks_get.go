@@ -3,7 +3,8 @@ package api
 import "net/http"
 
 // getTask answers GET /tasks/{task_id}, the status_url of a submission: the
-// task's status, progress, outputs, error, attempts and timestamps. A task
+// task's status, progress, outputs, error, attempts and timestamps, and
+// the history of its last 20 attempts (attempt_history, oldest first). A task
 // of a tenant the token may not see answers 404, as a missing one.
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p *principal) error {
 	id, prob := pathTaskID(r, "task_id")
@@ -14,6 +15,12 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p *principal) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.newTaskView(t, p))
+	attempts, err := s.store.GetAttempts(r.Context(), id.UUID)
+	if err != nil {
+		return s.taskNotFound(id, err)
+	}
+	v := s.newTaskView(t, p)
+	v.AttemptHistory = newAttemptViews(attempts, p)
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -35,6 +35,35 @@ type taskView struct {
 	LockedUntil     *time.Time      `json:"locked_until,omitempty"`
 	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
 	StatusURL       string          `json:"status_url"`
+	// AttemptHistory is shown by GET /tasks/{id} only.
+	AttemptHistory []attemptView `json:"attempt_history,omitempty"`
+}
+
+// attemptView is one ended attempt of a task (schema Attempt).
+type attemptView struct {
+	Attempt    int        `json:"attempt"`
+	OwnerID    *string    `json:"owner_id,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt time.Time  `json:"finished_at"`
+	Outcome    string     `json:"outcome"`
+	Error      *string    `json:"error,omitempty"`
+}
+
+// newAttemptViews converts an attempt history; the instance names are shown
+// to workers and admins only, as a task's owner_id is.
+func newAttemptViews(as []wftype.Attempt, p *principal) []attemptView {
+	out := make([]attemptView, 0, len(as))
+	for _, a := range as {
+		v := attemptView{Attempt: a.Attempt, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt.UTC(), Outcome: string(a.Outcome), Error: a.Error}
+		if a.Outcome == wftype.StatusPending {
+			v.Outcome = "RETRIED"
+		}
+		if p != nil && (p.role == config.RoleWorker || p.role == config.RoleAdmin) {
+			v.OwnerID = a.OwnerID
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // newTaskView converts a task row. The lease (owner_id) is shown to workers

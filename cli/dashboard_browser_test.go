@@ -337,6 +337,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		s, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="task"][data-status="DEAD_LETTER"] table.kv`)))
 		return strings.Contains(s, "attempts\t2 (retries 0 of 0)")
 	}, 30*time.Second, 100*time.Millisecond, "the page did not show the second attempt")
+	// Both attempts are in its history, each with its error.
+	attempts, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="attempts"] tbody tr`)))
+	require.NoError(t, err)
+	require.Len(t, attempts, 2)
+	require.Contains(t, textOf(t, ctx, `[data-testid="attempts"]`), "the disk is on fire")
 	screenshot(t, ctx, "task-requeued")
 
 	// A catalog-limited token sees its tenant only.

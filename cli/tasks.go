@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -111,10 +112,43 @@ func tasksShow(c *cli.Context, st *store.Store, id uuid.UUID) error {
 	if err != nil {
 		return storeError(err)
 	}
-	if format == formatJSON {
-		return writeJSON(c.App.Writer, t)
+	attempts, err := st.GetAttempts(c.Context, id)
+	if err != nil {
+		return storeError(err)
 	}
-	return writeTaskText(c.App.Writer, t)
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, struct {
+			wftype.Task
+			AttemptHistory []wftype.Attempt `json:"attempt_history"`
+		}{t, attempts})
+	}
+	if err := writeTaskText(c.App.Writer, t); err != nil {
+		return err
+	}
+	return writeAttemptsText(c.App.Writer, attempts)
+}
+
+// writeAttemptsText prints a task's attempt history as a table.
+func writeAttemptsText(w io.Writer, attempts []wftype.Attempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nattempts (the last 20):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSTARTED\tENDED\tINSTANCE\tOUTCOME\tERROR")
+	for _, a := range attempts {
+		started := "-"
+		if a.StartedAt != nil {
+			started = a.StartedAt.UTC().Format(time.RFC3339)
+		}
+		outcome := string(a.Outcome)
+		if a.Outcome == wftype.StatusPending {
+			outcome = "RETRIED"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, started, a.FinishedAt.UTC().Format(time.RFC3339),
+			deref(a.OwnerID), outcome, strings.ReplaceAll(deref(a.Error), "\n", " "))
+	}
+	return tw.Flush()
 }
 
 func writeTaskText(w io.Writer, t wftype.Task) error {

@@ -81,6 +81,23 @@ type Task struct {
 	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
 }
 
+// Attempt is one ended run of a task, as its attempt history keeps it (the
+// last 20 per task).
+type Attempt struct {
+	// Attempt is the task's attempt number (1 for its first run).
+	Attempt int `json:"attempt"`
+	// OwnerID is the instance (or remote worker) that ran it.
+	OwnerID *string `json:"owner_id,omitempty"`
+	// StartedAt is when it was claimed; FinishedAt when its outcome was written.
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt time.Time  `json:"finished_at"`
+	// Outcome is the status the attempt left the task in: PENDING for a
+	// retry, else COMPLETED, FAILED, DEAD_LETTER or CANCELLED.
+	Outcome TaskStatus `json:"outcome"`
+	// Error is the attempt's error, if it failed.
+	Error *string `json:"error,omitempty"`
+}
+
 // Sentinel errors shared across packages.
 var (
 	// ErrNotFound is returned when a task, event or catalog does not exist.

@@ -67,7 +67,9 @@ type FinishParams struct {
 //   - each row finds its outcome in $1, a JSON object keyed by task id (a
 //     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
 //     "r": retry count, "a": run after, "d": retry in (seconds), "ev": event
-//     id, "et": event time}}.
+//     id, "et": event time}};
+//   - the attempt that ended is appended to attempt_log (the last 20 kept),
+//     in the same row write.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
@@ -77,7 +79,9 @@ WITH updated AS (
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
                    NULL::timestamptz
-            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8))
+            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8)),
+        attempt_log = tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
+            coalesce($3::timestamptz, now()), $1::jsonb -> t.task_id::text ->> 's', $1::jsonb -> t.task_id::text ->> 'e')
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE

@@ -339,7 +339,12 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (wftype.Task, erro
 	const q = `
 WITH cancelled AS (
     UPDATE tasks.tasks
-    SET status = 'CANCELLED', finished_at = now(), locked_until = NULL, error = coalesce(error, 'cancelled')
+    SET status = 'CANCELLED', finished_at = now(), locked_until = NULL, error = coalesce(error, 'cancelled'),
+        -- A running attempt ends here (its runner's outcome will find the
+        -- task no longer ACTIVE and write nothing).
+        attempt_log = CASE WHEN status = 'ACTIVE'
+                           THEN tasks.append_attempt(attempt_log, attempts, owner_id, started_at, now(), 'CANCELLED', 'cancelled')
+                           ELSE attempt_log END
     WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('PENDING', 'ACTIVE')
     RETURNING ` + taskColumns + `
 ),
@@ -353,4 +358,24 @@ SELECT ` + taskColumns + ` FROM cancelled, notified`
 		return t, fmt.Errorf("task %s is not PENDING or ACTIVE: %w", id, wftype.ErrConflict)
 	}
 	return t, wrap("cancelling task", err)
+}
+
+// GetAttempts returns the attempt history of a task, oldest first: the last
+// 20 attempts that ended (see migration 006). It fails with
+// wftype.ErrNotFound for a task that does not exist.
+func (s *Store) GetAttempts(ctx context.Context, id uuid.UUID) ([]wftype.Attempt, error) {
+	const q = `SELECT coalesce(attempt_log, '[]') FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
+	var raw []byte
+	err := s.db.QueryRow(ctx, q, id, IDTime(id)).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+	}
+	if err != nil {
+		return nil, wrap("reading a task's attempts", err)
+	}
+	out := []wftype.Attempt{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("error decoding the attempt history of task %s: %w", id, err)
+	}
+	return out, nil
 }
