@@ -45,6 +45,7 @@ func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseF
 		ran = time.Since(*task.StartedAt)
 	}
 	s.metrics.Finished(&task, f.Status, ran)
+	execution.LogOutcome(ctx, s.log, &task, f, "worker", l.OwnerID)
 	t, err := s.store.GetTask(ctx, id.UUID)
 	return t, s.taskNotFound(id, err)
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
@@ -81,9 +83,11 @@ func (d *Dispatcher) flush(batch []result) {
 	first := time.Now()
 	giveUpAt := first.Add(writableFor(batch, d.cfg.HeartbeatInterval))
 	pause := flushFirstPause
+	var written []uuid.UUID
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := d.cfg.Store.FinishTasks(ctx, store.FinishParams{Owner: d.cfg.Owner, Now: d.cfg.Clock.DBNow()}, outcomes)
+		var err error
+		written, err = d.cfg.Store.FinishTasks(ctx, store.FinishParams{Owner: d.cfg.Owner, Now: d.cfg.Clock.DBNow()}, outcomes)
 		cancel()
 		if err == nil {
 			if attempt > 1 {
@@ -105,6 +109,17 @@ func (d *Dispatcher) flush(batch []result) {
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, flushMaxPause)
+	}
+	// One line per outcome written (a task whose lease was taken away
+	// meanwhile keeps its new owner's result, and its line).
+	done := make(map[uuid.UUID]bool, len(written))
+	for _, id := range written {
+		done[id] = true
+	}
+	for i := range batch {
+		if done[batch[i].task.ID] {
+			execution.LogOutcome(context.Background(), d.log, &batch[i].task, outcomes[i])
+		}
 	}
 	if d.cfg.Observer != nil {
 		for i := range batch {

@@ -406,7 +406,7 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 	defer d.freeSlot(r)
 	switch {
 	case leaseLost:
-		d.log.Info("result discarded: lease lost", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		d.log.Info("result discarded: lease lost", execution.TaskAttrs(&r.task)...)
 		return
 	case shutdown:
 		return // handed back by shutdown
@@ -584,7 +584,7 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	for _, r := range lost {
-		d.log.Warn("lease lost; cancelling the run", "task_id", r.task.ID, "task_type", r.task.TaskType)
+		d.log.Warn("lease lost; cancelling the run", execution.TaskAttrs(&r.task)...)
 		r.cancel(errLeaseLost)
 	}
 	return nil

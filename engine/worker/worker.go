@@ -285,7 +285,7 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 
 	switch {
 	case errors.Is(context.Cause(leaseCtx), ErrLeaseLost):
-		log.WarnContext(ctx, "lease lost while running; the result is dropped", "err", runErr)
+		log.WarnContext(ctx, "lease lost while running; the result is dropped", append(execution.TaskAttrs(&task), "err", runErr)...)
 		return Result{Task: task}, errors.Join(ErrLeaseLost, runErr)
 	case ctx.Err() != nil && runErr != nil && !w.cfg.FinishWhenStopped:
 		// Stopped mid-run; a run that ended well just before is written.
@@ -366,6 +366,7 @@ func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.Worke
 	}
 	switch {
 	case err == nil:
+		execution.LogOutcome(ctx, w.cfg.Logger, task, o)
 		return o, nil
 	case errors.Is(err, wftype.ErrConflict), errors.Is(err, wftype.ErrNotFound):
 		return o, errors.Join(ErrLeaseLost, err)

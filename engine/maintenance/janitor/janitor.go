@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
@@ -104,7 +106,9 @@ func (j *Janitor) RunOnce(ctx context.Context) (Result, error) {
 
 func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, err error) {
 	dbNow := j.cfg.Clock.DBNow()
+	var logged []loggedOutcome
 	err = j.cfg.Store.InTx(ctx, func(tx *store.Store) error {
+		logged = logged[:0]
 		expired, err := tx.ExpiredLeases(ctx, dbNow, j.cfg.BatchSize)
 		if err != nil {
 			return err
@@ -135,11 +139,33 @@ func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, er
 		// them expired by the database's clock: no need to test the lease
 		// again, and testing it against this host's clock would skip every
 		// task when the host's clock is behind.
-		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: dbNow, Now: dbNow}, outcomes)
-		return err
+		written, err := tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: dbNow, Now: dbNow}, outcomes)
+		if err != nil {
+			return err
+		}
+		done := make(map[uuid.UUID]bool, len(written))
+		for _, id := range written {
+			done[id] = true
+		}
+		for i := range expired {
+			if done[expired[i].ID] {
+				logged = append(logged, loggedOutcome{task: expired[i], outcome: outcomes[i]})
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, 0, seen, fmt.Errorf("error rescuing expired leases: %w", err)
 	}
+	// One line per task rescued, once the transaction committed.
+	for i := range logged {
+		execution.LogOutcome(ctx, j.cfg.Logger, &logged[i].task, logged[i].outcome, "reason", "lease expired", "janitor", true)
+	}
 	return requeued, dead, seen, nil
+}
+
+// loggedOutcome is a rescued task and the outcome written for it.
+type loggedOutcome struct {
+	task    wftype.Task
+	outcome store.Finish
 }
