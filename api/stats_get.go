@@ -39,6 +39,7 @@ type throughputView struct {
 
 type pendingAgeView struct {
 	TaskType    string    `json:"task_type"`
+	SchemaName  string    `json:"schema_name"`
 	Due         int64     `json:"due"`
 	OldestDueAt time.Time `json:"oldest_due_at"`
 	AgeSeconds  float64   `json:"age_seconds"`
@@ -112,7 +113,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 			DeadLetter: b.DeadLetter, Cancelled: b.Cancelled})
 	}
 	for _, a := range o.OldestPending {
-		v.OldestPending = append(v.OldestPending, pendingAgeView{TaskType: a.TaskType, Due: a.Due, OldestDueAt: a.OldestDueAt,
+		v.OldestPending = append(v.OldestPending, pendingAgeView{TaskType: a.TaskType, SchemaName: a.SchemaName, Due: a.Due, OldestDueAt: a.OldestDueAt,
 			AgeSeconds: max(o.Now.Sub(a.OldestDueAt).Seconds(), 0)})
 	}
 	if sc.all && p.role != config.RoleClient {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +37,16 @@ func tasksCommand() *cli.Command {
 					formatFlag(formatText, formatJSON),
 				},
 				Action: databaseAction(tasksList),
+			},
+			{
+				Name:  "stats",
+				Usage: "counts by status, task type and tenant (the dashboard's overview), oldest due task per type, the outbox",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "window", Value: time.Hour, Usage: "count COMPLETED, FAILED and CANCELLED tasks finished in the last `D` (1m..24h)"},
+					&cli.StringSliceFlag{Name: "schema-name", Usage: "only tenant `SCHEMA` (repeatable)"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: databaseAction(tasksStats),
 			},
 			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(tasksShow)},
 			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(tasksRequeue)},
@@ -204,5 +216,80 @@ func tasksCancel(c *cli.Context, st *store.Store, id uuid.UUID) error {
 		return storeError(err)
 	}
 	fmt.Fprintf(c.App.Writer, "cancelled task %s\n", t.ID)
+	return nil
+}
+
+// tasksStats is `wf tasks stats`: the overview's counts as a table (one row
+// per task type and tenant, one column per status), the oldest due task per
+// type and tenant, and the outbox; --format json prints the whole overview.
+// Like the dashboard, it counts every live and dead-letter task but only the
+// finished ones of the window, so it is fast on any history.
+func tasksStats(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	window := c.Duration("window")
+	if window < time.Minute || window > 24*time.Hour {
+		return Usagef("--window must be from 1m to 24h; got %s", window)
+	}
+	o, err := store.New(pool).ReadOverview(c.Context, store.OverviewParams{SchemaNames: c.StringSlice("schema-name"), Window: window})
+	if err != nil {
+		return storeError(err)
+	}
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, o)
+	}
+	statuses := []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive, wftype.StatusCompleted,
+		wftype.StatusFailed, wftype.StatusDeadLetter, wftype.StatusCancelled}
+	type key struct{ taskType, schema string }
+	rows := map[key]map[wftype.TaskStatus]int64{}
+	var keys []key
+	for _, cnt := range o.Counts {
+		k := key{cnt.TaskType, cnt.SchemaName}
+		if rows[k] == nil {
+			rows[k] = map[wftype.TaskStatus]int64{}
+			keys = append(keys, k)
+		}
+		rows[k][cnt.Status] += cnt.Count
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.taskType, b.taskType), cmp.Compare(a.schema, b.schema))
+	})
+	w := c.App.Writer
+	fmt.Fprintf(w, "tasks at %s (COMPLETED, FAILED, CANCELLED: finished since %s)\n",
+		o.Now.Format(time.RFC3339), o.Since.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "TYPE\tSCHEMA\t")
+	for _, st := range statuses {
+		fmt.Fprintf(tw, "%s\t", st)
+	}
+	fmt.Fprintln(tw)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t", k.taskType, k.schema)
+		for _, st := range statuses {
+			fmt.Fprintf(tw, "%d\t", rows[k][st])
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(o.OldestPending) > 0 {
+		fmt.Fprintln(w, "\noldest due PENDING task:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TYPE\tSCHEMA\tDUE\tWAITING")
+		for _, a := range o.OldestPending {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", a.TaskType, a.SchemaName, a.Due, o.Now.Sub(a.OldestDueAt).Round(time.Second))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\noutbox: %d pending, %d processing, %d dead letter", o.Outbox.Pending, o.Outbox.Processing, o.Outbox.DeadLetter)
+	if o.Outbox.OldestPending != nil {
+		fmt.Fprintf(w, "; oldest pending %s old", o.Now.Sub(*o.Outbox.OldestPending).Round(time.Second))
+	}
+	fmt.Fprintln(w)
 	return nil
 }

@@ -28,61 +28,62 @@ type OverviewParams struct {
 
 // TaskCount is how many tasks of one type and tenant are in one status.
 type TaskCount struct {
-	Status     wftype.TaskStatus
-	TaskType   string
-	SchemaName string
-	Count      int64
+	Status     wftype.TaskStatus `json:"status"`
+	TaskType   string            `json:"task_type"`
+	SchemaName string            `json:"schema_name"`
+	Count      int64             `json:"count"`
 }
 
 // ThroughputBucket is how many tasks ended in one minute, by outcome.
 type ThroughputBucket struct {
-	Minute     time.Time
-	Completed  int64
-	Failed     int64 // FAILED and DEAD_LETTER
-	Cancelled  int64
-	DeadLetter int64 // the DEAD_LETTER share of Failed
+	Minute     time.Time `json:"minute"`
+	Completed  int64     `json:"completed"`
+	Failed     int64     `json:"failed"` // FAILED and DEAD_LETTER
+	Cancelled  int64     `json:"cancelled"`
+	DeadLetter int64     `json:"dead_letter"` // the DEAD_LETTER share of Failed
 }
 
-// PendingAge is the oldest due PENDING task of a type.
+// PendingAge is the oldest due PENDING task of a type and tenant.
 type PendingAge struct {
-	TaskType    string
-	Due         int64     // PENDING tasks whose run_after has passed
-	OldestDueAt time.Time // the earliest run_after among them
+	TaskType    string    `json:"task_type"`
+	SchemaName  string    `json:"schema_name"`
+	Due         int64     `json:"due"`           // PENDING tasks whose run_after has passed
+	OldestDueAt time.Time `json:"oldest_due_at"` // the earliest run_after among them
 }
 
 // Instance is one wf instance connected to the database, found by the
 // application_name of its leader-election connection
 // ("wf-leader:<service>:<owner>").
 type Instance struct {
-	Service   string
-	Owner     string
-	Leader    bool // its election connection holds the service's advisory lock
-	StartedAt time.Time
-	Address   string
+	Service   string    `json:"service"`
+	Owner     string    `json:"owner"`
+	Leader    bool      `json:"leader"` // its election connection holds the service's advisory lock
+	StartedAt time.Time `json:"started_at"`
+	Address   string    `json:"address"`
 }
 
 // OutboxStats is the state of the events outbox.
 type OutboxStats struct {
-	Pending       int64
-	Processing    int64
-	DeadLetter    int64
-	OldestPending *time.Time // created_at of the oldest PENDING event
+	Pending       int64      `json:"pending"`
+	Processing    int64      `json:"processing"`
+	DeadLetter    int64      `json:"dead_letter"`
+	OldestPending *time.Time `json:"oldest_pending_at,omitempty"` // created_at of the oldest PENDING event
 }
 
 // Overview is what the dashboard's first page and `wf tasks stats` show.
 type Overview struct {
-	Now   time.Time
-	Since time.Time
+	Now   time.Time `json:"now"`
+	Since time.Time `json:"since"`
 	// Counts hold every PENDING, ACTIVE and DEAD_LETTER task, and the
 	// COMPLETED, FAILED and CANCELLED ones that finished since Since.
-	Counts        []TaskCount
-	Throughput    []ThroughputBucket
-	OldestPending []PendingAge
-	Instances     []Instance
-	Outbox        OutboxStats
+	Counts        []TaskCount        `json:"counts"`
+	Throughput    []ThroughputBucket `json:"throughput"`
+	OldestPending []PendingAge       `json:"oldest_pending"`
+	Instances     []Instance         `json:"instances"`
+	Outbox        OutboxStats        `json:"outbox"`
 	// Estimates are the rows of tasks.tasks by status from the planner's
 	// statistics (all history, no table read).
-	Estimates map[wftype.TaskStatus]float64
+	Estimates map[wftype.TaskStatus]float64 `json:"estimates"`
 }
 
 // overviewCountsSQL counts tasks by status, type and tenant. Every branch
@@ -119,12 +120,12 @@ WHERE status IN ('COMPLETED', 'FAILED', 'DEAD_LETTER', 'CANCELLED') AND finished
   AND ($1::text[] IS NULL OR schema_name = ANY($1))
 GROUP BY 1 ORDER BY 1`
 
-// overviewPendingSQL finds, per type, how many PENDING tasks are due and
-// the earliest due time (tasks_claim_idx). $1 tenants, $2 now.
+// overviewPendingSQL finds, per type and tenant, how many PENDING tasks are
+// due and the earliest due time (tasks_claim_idx). $1 tenants, $2 now.
 const overviewPendingSQL = `
-SELECT task_type, count(*), min(run_after) FROM tasks.tasks
+SELECT task_type, schema_name, count(*), min(run_after) FROM tasks.tasks
 WHERE status = 'PENDING' AND run_after <= $2 AND ($1::text[] IS NULL OR schema_name = ANY($1))
-GROUP BY task_type ORDER BY task_type`
+GROUP BY task_type, schema_name ORDER BY task_type, schema_name`
 
 // overviewInstancesSQL lists the wf instances connected to this database by
 // their election connections, and which of them holds an advisory lock (the
@@ -251,7 +252,7 @@ func readPendingAges(ctx context.Context, tx pgx.Tx, tenants []string, now time.
 	var out []PendingAge
 	for rows.Next() {
 		var a PendingAge
-		if err := rows.Scan(&a.TaskType, &a.Due, &a.OldestDueAt); err != nil {
+		if err := rows.Scan(&a.TaskType, &a.SchemaName, &a.Due, &a.OldestDueAt); err != nil {
 			return nil, err
 		}
 		a.OldestDueAt = a.OldestDueAt.UTC()

@@ -43,3 +43,43 @@ inputs: {type: object, properties: {message: {type: string}}}
 	require.Contains(t, *got.AttemptHistory[0].Error, "the disk is on fire")
 	require.NotNil(t, got.AttemptHistory[0].OwnerID)
 }
+
+// TestTasksStats: `wf tasks stats` counts by status, type and tenant, as
+// the database holds them, in text and JSON.
+func TestTasksStats(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"noop.yaml": "kind: TaskType\nname: noop\ndescription: Does nothing.\nhandler: {builtin: noop}\n"})
+	for range 3 {
+		e.enqueue("noop", map[string]any{})
+	}
+	done := e.enqueue("noop", map[string]any{})
+	code, _, errOut := e.exec("--task-id", done.String())
+	require.Equal(t, ExitOK, code, errOut)
+
+	code, out, errOut := e.run("tasks", "stats")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Regexp(t, `(?m)^\s*noop\s+system\s+3\s+0\s+1\s+0\s+0\s+0\s*$`, out)
+	require.Contains(t, out, "oldest due PENDING task:")
+	require.Contains(t, out, "outbox: 0 pending")
+
+	code, out, errOut = e.run("tasks", "stats", "--format", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var got struct {
+		Counts []struct {
+			Status     string `json:"status"`
+			TaskType   string `json:"task_type"`
+			SchemaName string `json:"schema_name"`
+			Count      int    `json:"count"`
+		} `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	byStatus := map[string]int{}
+	for _, c := range got.Counts {
+		require.Equal(t, "noop", c.TaskType)
+		byStatus[c.Status] += c.Count
+	}
+	require.Equal(t, map[string]int{"PENDING": 3, "COMPLETED": 1}, byStatus)
+
+	code, _, _ = e.run("tasks", "stats", "--window", "48h")
+	require.Equal(t, ExitUsage, code)
+}
