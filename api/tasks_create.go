@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/wftype"
@@ -18,6 +19,8 @@ type createTaskRequest struct {
 	Inputs     json.RawMessage `json:"inputs"`
 	DedupKey   string          `json:"dedup_key"`
 	Priority   *int            `json:"priority"`
+	RunAt      string          `json:"run_at"`
+	RunIn      string          `json:"run_in"`
 }
 
 // createTask answers POST /tasks: it creates a task, of a type whose spec
@@ -55,6 +58,11 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
 		return validationOne("/inputs", "must be a JSON object")
 	}
+	runAfter, err := client.ParseDelay(time.Now(), req.RunAt, req.RunIn)
+	var derr *client.DelayError
+	if errors.As(err, &derr) {
+		return validationOne("/"+derr.Field, derr.Message)
+	}
 	schema := req.SchemaName
 	if schema == "" && tt.Scope() == wftype.ScopeSystem {
 		schema = wftype.SystemSchema
@@ -64,7 +72,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 			return err
 		}
 	}
-	creq := client.Request{TaskType: req.TaskType, SchemaName: schema, Inputs: req.Inputs, DedupKey: req.DedupKey, Priority: req.Priority}
+	creq := client.Request{TaskType: req.TaskType, SchemaName: schema, Inputs: req.Inputs, DedupKey: req.DedupKey, Priority: req.Priority, RunAfter: runAfter}
 	if tt.Mode() == wftype.ModeSync {
 		task, dedup, err := s.runSync(r.Context(), creq)
 		if err != nil {

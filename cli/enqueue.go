@@ -33,6 +33,8 @@ func enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
 			&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` (default system; required for CATALOG and ASSET task types)"},
 			&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY` overriding the spec's expression"},
+			&cli.StringFlag{Name: "run-at", Usage: "run no earlier than `TIME` (RFC 3339, e.g. 2026-12-01T18:00:00Z)"},
+			&cli.StringFlag{Name: "in", Usage: "run after `DURATION` from now (e.g. 90s, 5m, 1h30m)"},
 			&cli.IntFlag{Name: "count", Value: 1, Usage: "create `N` tasks with these inputs in one statement (bulk)"},
 			&cli.BoolFlag{Name: "wait", Usage: "follow the task to its end; exit 1 unless it COMPLETED"},
 			formatFlag(formatText, formatJSON),
@@ -60,6 +62,16 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	runAfter, err := client.ParseDelay(time.Now(), c.String("run-at"), c.String("in"))
+	if c.IsSet("run-at") && c.IsSet("in") {
+		return Usagef("give --run-at or --in, not both")
+	}
+	if err != nil {
+		if derr := (*client.DelayError)(nil); errors.As(err, &derr) && derr.Field == "run_in" {
+			return Usagef("--in: %s", derr.Message)
+		}
+		return Usagef("--run-at: %s", strings.TrimPrefix(err.Error(), "run_at: "))
+	}
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
@@ -80,7 +92,7 @@ func runEnqueue(c *cli.Context) error {
 	}
 	defer cleanup()
 	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs)
-	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key")}
+	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key"), RunAfter: runAfter}
 	reqs := make([]client.Request, count)
 	for i := range reqs {
 		reqs[i] = req
@@ -97,7 +109,7 @@ func runEnqueue(c *cli.Context) error {
 		}
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	if err := printEnqueued(c.App.Writer, format, results); err != nil {
+	if err := printEnqueued(c.App.Writer, format, results, runAfter != nil); err != nil {
 		return err
 	}
 	if !c.Bool("wait") {
@@ -168,7 +180,7 @@ func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
 	return b, nil
 }
 
-func printEnqueued(w io.Writer, format string, results []client.Result) error {
+func printEnqueued(w io.Writer, format string, results []client.Result, delayed bool) error {
 	if format == formatJSON {
 		type row struct {
 			TaskID       uuid.UUID         `json:"task_id"`
@@ -195,7 +207,11 @@ func printEnqueued(w io.Writer, format string, results []client.Result) error {
 		}
 		created++
 		if len(results) <= 10 {
-			fmt.Fprintf(w, "created task %s (%s, %s)\n", r.Task.ID, r.Task.TaskType, r.Task.Status)
+			fmt.Fprintf(w, "created task %s (%s, %s)", r.Task.ID, r.Task.TaskType, r.Task.Status)
+			if delayed {
+				fmt.Fprintf(w, ", runs at %s", r.Task.RunAfter.Format(time.RFC3339))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if len(results) > 10 {

@@ -31,7 +31,7 @@ type ValidationError struct {
 	// Message describes a problem that is not about one input (schema name, dedup key).
 	Message string
 	// Field is the request's field Message is about (schema_name, inputs,
-	// dedup_key), "" when none.
+	// dedup_key, run_at), "" when none.
 	Field string
 }
 
@@ -217,6 +217,10 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 	}
 	if len(schema) > 255 {
 		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "schema_name", Message: "schema_name is longer than 255 characters"}
+	}
+	if req.RunAfter != nil && tt.Mode() == wftype.ModeSync {
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "run_at",
+			Message: "a SYNCHRONOUS task runs in front of its caller at once; it cannot be delayed"}
 	}
 	raw := req.Inputs
 	if len(raw) == 0 {

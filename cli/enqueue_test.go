@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEnqueueDelayed: --run-at and --in set when a task first runs; bad or
+// conflicting values are usage errors (exit 2) that create nothing.
+func TestEnqueueDelayed(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"noop.yaml": "kind: TaskType\nname: noop\nhandler: {builtin: noop}\n"})
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	runAfter := func(out string) time.Time {
+		require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+		code, show, errOut := e.run("tasks", "show", "--format", "json", created.TaskID)
+		require.Equal(t, ExitOK, code, errOut)
+		var task struct {
+			Status   string    `json:"status"`
+			RunAfter time.Time `json:"run_after"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(show), &task), show)
+		require.Equal(t, "PENDING", task.Status)
+		return task.RunAfter
+	}
+
+	code, out, errOut := e.run("enqueue", "--format", "json", "--run-at", "2031-05-04T05:02:01+02:00", "noop")
+	require.Equal(t, ExitOK, code, errOut)
+	require.True(t, time.Date(2031, 5, 4, 3, 2, 1, 0, time.UTC).Equal(runAfter(out)))
+
+	before := time.Now()
+	code, out, errOut = e.run("enqueue", "--format", "json", "--in", "5m", "noop")
+	after := time.Now()
+	require.Equal(t, ExitOK, code, errOut)
+	got := runAfter(out)
+	require.False(t, got.Before(before.Add(5*time.Minute).Truncate(time.Microsecond)), "run_after %s", got)
+	require.False(t, got.After(after.Add(5*time.Minute)), "run_after %s", got)
+
+	code, out, errOut = e.run("enqueue", "--in", "90s", "noop")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Regexp(t, `^created task \S+ \(noop, PENDING\), runs at \S+\n$`, out)
+
+	for args, msg := range map[string][]string{
+		"--in: expected a duration such as 90s, 5m or 1h30m": {"--in", "5 minutes"},
+		"--in: must not be negative":                         {"--in", "-1m"},
+		"--run-at: expected a time in RFC 3339":              {"--run-at", "tomorrow"},
+		"give --run-at or --in, not both":                    {"--in", "1m", "--run-at", "2031-05-04T03:02:01Z"},
+	} {
+		code, _, errOut := e.run(append(append([]string{"enqueue"}, msg...), "noop")...)
+		require.Equal(t, ExitUsage, code, errOut)
+		require.Contains(t, errOut, args)
+	}
+	code, out, errOut = e.run("tasks", "list", "--format", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var list struct {
+		Tasks []any `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	require.Len(t, list.Tasks, 3, "a refused enqueue creates nothing")
+}
