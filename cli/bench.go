@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,6 +39,27 @@ func benchCommand() *cli.Command {
 			mode(bench.ModeScale, "time the claim with 0, 1M and 5M finished tasks in older partitions",
 				&cli.IntSliceFlag{Name: "rows", Usage: "history sizes to time the claim at (`N,...`; default 0,1000000,5000000)"}),
 			mode(bench.ModeIdle, "measure idle wf run instances: resident memory and queries per poll interval"),
+			{
+				Name:  "chaos",
+				Usage: "soak: wf run instances under faults (SIGKILL, leader session ended, PostgreSQL restart); check the invariants",
+				Description: "Starts --instances wf run processes on a durable local PostgreSQL of its own. For --duration\n" +
+					"it enqueues tasks (some sharing dedup keys), emits events and fires a schedule every 2s, while it\n" +
+					"kills a random instance (SIGKILL) every few seconds and restarts it, ends the leader's database\n" +
+					"session now and then, and restarts PostgreSQL once. Then it waits for everything to settle and\n" +
+					"checks: nothing lost, nothing stuck, re-runs only for work of killed instances and never two\n" +
+					"runs at once, every schedule tick exactly once, at most one live task per dedup key.\n" +
+					"Exits 1 when any invariant is violated. See RELIABILITY.md.",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "duration", Value: time.Minute, Usage: "how long faults are injected (`DURATION`)"},
+					&cli.IntFlag{Name: "instances", Value: 3, Usage: "wf run processes (`N`, at least 2)"},
+					&cli.DurationFlag{Name: "kill-every", Value: 4 * time.Second, Usage: "mean interval between SIGKILLs (`DURATION`)"},
+					&cli.Uint64Flag{Name: "seed", Usage: "seed of the random faults (`N`; default random, printed)"},
+					&cli.StringFlag{Name: "data-dir", Usage: "`FOLDER` of the local PostgreSQL (default a temporary folder)"},
+					&cli.BoolFlag{Name: "keep", Usage: "keep the folder: instance logs, the run log, the cluster"},
+					&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+				},
+				Action: runBenchChaos,
+			},
 			{
 				Name:  "suite",
 				Usage: "run the standard set and rewrite the measured part of BENCHMARKS.md",
@@ -153,6 +175,41 @@ func runBenchSuite(c *cli.Context) error {
 			return cli.Exit(err.Error(), ExitFailure)
 		}
 		fmt.Fprintf(c.App.Writer, "updated %s\n", path)
+	}
+	return nil
+}
+
+func runBenchChaos(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return Usagef("bench chaos takes no arguments, got %q", c.Args().First())
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("error finding the wf executable: %v", err), ExitFailure)
+	}
+	ctx, cancel := benchContext(c)
+	defer cancel()
+	res, err := bench.RunChaos(ctx, bench.ChaosConfig{
+		Duration: c.Duration("duration"), Instances: c.Int("instances"), KillEvery: c.Duration("kill-every"),
+		Seed: c.Uint64("seed"), Executable: exe, DataDir: c.String("data-dir"), Keep: c.Bool("keep"),
+		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: cfg.SlogLevel()})),
+	})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("bench chaos: %v", err), ExitFailure)
+	}
+	if c.Bool("json") {
+		if err := writeJSON(c.App.Writer, res); err != nil {
+			return err
+		}
+	} else {
+		res.WriteText(c.App.Writer)
+	}
+	if len(res.Violations) > 0 {
+		return cli.Exit(fmt.Sprintf("bench chaos: %d invariant violations", len(res.Violations)), ExitFailure)
 	}
 	return nil
 }
