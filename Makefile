@@ -58,14 +58,28 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: postgres
-postgres: ## install the PostgreSQL server and PgBouncer packages when missing (apt-get, as root)
+postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major version and GDAL when missing (apt-get, as root)
 	@missing=; \
 	if [ -z "$$WF_TEST_DATABASE_URL$$WF_DATABASE_URL" ] && ! command -v initdb >/dev/null 2>&1 \
 	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing=postgresql; fi; \
 	if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then missing="$$missing pgbouncer"; fi; \
+	if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" != 0 ]; then \
+	        echo "missing:$$missing: run 'sudo apt-get install -y$$missing' (or set WF_TEST_DATABASE_URL for PostgreSQL)"; exit 1; \
+	    fi; \
+	    echo "installing$$missing (apt-get install)"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi; \
+	missing=; \
+	for bin in /usr/lib/postgresql/*/bin/initdb; do \
+	    [ -e "$$bin" ] || continue; major=$$(basename $$(dirname $$(dirname $$bin))); \
+	    [ -e /usr/share/postgresql/$$major/extension/postgis.control ] || missing="$$missing postgresql-$$major-postgis-3"; \
+	done; \
+	command -v ogr2ogr >/dev/null 2>&1 || missing="$$missing gdal-bin"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-	    echo "missing:$$missing: run 'sudo apt-get install -y$$missing' (or set WF_TEST_DATABASE_URL for PostgreSQL)"; exit 1; \
+	    echo "the catalog needs PostGIS and GDAL: run 'sudo apt-get install -y$$missing'"; exit 1; \
 	fi; \
 	echo "installing$$missing (apt-get install)"; \
 	export DEBIAN_FRONTEND=noninteractive; \

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/localpg"
 )
@@ -100,7 +101,18 @@ func openLocalPool(ctx context.Context, adminURL string) (*pgxpool.Pool, error) 
 	if err := ensureDatabase(ctx, adminURL, localDatabase); err != nil {
 		return nil, err
 	}
-	return connectPool(ctx, urlWithDatabase(adminURL, localDatabase), false)
+	pool, err := connectPool(ctx, urlWithDatabase(adminURL, localDatabase), false)
+	if err != nil {
+		return nil, err
+	}
+	// wf's own cluster has the catalog's extension from the start (when the
+	// PostGIS package is installed; without it the queue runs and the
+	// catalog says what to install).
+	if err := store.EnsurePostGISOn(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // ensureDatabase creates database name when it does not exist. This is

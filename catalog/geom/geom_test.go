@@ -144,3 +144,17 @@ func (o *oneByte) Read(p []byte) (int, error) {
 	o.i++
 	return 1, nil
 }
+
+func TestBBoxAntimeridian(t *testing.T) {
+	t.Parallel()
+	fiji := orb.MultiPolygon{
+		{{{177, -19}, {180, -19}, {180, -16}, {177, -16}, {177, -19}}},
+		{{{-180, -18}, {-179, -18}, {-179, -16}, {-180, -16}, {-180, -18}}},
+	}
+	require.Equal(t, [4]float64{177, -19, -179, -16}, geom.BBox(fiji), "west > east across the antimeridian")
+	require.Equal(t, [4]float64{170, 0, -170, 1}, geom.BBox(orb.MultiPoint{{-170, 0}, {170, 1}}))
+	require.Equal(t, [4]float64{-10, 0, 10, 1}, geom.BBox(orb.MultiPoint{{-10, 0}, {10, 1}}), "a box that does not cross stays")
+	require.Equal(t, [4]float64{-170, 0, 170, 1}, geom.BBox(orb.LineString{{-170, 0}, {170, 1}}), "one part spans its own interval")
+	require.Equal(t, [4]float64{170, -1, -175, 2}, geom.BBox(orb.Collection{
+		orb.Point{-175, 2}, orb.LineString{{170, -1}, {175, 0}}, orb.Point{179, 1}}))
+}

@@ -17,18 +17,18 @@ type Stats struct {
 	// for polygons, length-weighted for lines, the mean for points (the
 	// centroid of a geometry's highest dimension, as PostGIS ST_Centroid).
 	Centroid orb.Point
-	// BBox is [min longitude, min latitude, max longitude, max latitude].
+	// BBox is [west, south, east, north] (see BBox): west > east for a
+	// geometry that crosses the antimeridian.
 	BBox [4]float64
 }
 
 // Measure computes the stats of a valid geometry.
 func Measure(g orb.Geometry) Stats {
 	c, _ := planar.CentroidArea(g)
-	b := g.Bound()
 	return Stats{
 		Area:     Area(g),
 		Centroid: zeroPoint(c),
-		BBox:     [4]float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]},
+		BBox:     BBox(g),
 	}
 }
 

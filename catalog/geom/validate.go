@@ -11,7 +11,8 @@ import (
 // Validate checks what ParseGeoJSON leaves to it: every coordinate finite,
 // longitudes in [-180, 180] and latitudes in [-90, 90], no empty geometry,
 // line strings of two positions or more, polygon rings of four or more that
-// end where they start. It does not look for self-intersections.
+// end where they start. It does not look for self-intersections: PostGIS
+// decides OGC validity when the geometry is stored (store.MergeFeatures).
 func Validate(g orb.Geometry) error {
 	switch g := g.(type) {
 	case nil:

@@ -108,7 +108,6 @@ func (p *processor) process(rec *record) (item, error) {
 			AssetID:        p.assetID,
 			Geometry:       geom.AppendGeoJSON(nil, g),
 			WKB:            wkb,
-			BBox:           stats.BBox,
 			Properties:     stored,
 			Stats:          appendStatsJSON(nil, stats),
 			GeometryHash:   geom.Hash(wkb),
@@ -281,6 +280,11 @@ func (it *item) envelope(o store.MergeOutcome) reporters.Envelope {
 	}
 	if v.AssetID != nil {
 		system[reporters.SystemAssetID] = *v.AssetID
+	}
+	if o.Action == store.MergeInvalid {
+		env := reporters.Rejected(it.props, system, "invalid geometry: "+o.Reason)
+		env.Record.Geometry = v.Geometry
+		return env
 	}
 	if o.Action == store.MergeConflict {
 		reason := fmt.Sprintf("external id %q: the validity start %s is not after the start %s of its current version, which has other content",

@@ -26,9 +26,8 @@ import (
 //	    geoid            uuid        NOT NULL,  -- UUIDv7, the feature's identity, shared by its versions
 //	    external_id      text        NOT NULL,  -- the feature's id in the source data
 //	    asset_id         text,
-//	    geometry         jsonb       NOT NULL,  -- GeoJSON geometry (canonical, RFC 7946 winding)
-//	    geometry_wkb     bytea       NOT NULL,  -- the same geometry as little-endian 2D WKB
-//	    bbox             box         NOT NULL,  -- (min_x,min_y),(max_x,max_y), GiST-indexed for bbox filters
+//	    geometry         jsonb       NOT NULL,  -- GeoJSON geometry (canonical, RFC 7946 winding), as reports and exports show it
+//	    geom             geometry(Geometry, 4326) NOT NULL,  -- the same geometry in PostGIS, for spatial SQL and GIS tools
 //	    properties       jsonb       NOT NULL,
 //	    stats            jsonb       NOT NULL,  -- {"area": m², "centroid": hex WKB, "bbox": [..4]}
 //	    geometry_hash    text        NOT NULL,  -- hex sha256 of the canonical WKB
@@ -41,7 +40,12 @@ import (
 //	-- one current version per external id: what re-ingestion looks up and locks
 //	CREATE UNIQUE INDEX ON … (external_id) WHERE upper_inf(validity) AND deleted_at IS NULL;
 //	CREATE INDEX ON … (geoid);
-//	CREATE INDEX ON … USING gist (bbox);
+//	CREATE INDEX ON … USING gist (geom);
+//
+// geom is what QGIS, GeoServer, pg_tileserv and ogr2ogr read; its GiST index
+// serves bbox filters and tiles. Tables made before PostGIS (a WKB bytea and
+// a planar box, which PostGIS makes redundant) are upgraded in place by
+// CreateFeatureTable. The versioning columns and indexes stay as they were.
 //
 // Index and constraint names are "_<collection>_<suffix>": they start with
 // "_", which no collection id (so no table name) does, and no two of them
@@ -136,8 +140,7 @@ func createFeatureTableSQL(t FeatureTable) []string {
     external_id      text        NOT NULL,
     asset_id         text,
     geometry         jsonb       NOT NULL,
-    geometry_wkb     bytea       NOT NULL,
-    bbox             box         NOT NULL,
+    geom             geometry(Geometry, 4326) NOT NULL,
     properties       jsonb       NOT NULL DEFAULT '{}',
     stats            jsonb       NOT NULL DEFAULT '{}',
     geometry_hash    text        NOT NULL,
@@ -151,9 +154,27 @@ func createFeatureTableSQL(t FeatureTable) []string {
 		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.objectName("current") + ` ON ` + tbl +
 			` (external_id) WHERE upper_inf(validity) AND deleted_at IS NULL`,
 		`CREATE INDEX IF NOT EXISTS ` + t.objectName("geoid") + ` ON ` + tbl + ` (geoid)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.objectName("bbox") + ` ON ` + tbl + ` USING gist (bbox)`,
+		`CREATE INDEX IF NOT EXISTS ` + t.objectName("geom") + ` ON ` + tbl + ` USING gist (geom)`,
 	}
 }
+
+// upgradeFeatureTableSQL turns a table made before PostGIS (geometry_wkb
+// bytea and bbox box) into today's: geom is filled from the WKB, and the
+// columns PostGIS makes redundant are dropped with their index.
+func upgradeFeatureTableSQL(t FeatureTable) []string {
+	tbl := t.ident()
+	return []string{
+		`ALTER TABLE ` + tbl + ` ADD COLUMN IF NOT EXISTS geom geometry(Geometry, 4326)`,
+		`UPDATE ` + tbl + ` SET geom = ST_GeomFromWKB(geometry_wkb, 4326) WHERE geom IS NULL`,
+		`ALTER TABLE ` + tbl + ` ALTER COLUMN geom SET NOT NULL, DROP COLUMN geometry_wkb, DROP COLUMN IF EXISTS bbox`,
+	}
+}
+
+// hasLegacyGeometrySQL reads whether a feature table still has the
+// pre-PostGIS geometry_wkb column.
+const hasLegacyGeometrySQL = `
+SELECT EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = to_regclass($1) AND attname = 'geometry_wkb' AND NOT attisdropped)`
 
 // ErrNotOwned is wrapped (with wftype.ErrConflict) when a schema or table
 // that wf would create or drop exists but was not created by wf: wf never
@@ -191,6 +212,9 @@ func (s *Store) CreateFeatureTable(ctx context.Context, t FeatureTable) error {
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return err
 	}
+	if err := ensurePostGIS(ctx, s.db); err != nil {
+		return wrap("creating feature table "+t.String(), err)
+	}
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`,
 			schemaLockKey(t.Schema), t.lockKey()); err != nil {
@@ -217,7 +241,15 @@ ON CONFLICT (schema_name) DO UPDATE SET created_at = now()`, t.Schema); err != n
 				return err
 			}
 		}
-		for _, stmt := range createFeatureTableSQL(t) {
+		var legacy bool
+		if err := tx.QueryRow(ctx, hasLegacyGeometrySQL, t.ident()).Scan(&legacy); err != nil {
+			return err
+		}
+		stmts := createFeatureTableSQL(t)
+		if legacy {
+			stmts = append(upgradeFeatureTableSQL(t), stmts[1:]...)
+		}
+		for _, stmt := range stmts {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}

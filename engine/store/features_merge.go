@@ -18,11 +18,10 @@ type FeatureVersion struct {
 	GeoID      uuid.UUID
 	ExternalID string
 	AssetID    *string
-	// Geometry is the canonical GeoJSON geometry; WKB the same as WKB.
-	Geometry []byte
-	WKB      []byte
-	// BBox is [min_x, min_y, max_x, max_y].
-	BBox       [4]float64
+	// Geometry is the canonical GeoJSON geometry; WKB the same as 2D WKB
+	// in WGS84 longitude/latitude (stored as the PostGIS geometry).
+	Geometry   []byte
+	WKB        []byte
 	Properties []byte // a JSON object
 	Stats      []byte // a JSON object
 	// GeometryHash and AttributesHash decide whether a version changed.
@@ -47,6 +46,9 @@ const (
 	// MergeConflict: the content changed but ValidFrom is not after the
 	// current version's start; nothing was written.
 	MergeConflict MergeAction = "conflict"
+	// MergeInvalid: PostGIS found the geometry invalid (MergeOutcome.Reason
+	// says why); nothing was written.
+	MergeInvalid MergeAction = "invalid"
 )
 
 // MergeOutcome is the result of one FeatureVersion, in the order given.
@@ -58,6 +60,8 @@ type MergeOutcome struct {
 	// after the merge: the new one, or the existing one (Unchanged, Conflict).
 	ValidFrom       time.Time
 	TransactionTime time.Time
+	// Reason is PostGIS's ST_IsValidReason for MergeInvalid.
+	Reason string
 }
 
 // lookupCurrentSQL reads the current versions of a batch's external ids:
@@ -77,7 +81,7 @@ WHERE t.external_id = c.external_id AND t.transaction_time = c.transaction_time`
 
 // featureColumns are the columns MergeFeatures COPYs, in order.
 var featureColumns = []string{
-	"geoid", "external_id", "asset_id", "geometry", "geometry_wkb", "bbox", "properties", "stats",
+	"geoid", "external_id", "asset_id", "geometry", "geom", "properties", "stats",
 	"geometry_hash", "attributes_hash", "validity", "transaction_time",
 }
 
@@ -90,9 +94,10 @@ type current struct {
 
 // MergeFeatures writes one batch of feature versions into t, in one
 // transaction: under the table's advisory lock (so concurrent ingestions of
-// one collection serialise batch by batch) it reads the current version of
-// every external id of the batch, decides each version's MergeAction (same
-// hashes: unchanged; changed content starting after the current version:
+// one collection serialise batch by batch) it asks PostGIS whether every
+// geometry is valid and reads the current version of every external id of
+// the batch, in one round trip, then decides each version's MergeAction
+// (invalid geometry: invalid, with PostGIS's reason; same hashes: unchanged; changed content starting after the current version:
 // versioned; starting at or before it: conflict; no current version:
 // created), closes the replaced versions and COPYs the new ones straight
 // into the table. The external ids of one batch must be distinct. The
@@ -106,9 +111,12 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 		return nil, time.Time{}, err
 	}
 	ids := make([]string, len(versions))
+	wkbs := make([][]byte, len(versions))
 	for i := range versions {
 		ids[i] = versions[i].ExternalID
+		wkbs[i] = versions[i].WKB
 	}
+	reasons := make([]string, 0, len(versions))
 	out := make([]MergeOutcome, len(versions))
 	var txTime time.Time
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -116,6 +124,16 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 		b := &pgx.Batch{}
 		b.Queue(`SELECT now() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&txTime)
+		})
+		b.Queue(checkGeometriesSQL, wkbs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r string
+				if err := rows.Scan(&r); err != nil {
+					return err
+				}
+				reasons = append(reasons, r)
+			}
+			return rows.Err()
 		})
 		b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -129,7 +147,10 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 			return rows.Err()
 		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("looking up current versions: %w", err)
+			return fmt.Errorf("checking geometries and looking up current versions: %w", err)
+		}
+		if len(reasons) != len(versions) {
+			return fmt.Errorf("PostGIS checked %d geometries of %d", len(reasons), len(versions))
 		}
 		var closeIDs []string
 		var closeTT, closeTo []time.Time
@@ -138,6 +159,8 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 			v := &versions[i]
 			c, ok := cur[v.ExternalID]
 			switch {
+			case reasons[i] != "":
+				out[i] = MergeOutcome{Action: MergeInvalid, Reason: reasons[i]}
 			case !ok:
 				out[i] = MergeOutcome{Action: MergeCreated, GeoID: v.GeoID, ValidFrom: v.ValidFrom, TransactionTime: txTime}
 				write = append(write, i)
@@ -191,9 +214,12 @@ func (v *versionSource) Next() bool { v.i++; return v.i < len(v.write) }
 func (v *versionSource) Values() ([]any, error) {
 	k := v.write[v.i]
 	f := &v.versions[k]
+	ewkb, err := ewkb4326(f.WKB)
+	if err != nil {
+		return nil, fmt.Errorf("external id %q: %w", f.ExternalID, err)
+	}
 	return []any{
-		pgtype.UUID{Bytes: v.out[k].GeoID, Valid: true}, f.ExternalID, f.AssetID, f.Geometry, f.WKB,
-		pgtype.Box{P: [2]pgtype.Vec2{{X: f.BBox[2], Y: f.BBox[3]}, {X: f.BBox[0], Y: f.BBox[1]}}, Valid: true},
+		pgtype.UUID{Bytes: v.out[k].GeoID, Valid: true}, f.ExternalID, f.AssetID, f.Geometry, ewkb,
 		f.Properties, f.Stats, f.GeometryHash, f.AttributesHash,
 		pgtype.Range[pgtype.Timestamptz]{
 			Lower: pgtype.Timestamptz{Time: f.ValidFrom, Valid: true}, LowerType: pgtype.Inclusive,

@@ -66,7 +66,7 @@ SELECT geoid, external_id, asset_id, geometry, properties, stats, geometry_hash,
 FROM %s
 WHERE deleted_at IS NULL
   AND CASE WHEN $1::timestamptz IS NULL THEN upper_inf(validity) ELSE validity @> $1::timestamptz END
-  AND ($2::float8 IS NULL OR bbox && box(point($2, $3), point($4, $5)))
+  AND ($2::float8 IS NULL OR geom && ST_MakeEnvelope($2, $3, $4, $5, 4326))
 ORDER BY external_id, transaction_time`
 
 // ScanFeatures reads the versions of t that f selects and hands each to fn

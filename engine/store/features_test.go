@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,11 +38,18 @@ func version(t *testing.T, extID string, x float64, attr string, from time.Time)
 	require.NoError(t, err)
 	return store.FeatureVersion{
 		GeoID: id, ExternalID: extID,
-		Geometry: []byte(`{"type":"Point","coordinates":[` + strconv.FormatFloat(x, 'f', -1, 64) + `,1]}`),
-		WKB:      []byte{1}, BBox: [4]float64{x, 1, x, 1},
+		Geometry:   []byte(`{"type":"Point","coordinates":[` + strconv.FormatFloat(x, 'f', -1, 64) + `,1]}`),
+		WKB:        pointWKB(x, 1),
 		Properties: []byte(`{"a":"` + attr + `"}`), Stats: []byte(`{}`),
 		GeometryHash: "g" + strconv.FormatFloat(x, 'f', -1, 64), AttributesHash: "a" + attr, ValidFrom: from,
 	}
+}
+
+// pointWKB returns the little-endian WKB of a point.
+func pointWKB(x, y float64) []byte {
+	b := []byte{1, 1, 0, 0, 0}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(y))
 }
 
 func TestFeatureTableNames(t *testing.T) {
@@ -82,7 +91,7 @@ func TestFeatureTableCreateIdempotentAndConcurrent(t *testing.T) {
 	}
 	var indexes int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 's_cat'`).Scan(&indexes))
-	require.Equal(t, 3*4, indexes, "pk, current, geoid and bbox for each of the three tables")
+	require.Equal(t, 3*4, indexes, "pk, current, geoid and geom (GiST) for each of the three tables")
 	ft, err := store.NewFeatureTable("s_cat", long)
 	require.NoError(t, err)
 	ok, err := b.store.FeatureTableExists(b.ctx, ft)

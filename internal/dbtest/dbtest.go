@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/localpg"
 	"github.com/wfhq/wf/migrations"
@@ -103,6 +104,7 @@ func setup(ctx context.Context) {
 // changed migration gets a fresh template on a long-lived server.
 func migrationsHash() string {
 	h := sha256.New()
+	h.Write([]byte("postgis")) // templates made since the catalog creates PostGIS in them
 	_ = fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -146,6 +148,12 @@ func ensureTemplate(ctx context.Context, baseURL string) (string, error) {
 		return "", fmt.Errorf("error connecting to the test template: %w", err)
 	}
 	_, err = dbmigrate.Up(ctx, tconn)
+	if err == nil {
+		// The catalog's extension, made once here rather than in every
+		// test database (a server without PostGIS skips it: the queue's
+		// tests run anyway, the catalog's say what to install).
+		err = store.EnsurePostGISOn(ctx, tconn)
+	}
 	tconn.Close(ctx)
 	if err != nil {
 		return "", err
