@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/wfhq/wf/engine/events"
@@ -60,6 +62,9 @@ type Config struct {
 	BatchBytes int
 	// Logger receives a line per finished ingestion; nil means slog.Default().
 	Logger *slog.Logger
+	// ScratchDir holds the copies of gdal sources while GDAL reads them, in
+	// a folder per tenant; "" means <os temp dir>/wf-scratch.
+	ScratchDir string
 }
 
 // withDefaults returns cfg with every unset field given its default; it is
@@ -74,6 +79,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.BatchBytes = cmp.Or(cfg.BatchBytes, DefaultBatchBytes)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.ScratchDir = cmp.Or(cfg.ScratchDir, filepath.Join(os.TempDir(), "wf-scratch"))
 	return cfg
 }
 
@@ -135,15 +141,23 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, err
 	}
-	src, err := h.cfg.Objects.Open(ctx, in.Source)
-	if err != nil {
+	var src io.ReadCloser
+	format := in.Format
+	if in.Format == FormatGDAL {
+		// ogr2ogr writes one GeoJSON feature per line.
+		src, err = h.openGDAL(ctx, table.Schema, in)
+		format = FormatNDJSON
+	} else {
+		src, err = h.cfg.Objects.Open(ctx, in.Source)
 		if errors.Is(err, objio.ErrInvalid) || errors.Is(err, objio.ErrNotFound) || errors.Is(err, objio.ErrForbidden) {
-			return nil, wftype.Permanent(err)
+			err = wftype.Permanent(err)
 		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	rr, err := newRecordReader(in.Format, src, in)
+	rr, err := newRecordReader(format, src, in)
 	if err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading %s: %w", in.Source, err))
 	}
@@ -250,6 +264,11 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 			break
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				// Cancelled or timed out while reading: not the source's fault.
+				readErr = fmt.Errorf("error reading the source: %w", context.Cause(ctx))
+				break
+			}
 			readErr = fmt.Errorf("%w: %w", errSource, err)
 			break
 		}

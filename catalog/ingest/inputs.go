@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Formats of a source.
@@ -17,6 +19,10 @@ const (
 	// FormatCSV is comma-separated values with a header row and the
 	// geometry in a WKT column or in longitude and latitude columns.
 	FormatCSV = "csv"
+	// FormatGDAL is any vector source GDAL reads (Shapefile, zipped
+	// Shapefile, GeoPackage, FlatGeobuf, KML, GML, GPX, …), reprojected to
+	// WGS84 by ogr2ogr.
+	FormatGDAL = "gdal"
 )
 
 // Inputs are an ingestion task's inputs (specs/ingestion.yaml validates
@@ -40,6 +46,12 @@ type Inputs struct {
 	ValidityStart *time.Time `json:"validity_start,omitempty"`
 	// CSV configures the csv format.
 	CSV *CSVOptions `json:"csv,omitempty"`
+	// Layer names the layer of a gdal source with several; optional.
+	Layer string `json:"layer,omitempty"`
+	// SourceCRS is a gdal source's coordinate reference system as
+	// AUTHORITY:CODE (EPSG:32632), for a source that does not say it or
+	// says it wrongly; optional.
+	SourceCRS string `json:"source_crs,omitempty"`
 }
 
 // CSVOptions say where a CSV source keeps its geometry. With neither
@@ -71,9 +83,18 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 		errs = append(errs, errors.New(`"source" is required: a local path or an http(s)://, gs:// or file:// URL`))
 	}
 	switch in.Format {
-	case FormatGeoJSON, FormatNDJSON, FormatCSV:
+	case FormatGeoJSON, FormatNDJSON, FormatCSV, FormatGDAL:
 	default:
-		errs = append(errs, fmt.Errorf(`"format" is %q, want geojson, ndjson or csv`, in.Format))
+		errs = append(errs, fmt.Errorf(`"format" is %q, want geojson, ndjson, csv or gdal`, in.Format))
+	}
+	if in.Format != FormatGDAL && (in.Layer != "" || in.SourceCRS != "") {
+		errs = append(errs, errors.New(`"layer" and "source_crs" apply to format gdal only`))
+	}
+	if in.SourceCRS != "" && !sourceCRSRE.MatchString(in.SourceCRS) {
+		errs = append(errs, fmt.Errorf(`"source_crs" is %q, want an authority and a code such as EPSG:32632`, in.SourceCRS))
+	}
+	if in.Layer != "" && (strings.HasPrefix(in.Layer, "-") || strings.ContainsFunc(in.Layer, unicode.IsControl) || len(in.Layer) > 255) {
+		errs = append(errs, fmt.Errorf(`"layer" is %q, want a layer name (up to 255 characters, not starting with '-')`, in.Layer))
 	}
 	if in.IDAttribute == "" {
 		errs = append(errs, errors.New(`"id_attribute" is required: the property that holds each record's external id`))
