@@ -42,12 +42,12 @@ func runCompile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, _, err := compileSpecs(handlerNames(c), paths)
+	set, errs, _, err := compileSpecs(spec.Options{Builtins: handlerNames(c)}, paths)
 	if err != nil {
 		return err
 	}
 	if errs != nil {
-		if err := writeSpecErrors(c.App.ErrWriter, formatText, errs, 0); err != nil {
+		if err := writeSpecErrors(c.App.ErrWriter, formatText, errs, 0, nil); err != nil {
 			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
 		}
 		return invalidSpecs(errs)

@@ -37,7 +37,13 @@ func globalFlags() []cli.Flag {
 // WF_* variables, then the global flags that were set. A bad flag value is
 // a usage error (exit 2); any other configuration problem exits 1.
 func loadConfig(c *cli.Context) (*config.Config, error) {
-	opts := config.Options{File: c.String("config"), Flags: map[string]string{}}
+	return loadConfigFile(c, c.String("config"))
+}
+
+// loadConfigFile is loadConfig with the configuration file named by the
+// caller (a command with a --config flag of its own).
+func loadConfigFile(c *cli.Context, file string) (*config.Config, error) {
+	opts := config.Options{File: file, Flags: map[string]string{}}
 	// Global flags, and the command's own flags named after config keys
 	// (e.g. wf run --slots).
 	for _, key := range config.Keys() {

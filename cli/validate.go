@@ -13,6 +13,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/builtins"
 	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/runners/builtin"
 )
@@ -69,17 +70,17 @@ func checkFormat(c *cli.Context, formats ...string) (string, error) {
 	return f, nil
 }
 
-// compileSpecs reads and compiles the specs at paths against the builtin
+// compileSpecs reads and compiles the specs at paths with opts: the builtin
 // handler names (handlerNames: the app's registry, so handlers an app
-// registers count, and the catalog's).
+// registers count, and the catalog's) and the runtime configuration.
 // It returns the set, or the spec errors (with the number of files read), or
 // another error when the files cannot be read.
-func compileSpecs(names []string, paths []string) (*spec.Set, spec.Errors, int, error) {
+func compileSpecs(opts spec.Options, paths []string) (*spec.Set, spec.Errors, int, error) {
 	sources, err := spec.ReadSources(paths...)
 	if err != nil {
 		return nil, nil, 0, cli.Exit(err.Error(), ExitFailure)
 	}
-	set, err := spec.Compile(sources, spec.Options{Builtins: names})
+	set, err := spec.Compile(sources, opts)
 	var errs spec.Errors
 	if errors.As(err, &errs) {
 		return nil, errs, len(sources), nil
@@ -113,11 +114,17 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "check spec files and print every problem as file:line:col: message",
 		ArgsUsage: "[PATH...]",
-		Description: "Reads every *.yaml and *.yml file under each PATH (default " + defaultSpecPath + "/), checks it against\n" +
-			"the spec schemas and the semantic rules, and prints every problem found. Exits 0 when\n" +
-			"the specs are valid, 1 when they are not. --format github prints GitHub Actions\n" +
-			"workflow commands, so the problems show on the lines of a pull request.",
-		Flags:  []cli.Flag{formatFlag(formatText, formatJSON, formatGitHub)},
+		Description: "Reads every *.yaml and *.yml file under each PATH (default: the configuration's specs, else " + defaultSpecPath + "/),\n" +
+			"checks it against the spec schemas and the semantic rules, and prints every problem found.\n" +
+			"Exits 0 when the specs are valid, 1 when they are not. --format github prints GitHub Actions\n" +
+			"workflow commands, so the problems show on the lines of a pull request.\n\n" +
+			"The specs are also checked against the configuration wf run would use (--config FILE,\n" +
+			"$" + config.EnvConfigFile + ", ./" + config.DefaultFile + ", WF_* variables), e.g. every lease against heartbeat_interval.\n" +
+			"Without a configuration file they are checked against the defaults, and a note says so.",
+		Flags: []cli.Flag{
+			formatFlag(formatText, formatJSON, formatGitHub),
+			&cli.StringFlag{Name: "config", Usage: "check against the configuration `FILE` wf run will use (as wf --config FILE validate)"},
+		},
 		Action: runValidate,
 		// No "help" subcommand: urfave/cli shares one across commands and
 		// writes to it on every run, a data race when tests run wf in parallel.
@@ -135,21 +142,79 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	set, errs, files, err := compileSpecs(handlerNames(c), paths)
+	cfg, err := loadConfigFile(c, validateConfigFile(c))
 	if err != nil {
 		return err
 	}
+	if c.NArg() == 0 && cfg.File() != "" {
+		paths = cfg.Specs // the specs wf run would load
+	}
+	set, errs, files, err := compileSpecs(spec.Options{Builtins: handlerNames(c), Runtime: specRuntime(cfg)}, paths)
+	if err != nil {
+		return err
+	}
+	note := configNote(cfg)
 	w := c.App.Writer
 	if errs != nil {
-		if err := writeSpecErrors(w, format, errs, files); err != nil {
+		if err := writeSpecErrors(w, format, errs, files, note); err != nil {
 			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
 		}
+		writeTextNote(c, format, note)
 		return invalidSpecs(errs)
 	}
-	if err := writeValidSummary(w, format, set); err != nil {
+	if err := writeValidSummary(w, format, set, note); err != nil {
 		return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
 	}
+	writeTextNote(c, format, note)
 	return nil
+}
+
+// validateConfigFile is the --config given to wf validate itself, else the
+// global one ("" when neither is: config.Load then looks further).
+func validateConfigFile(c *cli.Context) string {
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet("config") {
+			return ctx.String("config")
+		}
+	}
+	return ""
+}
+
+// specRuntime is the part of the configuration specs are checked against.
+func specRuntime(cfg *config.Config) *spec.Runtime {
+	return &spec.Runtime{HeartbeatInterval: cfg.HeartbeatInterval, VisibilityTimeout: cfg.VisibilityTimeout}
+}
+
+// validateNote says which checks wf validate could not make against the
+// configuration wf run will use, because none was given.
+type validateNote struct {
+	Message string   `json:"message"`
+	Checks  []string `json:"checks"`
+}
+
+// configNote returns the note for a configuration loaded with no file, or
+// nil when a file was read.
+func configNote(cfg *config.Config) *validateNote {
+	if cfg.File() != "" {
+		return nil
+	}
+	return &validateNote{
+		Message: fmt.Sprintf("no configuration file (--config FILE, $%s or ./%s): these checks used wf's defaults and WF_* variables (heartbeat_interval %s, visibility_timeout %s), not necessarily what wf run will use",
+			config.EnvConfigFile, config.DefaultFile, spec.FormatDuration(cfg.HeartbeatInterval), spec.FormatDuration(cfg.VisibilityTimeout)),
+		Checks: spec.RuntimeChecks(),
+	}
+}
+
+// writeTextNote prints the note on standard error in text format (JSON
+// and GitHub carry it in their output).
+func writeTextNote(c *cli.Context, format string, note *validateNote) {
+	if note == nil || format != formatText {
+		return
+	}
+	fmt.Fprintf(c.App.ErrWriter, "note: %s:\n", note.Message)
+	for _, check := range note.Checks {
+		fmt.Fprintf(c.App.ErrWriter, "  - %s\n", check)
+	}
 }
 
 // validateJSON is the output of wf validate --format json.
@@ -161,6 +226,9 @@ type validateJSON struct {
 	Schedules     int         `json:"schedules"`
 	Runners       int         `json:"runners"`
 	Errors        []errorJSON `json:"errors"`
+	// Note lists the checks made against defaults for want of a
+	// configuration file; absent when one was given.
+	Note *validateNote `json:"note,omitempty"`
 }
 
 // errorJSON is one spec error in JSON.
@@ -172,11 +240,11 @@ type errorJSON struct {
 }
 
 // writeSpecErrors prints spec errors in the given format.
-func writeSpecErrors(w io.Writer, format string, errs spec.Errors, files int) error {
+func writeSpecErrors(w io.Writer, format string, errs spec.Errors, files int, note *validateNote) error {
 	var b strings.Builder
 	switch format {
 	case formatJSON:
-		out := validateJSON{Files: files, Errors: make([]errorJSON, len(errs))}
+		out := validateJSON{Files: files, Errors: make([]errorJSON, len(errs)), Note: note}
 		for i, e := range errs {
 			out.Errors[i] = errorJSON{File: e.File, Line: e.Line, Col: e.Col, Message: e.Message}
 		}
@@ -185,6 +253,7 @@ func writeSpecErrors(w io.Writer, format string, errs spec.Errors, files int) er
 		for _, e := range errs {
 			fmt.Fprintf(&b, "::error file=%s,line=%d,col=%d::%s\n", escapeGitHubProperty(e.File), e.Line, e.Col, escapeGitHubData(e.Message))
 		}
+		writeGitHubNote(&b, note)
 	default:
 		for _, e := range errs {
 			b.WriteString(e.String() + "\n")
@@ -195,7 +264,7 @@ func writeSpecErrors(w io.Writer, format string, errs spec.Errors, files int) er
 }
 
 // writeValidSummary prints what a valid set holds.
-func writeValidSummary(w io.Writer, format string, set *spec.Set) error {
+func writeValidSummary(w io.Writer, format string, set *spec.Set, note *validateNote) error {
 	if format == formatJSON {
 		return writeJSON(w, validateJSON{
 			Valid:         true,
@@ -205,10 +274,24 @@ func writeValidSummary(w io.Writer, format string, set *spec.Set) error {
 			Schedules:     len(set.Schedules()),
 			Runners:       len(set.Runners()),
 			Errors:        []errorJSON{},
+			Note:          note,
 		})
 	}
-	_, err := fmt.Fprintf(w, "ok: %s in %s\n", setSummary(set), plural(len(set.Files()), "file"))
+	var b strings.Builder
+	fmt.Fprintf(&b, "ok: %s in %s\n", setSummary(set), plural(len(set.Files()), "file"))
+	if format == formatGitHub {
+		writeGitHubNote(&b, note)
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeGitHubNote prints the note as a GitHub Actions notice.
+func writeGitHubNote(b *strings.Builder, note *validateNote) {
+	if note == nil {
+		return
+	}
+	fmt.Fprintf(b, "::notice title=wf validate::%s\n", escapeGitHubData(note.Message+": "+strings.Join(note.Checks, "; ")))
 }
 
 // setSummary counts what a set holds: 3 task types, 1 subscription, ...

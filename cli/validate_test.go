@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/spec"
 )
 
 // runSpecCLI runs wf in-process with args and returns the exit code, stdout
@@ -60,15 +62,60 @@ func TestValidateValid(t *testing.T) {
 	code, out, errOut := runSpecCLI(t, "validate", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "ok: 2 task types, 1 subscription, 1 schedule, 0 runners in 2 files\n", out)
-	require.Empty(t, errOut)
+	require.Equal(t, noConfigNote, errOut)
 
 	code, out, errOut = runSpecCLI(t, "validate", "--format", "json", dir)
 	require.Equal(t, ExitOK, code, errOut)
-	require.JSONEq(t, `{"valid": true, "files": 2, "task_types": 2, "subscriptions": 1, "schedules": 1, "runners": 0, "errors": []}`, out)
+	require.JSONEq(t, `{"valid": true, "files": 2, "task_types": 2, "subscriptions": 1, "schedules": 1, "runners": 0, "errors": [],
+		"note": {"message": "`+noConfigMessage+`", "checks": ["`+spec.RuntimeChecks()[0]+`"]}}`, out)
+	require.Empty(t, errOut)
 
 	code, out, _ = runSpecCLI(t, "validate", "-f", "github", filepath.Join(dir, "a.yaml"))
 	require.Equal(t, ExitOK, code)
-	require.Equal(t, "ok: 1 task type, 1 subscription, 1 schedule, 0 runners in 1 file\n", out)
+	require.Equal(t, "ok: 1 task type, 1 subscription, 1 schedule, 0 runners in 1 file\n"+
+		"::notice title=wf validate::"+noConfigMessage+": "+spec.RuntimeChecks()[0]+"\n", out)
+}
+
+// noConfigMessage and noConfigNote are what wf validate says when no
+// configuration file was given (the tests run with none).
+const (
+	noConfigMessage = "no configuration file (--config FILE, $WF_CONFIG or ./wf.yaml): these checks used wf's defaults and WF_* variables (heartbeat_interval 30s, visibility_timeout 5m), not necessarily what wf run will use"
+	noConfigNote    = "note: " + noConfigMessage + ":\n  - every task type's lease (its visibility_timeout, else the configured visibility_timeout) is at least twice heartbeat_interval\n"
+)
+
+// TestValidateConfig: with a configuration, specs are checked against it
+// (a lease against its heartbeat_interval) and its specs are the default
+// paths; without one, against the defaults, with a note saying so.
+func TestValidateConfig(t *testing.T) {
+	t.Parallel()
+	specs := writeSpecs(t, map[string]string{"a.yaml": "kind: TaskType\nname: quick\nhandler: {builtin: noop}\nvisibility_timeout: 1m\n"})
+	cfgDir := t.TempDir()
+	cfgFile := filepath.Join(cfgDir, "wf.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("heartbeat_interval: 40s\nvisibility_timeout: 2m\nspecs: ["+specs+"]\n"), 0o644))
+	want := filepath.Join(specs, "a.yaml") + ":4:21: visibility_timeout: must be at least twice heartbeat_interval (40s), 1m20s, or one late heartbeat loses the lease and wf run refuses to start; raise it to 1m20s or lower heartbeat_interval; got 1m\n"
+
+	// Against the defaults (heartbeat 30s), 1m is enough; the note says
+	// what was not checked against the real configuration.
+	code, out, errOut := runSpecCLI(t, "validate", specs)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "ok: 1 task type, 0 subscriptions, 0 schedules, 0 runners in 1 file\n", out)
+	require.Equal(t, noConfigNote, errOut)
+
+	for _, args := range [][]string{
+		{"validate", "--config", cfgFile},        // the configuration's specs
+		{"validate", "--config", cfgFile, specs}, // named specs
+		{"--config", cfgFile, "validate"},        // the global flag
+		{"--config", cfgFile, "validate", "-f", "text"},
+	} {
+		code, out, errOut = runSpecCLI(t, args...)
+		require.Equal(t, ExitFailure, code, "%v: %s", args, errOut)
+		require.Equal(t, want, out, "%v", args)
+		require.Equal(t, "wf: 1 error in 1 file\n", errOut, "%v", args)
+	}
+
+	code, _, errOut = runSpecCLI(t, "validate", "--config", filepath.Join(cfgDir, "missing.yaml"), specs)
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, "missing.yaml")
 }
 
 func TestValidateInvalid(t *testing.T) {
@@ -82,7 +129,7 @@ func TestValidateInvalid(t *testing.T) {
 		require.Equal(t, ExitFailure, code)
 		require.Equal(t, file+`:3:20: handler.builtin: unknown builtin handler "nope"; did you mean "noop"?`+"\n"+
 			file+":4:11: priority: must be <= 100; got 500\n", out)
-		require.Equal(t, "wf: 2 errors in 1 file\n", errOut)
+		require.Equal(t, noConfigNote+"wf: 2 errors in 1 file\n", errOut)
 	})
 
 	t.Run("JSON", func(t *testing.T) {
@@ -105,7 +152,8 @@ func TestValidateInvalid(t *testing.T) {
 		code, out, _ := runSpecCLI(t, "validate", "--format", "github", odd)
 		require.Equal(t, ExitFailure, code)
 		require.Equal(t, "::error file="+escapeGitHubProperty(filepath.Join(odd, "x,y.yaml"))+
-			",line=4,col=8::scope: must be one of CATALOG, SYSTEM, ASSET; got \"100%25\"\n", out)
+			",line=4,col=8::scope: must be one of CATALOG, SYSTEM, ASSET; got \"100%25\"\n"+
+			"::notice title=wf validate::"+noConfigMessage+": "+spec.RuntimeChecks()[0]+"\n", out)
 		require.Contains(t, out, "x%2Cy.yaml")
 	})
 }

@@ -25,7 +25,7 @@ type Options struct {
 	Builtins []string
 	// Runtime is the configuration the specs will run with. With it, the
 	// checks that depend on it are made (a lease too short for the
-	// heartbeat, which wf run refuses); nil skips them, see UncheckedWithout.
+	// heartbeat, which wf run refuses); nil skips them (RuntimeChecks lists them).
 	Runtime *Runtime
 }
 
@@ -39,11 +39,12 @@ type Runtime struct {
 	VisibilityTimeout time.Duration
 }
 
-// UncheckedWithout lists, for a user, the checks Compile skips when
-// Options.Runtime is nil.
-func UncheckedWithout() []string {
+// RuntimeChecks lists, for a user, the checks that depend on Options.Runtime:
+// Compile skips them when it is nil, and they are only as right as the
+// configuration given.
+func RuntimeChecks() []string {
 	return []string{
-		"each task type's visibility_timeout (or the configured one) is at least twice heartbeat_interval",
+		"every task type's lease (its visibility_timeout, else the configured visibility_timeout) is at least twice heartbeat_interval",
 	}
 }
 
