@@ -57,6 +57,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 		Commands: []*cli.Command{
 			// Commands register here, one constructor per file.
 			validateCommand(),
+			schemaCommand(),
 			compileCommand(),
 			configCommand(),
 			migrateCommand(),

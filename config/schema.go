@@ -21,7 +21,7 @@ const SchemaFile = "config.schema.json"
 
 // schemaURL is where the schema is registered in the compiler; its $refs
 // resolve inside it and nowhere else.
-const schemaURL = "wf:///schemas/" + SchemaFile
+var schemaURL = schemas.ID(SchemaFile)
 
 // compiledSchema is the configuration schema, compiled once.
 var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {

@@ -17,11 +17,11 @@ import (
 )
 
 // envelopeSchemaFile is the envelope's JSON Schema in package schemas.
-const envelopeSchemaFile = "envelope.schema.json"
+const envelopeSchemaFile = schemas.EnvelopeSchema
 
 // envelopeSchemaURL is where the schema is registered in its compiler; it
 // is never fetched.
-const envelopeSchemaURL = "wf:///schemas/" + envelopeSchemaFile
+var envelopeSchemaURL = schemas.ID(envelopeSchemaFile)
 
 // envelopeSchema is the compiled envelope schema, built once on first use.
 // The schema is embedded, so a failure here is a bug in the schema file,

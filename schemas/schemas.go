@@ -28,6 +28,17 @@ const (
 	RunnerSchema       = "runner.schema.json"
 )
 
+// EnvelopeSchema is the schema of one per-record envelope of a report.
+const EnvelopeSchema = "envelope.schema.json"
+
+// BaseID is the base of every schema's $id: its address in the repository,
+// so that a schema names itself and its relative $refs resolve to its
+// siblings. Compilers register each file under ID(name).
+const BaseID = "https://raw.githubusercontent.com/wfhq/wf/main/schemas/"
+
+// ID returns the $id of the named schema file.
+func ID(name string) string { return BaseID + name }
+
 // SpecSchemas lists the files that make up the spec schema, SpecSchema first.
 // Load them all into one compiler so that their relative $refs resolve.
 func SpecSchemas() []string {

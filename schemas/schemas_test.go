@@ -21,9 +21,10 @@ func TestSpecSchemasCompile(t *testing.T) {
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(data, &doc), name)
 		require.Equal(t, "https://json-schema.org/draft/2020-12/schema", doc["$schema"], name)
-		require.NoError(t, c.AddResource("wf:///schemas/"+name, bytes.NewReader(data)))
+		require.Equal(t, schemas.ID(name), doc["$id"], name)
+		require.NoError(t, c.AddResource(schemas.ID(name), bytes.NewReader(data)))
 	}
-	s, err := c.Compile("wf:///schemas/" + schemas.SpecSchema)
+	s, err := c.Compile(schemas.ID(schemas.SpecSchema))
 	require.NoError(t, err)
 	require.NoError(t, s.Validate(map[string]any{"kind": "TaskType", "name": "noop", "handler": map[string]any{"builtin": "noop"}}))
 	require.Error(t, s.Validate(map[string]any{"kind": "TaskType", "name": "noop"}))
@@ -37,6 +38,24 @@ func TestEveryFileIsEmbeddedJSON(t *testing.T) {
 		data, err := schemas.Read(name)
 		require.NoError(t, err)
 		require.True(t, json.Valid(data), name)
+	}
+	_, err := schemas.Read("nope.json")
+	require.ErrorContains(t, err, "error reading schema nope.json")
+}
+
+// TestEveryJSONSchemaHasItsID: each JSON Schema names itself by its address
+// in the repository, which is also where compilers register it.
+func TestEveryJSONSchemaHasItsID(t *testing.T) {
+	t.Parallel()
+	for _, name := range schemas.Names() {
+		if name == "openapi.json" {
+			continue // an OpenAPI document, not a JSON Schema
+		}
+		data, err := schemas.Read(name)
+		require.NoError(t, err)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(data, &doc), name)
+		require.Equal(t, schemas.ID(name), doc["$id"], name)
 	}
 	_, err := schemas.Read("nope.json")
 	require.ErrorContains(t, err, "error reading schema nope.json")

@@ -16,7 +16,7 @@ import (
 
 // schemaBaseURL is where the embedded schema files are registered, so that
 // their relative $refs resolve to one another and to nothing else.
-const schemaBaseURL = "wf:///schemas/"
+const schemaBaseURL = schemas.BaseID
 
 // newSchemaCompiler returns a draft 2020-12 compiler that never loads a
 // schema from outside: every $ref must resolve to a resource added to it.
