@@ -140,7 +140,25 @@ func TestWebhooksCommands(t *testing.T) {
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "at least 16")
 
-	code, out, errOut := wf("add", "--url", "https://user:pw@example.com/hook", "--event", "catalog.deleted", "--event", "catalog.created",
+	// Standard Webhooks: a whsec_ secret, checked before anything is written.
+	code, _, errOut = wf("add", "--url", "https://example.com/hook", "--event", "catalog.*", "--secret-file", secretFile, "--signature", "standard")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "starts with whsec_")
+	require.NotContains(t, errOut, secret)
+	code, _, errOut = wf("add", "--url", "https://example.com/hook", "--event", "catalog.*", "--secret-file", secretFile, "--signature", "svix")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "expected one of wf, standard")
+	standardFile := filepath.Join(t.TempDir(), "whsec")
+	require.NoError(t, os.WriteFile(standardFile, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"), 0o600))
+	code, out, errOut := wf("add", "--url", "https://example.com/std", "--event", "catalog.*", "--secret-file", standardFile, "--signature", "standard", "--format", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var std map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &std))
+	require.Equal(t, "standard", std["signature"])
+	code, _, errOut = wf("remove", std["subscriber_id"].(string))
+	require.Equal(t, ExitOK, code, errOut)
+
+	code, out, errOut = wf("add", "--url", "https://user:pw@example.com/hook", "--event", "catalog.deleted", "--event", "catalog.created",
 		"--secret-file", secretFile, "--format", "json")
 	require.Equal(t, ExitOK, code, errOut)
 	require.NotContains(t, out, secret)
@@ -149,6 +167,7 @@ func TestWebhooksCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &added))
 	id := added["subscriber_id"].(string)
 	require.Regexp(t, `^sha256:[0-9a-f]{12}$`, added["secret_fingerprint"])
+	require.Equal(t, "wf", added["signature"], "wf's own scheme by default")
 
 	code, out, errOut = wf("list")
 	require.Equal(t, ExitOK, code, errOut)

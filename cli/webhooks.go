@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,6 +37,7 @@ func webhooksCommand() *cli.Command {
 					&cli.StringFlag{Name: "url", Required: true, Usage: "the receiver's http(s) `URL`"},
 					&cli.StringFlag{Name: "secret-env", Usage: "read the signing secret from environment variable `VAR`"},
 					&cli.StringFlag{Name: "secret-file", Usage: "read the signing secret from `FILE` (one trailing newline is dropped)"},
+					&cli.StringFlag{Name: "signature", Value: webhooks.SchemeWF, Usage: "how deliveries are signed: wf (X-WF-Signature) or standard (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature; the secret is whsec_ and base64) (`SCHEME`)"},
 					&cli.StringSliceFlag{Name: "event", Required: true, Usage: "an event `TYPE` or glob (catalog.deleted, catalog.*); repeatable"},
 					formatFlag(formatText, formatJSON),
 				},
@@ -111,20 +113,27 @@ func webhooksAdd(c *cli.Context) error {
 			return Usagef("--event %q: expected an event type or a glob such as catalog.*", t)
 		}
 	}
+	scheme := c.String("signature")
+	if !slices.Contains(webhooks.Schemes, scheme) {
+		return Usagef("--signature %q: expected one of %s", scheme, strings.Join(webhooks.Schemes, ", "))
+	}
 	secret, err := webhookSecret(c)
 	if err != nil {
 		return err
 	}
+	if err := webhooks.CheckSecret(scheme, secret); err != nil {
+		return Usagef("--signature %s: %v", scheme, err)
+	}
 	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
-		w, err := store.New(pool).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types})
+		w, err := store.New(pool).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})
 		if err != nil {
 			return storeError(err)
 		}
 		if format == formatJSON {
 			return writeJSON(c.App.Writer, webhookRow(w))
 		}
-		_, err = fmt.Fprintf(c.App.Writer, "added webhook subscriber %s (%s, secret %s) for %s\n",
-			w.ID, redactURL(w.URL), webhooks.Fingerprint(w.Secret), strings.Join(w.EventTypes, ", "))
+		_, err = fmt.Fprintf(c.App.Writer, "added webhook subscriber %s (%s, %s signature, secret %s) for %s\n",
+			w.ID, redactURL(w.URL), w.Signature, webhooks.Fingerprint(w.Secret), strings.Join(w.EventTypes, ", "))
 		return outputError(err)
 	})(c)
 }
@@ -134,12 +143,13 @@ type webhookView struct {
 	ID                uuid.UUID `json:"subscriber_id"`
 	URL               string    `json:"url"`
 	EventTypes        []string  `json:"event_types"`
+	Signature         string    `json:"signature"`
 	SecretFingerprint string    `json:"secret_fingerprint"`
 	CreatedAt         time.Time `json:"created_at"`
 }
 
 func webhookRow(w store.WebhookSubscriber) webhookView {
-	return webhookView{ID: w.ID, URL: redactURL(w.URL), EventTypes: w.EventTypes,
+	return webhookView{ID: w.ID, URL: redactURL(w.URL), EventTypes: w.EventTypes, Signature: w.Signature,
 		SecretFingerprint: webhooks.Fingerprint(w.Secret), CreatedAt: w.CreatedAt}
 }
 
@@ -169,9 +179,9 @@ func webhooksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		return writeJSON(c.App.Writer, map[string]any{"subscribers": rows})
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUBSCRIBER ID\tURL\tEVENTS\tSECRET\tCREATED")
+	fmt.Fprintln(tw, "SUBSCRIBER ID\tURL\tEVENTS\tSIGNATURE\tSECRET\tCREATED")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.URL, strings.Join(r.EventTypes, ","), r.SecretFingerprint, r.CreatedAt.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.URL, strings.Join(r.EventTypes, ","), r.Signature, r.SecretFingerprint, r.CreatedAt.Format(time.RFC3339))
 	}
 	return outputError(tw.Flush())
 }

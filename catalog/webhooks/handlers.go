@@ -205,11 +205,25 @@ func (h *Handlers) Deliver(ctx context.Context, task *wftype.Task, _ reporters.R
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "wf-webhooks/1")
-	req.Header.Set(HeaderEventID, in.EventID)
 	req.Header.Set(HeaderEventType, in.EventType)
 	req.Header.Set(HeaderDeliveryID, task.ID.String())
-	req.Header.Set(HeaderTimestamp, ts)
-	req.Header.Set(HeaderSignature, Sign([]byte(sub.Secret), ts, body))
+	switch sub.Signature {
+	case SchemeStandard:
+		key, err := StandardKey(sub.Secret)
+		if err != nil {
+			return nil, wftype.Permanent(fmt.Errorf("webhook subscriber %s: %w", id, err))
+		}
+		// Header names as the specification spells them (lower case);
+		// Header.Set would canonicalise them, which HTTP/1.1 receivers
+		// accept too, but some verifiers look them up verbatim.
+		req.Header[HeaderWebhookID] = []string{in.EventID}
+		req.Header[HeaderWebhookTimestamp] = []string{ts}
+		req.Header[HeaderWebhookSignature] = []string{SignStandard(key, in.EventID, ts, body)}
+	default:
+		req.Header.Set(HeaderEventID, in.EventID)
+		req.Header.Set(HeaderTimestamp, ts)
+		req.Header.Set(HeaderSignature, Sign([]byte(sub.Secret), ts, body))
+	}
 	start := time.Now()
 	resp, err := d.HTTP.Do(req)
 	if err != nil {

@@ -19,8 +19,11 @@ type WebhookSubscriber struct {
 	// Secret signs deliveries. It never leaves wf: it is not marshalled.
 	Secret string `json:"-"`
 	// EventTypes are event types or globs (path.Match syntax, catalog.*).
-	EventTypes []string  `json:"event_types"`
-	CreatedAt  time.Time `json:"created_at"`
+	EventTypes []string `json:"event_types"`
+	// Signature is how deliveries are signed: "wf" or "standard" (Standard
+	// Webhooks).
+	Signature string    `json:"signature"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // NewWebhookSubscriber is a subscriber to add.
@@ -28,13 +31,15 @@ type NewWebhookSubscriber struct {
 	URL        string
 	Secret     string
 	EventTypes []string
+	// Signature is "wf" (default when empty) or "standard".
+	Signature string
 }
 
-const webhookColumns = `subscriber_id, url, secret, event_types, created_at`
+const webhookColumns = `subscriber_id, url, secret, event_types, signature, created_at`
 
 func scanWebhook(row pgx.Row) (WebhookSubscriber, error) {
 	var w WebhookSubscriber
-	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.EventTypes, &w.CreatedAt)
+	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.EventTypes, &w.Signature, &w.CreatedAt)
 	w.CreatedAt = w.CreatedAt.UTC()
 	return w, err
 }
@@ -46,10 +51,10 @@ func (s *Store) InsertWebhookSubscriber(ctx context.Context, n NewWebhookSubscri
 		return WebhookSubscriber{}, err
 	}
 	const q = `
-INSERT INTO tasks.webhook_subscribers (subscriber_id, url, secret, event_types)
-VALUES ($1, $2, $3, $4)
+INSERT INTO tasks.webhook_subscribers (subscriber_id, url, secret, event_types, signature)
+VALUES ($1, $2, $3, $4, coalesce(nullif($5, ''), 'wf'))
 RETURNING ` + webhookColumns
-	w, err := scanWebhook(s.db.QueryRow(ctx, q, id, n.URL, n.Secret, n.EventTypes))
+	w, err := scanWebhook(s.db.QueryRow(ctx, q, id, n.URL, n.Secret, n.EventTypes, n.Signature))
 	return w, wrap("adding webhook subscriber", err)
 }
 
