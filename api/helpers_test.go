@@ -32,6 +32,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/schemas"
@@ -111,6 +112,14 @@ func echo(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawM
 	return task.Inputs, nil
 }
 
+// loopbackHTTP is an outbound client whose policy allow-lists loopback,
+// where the tests' receivers listen (outbound.allow: [127.0.0.0/8]).
+func loopbackHTTP(t *testing.T) *http.Client {
+	p, err := egress.NewPolicy([]string{"127.0.0.0/8", "::1"})
+	require.NoError(t, err)
+	return p.Client(10 * time.Second)
+}
+
 // bundle is one test's server, database and helpers.
 type bundle struct {
 	t      *testing.T
@@ -163,7 +172,7 @@ func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs 
 	st := store.New(pool)
 	features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
 	require.NoError(t, err)
-	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger})
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
 	_ = features.Register(reg)
 	_ = hooks.Register(reg)

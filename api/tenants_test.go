@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -273,4 +274,39 @@ func TestTenantDedup(t *testing.T) {
 	var n int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'tenant_job'`).Scan(&n))
 	require.Equal(t, 2, n)
+}
+
+// TestOutboundRefused: an ingestion source on loopback, a private network or
+// the cloud metadata address is refused when the task runs, and a refused
+// address, a closed port and an open one fail with the same words, so a
+// task's error is no port scanner.
+func TestOutboundRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startFeatureEngine(t, b, t.TempDir())
+	b.createCatalog("cat-a", "regions")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	open := strings.TrimPrefix(b.http.URL, "http://") // the API itself listens here
+
+	var words []string
+	for _, addr := range []string{"169.254.169.254:80", "10.0.0.1:80", open, closed} {
+		body := map[string]any{"source": "http://" + addr + "/latest/meta-data.geojson", "format": "geojson", "id_attribute": "code", "asset_id": "A"}
+		res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
+		require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+		statusURL := res.json(t)["status_url"].(string)
+		var task map[string]any
+		require.Eventually(t, func() bool {
+			task = b.do("GET", statusURL, tokClientLimited, nil).json(t)
+			return task["error"] != nil
+		}, 30*time.Second, 20*time.Millisecond)
+		words = append(words, strings.ReplaceAll(task["error"].(string), addr, "ADDR"))
+		require.Equal(t, http.StatusOK, b.do("POST", statusURL+"/cancel", tokClientLimited, nil).status)
+	}
+	require.Contains(t, words[0], "the destination cannot be reached")
+	for _, w := range words[1:] {
+		require.Equal(t, words[0], w)
+	}
 }

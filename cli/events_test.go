@@ -200,3 +200,23 @@ func TestEnqueueRefusesInternalTypes(t *testing.T) {
 		require.Contains(t, errOut, "created only by wf itself")
 	}
 }
+
+// TestWebhooksAddRefusesSpecialAddresses: a receiver on loopback, a
+// private network or the cloud metadata address is refused before
+// anything is stored, unless outbound.allow opens it.
+func TestWebhooksAddRefusesSpecialAddresses(t *testing.T) {
+	t.Parallel()
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte("very-secret-signing-key-0123456789\n"), 0o600))
+	config := writeConfig(t, "database_url: postgres://nobody@127.0.0.1:1/wf?connect_timeout=1\n")
+	for _, u := range []string{"http://127.0.0.1:9000/hook", "http://localhost/hook", "http://169.254.169.254/latest",
+		"https://10.1.2.3/hook", "http://[::1]/hook", "http://100.64.0.1/"} {
+		code, _, errOut := runWF(t, "--config", config, "webhooks", "add", "--url", u, "--event", "catalog.*", "--secret-file", secretFile)
+		require.Equal(t, ExitUsage, code, "%s: %s", u, errOut)
+		require.Contains(t, errOut, "outbound.allow")
+	}
+	// Allow-listed, it passes the check (and fails later, on the missing database).
+	allowed := writeConfig(t, "database_url: postgres://nobody@127.0.0.1:1/wf?connect_timeout=1\noutbound: {allow: [127.0.0.0/8]}\n")
+	code, _, errOut := runWF(t, "--config", allowed, "webhooks", "add", "--url", "http://127.0.0.1:9000/hook", "--event", "catalog.*", "--secret-file", secretFile)
+	require.Equal(t, ExitFailure, code, errOut)
+}

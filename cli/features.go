@@ -14,6 +14,7 @@ import (
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/runners/builtin"
 )
 
@@ -36,11 +37,18 @@ func handlerNames(c *cli.Context) []string {
 // bring its own).
 func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *store.Store, *client.Client) error {
 	return func(reg *builtin.Registry, st *store.Store, cl *client.Client) error {
-		features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log})
+		// Outbound requests (http sources, webhook deliveries) reach only
+		// public addresses and outbound.allow.
+		outbound, err := egress.NewPolicy(cfg.Outbound.Allow)
 		if err != nil {
 			return err
 		}
-		hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: log})
+		features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log,
+			HTTPClient: outbound.Client(0)})
+		if err != nil {
+			return err
+		}
+		hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: log, HTTP: outbound.Client(webhooks.DefaultRequestTimeout)})
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,10 @@ func newWFEnv(t *testing.T, specs map[string]string) *wfEnv {
 		require.NoError(t, os.WriteFile(filepath.Join(e.specs, name), []byte(body), 0o644))
 	}
 	e.config = filepath.Join(t.TempDir(), "wf.yaml")
-	cfg := fmt.Sprintf("database_url: %q\ndata_dir: %q\nspecs: [%q]\nlog_format: json\nlog_level: warn\n", e.url, e.data, e.specs)
+	// Test receivers and sources listen on loopback, which outbound
+	// requests reach only when allow-listed.
+	cfg := fmt.Sprintf("database_url: %q\ndata_dir: %q\nspecs: [%q]\nlog_format: json\nlog_level: warn\noutbound: {allow: [127.0.0.0/8]}\n",
+		e.url, e.data, e.specs)
 	require.NoError(t, os.WriteFile(e.config, []byte(cfg), 0o600))
 	e.opts.Registry = testRegistry(t)
 	return e

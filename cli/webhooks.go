@@ -17,6 +17,7 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/egress"
 )
 
 // minSecretLength is the shortest signing secret `wf webhooks add` accepts.
@@ -95,6 +96,26 @@ func checkWebhookURL(raw string) error {
 	return nil
 }
 
+// checkWebhookHost refuses a receiver whose host is, or resolves to, a
+// loopback, private, link-local or other special-purpose address that
+// outbound.allow does not open: deliveries could not reach it (each
+// connection is checked again when it is made).
+func checkWebhookHost(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	policy, err := egress.NewPolicy(cfg.Outbound.Allow)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	u, _ := url.Parse(c.String("url")) // checked by checkWebhookURL
+	if err := policy.CheckHost(c.Context, u.Hostname()); err != nil {
+		return Usagef("--url %s: %v (allow it with outbound.allow)", redactURL(u.String()), err)
+	}
+	return nil
+}
+
 func webhooksAdd(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return Usagef("webhooks add takes no arguments, got %q", c.Args().First())
@@ -123,6 +144,9 @@ func webhooksAdd(c *cli.Context) error {
 	}
 	if err := webhooks.CheckSecret(scheme, secret); err != nil {
 		return Usagef("--signature %s: %v", scheme, err)
+	}
+	if err := checkWebhookHost(c); err != nil {
+		return err
 	}
 	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		w, err := store.New(pool).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})

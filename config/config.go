@@ -69,6 +69,8 @@ type Config struct {
 	Files Files `yaml:"files"`
 	// HTTP holds the HTTP server's limits.
 	HTTP HTTP `yaml:"http"`
+	// Outbound says where wf's outbound requests may go.
+	Outbound Outbound `yaml:"outbound"`
 
 	// origins records where each value set by Load came from (by field
 	// path), so that Validate can point at it.
@@ -132,6 +134,17 @@ type Files struct {
 	// Load resolves relative roots against the working folder and turns an
 	// empty list into [<absolute DataDir>/files].
 	LocalRoots []string `yaml:"local_roots"`
+}
+
+// Outbound says where wf's outbound requests (http(s) ingestion sources,
+// webhook deliveries) may connect. Loopback, private, link-local (cloud
+// metadata), shared (CGNAT), multicast, unspecified and other
+// special-purpose addresses are refused unless allow-listed here.
+type Outbound struct {
+	// Allow lists CIDR prefixes (or single addresses) that are reached even
+	// though they are special-purpose, such as 10.0.0.0/8 for an internal
+	// file server, or 127.0.0.0/8 in tests.
+	Allow []string `yaml:"allow"`
 }
 
 // HTTP holds the HTTP server's limits.
@@ -231,6 +244,7 @@ func (c *Config) clone() *Config {
 	out := *c
 	out.Specs = append([]string(nil), c.Specs...)
 	out.Files.LocalRoots = append([]string(nil), c.Files.LocalRoots...)
+	out.Outbound.Allow = append([]string(nil), c.Outbound.Allow...)
 	out.Tokens = make([]Token, len(c.Tokens))
 	for i, t := range c.Tokens {
 		t.Catalogs = append([]string(nil), t.Catalogs...)

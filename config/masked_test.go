@@ -102,6 +102,8 @@ http:
     max_json_depth: 64
     read_timeout: 15s
     write_timeout: 1m
+outbound:
+    allow: []
 `, string(b))
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wfhq/wf/internal/egress"
 )
 
 // channelRE is what a NOTIFY channel name may be: a plain PostgreSQL
@@ -122,6 +124,11 @@ func (c *Config) Validate() error {
 	if c.Report.BucketURL != "" {
 		if msg := checkBucketURL(c.Report.BucketURL); msg != "" {
 			add("report.bucket_url", "%s", msg)
+		}
+	}
+	for i, cidr := range c.Outbound.Allow {
+		if _, err := egress.NewPolicy([]string{cidr}); err != nil {
+			add(fmt.Sprintf("outbound.allow[%d]", i), "expected a CIDR prefix such as 10.0.0.0/8 or an address, got %q", cidr)
 		}
 	}
 	for i, root := range c.Files.LocalRoots {

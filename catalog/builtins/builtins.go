@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"github.com/wfhq/wf/catalog/collections"
 	"github.com/wfhq/wf/catalog/export"
@@ -47,6 +48,10 @@ type Deps struct {
 	// Application Default Credentials or STORAGE_EMULATOR_HOST). When set,
 	// LocalRoots is not used.
 	Objects *objio.Opener
+	// HTTPClient fetches http(s) sources when Objects is nil; nil means one
+	// that refuses loopback, private, link-local and other special-purpose
+	// addresses (see internal/egress and outbound.allow).
+	HTTPClient *http.Client
 	// Logger receives a line per finished ingestion; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -67,7 +72,7 @@ func New(d Deps) (*Handlers, error) {
 		if len(d.LocalRoots) == 0 {
 			return nil, errors.New("error configuring the feature handlers: LocalRoots is required (files.local_roots)")
 		}
-		d.Objects = objio.New(objio.Config{LocalRoots: d.LocalRoots, RootsHint: "set files.local_roots"})
+		d.Objects = objio.New(objio.Config{LocalRoots: d.LocalRoots, RootsHint: "set files.local_roots", HTTPClient: d.HTTPClient})
 	}
 	in, err := ingest.New(ingest.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects, Logger: d.Logger})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 )
@@ -84,8 +85,11 @@ func TestRemoteSources(t *testing.T) {
 		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "data", Name: "in/regions.geojson"},
 		Content:     fixture,
 	})
+	// The test server listens on loopback: allow-listed, as outbound.allow does.
+	loopback, err := egress.NewPolicy([]string{"127.0.0.0/8"})
+	require.NoError(t, err)
 	h, err := ingest.New(ingest.Config{Store: b.store, Logger: quiet,
-		Objects: objio.New(objio.Config{GCSEndpoint: gcs.URL() + "/storage/v1/"})})
+		Objects: objio.New(objio.Config{GCSEndpoint: gcs.URL() + "/storage/v1/", HTTPClient: loopback.Client(0)})})
 	require.NoError(t, err)
 	abs, err := filepath.Abs("testdata/admin_regions.geojson")
 	require.NoError(t, err)

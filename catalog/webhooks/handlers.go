@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -66,10 +67,13 @@ func New(d Deps) (*Handlers, error) {
 		return nil, errors.New("error configuring webhook handlers: Store and Client are required")
 	}
 	if d.HTTP == nil {
-		d.HTTP = &http.Client{
-			Timeout:       DefaultRequestTimeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		// Receivers on loopback, private, link-local and other
+		// special-purpose addresses are refused (outbound.allow opens them).
+		strict, err := egress.NewPolicy(nil)
+		if err != nil {
+			return nil, fmt.Errorf("error configuring webhook handlers: %w", err)
 		}
+		d.HTTP = strict.Client(DefaultRequestTimeout)
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Real{}

@@ -24,6 +24,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
@@ -116,7 +117,7 @@ func startEngine(t *testing.T) *bundle {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	reg := builtin.NewRegistry()
-	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: quiet})
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: cl, Logger: quiet, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
 	require.NoError(t, hooks.Register(reg))
 	rs, err := runnerset.Build(set, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute, Logger: quiet})
@@ -241,7 +242,18 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 	_, err = webhooks.New(webhooks.Deps{Store: st})
 	require.ErrorContains(t, err, "Store and Client are required", "a missing dependency fails at start-up, not at a run")
 	ctx := context.Background()
-	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
+	// By default a receiver on loopback is refused, with the words of a
+	// closed port, and retried.
+	strict, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
+	require.NoError(t, err)
+	lo := newReceiver(t, "0123456789abcdef", 204)
+	los, err := st.InsertWebhookSubscriber(context.Background(), store.NewWebhookSubscriber{URL: lo.URL, Secret: lo.secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+	_, err = strict.Deliver(ctx, task(los.ID), nil)
+	require.ErrorIs(t, err, egress.ErrUnreachable)
+	require.False(t, wftype.IsPermanent(err))
+
+	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set), HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
 
 	for code, permanent := range map[int]bool{200: false, 204: false, 301: true, 400: true, 404: true, 408: false, 429: false, 500: false, 503: false} {
@@ -262,4 +274,12 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 	_, err = h.Deliver(ctx, task(uuid.New()), nil)
 	require.True(t, wftype.IsPermanent(err))
 	require.ErrorContains(t, err, "was removed")
+}
+
+// loopbackHTTP is an outbound client that reaches the tests' receivers on
+// loopback, allow-listed as outbound.allow does.
+func loopbackHTTP(t *testing.T) *http.Client {
+	p, err := egress.NewPolicy([]string{"127.0.0.0/8"})
+	require.NoError(t, err)
+	return p.Client(webhooks.DefaultRequestTimeout)
 }

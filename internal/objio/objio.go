@@ -27,6 +27,8 @@ import (
 	"syscall"
 
 	storage "google.golang.org/api/storage/v1"
+
+	"github.com/wfhq/wf/internal/egress"
 )
 
 // Errors that callers tell apart (all are wrapped with the location).
@@ -41,7 +43,8 @@ var (
 )
 
 // Config says how locations are reached. The zero value reads and writes
-// anything: local paths, any URL, Cloud Storage with Application Default
+// anything: local paths, any public URL (special-purpose addresses are
+// refused unless HTTPClient allows them), Cloud Storage with Application Default
 // Credentials.
 type Config struct {
 	// LocalRoots, when not empty, are the only folders whose files local
@@ -64,8 +67,10 @@ type Config struct {
 	// empty means the emulator STORAGE_EMULATOR_HOST names, if set, else
 	// Google's, with Application Default Credentials.
 	GCSEndpoint string
-	// HTTPClient fetches http(s) locations; nil means http.DefaultClient.
-	// Requests carry the caller's context, which bounds them.
+	// HTTPClient fetches http(s) locations; nil means a client that refuses
+	// loopback, private, link-local and other special-purpose addresses
+	// (egress.NewPolicy(nil)). Requests carry the caller's context, which
+	// bounds them.
 	HTTPClient *http.Client
 }
 
@@ -304,6 +309,13 @@ func (o *Opener) openLocal(l location) (*os.File, error) {
 	return f, nil
 }
 
+// strictClient is the default HTTP client: the egress policy with nothing
+// allow-listed.
+var strictClient = sync.OnceValue(func() *http.Client {
+	p, _ := egress.NewPolicy(nil) // no allow-list: cannot fail
+	return p.Client(0)
+})
+
 // openHTTP fetches an http(s) URL.
 func (o *Opener) openHTTP(ctx context.Context, loc string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
@@ -312,7 +324,7 @@ func (o *Opener) openHTTP(ctx context.Context, loc string) (io.ReadCloser, error
 	}
 	c := o.cfg.HTTPClient
 	if c == nil {
-		c = http.DefaultClient
+		c = strictClient()
 	}
 	resp, err := c.Do(req)
 	if err != nil {

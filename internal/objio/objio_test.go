@@ -12,6 +12,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/internal/objio"
 )
 
@@ -151,6 +152,16 @@ func TestWriteAndRead(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
+	// By default a loopback source is refused, as the cloud metadata
+	// address is: with the same error as a closed port.
+	_, err = o.Open(ctx, srv.URL+"/ok")
+	require.ErrorIs(t, err, egress.ErrUnreachable)
+	_, err = o.Open(ctx, "http://169.254.169.254/latest/meta-data/")
+	require.ErrorIs(t, err, egress.ErrUnreachable)
+	// Allow-listed (outbound.allow), it is read.
+	loopback, err := egress.NewPolicy([]string{"127.0.0.0/8"})
+	require.NoError(t, err)
+	o = objio.New(objio.Config{LocalRoots: []string{root}, GCSEndpoint: gcs.URL() + "/storage/v1/", HTTPClient: loopback.Client(0)})
 	r, err := o.Open(ctx, srv.URL+"/ok")
 	require.NoError(t, err)
 	b, _ := io.ReadAll(r)
