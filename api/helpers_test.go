@@ -221,7 +221,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: metrics.New(metrics.Config{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger}),
+		Metrics: leaderMetrics(pool),
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
@@ -386,4 +386,12 @@ func problemPointers(t *testing.T, res response) []string {
 // ingestionBody is a valid ingestion request.
 func ingestionBody(source string) map[string]any {
 	return map[string]any{"source": source, "format": "geojson", "id_attribute": "CODE", "asset_id": "ALBL1_01"}
+}
+
+// leaderMetrics are metrics that report the database-wide gauges, as the
+// leader's do.
+func leaderMetrics(pool *pgxpool.Pool) *metrics.Metrics {
+	m := metrics.New(metrics.Config{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger})
+	m.SetSources(metrics.Sources{IsLeader: func() bool { return true }})
+	return m
 }

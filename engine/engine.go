@@ -232,6 +232,10 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.metrics.SetSources(metrics.Sources{
+		IsLeader: e.elector.IsLeader,
+		Slots:    func() (int, int) { return e.dispatcher.Running(), e.dispatcher.Slots() },
+	})
 	return e, nil
 }
 
@@ -295,6 +299,24 @@ func (t tee) Claimed(tasks []wftype.Task, took time.Duration) {
 func (t tee) Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration) {
 	t[0].Finished(task, status, ran)
 	t[1].Finished(task, status, ran)
+}
+
+// Heartbeat implements execution.LeaseObserver for those of the two that do.
+func (t tee) Heartbeat(tasks int, took time.Duration) {
+	for _, o := range t {
+		if lo, ok := o.(execution.LeaseObserver); ok {
+			lo.Heartbeat(tasks, took)
+		}
+	}
+}
+
+// LeaseLost implements execution.LeaseObserver for those of the two that do.
+func (t tee) LeaseLost(task *wftype.Task) {
+	for _, o := range t {
+		if lo, ok := o.(execution.LeaseObserver); ok {
+			lo.LeaseLost(task)
+		}
+	}
 }
 
 // pairs lists the pairs the engine serves: those of its rules.

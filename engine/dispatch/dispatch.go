@@ -196,6 +196,9 @@ func (d *Dispatcher) Running() int {
 	return d.busy()
 }
 
+// Slots is how many tasks this dispatcher runs at most at once.
+func (d *Dispatcher) Slots() int { return d.cfg.Slots }
+
 // busy is how many runs hold a slot; d.mu must be held.
 func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
 
@@ -555,7 +558,11 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	if len(leases) == 0 {
 		return nil
 	}
+	started := time.Now()
 	held, err := d.cfg.Store.Heartbeat(ctx, d.cfg.Owner, leases, d.cfg.Clock.DBNow())
+	if lo, ok := d.cfg.Observer.(execution.LeaseObserver); ok && err == nil {
+		lo.Heartbeat(len(leases), time.Since(started))
+	}
 	if err != nil {
 		// A run whose lease has run out by now may be rescued and run
 		// elsewhere: stop it rather than run it twice at once.
@@ -585,6 +592,9 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 	d.mu.Unlock()
 	for _, r := range lost {
 		d.log.Warn("lease lost; cancelling the run", execution.TaskAttrs(&r.task)...)
+		if lo, ok := d.cfg.Observer.(execution.LeaseObserver); ok {
+			lo.LeaseLost(&r.task)
+		}
 		r.cancel(errLeaseLost)
 	}
 	return nil

@@ -14,3 +14,12 @@ type Observer interface {
 	// Finished is called once a task's outcome is written.
 	Finished(task *wftype.Task, status wftype.TaskStatus, ran time.Duration)
 }
+
+// LeaseObserver is told about heartbeats and lost leases. An Observer may
+// also implement it (the metrics do); the dispatcher checks.
+type LeaseObserver interface {
+	// Heartbeat is called after one batched heartbeat of tasks leases.
+	Heartbeat(tasks int, took time.Duration)
+	// LeaseLost is called when a run is cancelled because its lease was lost.
+	LeaseLost(task *wftype.Task)
+}

@@ -7,11 +7,12 @@ package metrics
 
 import (
 	"cmp"
-	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,40 @@ type Metrics struct {
 	runDuration  *prometheus.HistogramVec
 	requests     *prometheus.CounterVec
 	requestTimes *prometheus.HistogramVec
+	leasesLost   *prometheus.CounterVec
+	heartbeats   prometheus.Histogram
+
+	sources atomic.Pointer[Sources]
+}
+
+// Sources are the live figures of the engine that the metrics read at
+// scrape time; the engine attaches them once it is built (SetSources).
+// Without them (wf serve, tests), this process reports no leader, no
+// slots, and no database-wide gauges.
+type Sources struct {
+	// IsLeader reports whether this instance leads its service. Only the
+	// leader reports the database-wide gauges (queue depth, oldest pending
+	// age, dead letters, outbox), so that sum() across instances is right.
+	IsLeader func() bool
+	// Slots reports the slots in use and the slots this instance has.
+	Slots func() (busy, total int)
+}
+
+// SetSources attaches the engine's live figures.
+func (m *Metrics) SetSources(s Sources) { m.sources.Store(&s) }
+
+// source returns the attached sources (zero when none).
+func (m *Metrics) source() Sources {
+	if s := m.sources.Load(); s != nil {
+		return *s
+	}
+	return Sources{}
+}
+
+// leader reports whether this instance leads (false without sources).
+func (m *Metrics) leader() bool {
+	s := m.source()
+	return s.IsLeader != nil && s.IsLeader()
 }
 
 // Config configures Metrics.
@@ -97,14 +132,75 @@ func New(cfg Config) *Metrics {
 		requestTimes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "wf_http_request_duration_seconds", Help: "HTTP API request latency, by route pattern.", Buckets: latency,
 		}, []string{"route"}),
+		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wf_leases_lost_total", Help: "Runs this instance cancelled because their task's lease was lost (cancelled, rescued or taken over), by task type.",
+		}, []string{"task_type"}),
+		heartbeats: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "wf_heartbeat_duration_seconds", Help: "Time one batched heartbeat statement took.", Buckets: latency,
+		}),
 	}
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wf_leader", Help: "1 while this instance leads its service, else 0.",
+	}, func() float64 {
+		if m.leader() {
+			return 1
+		}
+		return 0
+	})
+	slotsBusy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wf_slots_busy", Help: "Task slots of this instance in use.",
+	}, func() float64 {
+		if s := m.source(); s.Slots != nil {
+			busy, _ := s.Slots()
+			return float64(busy)
+		}
+		return 0
+	})
+	slotsTotal := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wf_slots_total", Help: "Task slots of this instance (--slots).",
+	}, func() float64 {
+		if s := m.source(); s.Slots != nil {
+			_, total := s.Slots()
+			return float64(total)
+		}
+		return 0
+	})
 	m.reg.MustRegister(m.claimed, m.finished, m.claimBatch, m.queueWait, m.runDuration, m.requests, m.requestTimes,
+		m.leasesLost, m.heartbeats, leader, slotsBusy, slotsTotal, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Store != nil {
-		m.reg.MustRegister(newDepthCollector(cfg))
+		m.reg.MustRegister(newQueueCollector(cfg, m.leader))
 	}
 	return m
 }
+
+// buildInfo is wf_build_info: 1, labelled with the build's version.
+func buildInfo() prometheus.Collector {
+	version, revision := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = cmp.Or(bi.Main.Version, version)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "wf_build_info", Help: "1, labelled with the version and VCS revision wf was built from and its Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// The metrics are told about heartbeats and lost leases.
+var _ execution.LeaseObserver = (*Metrics)(nil)
+
+// Heartbeat implements execution.LeaseObserver.
+func (m *Metrics) Heartbeat(_ int, took time.Duration) { m.heartbeats.Observe(took.Seconds()) }
+
+// LeaseLost implements execution.LeaseObserver.
+func (m *Metrics) LeaseLost(task *wftype.Task) { m.leasesLost.WithLabelValues(task.TaskType).Inc() }
 
 // Registry is the metrics' own registry.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
@@ -144,87 +240,4 @@ func (m *Metrics) ObserveRequest(pattern string, status int, took time.Duration)
 	}
 	m.requests.WithLabelValues(pattern, strconv.Itoa(status)).Inc()
 	m.requestTimes.WithLabelValues(pattern).Observe(took.Seconds())
-}
-
-// depthCollector reports queue depth and row estimates, read at most once per TTL.
-type depthCollector struct {
-	cfg      Config
-	depth    *prometheus.Desc
-	estimate *prometheus.Desc
-	up       *prometheus.Desc
-
-	mu       sync.Mutex
-	readAt   time.Time
-	depths   []store.QueueDepth
-	rows     map[wftype.TaskStatus]float64
-	lastRead bool
-}
-
-func newDepthCollector(cfg Config) *depthCollector {
-	return &depthCollector{
-		cfg: cfg,
-		depth: prometheus.NewDesc("wf_queue_depth",
-			"Live tasks by task type and status (PENDING, ACTIVE), counted from the partial indexes on live rows.",
-			[]string{"task_type", "status"}, nil),
-		estimate: prometheus.NewDesc("wf_task_rows_estimate",
-			"Rows of tasks.tasks by status, estimated from the planner's statistics (as fresh as the last ANALYZE).",
-			[]string{"status"}, nil),
-		up: prometheus.NewDesc("wf_queue_depth_up",
-			"1 when the last queue-depth reading succeeded, 0 when it failed (the values shown are then older).", nil, nil),
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.depth
-	ch <- c.estimate
-	ch <- c.up
-}
-
-// Collect implements prometheus.Collector.
-func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.readAt) >= c.cfg.DepthTTL {
-		c.read()
-	}
-	counts := map[[2]string]float64{}
-	for _, tt := range c.cfg.TaskTypes {
-		counts[[2]string{tt, string(wftype.StatusPending)}] = 0
-		counts[[2]string{tt, string(wftype.StatusActive)}] = 0
-	}
-	for _, d := range c.depths {
-		counts[[2]string{d.TaskType, string(d.Status)}] = float64(d.Count)
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, n, k[0], k[1])
-	}
-	for status, n := range c.rows {
-		ch <- prometheus.MustNewConstMetric(c.estimate, prometheus.GaugeValue, n, string(status))
-	}
-	up := 0.0
-	if c.lastRead {
-		up = 1
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
-}
-
-// read refreshes the readings; on failure the previous ones stay.
-func (c *depthCollector) read() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DepthTimeout+time.Second)
-	defer cancel()
-	c.readAt = time.Now()
-	depths, err := c.cfg.Store.QueueDepths(ctx, c.cfg.DepthTimeout)
-	if err != nil {
-		c.lastRead = false
-		c.cfg.Logger.Warn("reading queue depth for metrics failed", "err", err)
-		return
-	}
-	rows, err := c.cfg.Store.EstimateTaskRows(ctx)
-	if err != nil {
-		c.lastRead = false
-		c.cfg.Logger.Warn("reading row estimates for metrics failed", "err", err)
-		return
-	}
-	c.depths, c.rows, c.lastRead = depths, rows, true
 }
