@@ -58,21 +58,10 @@ LIMIT $3`
 	if err != nil {
 		return BulkRequeue{}, err
 	}
-	var out BulkRequeue
-	if len(ids) > f.limit() {
-		ids, out.More = ids[:f.limit()], true
-	}
-	for _, id := range ids {
-		if _, err := s.RequeueTask(ctx, id); err != nil {
-			if errors.Is(err, wftype.ErrConflict) || errors.Is(err, wftype.ErrNotFound) {
-				out.Skipped++
-				continue
-			}
-			return out, err
-		}
-		out.Requeued++
-	}
-	return out, nil
+	return requeueEach(ids, f.limit(), func(id uuid.UUID) error {
+		_, err := s.RequeueTask(ctx, id)
+		return err
+	})
 }
 
 // RequeueDeadLetterEvents puts up to f.Limit matching DEAD_LETTER events back
@@ -89,12 +78,22 @@ LIMIT $3`
 	if err != nil {
 		return BulkRequeue{}, err
 	}
+	return requeueEach(ids, f.limit(), func(id uuid.UUID) error {
+		_, err := s.RequeueEvent(ctx, id)
+		return err
+	})
+}
+
+// requeueEach requeues the first limit of ids one by one, each in its own
+// statement: one that a live task or event now blocks (or that changed) is
+// counted as skipped; more tells whether ids held more than limit.
+func requeueEach(ids []uuid.UUID, limit int, requeue func(uuid.UUID) error) (BulkRequeue, error) {
 	var out BulkRequeue
-	if len(ids) > f.limit() {
-		ids, out.More = ids[:f.limit()], true
+	if len(ids) > limit {
+		ids, out.More = ids[:limit], true
 	}
 	for _, id := range ids {
-		if _, err := s.RequeueEvent(ctx, id); err != nil {
+		if err := requeue(id); err != nil {
 			if errors.Is(err, wftype.ErrConflict) || errors.Is(err, wftype.ErrNotFound) {
 				out.Skipped++
 				continue
