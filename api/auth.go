@@ -17,6 +17,9 @@ type principal struct {
 	// catalogs limits a client or worker token to these catalog ids; nil
 	// means every catalog (and platform tasks).
 	catalogs []string
+	// taskTypes limits a worker token to the tasks of these types; nil
+	// means every type.
+	taskTypes []string
 	// session is set when the request was authenticated by a dashboard
 	// session cookie rather than a bearer header.
 	session *uiSession
@@ -73,7 +76,7 @@ func (s *Server) findToken(presented string) *config.Token {
 
 // principalOf is who holds a token.
 func principalOf(t *config.Token) *principal {
-	return &principal{name: t.Name, role: t.Role, catalogs: slices.Clone(t.Catalogs)}
+	return &principal{name: t.Name, role: t.Role, catalogs: slices.Clone(t.Catalogs), taskTypes: slices.Clone(t.TaskTypes)}
 }
 
 // authorize checks the principal's role against the route's roles: admin
@@ -114,8 +117,9 @@ func (s *Server) scopeOf(ctx context.Context, p *principal) (scope, error) {
 }
 
 // visibleTask reads a task and checks the principal may see it. A task of
-// another tenant answers exactly as a task that does not exist (404), so a
-// limited token learns nothing about other catalogs.
+// another tenant, or (for a worker token limited to task types) of another
+// type, answers exactly as a task that does not exist (404), so a limited
+// token learns nothing about other catalogs and cannot report on them.
 func (s *Server) visibleTask(ctx context.Context, p *principal, id taskID) (wftype.Task, error) {
 	t, err := s.store.GetTask(ctx, id.UUID)
 	if err != nil {
@@ -125,7 +129,7 @@ func (s *Server) visibleTask(ctx context.Context, p *principal, id taskID) (wfty
 	if err != nil {
 		return t, err
 	}
-	if !sc.has(t.SchemaName) {
+	if !sc.has(t.SchemaName) || len(p.taskTypes) > 0 && !slices.Contains(p.taskTypes, t.TaskType) {
 		return wftype.Task{}, notFound("no task %s", id.UUID)
 	}
 	return t, nil

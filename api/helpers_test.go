@@ -50,6 +50,7 @@ const (
 	tokClient        = "client-token-0123456789"
 	tokClientLimited = "client-a-token-0123456789"
 	tokClientB       = "client-b-token-0123456789"
+	tokWorkerSleep   = "worker-sleep-token-0123456789"
 	tokWorker        = "worker-token-0123456789"
 	tokWorkerLimited = "worker-a-token-0123456789"
 )
@@ -217,6 +218,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		{Name: "client-b", Role: config.RoleClient, Catalogs: []string{"cat-b"}, TokenSHA256: config.HashToken(tokClientB)},
 		{Name: "worker", Role: config.RoleWorker, TokenSHA256: config.HashToken(tokWorker)},
 		{Name: "worker-a", Role: config.RoleWorker, Catalogs: []string{"cat-a"}, TokenSHA256: config.HashToken(tokWorkerLimited)},
+		{Name: "worker-sleep", Role: config.RoleWorker, TaskTypes: []string{"sleep"}, TokenSHA256: config.HashToken(tokWorkerSleep)},
 	}
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},

@@ -147,3 +147,32 @@ func TestRemoteWorker(t *testing.T) {
 	})
 	require.Empty(t, b.do("GET", "/admin/dead-letters?kind=tasks", tokAdmin, nil).json(t)["items"])
 }
+
+// TestWorkerTokenLimitedToTaskTypes: a worker token limited to task types
+// reports on no task of another type; such a task is not found for it.
+func TestWorkerTokenLimitedToTaskTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	id := b.enqueueTenantJob("s_cat_a")
+	tasks := b.claimAs("remote-1")
+	require.Len(t, tasks, 1)
+	attempt := tasks[0].Attempts
+	b.unchanged(func() {
+		for _, op := range []struct {
+			path string
+			body map[string]any
+		}{
+			{"/progress", map[string]any{"owner_id": "remote-1", "attempt": attempt, "progress": map[string]any{"done": 1}}},
+			{"/complete", map[string]any{"owner_id": "remote-1", "attempt": attempt, "outputs": map[string]any{}}},
+			{"/fail", map[string]any{"owner_id": "remote-1", "attempt": attempt, "error": "x"}},
+		} {
+			res := b.do("POST", "/tasks/"+id+op.path, tokWorkerSleep, op.body)
+			require.Equal(t, http.StatusNotFound, res.status, string(res.body))
+		}
+		require.Equal(t, http.StatusNotFound, b.do("GET", "/tasks/"+id, tokWorkerSleep, nil).status)
+	})
+	// The unlimited worker token reports as before.
+	res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": attempt, "progress": map[string]any{"done": 1}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}

@@ -248,6 +248,7 @@ func (c *Config) clone() *Config {
 	out.Tokens = make([]Token, len(c.Tokens))
 	for i, t := range c.Tokens {
 		t.Catalogs = append([]string(nil), t.Catalogs...)
+		t.TaskTypes = append([]string(nil), t.TaskTypes...)
 		out.Tokens[i] = t
 	}
 	if c.Tokens == nil {

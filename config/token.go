@@ -35,6 +35,9 @@ type Token struct {
 	// Catalogs limit a client or worker token to these catalogs; empty
 	// means all.
 	Catalogs []string `yaml:"catalogs,omitempty" json:"catalogs,omitempty"`
+	// TaskTypes limit a worker token to the tasks of these types: it may
+	// report on no others. Empty means all.
+	TaskTypes []string `yaml:"task_types,omitempty" json:"task_types,omitempty"`
 	// Token is the plain token, as configured. Empty after Load.
 	Token string `yaml:"token,omitempty" json:"token,omitempty"`
 	// TokenSHA256 is the lower-case hex SHA-256 of the token.

@@ -169,6 +169,14 @@ func (c *Config) validateTokens(add func(field, format string, args ...any)) {
 		if t.Role == RoleAdmin && len(t.Catalogs) > 0 {
 			add(p+".catalogs", "an admin token sees every catalog; remove catalogs or use role client")
 		}
+		if t.Role != RoleWorker && len(t.TaskTypes) > 0 {
+			add(p+".task_types", "only a worker token is limited to task types; remove task_types")
+		}
+		for j, tt := range t.TaskTypes {
+			if strings.TrimSpace(tt) == "" {
+				add(fmt.Sprintf("%s.task_types[%d]", p, j), "must not be empty")
+			}
+		}
 		for j, cat := range t.Catalogs {
 			if strings.TrimSpace(cat) == "" {
 				add(fmt.Sprintf("%s.catalogs[%d]", p, j), "must not be empty")
