@@ -336,7 +336,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"token fields", "tokens:\n  - name: a\n    token: short\n    role: root\n    extra: 1\n", strings.Join([]string{
 			"wf.yaml:3:12: tokens[0].token: must be at least 16 characters long",
 			`wf.yaml:4:11: tokens[0].role: expected one of client, worker, admin, got "root"`,
-			"wf.yaml:5:5: tokens[0].extra: unknown field; expected one of name, role, catalogs, token, token_sha256",
+			"wf.yaml:5:5: tokens[0].extra: unknown field; expected one of name, role, catalogs, task_types, token, token_sha256",
 		}, "\n")},
 		{"token hash", "tokens:\n  - {name: a, role: admin, token_sha256: abc}\n", "wf.yaml:2:42: tokens[0].token_sha256: expected 64 hexadecimal digits (the SHA-256 of the token)"},
 		{"several errors in file order", "slots: 0\nnme: x\n", strings.Join([]string{
