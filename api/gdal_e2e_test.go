@@ -37,6 +37,14 @@ func TestGDALIngestionEndToEnd(t *testing.T) {
 		require.Equal(t, 2.0, task["outputs"].(map[string]any)["features"].(map[string]any)["created"], task)
 	}
 
+	// Each source is recorded as the catalog's asset.
+	asset := b.do("GET", "/catalogs/cat-a/assets/A-roads", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, asset.status, string(asset.body))
+	av := asset.json(t)
+	require.Equal(t, zipped, av["uri"])
+	require.Equal(t, "vector", av["kind"])
+	require.Equal(t, "roads", av["collection_id"])
+
 	// ogr2ogr reads the tables back, geometry from the PostGIS column.
 	cfg := b.pool.Config().ConnConfig
 	pg := fmt.Sprintf("PG:host=%s port=%d dbname=%s user=%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)

@@ -48,6 +48,11 @@ func (s *Server) routeTable() []route {
 		{"GET", "/catalogs/{catalog_id}/collections", clientRoles, s.listCollections},
 		{"GET", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.getCollection},
 		{"DELETE", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.deleteCollection},
+		{"POST", "/catalogs/{catalog_id}/assets", clientRoles, s.createAsset},
+		{"GET", "/catalogs/{catalog_id}/assets", clientRoles, s.listAssets},
+		{"GET", "/catalogs/{catalog_id}/assets/{asset_id}", clientRoles, s.getAsset},
+		{"PATCH", "/catalogs/{catalog_id}/assets/{asset_id}", clientRoles, s.updateAsset},
+		{"DELETE", "/catalogs/{catalog_id}/assets/{asset_id}", clientRoles, s.deleteAsset},
 
 		{"POST", "/ingestion/{catalog_id}/{collection_id}", clientRoles, s.submitIngestion},
 

@@ -171,6 +171,26 @@ func newCollectionView(c store.Collection) collectionView {
 	}
 }
 
+// assetView is an asset (schemas Asset).
+type assetView struct {
+	CatalogID    string          `json:"catalog_id"`
+	AssetID      string          `json:"asset_id"`
+	CollectionID *string         `json:"collection_id"`
+	URI          string          `json:"uri"`
+	Kind         string          `json:"kind"`
+	Status       string          `json:"status"`
+	Metadata     json.RawMessage `json:"metadata"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+func newAssetView(a store.Asset) assetView {
+	return assetView{
+		CatalogID: a.CatalogID, AssetID: a.ID, CollectionID: a.CollectionID, URI: a.URI, Kind: a.Kind,
+		Status: a.Status, Metadata: nonNullJSON(a.Metadata, "{}"), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+	}
+}
+
 // listView is one page of a list (schemas *List).
 type listView[T any] struct {
 	Items      []T    `json:"items"`

@@ -23,7 +23,7 @@ import (
 func catalogsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "catalogs",
-		Usage: "create, list, show or delete catalogs (tenants) and their collections",
+		Usage: "create, list, show or delete catalogs (tenants), their collections and assets",
 		Subcommands: []*cli.Command{
 			{
 				Name: "create", Usage: "register a catalog (emits catalog.created)", ArgsUsage: "ID",
@@ -74,6 +74,7 @@ func catalogsCommand() *cli.Command {
 					},
 				},
 			},
+			assetsCommand(),
 		},
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
@@ -141,6 +142,9 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, err
 	}
+	if err := h.recordSource(ctx, in); err != nil {
+		return nil, err
+	}
 	var src io.ReadCloser
 	format := in.Format
 	if in.Format == FormatGDAL {
@@ -192,6 +196,23 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 		return nil, fmt.Errorf("error encoding the ingestion outputs: %w", err)
 	}
 	return b, nil
+}
+
+// recordSource records the source as the catalog's asset in.AssetID (kind
+// vector, feeding the collection), emitting asset.created or asset.updated.
+func (h *Handler) recordSource(ctx context.Context, in Inputs) error {
+	if in.AssetID == "" {
+		return nil
+	}
+	collection := in.CollectionID
+	_, err := registry.New(h.cfg.Store, h.cfg.Emitter).RecordAsset(ctx, store.NewAsset{
+		CatalogID: in.CatalogID, ID: in.AssetID, CollectionID: &collection, URI: in.Source, Kind: store.AssetVector,
+	})
+	var verr *registry.ValidationError
+	if errors.As(err, &verr) || errors.Is(err, wftype.ErrNotFound) {
+		return wftype.Permanent(err)
+	}
+	return err
 }
 
 // emitCompleted writes ingestion.completed, once per task while it is

@@ -1,0 +1,25 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/wfhq/wf/wftype"
+)
+
+// deleteAsset answers DELETE /catalogs/{catalog_id}/assets/{asset_id}: the
+// asset's status becomes deleted (its record stays, as the feature versions
+// naming it do), asset.deleted is emitted, and it answers 204.
+func (s *Server) deleteAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
+	catalogID, id, prob := pathAsset(r, p)
+	if prob != nil {
+		return prob
+	}
+	if _, err := s.catalogs.RemoveAsset(r.Context(), catalogID, id); errors.Is(err, wftype.ErrNotFound) {
+		return assetNotFound(catalogID, id)
+	} else if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/wftype"
+)
+
+// getAsset answers GET /catalogs/{catalog_id}/assets/{asset_id}.
+func (s *Server) getAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
+	catalogID, id, prob := pathAsset(r, p)
+	if prob != nil {
+		return prob
+	}
+	a, err := s.catalogs.GetAsset(r.Context(), catalogID, id)
+	if errors.Is(err, wftype.ErrNotFound) {
+		return assetNotFound(catalogID, id)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, newAssetView(a))
+	return nil
+}
+
+// assetNotFound is catalogNotFound for an asset.
+func assetNotFound(catalogID, id string) *problem {
+	return notFound("no asset %q in catalog %q", id, catalogID)
+}
+
+// pathAsset parses the catalog_id and asset_id path parameters of an asset
+// the token may use: one it may not see is not found.
+func pathAsset(r *http.Request, p *principal) (catalogID, id string, prob *problem) {
+	if catalogID, prob = pathCatalogID(r, "catalog_id"); prob != nil {
+		return "", "", prob
+	}
+	id = r.PathValue("asset_id")
+	if !registry.ValidAssetID(id) {
+		return "", "", invalidParameter("asset_id", "must be %s", registry.AssetIDRule)
+	}
+	if !p.canUseCatalog(catalogID) {
+		return "", "", assetNotFound(catalogID, id)
+	}
+	return catalogID, id, nil
+}

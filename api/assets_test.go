@@ -1,0 +1,93 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAssets: a catalog's assets are registered, read, listed, archived,
+// updated and deleted through /catalogs/{id}/assets, each change with its
+// asset.* event in the catalog's tenant; another tenant's token sees none
+// of it.
+func TestAssets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+
+	res := b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{
+		"asset_id": "ROADS_2024", "collection_id": "roads", "uri": "gs://bucket/roads.zip", "kind": "vector",
+		"metadata": map[string]any{"source": "survey"},
+	})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	require.Equal(t, "/catalogs/cat-a/assets/ROADS_2024", res.header.Get("Location"))
+	a := res.json(t)
+	require.Equal(t, "active", a["status"])
+	require.Equal(t, "roads", a["collection_id"])
+
+	res = b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{"asset_id": "ROADS_2024", "uri": "x"})
+	require.Equal(t, http.StatusConflict, res.status, string(res.body))
+	b.unchanged(func() {
+		res = b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{"asset_id": "-bad", "uri": "", "kind": "video"})
+		require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+		require.Contains(t, string(res.body), "/asset_id")
+		require.Contains(t, string(res.body), "/kind")
+		res = b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{"asset_id": "X", "uri": "u", "collection_id": "rivers"})
+		require.Equal(t, http.StatusNotFound, res.status, "another catalog's collection: %s", res.body)
+	})
+	res = b.do("POST", "/catalogs/cat-a/assets", tokAdmin, map[string]any{"asset_id": "DEM", "uri": "gs://bucket/dem.tif", "kind": "raster"})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+
+	// Archive, then update metadata, then delete: each with its event.
+	res = b.do("PATCH", "/catalogs/cat-a/assets/ROADS_2024", tokClientLimited, map[string]any{"status": "archived"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res = b.do("PATCH", "/catalogs/cat-a/assets/ROADS_2024", tokClientLimited, map[string]any{"metadata": map[string]any{"checked": true}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, map[string]any{"source": "survey", "checked": true}, res.json(t)["metadata"], "metadata is merged")
+	res = b.do("DELETE", "/catalogs/cat-a/assets/DEM", tokClientLimited, nil)
+	require.Equal(t, http.StatusNoContent, res.status, string(res.body))
+
+	list := b.do("GET", "/catalogs/cat-a/assets?limit=1", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, list.status, string(list.body))
+	items := list.json(t)["items"].([]any)
+	require.Len(t, items, 1, "the deleted asset is not listed by default")
+	require.Equal(t, "archived", items[0].(map[string]any)["status"])
+	deleted := b.do("GET", "/catalogs/cat-a/assets?status=deleted", tokClientLimited, nil).json(t)["items"].([]any)
+	require.Len(t, deleted, 1)
+	require.Equal(t, "DEM", deleted[0].(map[string]any)["asset_id"])
+	got := b.do("GET", "/catalogs/cat-a/assets/DEM", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, got.status)
+	require.Equal(t, "deleted", got.json(t)["status"])
+
+	var types []string
+	rows, err := b.pool.Query(b.ctx, `SELECT event_type FROM tasks.events WHERE schema_name = 's_cat_a' AND event_type LIKE 'asset.%' ORDER BY created_at, event_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		types = append(types, s)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"asset.created", "asset.created", "asset.archived", "asset.updated", "asset.deleted"}, types)
+
+	// Another tenant: everything is 404, and nothing changes.
+	b.unchanged(func() {
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/catalogs/cat-a/assets"}, {"GET", "/catalogs/cat-a/assets/ROADS_2024"},
+			{"PATCH", "/catalogs/cat-a/assets/ROADS_2024"}, {"DELETE", "/catalogs/cat-a/assets/ROADS_2024"},
+		} {
+			var body any
+			if r.method == "PATCH" {
+				body = map[string]any{"status": "deleted"}
+			}
+			res := b.do(r.method, r.path, tokClientB, body)
+			require.Equal(t, http.StatusNotFound, res.status, "%s %s: %s", r.method, r.path, res.body)
+		}
+		res := b.do("POST", "/catalogs/cat-a/assets", tokClientB, map[string]any{"asset_id": "MINE", "uri": "u"})
+		require.Equal(t, http.StatusNotFound, res.status)
+		res = b.do("GET", "/catalogs/cat-b/assets/ROADS_2024", tokClientB, nil)
+		require.Equal(t, http.StatusNotFound, res.status, "ids are per catalog")
+	})
+}

@@ -1,0 +1,211 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+)
+
+// Asset event types.
+const (
+	EventAssetCreated  = "asset.created"
+	EventAssetUpdated  = "asset.updated"
+	EventAssetArchived = "asset.archived"
+	EventAssetDeleted  = "asset.deleted"
+)
+
+// assetIDRE is the rule of an asset id (the ingestion's asset_id).
+var assetIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)
+
+// AssetIDRule describes a valid asset id, for error messages.
+const AssetIDRule = "1 to 255 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+// maxAssetURI bounds an asset's URI.
+const maxAssetURI = 2048
+
+// ValidAssetID reports whether s is a valid asset id.
+func ValidAssetID(s string) bool { return assetIDRE.MatchString(s) }
+
+// checkAsset validates what a new asset names.
+func checkAsset(a store.NewAsset) spec.InputErrors {
+	var errs spec.InputErrors
+	if !ValidAssetID(a.ID) {
+		errs = append(errs, spec.InputError{Pointer: "/asset_id", Message: "must be " + AssetIDRule})
+	}
+	if a.URI == "" || len(a.URI) > maxAssetURI {
+		errs = append(errs, spec.InputError{Pointer: "/uri", Message: fmt.Sprintf("must be 1 to %d characters: where the asset is (a path or a URL)", maxAssetURI)})
+	}
+	if a.CollectionID != nil && !ValidID(*a.CollectionID) {
+		errs = append(errs, spec.InputError{Pointer: "/collection_id", Message: "must be " + IDRule})
+	}
+	errs = checkKind(errs, a.Kind, true)
+	return checkObject(errs, "/metadata", a.Metadata)
+}
+
+func checkKind(errs spec.InputErrors, kind string, emptyOK bool) spec.InputErrors {
+	switch kind {
+	case store.AssetVector, store.AssetRaster, store.AssetOther:
+		return errs
+	case "":
+		if emptyOK {
+			return errs
+		}
+	}
+	return append(errs, spec.InputError{Pointer: "/kind", Message: "must be one of vector, raster, other"})
+}
+
+// assetPayload is the payload of every asset event.
+func assetPayload(a store.Asset) map[string]any {
+	p := map[string]any{"catalog_id": a.CatalogID, "asset_id": a.ID, "uri": a.URI, "kind": a.Kind, "status": a.Status}
+	if a.CollectionID != nil {
+		p["collection_id"] = *a.CollectionID
+	}
+	return p
+}
+
+// inCatalogTx runs fn in a transaction with the catalog read (so its
+// schema_name names the events' tenant), and checks that a named collection
+// belongs to it.
+func (r *Registry) inCatalogTx(ctx context.Context, catalogID string, collectionID *string,
+	fn func(st *store.Store, tx pgx.Tx, cat store.Catalog) error) error {
+	return pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+		st := r.store.WithTx(tx)
+		cat, err := st.GetCatalog(ctx, catalogID)
+		if err != nil {
+			return err
+		}
+		if collectionID != nil {
+			if _, err := st.GetCollection(ctx, catalogID, *collectionID); err != nil {
+				return err
+			}
+		}
+		return fn(st, tx, cat)
+	})
+}
+
+// AddAsset validates and inserts an asset and emits asset.created, in one
+// transaction. It fails with a *ValidationError, wftype.ErrNotFound for a
+// missing catalog or collection, or wftype.ErrConflict for a taken id.
+func (r *Registry) AddAsset(ctx context.Context, a store.NewAsset) (store.Asset, error) {
+	if errs := checkAsset(a); len(errs) > 0 {
+		return store.Asset{}, &ValidationError{Errors: errs}
+	}
+	var out store.Asset
+	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+		var err error
+		if out, err = st.CreateAsset(ctx, a); err != nil {
+			return err
+		}
+		return r.emit(ctx, tx, EventAssetCreated, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+	})
+	if err != nil {
+		return store.Asset{}, fmt.Errorf("error adding asset %q to catalog %q: %w", a.ID, a.CatalogID, err)
+	}
+	return out, nil
+}
+
+// RecordAsset creates the asset or brings it up to date (URI, collection,
+// kind, active again) and emits asset.created or asset.updated, in one
+// transaction: what an ingestion does with its source.
+func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset) (store.Asset, error) {
+	if errs := checkAsset(a); len(errs) > 0 {
+		return store.Asset{}, &ValidationError{Errors: errs}
+	}
+	var out store.Asset
+	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+		var created bool
+		var err error
+		if out, created, err = st.RecordAsset(ctx, a); err != nil {
+			return err
+		}
+		typ := EventAssetUpdated
+		if created {
+			typ = EventAssetCreated
+		}
+		return r.emit(ctx, tx, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+	})
+	if err != nil {
+		return store.Asset{}, fmt.Errorf("error recording asset %q of catalog %q: %w", a.ID, a.CatalogID, err)
+	}
+	return out, nil
+}
+
+// GetAsset returns one asset, or an error wrapping wftype.ErrNotFound.
+func (r *Registry) GetAsset(ctx context.Context, catalogID, id string) (store.Asset, error) {
+	return r.store.GetAsset(ctx, catalogID, id)
+}
+
+// ListAssets returns the assets of an existing catalog (else
+// wftype.ErrNotFound) ordered by id, one page at a time.
+func (r *Registry) ListAssets(ctx context.Context, catalogID string, f store.AssetFilter, p store.Page) ([]store.Asset, error) {
+	if _, err := r.store.GetCatalog(ctx, catalogID); err != nil {
+		return nil, err
+	}
+	return r.store.ListAssets(ctx, catalogID, f, p)
+}
+
+// UpdateAsset changes an asset's status, kind or metadata (merged) and
+// emits, in the same transaction, asset.archived or asset.deleted when the
+// status became archived or deleted, else asset.updated.
+func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p store.AssetPatch) (store.Asset, error) {
+	var errs spec.InputErrors
+	if p.Status != nil {
+		switch *p.Status {
+		case store.AssetActive, store.AssetArchived, store.AssetDeleted:
+		default:
+			errs = append(errs, spec.InputError{Pointer: "/status", Message: "must be one of active, archived, deleted"})
+		}
+	}
+	if p.Kind != nil {
+		errs = checkKind(errs, *p.Kind, false)
+	}
+	errs = checkObject(errs, "/metadata", p.Metadata)
+	if len(errs) > 0 {
+		return store.Asset{}, &ValidationError{Errors: errs}
+	}
+	var out store.Asset
+	err := r.inCatalogTx(ctx, catalogID, nil, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+		before, after, err := st.UpdateAsset(ctx, catalogID, id, p)
+		if err != nil {
+			return err
+		}
+		out = after
+		typ := EventAssetUpdated
+		if after.Status != before.Status {
+			switch after.Status {
+			case store.AssetArchived:
+				typ = EventAssetArchived
+			case store.AssetDeleted:
+				typ = EventAssetDeleted
+			}
+		}
+		return r.emit(ctx, tx, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+	})
+	if err != nil {
+		return store.Asset{}, fmt.Errorf("error updating asset %q of catalog %q: %w", id, catalogID, err)
+	}
+	return out, nil
+}
+
+// RemoveAsset marks an asset deleted (its row stays, so that the feature
+// versions naming it keep a meaning) and emits asset.deleted.
+func (r *Registry) RemoveAsset(ctx context.Context, catalogID, id string) (store.Asset, error) {
+	deleted := store.AssetDeleted
+	return r.UpdateAsset(ctx, catalogID, id, store.AssetPatch{Status: &deleted})
+}
+
+// MarshalAssetMetadata encodes metadata for an AssetPatch.
+func MarshalAssetMetadata(m map[string]any) (json.RawMessage, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding asset metadata: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/engine/store"
+)
+
+// assetsCommand is `wf catalogs assets`: a catalog's assets, the same
+// operations as the HTTP API's /catalogs/{id}/assets.
+func assetsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "assets",
+		Usage: "add, list, show, archive or remove the assets of a catalog",
+		Subcommands: []*cli.Command{
+			{
+				Name: "add", Usage: "register an asset (emits asset.created)", ArgsUsage: "CATALOG ASSET",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "uri", Usage: "where the asset is: a `PATH` or URL", Required: true},
+					&cli.StringFlag{Name: "collection", Usage: "the `COLLECTION` it feeds"},
+					&cli.StringFlag{Name: "kind", Usage: "`KIND`: vector, raster or other", Value: store.AssetOther},
+					&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: catalogAction(2, assetsAdd),
+			},
+			{
+				Name: "list", Usage: "list the assets of a catalog (active and archived unless --status)", ArgsUsage: "CATALOG",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "status", Usage: "only `STATUS` (active, archived, deleted); repeatable"},
+					&cli.StringFlag{Name: "collection", Usage: "only the assets of `COLLECTION`"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: catalogAction(1, assetsList),
+			},
+			{
+				Name: "show", Usage: "show one asset with its metadata", ArgsUsage: "CATALOG ASSET",
+				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+				Action: catalogAction(2, assetsShow),
+			},
+			{
+				Name: "archive", Usage: "archive an asset (emits asset.archived)", ArgsUsage: "CATALOG ASSET",
+				Action: catalogAction(2, assetsArchive),
+			},
+			{
+				Name: "remove", Usage: "mark an asset deleted; its record stays (emits asset.deleted)", ArgsUsage: "CATALOG ASSET",
+				Action: catalogAction(2, assetsRemove),
+			},
+		},
+	}
+}
+
+func assetsAdd(c *cli.Context, reg *registry.Registry) error {
+	meta, err := jsonObjectFlag(c, "metadata")
+	if err != nil {
+		return err
+	}
+	a, err := reg.AddAsset(c.Context, store.NewAsset{
+		CatalogID: c.Args().Get(0), ID: c.Args().Get(1), CollectionID: optionalString(c, "collection"),
+		URI: c.String("uri"), Kind: c.String("kind"), Metadata: meta,
+	})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, assetJSON(a))
+	}
+	fmt.Fprintf(c.App.Writer, "added asset %s to catalog %s\n", a.ID, a.CatalogID)
+	return nil
+}
+
+func assetsList(c *cli.Context, reg *registry.Registry) error {
+	as, err := reg.ListAssets(c.Context, c.Args().First(),
+		store.AssetFilter{Status: c.StringSlice("status"), CollectionID: c.String("collection")}, store.Page{Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		out := make([]map[string]any, len(as))
+		for i, a := range as {
+			out[i] = assetJSON(a)
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ASSET\tKIND\tSTATUS\tCOLLECTION\tURI")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, a.Status, deref(a.CollectionID), a.URI)
+	}
+	return tw.Flush()
+}
+
+func assetsShow(c *cli.Context, reg *registry.Registry) error {
+	a, err := reg.GetAsset(c.Context, c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, assetJSON(a))
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "asset:\t%s\ncatalog:\t%s\ncollection:\t%s\nuri:\t%s\nkind:\t%s\nstatus:\t%s\nmetadata:\t%s\nupdated:\t%s\n",
+		a.ID, a.CatalogID, deref(a.CollectionID), a.URI, a.Kind, a.Status, orEmptyObject(a.Metadata), a.UpdatedAt.Format("2006-01-02T15:04:05Z07:00"))
+	return tw.Flush()
+}
+
+func assetsArchive(c *cli.Context, reg *registry.Registry) error {
+	archived := store.AssetArchived
+	a, err := reg.UpdateAsset(c.Context, c.Args().Get(0), c.Args().Get(1), store.AssetPatch{Status: &archived})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "archived asset %s of catalog %s\n", a.ID, a.CatalogID)
+	return nil
+}
+
+func assetsRemove(c *cli.Context, reg *registry.Registry) error {
+	a, err := reg.RemoveAsset(c.Context, c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "removed asset %s of catalog %s (its record stays, status deleted)\n", a.ID, a.CatalogID)
+	return nil
+}
+
+// assetJSON is an asset as `--format json` prints it (the HTTP API's shape).
+func assetJSON(a store.Asset) map[string]any {
+	return map[string]any{
+		"catalog_id": a.CatalogID, "asset_id": a.ID, "collection_id": a.CollectionID, "uri": a.URI, "kind": a.Kind,
+		"status": a.Status, "metadata": json.RawMessage(orEmptyObject(a.Metadata)), "created_at": a.CreatedAt, "updated_at": a.UpdatedAt,
+	}
+}

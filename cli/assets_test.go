@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/internal/dbtest"
+)
+
+func TestAssetsCommand(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	cfg := writeConfig(t, "")
+	wf := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runWF(t, append([]string{"--config", cfg, "--database-url", url, "catalogs"}, args...)...)
+	}
+	code, _, errOut := wf("create", "albania")
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, errOut = wf("collections", "add", "albania", "roads")
+	require.Equal(t, ExitOK, code, errOut)
+
+	code, out, errOut := wf("assets", "add", "--uri", "gs://b/roads.zip", "--collection", "roads", "--kind", "vector",
+		"--metadata", `{"survey":2024}`, "albania", "ROADS_2024")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, "added asset ROADS_2024 to catalog albania\n", out)
+	code, _, errOut = wf("assets", "add", "--uri", "x", "--kind", "video", "albania", "-bad")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, "/kind: must be one of vector, raster, other")
+
+	code, out, _ = wf("assets", "list", "albania")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "ROADS_2024  vector  active  roads")
+	code, _, errOut = wf("assets", "archive", "albania", "ROADS_2024")
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, _ = wf("assets", "show", "--format", "json", "albania", "ROADS_2024")
+	require.Equal(t, ExitOK, code)
+	var a map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &a))
+	require.Equal(t, "archived", a["status"])
+	require.Equal(t, map[string]any{"survey": 2024.0}, a["metadata"])
+	code, _, errOut = wf("assets", "remove", "albania", "ROADS_2024")
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, _ = wf("assets", "list", "--status", "deleted", "albania")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "ROADS_2024  vector  deleted")
+	code, _, _ = wf("assets", "show", "albania", "NOPE")
+	require.Equal(t, ExitFailure, code)
+}
