@@ -1,4 +1,4 @@
--- wf schema, version 7: the assets registry of the catalog application.
+-- wf schema, version 8: the assets registry of the catalog application.
 --
 -- An asset is one file or object a catalog knows about (a source ingested
 -- into a collection, a raster, a document): its URI, its kind, its status
