@@ -3,7 +3,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +19,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/internal/localpg"
 	"github.com/wfhq/wf/runners/builtin"
@@ -263,12 +260,11 @@ type chaos struct {
 	faultsEnd time.Time
 	settled   time.Time // when the drain saw everything settled
 
-	mu       sync.Mutex
-	killed   map[string]bool // generations killed with SIGKILL
-	acked    []uuid.UUID     // tasks the client acknowledged
-	emitted  map[int64]bool  // events: n → acknowledged (false: unknown)
-	nextN    int64
-	failures []string
+	mu      sync.Mutex
+	killed  map[string]bool // generations killed with SIGKILL
+	acked   []uuid.UUID     // tasks the client acknowledged
+	emitted map[int64]bool  // events: n → acknowledged (false: unknown)
+	nextN   int64
 }
 
 // chaosProc is one running `wf run` instance.
@@ -314,9 +310,7 @@ func (c *chaos) start(i int) error {
 	fmt.Fprintf(logFile, "--- generation %s\n", gen)
 	cmd := exec.Command(c.cfg.Executable, "run", "--specs", c.env.specPath)
 	cmd.Dir = c.env.workDir
-	cmd.Env = append(os.Environ(),
-		"WF_DATABASE_URL="+c.env.dbURL, "WF_NAME="+serviceName, "WF_LOG_LEVEL=warn", "WF_LOG_FORMAT=text",
-		"WF_CONFIG=", "WF_DATA_DIR="+c.env.workDir, "WF_LISTEN=127.0.0.1:0",
+	cmd.Env = append(c.env.instanceEnv(),
 		"WF_HEARTBEAT_INTERVAL=1s", "WF_JANITOR_INTERVAL=1s", "WF_POLL_INTERVAL=500ms", "WF_GRACE=5s",
 		chaosGenEnv+"="+gen, chaosLogEnv+"="+c.logPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -397,12 +391,12 @@ func (c *chaos) faults(ctx context.Context) error {
 			select {
 			case err := <-p.exited:
 				// A supervisor (systemd, Kubernetes) restarts an instance
-				// that exits. One that could not connect at start-up (the
-				// database was restarting) did what it should: fail fast.
-				// Any other exit is a defect.
+				// that exits. One that failed its start-up steps (connecting,
+				// migrating) while the database restarted did what it
+				// should: fail fast. Any other exit is a defect.
 				last := c.lastLogLine(i)
 				c.res.SelfExits++
-				if !strings.Contains(last, "error connecting to PostgreSQL") {
+				if !startupFailure(last) {
 					c.violate("instance %s exited on its own (%v): %s", p.gen, err, last)
 				}
 				if err := c.start(i); err != nil {
@@ -429,6 +423,14 @@ func (c *chaos) faults(ctx context.Context) error {
 			c.terminateLeader(ctx)
 		}
 	}
+}
+
+// startupFailure reports whether an instance's last words are those of a
+// failed start-up step: connecting to PostgreSQL or applying migrations.
+func startupFailure(last string) bool {
+	return strings.HasPrefix(last, "wf: error connecting to PostgreSQL") ||
+		strings.HasPrefix(last, "wf: error preparing migrations") ||
+		strings.HasPrefix(last, "wf: error applying migrations")
 }
 
 // lastLogLine returns the last line instance slot i wrote to its log.
@@ -478,98 +480,5 @@ func (c *chaos) terminateLeader(ctx context.Context) {
 	if ok, err := c.env.store.TerminateBackend(qctx, pid); err == nil && ok {
 		c.cfg.Logger.Info("chaos: terminated the leader's backend", "pid", pid)
 		c.res.LeaderTerminations++
-	}
-}
-
-// offer enqueues tasks (half of them under one of a few shared dedup keys)
-// and emits events at the configured rate until ctx ends.
-func (c *chaos) offer(ctx context.Context) {
-	cl := client.New(c.env.store, c.specs)
-	em := events.NewEmitter(c.env.store)
-	tick := time.NewTicker(time.Duration(float64(time.Second) / c.cfg.Rate))
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		req := client.Request{TaskType: chaosWork, Inputs: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}
-		if i%2 == 0 {
-			req.DedupKey = fmt.Sprintf("chaos-%d", i/2%chaosDedupMod)
-		}
-		res, err := cl.Enqueue(wctx, req)
-		c.mu.Lock()
-		if err != nil {
-			c.res.EnqueueFailed++
-		} else {
-			c.res.Enqueued++
-			c.acked = append(c.acked, res.Task.ID)
-		}
-		c.mu.Unlock()
-		if i%4 == 0 {
-			c.mu.Lock()
-			n := c.nextN
-			c.nextN++
-			c.mu.Unlock()
-			_, err := em.Emit(wctx, events.Event{Type: chaosEvent, Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, n))})
-			c.mu.Lock()
-			c.emitted[n] = err == nil
-			if err != nil {
-				c.res.EmitFailed++
-			} else {
-				c.res.Emitted++
-			}
-			c.mu.Unlock()
-		}
-		cancel()
-	}
-}
-
-// sampleKeys checks, twice a second, that no dedup key is held by two live
-// tasks.
-func (c *chaos) sampleKeys(ctx context.Context) {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		keys, err := c.env.store.LiveDuplicateKeys(qctx)
-		cancel()
-		if err != nil {
-			continue // the database is restarting
-		}
-		c.mu.Lock()
-		c.res.DuplicateKeySamples++
-		c.mu.Unlock()
-		for _, k := range keys {
-			c.violate("dedup key %s is held by more than one live task", k)
-		}
-	}
-}
-
-// drain waits, with every instance running and no more faults, until every
-// task is COMPLETED and the outbox is empty, or DrainTimeout.
-func (c *chaos) drain(ctx context.Context) error {
-	deadline := time.Now().Add(c.cfg.DrainTimeout)
-	for {
-		tasks, evs, err := c.env.store.Unsettled(ctx)
-		if err == nil && tasks == 0 && evs == 0 {
-			c.settled = time.Now()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("stuck: %d tasks not COMPLETED and %d events left %s after the faults (err %v)", tasks, evs, c.cfg.DrainTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 }

@@ -162,9 +162,7 @@ func startInstances(ctx context.Context, e *env) (*instances, error) {
 			"--poll-interval", e.cfg.PollInterval.String(),
 			"--specs", e.specPath)
 		cmd.Dir = e.workDir
-		cmd.Env = append(os.Environ(),
-			"WF_DATABASE_URL="+e.dbURL, "WF_NAME="+serviceName, "WF_LOG_LEVEL=warn", "WF_LOG_FORMAT=text",
-			"WF_CONFIG=", "WF_DATA_DIR="+e.workDir, "WF_LISTEN=127.0.0.1:0")
+		cmd.Env = e.instanceEnv()
 		cmd.Stdout, cmd.Stderr = e.cfg.Stderr, e.cfg.Stderr
 		if err := cmd.Start(); err != nil {
 			_ = w.stop()
@@ -200,6 +198,14 @@ func startInstances(ctx context.Context, e *env) (*instances, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// instanceEnv is the environment of a `wf run` instance on the run's
+// database: this process's, then the instance's settings.
+func (e *env) instanceEnv() []string {
+	return append(os.Environ(),
+		"WF_DATABASE_URL="+e.dbURL, "WF_NAME="+serviceName, "WF_LOG_LEVEL=warn", "WF_LOG_FORMAT=text",
+		"WF_CONFIG=", "WF_DATA_DIR="+e.workDir, "WF_LISTEN=127.0.0.1:0")
 }
 
 func (w *instances) finished() int64 { return -1 }
