@@ -90,7 +90,7 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 				return err
 			}
 		}
-		return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 			st := store.New(pool).WithChannels(storeChannels(cfg))
 			err := run(c, registry.New(st, events.NewEmitter(st)))
 			if err == nil {

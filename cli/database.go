@@ -30,16 +30,36 @@ const localDatabase = "wf"
 // connectTimeout bounds one connection attempt when the URL sets none.
 const connectTimeout = 10 * time.Second
 
+// dbAccess says what a command needs of the database.
+type dbAccess int
+
+const (
+	// accessSchema: the command reads and writes wf's tables. On wf's own
+	// local database the migrations are applied first; a database given by
+	// URL must be up to date already (wf migrate up).
+	accessSchema dbAccess = iota
+	// accessRead: the command only reads. It needs wf's tables as
+	// accessSchema does, and never creates a local cluster to read from.
+	accessRead
+	// accessAny: the command deals with the schema itself (wf migrate,
+	// wf run).
+	accessAny
+)
+
 // openDatabase returns a pool on wf's database and a cleanup that closes it.
 //
 // With a database URL it connects there. Without one it uses the local
 // PostgreSQL cluster in <data_dir>/pg: it reuses the cluster when another wf
 // process already runs it, else starts it (creating it the first time, with
-// durable settings) and then the cleanup also stops it. Either way the
-// database "wf" is created when missing.
+// durable settings, unless access is accessRead) and then the cleanup also
+// stops it. Either way the database "wf" is created when
+// missing. Then the schema is checked as access says (see checkSchema).
 //
 // Errors are one clear line: where wf tried to connect and what failed.
-func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
+func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger, access dbAccess) (*pgxpool.Pool, func(), error) {
+	var pool *pgxpool.Pool
+	var cleanup func()
+	var err error
 	if cfg.DatabaseURL != "" {
 		pooled := cfg.Database.SessionURL != ""
 		if pooled {
@@ -48,24 +68,83 @@ func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 				return nil, nil, err
 			}
 		}
-		pool, err := connectPool(ctx, cfg.DatabaseURL, pooled)
-		if err != nil {
+		if pool, err = connectPool(ctx, cfg.DatabaseURL, pooled); err != nil {
 			return nil, nil, err
 		}
-		return pool, pool.Close, nil
+		cleanup = pool.Close
+	} else if pool, cleanup, err = openLocalDatabase(ctx, cfg, logger, access); err != nil {
+		return nil, nil, err
 	}
-	return openLocalDatabase(ctx, cfg, logger)
+	if err := checkSchema(ctx, cfg, pool, logger, access); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return pool, cleanup, nil
+}
+
+// checkSchema makes sure a command that needs wf's tables finds them: on
+// wf's own local database it applies the pending migrations; a database
+// given by URL belongs to its operator, so a missing or older schema is an
+// error that says to run wf migrate up. accessAny checks nothing.
+func checkSchema(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool, logger *slog.Logger, access dbAccess) error {
+	if access == accessAny {
+		return nil
+	}
+	where := databaseWhere(pool)
+	st, err := migrationStatus(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("error reading the wf schema version of the database at %s: %w", where, err)
+	}
+	switch {
+	case st.UpToDate():
+		return nil
+	case cfg.DatabaseURL == "":
+		logger.Info("applying wf's migrations to the local database", "from", st.Current, "to", st.Latest)
+		if _, err := migrateDatabase(ctx, cfg, pool); err != nil {
+			return fmt.Errorf("error migrating the local database: %w", err)
+		}
+		return nil
+	case st.Current == 0:
+		return fmt.Errorf("the database at %s has no wf schema; run `wf migrate up`", where)
+	}
+	return fmt.Errorf("the database at %s is at wf schema version %d, this wf needs %d; run `wf migrate up`", where, st.Current, st.Latest)
+}
+
+// databaseWhere names a pool's database for messages: host:port/database,
+// never the password.
+func databaseWhere(pool *pgxpool.Pool) string {
+	cc := pool.Config().ConnConfig
+	where := cc.Host
+	if !strings.HasPrefix(cc.Host, "/") {
+		where = net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))
+	}
+	return where + "/" + cc.Database
+}
+
+// errNoLocalDatabase is what a read-only command says where no local
+// cluster exists: it does not create one just to find it empty.
+func errNoLocalDatabase(dataDir string) error {
+	return fmt.Errorf("no local database exists yet in %s: start one with `wf run` (or `make run`) there, or point --database-url at a wf database", dataDir)
 }
 
 // openLocalDatabase is openDatabase without a URL: the cluster in
 // <data_dir>/pg.
-func openLocalDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*pgxpool.Pool, func(), error) {
+func openLocalDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger, access dbAccess) (*pgxpool.Pool, func(), error) {
+	// As root, the cluster may live elsewhere (see localpg.Place).
+	dir, moved, err := localpg.Place(filepath.Join(cfg.DataDir, "pg"), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if access == accessRead {
+		if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err != nil {
+			return nil, nil, errNoLocalDatabase(cfg.DataDir)
+		}
+	}
 	// The server may run as another user (when wf runs as root): it must be
 	// able to reach its folder.
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("error creating data folder %s: %w", cfg.DataDir, err)
 	}
-	dir := filepath.Join(cfg.DataDir, "pg")
 	if adminURL, ok := runningLocalCluster(ctx, dir); ok {
 		if pool, err := openLocalPool(ctx, adminURL); err == nil {
 			logger.Debug("using the local PostgreSQL already running", "dir", dir)
@@ -73,8 +152,12 @@ func openLocalDatabase(ctx context.Context, cfg *config.Config, logger *slog.Log
 		}
 	}
 
-	logger.Info("starting local PostgreSQL", "dir", dir)
-	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: dir, Durable: true})
+	if moved {
+		logger.Info("starting local PostgreSQL outside the data folder, which its user cannot reach", "dir", dir, "data_dir", cfg.DataDir)
+	} else {
+		logger.Info("starting local PostgreSQL", "dir", dir)
+	}
+	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(cfg.DataDir, "pg"), Durable: true})
 	if err != nil {
 		return nil, nil, err
 	}

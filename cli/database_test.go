@@ -36,7 +36,7 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(dir, "data")
 
-	pool, cleanup, err := openDatabase(ctx, cfg, logger)
+	pool, cleanup, err := openDatabase(ctx, cfg, logger, accessSchema)
 	require.NoError(t, err)
 	var db string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&db))
@@ -47,7 +47,7 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	// A second opener (wf migrate status next to wf run) reuses the
 	// running cluster and leaves it running.
 	var logs bytes.Buffer
-	pool2, cleanup2, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	pool2, cleanup2, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), accessSchema)
 	require.NoError(t, err)
 	require.Contains(t, logs.String(), "using the local PostgreSQL already running")
 	st, err := migrateDatabase(ctx, cfg, pool2)

@@ -86,7 +86,7 @@ func runEnqueue(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("task type %s is created only by wf itself (its spec's api.create is [%s]); it cannot be enqueued by hand",
 			tt.Name(), strings.Join(tt.CreateRoles(), ", ")), ExitFailure)
 	}
-	pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter))
+	pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter), accessSchema)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}

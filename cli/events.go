@@ -83,7 +83,7 @@ func eventsEmit(c *cli.Context) error {
 	if _, err := events.Validate(ev); err != nil {
 		return Usagef("%s", strings.TrimPrefix(err.Error(), events.ErrInvalidEvent.Error()+": "))
 	}
-	return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 		em := events.NewEmitter(store.New(pool).WithChannels(storeChannels(cfg)))
 		res, err := em.Emit(c.Context, ev)
 		if err != nil {
@@ -120,7 +120,7 @@ func eventsList(c *cli.Context) error {
 		EventTypes: c.StringSlice("type"), Statuses: lf.statuses, AfterTime: lf.afterTime, AfterID: lf.afterID, Limit: lf.limit,
 	}
 	// Flags are checked before connecting: a typo is a usage error.
-	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessRead, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		return printEvents(c, pool, f, format, lf.limit)
 	})(c)
 }
@@ -153,7 +153,7 @@ func eventsRequeue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 		e, err := store.New(pool).WithChannels(storeChannels(cfg)).RequeueEvent(c.Context, id)
 		if err != nil {
 			return storeError(err)

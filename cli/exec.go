@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -171,15 +172,8 @@ func runExec(c *cli.Context) error {
 // so it is brought up to date; a database given by URL is migrated by its
 // operator (wf migrate, wf run) and must be up to date already.
 func migrateLocalOnly(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-	status, err := migrationStatus(ctx, pool)
-	if err == nil && !status.UpToDate() && cfg.DatabaseURL == "" {
-		status, err = migrateDatabase(ctx, cfg, pool)
-	}
-	if err != nil {
+	if err := checkSchema(ctx, cfg, pool, slog.New(slog.DiscardHandler), accessSchema); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
-	}
-	if !status.UpToDate() {
-		return cli.Exit(fmt.Sprintf("the database is at migration %d, this wf needs %d: run wf migrate up first", status.Current, status.Latest), ExitFailure)
 	}
 	return nil
 }

@@ -28,39 +28,39 @@ func migrateCommand() *cli.Command {
 				// See HideHelpCommand above.
 				HideHelpCommand: true,
 				Usage:           "apply every pending migration (safe to run from many instances at once)",
-				Action:          databaseAction(migrateUp),
+				Action:          databaseAction(accessAny, migrateUp),
 			},
 			{
 				Name: "status",
 				// See HideHelpCommand above.
 				HideHelpCommand: true,
 				Usage:           "print the applied version, the latest version and the pending migrations",
-				Action:          databaseAction(migrateStatus),
+				Action:          databaseAction(accessAny, migrateStatus),
 			},
 		},
 	}
 }
 
 // databaseAction wraps a command that needs the database: it checks that no
-// arguments are given, loads the configuration, opens the database and
-// closes it afterwards. Failures exit 1 with a one-line message.
-func databaseAction(run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
+// arguments are given, loads the configuration, opens the database as access
+// says and closes it afterwards. Failures exit 1 with a one-line message.
+func databaseAction(access dbAccess, run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return Usagef("%s takes no arguments, got %q", cmp.Or(c.Command.HelpName, c.Command.Name), c.Args().First())
 		}
-		return databaseActionArgs(run)(c)
+		return databaseActionArgs(access, run)(c)
 	}
 }
 
 // databaseActionArgs is databaseAction for commands that check their own arguments.
-func databaseActionArgs(run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
+func databaseActionArgs(access dbAccess, run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		cfg, err := loadConfig(c)
 		if err != nil {
 			return err
 		}
-		pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter))
+		pool, cleanup, err := openDatabase(c.Context, cfg, newLogger(cfg, c.App.ErrWriter), access)
 		if err != nil {
 			return cli.Exit(err.Error(), ExitFailure)
 		}

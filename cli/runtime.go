@@ -62,7 +62,7 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		}
 	}
 	ctx := c.Context
-	pool, closeDatabase, err := openDatabase(ctx, cfg, log)
+	pool, closeDatabase, err := openDatabase(ctx, cfg, log, accessAny)
 	if err != nil {
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}

@@ -36,7 +36,7 @@ func tasksCommand() *cli.Command {
 					&cli.StringFlag{Name: "cursor", Usage: "continue after task `ID` (printed at the end of a page)"},
 					formatFlag(formatText, formatJSON),
 				},
-				Action: databaseAction(tasksList),
+				Action: databaseAction(accessRead, tasksList),
 			},
 			{
 				Name:  "stats",
@@ -46,17 +46,17 @@ func tasksCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "schema-name", Usage: "only tenant `SCHEMA` (repeatable)"},
 					formatFlag(formatText, formatJSON),
 				},
-				Action: databaseAction(tasksStats),
+				Action: databaseAction(accessRead, tasksStats),
 			},
-			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(tasksShow)},
-			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(tasksRequeue)},
-			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(tasksCancel)},
+			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(accessRead, tasksShow)},
+			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksRequeue)},
+			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksCancel)},
 		},
 	}
 }
 
 // taskAction wraps a command taking one task ID argument.
-func taskAction(run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
+func taskAction(access dbAccess, run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if c.NArg() != 1 {
 			return Usagef("%s takes one task ID argument, got %d", c.Command.Name, c.NArg())
@@ -65,7 +65,7 @@ func taskAction(run func(c *cli.Context, st *store.Store, id uuid.UUID) error) c
 		if err != nil {
 			return err
 		}
-		return databaseActionArgs(func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		return databaseActionArgs(access, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 			return run(c, store.New(pool).WithChannels(storeChannels(cfg)), id)
 		})(c)
 	}

@@ -48,7 +48,7 @@ func webhooksCommand() *cli.Command {
 				Name:   "list",
 				Usage:  "list the subscribers (secrets show as a fingerprint only)",
 				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
-				Action: databaseAction(webhooksList),
+				Action: databaseAction(accessRead, webhooksList),
 			},
 			{
 				Name:      "remove",
@@ -148,7 +148,7 @@ func webhooksAdd(c *cli.Context) error {
 	if err := checkWebhookHost(c); err != nil {
 		return err
 	}
-	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessSchema, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		w, err := store.New(pool).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})
 		if err != nil {
 			return storeError(err)
@@ -218,7 +218,7 @@ func webhooksRemove(c *cli.Context) error {
 	if err != nil {
 		return Usagef("%q is not a subscriber id (a UUID)", c.Args().First())
 	}
-	return databaseActionArgs(func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessSchema, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		if err := store.New(pool).DeleteWebhookSubscriber(c.Context, id); err != nil {
 			return storeError(err)
 		}

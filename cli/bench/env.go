@@ -91,7 +91,12 @@ func (e *env) startServer(ctx context.Context) error {
 	}
 	// A folder given by --data-dir is removed at the end only if the bench
 	// created it: a cluster already there is used, and kept.
-	_, statErr := os.Stat(dir)
+	// (The cluster may live elsewhere when the server's user cannot reach dir.)
+	placed, _, err := localpg.Place(dir, "")
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(placed)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	settings := map[string]string{}
 	if e.cfg.Statements || e.cfg.Mode == ModeIdle {
@@ -114,6 +119,9 @@ func (e *env) startServer(ctx context.Context) error {
 		return err
 	}
 	e.cluster = c
+	if c.Moved() {
+		e.cfg.Logger.Info("the data folder is out of reach of PostgreSQL's user: the cluster lives elsewhere", "dir", c.DataDir(), "for", dir)
+	}
 	e.cleanups = append(e.cleanups, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -122,6 +130,9 @@ func (e *env) startServer(ctx context.Context) error {
 		}
 		if e.cfg.DataDir != "" && created && !e.cfg.Keep {
 			_ = os.RemoveAll(e.cfg.DataDir)
+		}
+		if c.Moved() && created && !e.cfg.Keep { // out of the server's reach, kept under /var/lib/wf
+			_ = os.RemoveAll(c.DataDir())
 		}
 	})
 	e.adminURL = c.URL("postgres")

@@ -40,8 +40,7 @@ const EnvURL = "WF_TEST_DATABASE_URL"
 var server struct {
 	once     sync.Once
 	baseURL  string
-	cluster  *localpg.Cluster
-	tmpDir   string
+	stop     func(context.Context) error
 	template string
 	err      error
 }
@@ -58,43 +57,51 @@ var standalone struct {
 func Main(m *testing.M) int {
 	code := m.Run()
 	dropStandalone()
-	if server.cluster != nil {
+	if server.stop != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = server.cluster.Stop(ctx)
-		_ = os.RemoveAll(server.tmpDir)
+		_ = server.stop(ctx)
 	}
 	return code
 }
 
 // StartThrowaway starts a throwaway cluster in a new temporary folder. The
-// caller stops it and removes the folder (see Cleanup).
-func StartThrowaway(ctx context.Context) (*localpg.Cluster, string, error) {
+// caller calls stop, which stops the cluster and removes its folders.
+func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.Context) error, err error) {
 	dir, err := os.MkdirTemp("", "wf-pg-")
 	if err != nil {
-		return nil, "", fmt.Errorf("error creating a folder for the test cluster: %w", err)
+		return nil, nil, fmt.Errorf("error creating a folder for the test cluster: %w", err)
 	}
 	// The server may run as another user (when we are root): let it in.
 	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, "", fmt.Errorf("error opening the test cluster folder: %w", err)
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("error opening the test cluster folder: %w", err)
 	}
-	c, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "data")})
+	c, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "data")})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, "", err
+		return nil, nil, err
 	}
-	return c, dir, nil
+	stop = func(ctx context.Context) error {
+		err := c.Stop(ctx)
+		_ = os.RemoveAll(dir)
+		if c.Moved() { // the temporary folder was out of the server's reach
+			_ = os.RemoveAll(c.DataDir())
+		}
+		return err
+	}
+	return c, stop, nil
 }
 
 func setup(ctx context.Context) {
 	server.baseURL = os.Getenv(EnvURL)
 	if server.baseURL == "" {
-		c, dir, err := StartThrowaway(ctx)
+		c, stop, err := StartThrowaway(ctx)
 		if err != nil {
 			server.err = err
 			return
 		}
-		server.cluster, server.tmpDir = c, dir
+		server.stop = stop
 		server.baseURL = c.URL("postgres")
 	}
 	server.template, server.err = ensureTemplate(ctx, server.baseURL)

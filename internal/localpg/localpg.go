@@ -5,13 +5,18 @@
 //
 // PostgreSQL refuses to run as root; when the process is root the cluster is
 // created and run as the "postgres" user (or "nobody"), and the data folder is
-// handed to that user.
+// handed to that user. When that user cannot reach the data folder (a clone
+// in /root or another folder of mode 0700), the cluster lives instead in a
+// folder of its own under /var/lib/wf, named after the data folder's path
+// (see Place).
 package localpg
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -41,11 +46,25 @@ type Config struct {
 	Settings map[string]string
 	// BinDir overrides where initdb, pg_ctl and postgres are looked up.
 	BinDir string
+	// FallbackRoot is where a cluster goes when the server's user cannot
+	// reach DataDir (see Place); empty means DefaultFallbackRoot.
+	FallbackRoot string
 }
+
+// DefaultFallbackRoot holds the clusters whose data folder the server's user
+// cannot reach: one folder each, named after a hash of the data folder's
+// absolute path, so two checkouts never share a cluster.
+const DefaultFallbackRoot = "/var/lib/wf"
+
+// originFile, in a relocated cluster's folder, names the data folder it
+// stands in for, so a person looking under /var/lib/wf knows whose it is.
+const originFile = "wf-origin"
 
 // Cluster is a running local PostgreSQL.
 type Cluster struct {
 	cfg      Config
+	origin   string // the data folder asked for (cfg.DataDir unless moved)
+	moved    bool
 	binDir   string
 	runAs    *syscall.Credential
 	port     int
@@ -103,11 +122,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	c := &Cluster{cfg: cfg, binDir: binDir}
+	c := &Cluster{cfg: cfg, origin: abs, binDir: binDir}
 	if os.Geteuid() == 0 {
 		if c.runAs, err = unprivilegedUser(); err != nil {
 			return nil, err
 		}
+	}
+	if c.cfg.DataDir, c.moved, err = place(cfg.DataDir, cfg.FallbackRoot, c.runAs); err != nil {
+		return nil, err
 	}
 	if err := c.initIfNeeded(ctx); err != nil {
 		return nil, err
@@ -133,8 +155,53 @@ func (c *Cluster) URL(database string) string {
 // Port is the TCP port the cluster listens on.
 func (c *Cluster) Port() int { return c.port }
 
-// DataDir is the cluster's data folder.
+// DataDir is the cluster's data folder: Config.DataDir, or the folder it
+// was moved to (see Moved).
 func (c *Cluster) DataDir() string { return c.cfg.DataDir }
+
+// Moved reports whether the cluster lives outside Config.DataDir, because
+// the server's user cannot reach it (see Place). Whoever removes a
+// throwaway cluster's folder removes DataDir too then.
+func (c *Cluster) Moved() bool { return c.moved }
+
+// Place returns the folder the cluster of dataDir lives in, and whether it
+// was moved. It is dataDir itself, unless wf runs as root and the server's
+// user (see Start) cannot enter some folder above dataDir: then it is
+// <fallbackRoot>/pg-<hash of dataDir's absolute path> (fallbackRoot empty
+// means DefaultFallbackRoot). Nothing is created.
+func Place(dataDir, fallbackRoot string) (string, bool, error) {
+	var runAs *syscall.Credential
+	if os.Geteuid() == 0 {
+		var err error
+		if runAs, err = unprivilegedUser(); err != nil {
+			return "", false, err
+		}
+	}
+	return place(dataDir, fallbackRoot, runAs)
+}
+
+func place(dataDir, fallbackRoot string, runAs *syscall.Credential) (string, bool, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", false, fmt.Errorf("error resolving data folder %q: %w", dataDir, err)
+	}
+	if runAs == nil {
+		return abs, false, nil
+	}
+	blocked, err := blockingFolder(abs, runAs)
+	if err != nil || blocked == "" {
+		return abs, false, err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	moved := filepath.Join(cmp.Or(fallbackRoot, DefaultFallbackRoot), "pg-"+hex.EncodeToString(sum[:8]))
+	if blocked, err := blockingFolder(moved, runAs); err != nil || blocked != "" {
+		if err == nil {
+			err = fmt.Errorf("it runs as user id %d (wf runs as root), which cannot enter %s either", runAs.Uid, blocked)
+		}
+		return "", false, fmt.Errorf("error placing local PostgreSQL for %s: %w", abs, err)
+	}
+	return moved, true, nil
+}
 
 // Stop shuts the cluster down (fast mode: running sessions are ended) and
 // waits until it is gone. Stopping a stopped cluster is not an error.
@@ -162,7 +229,12 @@ func (c *Cluster) initIfNeeded(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := os.MkdirAll(c.cfg.DataDir, 0o700); err != nil {
+	// Parents the server's user must pass through are created open; the
+	// data folder itself is its own.
+	if err := os.MkdirAll(filepath.Dir(c.cfg.DataDir), 0o755); err != nil {
+		return fmt.Errorf("error creating data folder %s: %w", c.cfg.DataDir, err)
+	}
+	if err := os.Mkdir(c.cfg.DataDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("error creating data folder %s: %w", c.cfg.DataDir, err)
 	}
 	if err := c.chown(c.cfg.DataDir); err != nil {
@@ -191,6 +263,11 @@ func (c *Cluster) initIfNeeded(ctx context.Context) error {
 	}
 	if err := os.WriteFile(filepath.Join(c.cfg.DataDir, passwordFile), []byte(c.password+"\n"), 0o600); err != nil {
 		return fmt.Errorf("error saving the local PostgreSQL password: %w", err)
+	}
+	if c.moved {
+		if err := os.WriteFile(filepath.Join(c.cfg.DataDir, originFile), []byte(c.origin+"\n"), 0o644); err != nil {
+			return fmt.Errorf("error noting whose cluster %s is: %w", c.cfg.DataDir, err)
+		}
 	}
 	return c.chown(filepath.Join(c.cfg.DataDir, passwordFile))
 }
@@ -278,21 +355,39 @@ func (c *Cluster) checkReachable(dir string) error {
 	if c.runAs == nil {
 		return nil
 	}
+	blocked, err := blockingFolder(dir, c.runAs)
+	if err != nil || blocked == "" {
+		return err
+	}
+	fi, err := os.Stat(blocked)
+	if err != nil {
+		return fmt.Errorf("error checking folder %s: %w", blocked, err)
+	}
+	return fmt.Errorf("error starting local PostgreSQL in %s: it runs as user id %d (wf runs as root), which cannot enter %s (mode %04o): allow it (chmod o+x %s) or choose a data folder it can reach",
+		dir, c.runAs.Uid, blocked, fi.Mode().Perm(), blocked)
+}
+
+// blockingFolder returns the nearest existing folder above dir that user
+// cannot enter, or "" when none stops it. Folders not made yet are created
+// open (mode 0755) by Start.
+func blockingFolder(dir string, user *syscall.Credential) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("error resolving data folder %s: %w", dir, err)
+		return "", fmt.Errorf("error resolving data folder %s: %w", dir, err)
 	}
 	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("error checking folder %s: %w", p, err)
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && !canTraverse(fi.Mode(), st.Uid, st.Gid, c.runAs) {
-			return fmt.Errorf("error starting local PostgreSQL in %s: it runs as user id %d (wf runs as root), which cannot enter %s (mode %04o): allow it (chmod o+x %s) or choose a data folder it can reach",
-				dir, c.runAs.Uid, p, fi.Mode().Perm(), p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return "", fmt.Errorf("error checking folder %s: %w", p, err)
+		default:
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && !canTraverse(fi.Mode(), st.Uid, st.Gid, user) {
+				return p, nil
+			}
 		}
 		if p == filepath.Dir(p) {
-			return nil
+			return "", nil
 		}
 	}
 }

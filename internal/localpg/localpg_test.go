@@ -1,11 +1,15 @@
 package localpg
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCanTraverse(t *testing.T) {
@@ -68,4 +72,68 @@ func TestUnreachableDataFolder(t *testing.T) {
 	if err := c.checkReachable(c.cfg.DataDir); err != nil {
 		t.Fatalf("checkReachable once the folders may be entered: %v", err)
 	}
+}
+
+// TestStartOutsideUnreachableFolder: as root, a data folder below a folder
+// the server's user cannot enter (a clone in /root) gets a cluster of its
+// own in the fallback root, one per data folder path, reused on restart.
+func TestStartOutsideUnreachableFolder(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root starts the server as another user")
+	}
+	if _, err := FindBinDir(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	private := t.TempDir() // mode 0700, owned by root
+	fallback, err := os.MkdirTemp("", "wf-localpg-fallback-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(fallback) })
+	require.NoError(t, os.Chmod(fallback, 0o755))
+
+	dataDir := filepath.Join(private, "clone", ".wf", "pg")
+	placed, moved, err := Place(dataDir, fallback)
+	require.NoError(t, err)
+	require.True(t, moved)
+	require.Equal(t, fallback, filepath.Dir(placed))
+	other, _, err := Place(filepath.Join(private, "other-clone", ".wf", "pg"), fallback)
+	require.NoError(t, err)
+	require.NotEqual(t, placed, other, "two checkouts share a cluster")
+
+	c, err := Start(ctx, Config{DataDir: dataDir, FallbackRoot: fallback})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	require.True(t, c.Moved())
+	require.Equal(t, placed, c.DataDir())
+	origin, err := os.ReadFile(filepath.Join(placed, originFile))
+	require.NoError(t, err)
+	require.Equal(t, dataDir+"\n", string(origin))
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE TABLE kept (x int)")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+	require.NoError(t, c.Stop(ctx))
+
+	// A restart finds the same cluster, data included.
+	c2, err := Start(ctx, Config{DataDir: dataDir, FallbackRoot: fallback})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c2.Stop(context.Background()) })
+	require.Equal(t, placed, c2.DataDir())
+	conn, err = pgx.Connect(ctx, c2.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SELECT * FROM kept")
+	require.NoError(t, err)
+
+	// A reachable data folder stays where it is.
+	open, err := os.MkdirTemp("", "wf-localpg-open-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(open) })
+	require.NoError(t, os.Chmod(open, 0o755))
+	placed, moved, err = Place(filepath.Join(open, "pg"), fallback)
+	require.NoError(t, err)
+	require.False(t, moved)
+	require.Equal(t, filepath.Join(open, "pg"), placed)
 }

@@ -32,7 +32,7 @@ func run() int {
 		return runCommand(args, nil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	cluster, dir, err := dbtest.StartThrowaway(ctx)
+	cluster, stop, err := dbtest.StartThrowaway(ctx)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "withdb:", err)
@@ -41,10 +41,9 @@ func run() int {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := cluster.Stop(ctx); err != nil {
+		if err := stop(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "withdb:", err)
 		}
-		_ = os.RemoveAll(dir)
 	}()
 	return runCommand(args, []string{dbtest.EnvURL + "=" + cluster.URL("postgres")})
 }
