@@ -13,8 +13,8 @@ help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build the wf binary into bin/wf
-	$(GO) build -o bin/wf .
+build: ## build the wf binary into bin/wf (stamped with the commit of a git checkout: wf --version)
+	$(GO) build -buildvcs=auto -o bin/wf .
 
 .PHONY: run
 run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./.wf); ARGS="..." adds flags
@@ -26,7 +26,7 @@ test: postgres chromium ## run every test against one throwaway PostgreSQL, the 
 	$(GO) vet ./...
 	@mkdir -p bin/test-output
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) -artifacts -outputdir $(CURDIR)/bin/test-output ./...
-	$(GO) build -o bin/wf . && ./bin/wf validate specs/
+	$(GO) build -buildvcs=auto -o bin/wf . && ./bin/wf validate specs/
 	$(MAKE) --no-print-directory check-deploy
 	$(MAKE) --no-print-directory embed-check
 

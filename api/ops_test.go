@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestOperations(t *testing.T) {
 		res := b.do("GET", "/healthz", "", nil)
 		require.Equal(t, http.StatusOK, res.status)
 		require.Equal(t, "ok", res.json(t)["status"])
+		require.Equal(t, runtime.Version(), res.json(t)["go_version"]) // and version, commit: checked by the contract
 	})
 
 	t.Run("Readyz", func(t *testing.T) {
@@ -141,4 +143,5 @@ func TestMetrics(t *testing.T) {
 	require.Contains(t, text, `wf_build_info{`)
 	require.Contains(t, text, `wf_http_requests_total{code="202",route="POST /tasks"}`)
 	require.Contains(t, text, "go_goroutines")
+	require.Regexp(t, `(?m)^wf_build_info\{goversion="go[^"]+",revision="[^"]+",version="[^"]+"\} 1$`, text)
 }

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wfhq/wf/internal/buildinfo"
 	"github.com/wfhq/wf/runners/builtin"
 )
 
@@ -43,8 +45,11 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 		opts.Registry = builtin.NewRegistry()
 	}
 	app := &cli.App{
-		Metadata:  map[string]any{registryKey: opts.Registry, cloudRunKey: opts.CloudRun},
-		Name:      "wf",
+		Metadata: map[string]any{registryKey: opts.Registry, cloudRunKey: opts.CloudRun},
+		Name:     "wf",
+		// --version (and -v) prints "wf version <version> (commit …, go…)".
+		Version:   strings.TrimPrefix(buildinfo.Read().String(), "wf "),
+		Action:    groupAction,
 		Usage:     "a declarative task and event engine on PostgreSQL",
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -73,6 +78,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 		},
 	}
 	hideHelpCommands(app.Commands)
+	setGroupActions(app.Commands)
 	return app
 }
 

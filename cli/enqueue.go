@@ -109,8 +109,11 @@ func runEnqueue(c *cli.Context) error {
 		}
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	if err := printEnqueued(c.App.Writer, format, results, runAfter != nil); err != nil {
-		return err
+	// With --wait, JSON output is one document: the task as it ended.
+	if !c.Bool("wait") || format != formatJSON {
+		if err := printEnqueued(c.App.Writer, format, results, runAfter != nil); err != nil {
+			return err
+		}
 	}
 	if !c.Bool("wait") {
 		return nil
@@ -120,7 +123,11 @@ func runEnqueue(c *cli.Context) error {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	if format == formatJSON {
-		if err := writeJSON(c.App.Writer, final); err != nil {
+		doc := struct {
+			wftype.Task
+			Deduplicated bool `json:"deduplicated"`
+		}{final, results[0].Duplicate}
+		if err := writeJSON(c.App.Writer, doc); err != nil {
 			return err
 		}
 	} else {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -55,22 +56,94 @@ func tasksCommand() *cli.Command {
 	}
 }
 
-// taskAction wraps a command taking one task ID argument.
+// taskAction wraps a command taking one task ID argument: a full id, or a
+// unique prefix of one (as git takes commits). Its flags may also come after
+// the id (wf tasks show 01a2… --format json).
 func taskAction(access dbAccess, run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.NArg() != 1 {
-			return Usagef("%s takes one task ID argument, got %d", c.Command.Name, c.NArg())
-		}
-		id, err := parseTaskID(c.Args().First())
+		args, err := flagsAfterArgs(c, 1)
 		if err != nil {
 			return err
 		}
+		if len(args) != 1 {
+			return Usagef("%s takes one task ID argument, got %d", c.Command.Name, len(args))
+		}
+		arg := args[0]
+		id, perr := parseTaskID(arg)
+		var lo, hi uuid.UUID
+		if perr != nil {
+			var ok bool
+			if lo, hi, ok = idPrefixRange(arg); !ok {
+				return Usagef("%q is neither a task id (a UUIDv7) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
+			}
+		}
 		return databaseActionArgs(access, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-			return run(c, store.New(pool).WithChannels(storeChannels(cfg)), id)
+			st := store.New(pool).WithChannels(storeChannels(cfg))
+			if id == uuid.Nil {
+				if id, err = resolveTaskPrefix(c.Context, st, arg, lo, hi); err != nil {
+					return err
+				}
+			}
+			return run(c, st, id)
 		})(c)
 	}
 }
 
+// minIDPrefix is the shortest id prefix taken, as git's.
+const minIDPrefix = 4
+
+// idPrefixRange returns the ids a prefix of an id's canonical form
+// (01a2286d-1b5e-…, dashes where the full id has them, or none at all)
+// spans: the prefix padded with 0s, and with fs. ok is false for anything
+// else, or a prefix shorter than minIDPrefix hex digits.
+func idPrefixRange(prefix string) (lo, hi uuid.UUID, ok bool) {
+	hex := strings.ReplaceAll(strings.ToLower(prefix), "-", "")
+	if len(hex) < minIDPrefix || len(hex) >= 32 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return lo, hi, false
+	}
+	if strings.Contains(prefix, "-") {
+		for i, r := range prefix { // dashes only where the canonical form has them
+			if (r == '-') != (i == 8 || i == 13 || i == 18 || i == 23) {
+				return lo, hi, false
+			}
+		}
+	}
+	pad := func(digit string) uuid.UUID {
+		id, err := uuid.Parse(hex + strings.Repeat(digit, 32-len(hex)))
+		if err != nil { // cannot happen: 32 hex digits
+			panic(err)
+		}
+		return id
+	}
+	return pad("0"), pad("f"), true
+}
+
+// resolveTaskPrefix returns the one task whose id starts with prefix; none,
+// or more than one, is an error that says so (with the candidates).
+func resolveTaskPrefix(ctx context.Context, st *store.Store, prefix string, lo, hi uuid.UUID) (uuid.UUID, error) {
+	const shown = 5
+	ids, err := st.TaskIDsBetween(ctx, lo, hi, shown+1)
+	if err != nil {
+		return uuid.Nil, storeError(err)
+	}
+	switch {
+	case len(ids) == 1:
+		return ids[0], nil
+	case len(ids) == 0:
+		return uuid.Nil, cli.Exit(fmt.Sprintf("no task id starts with %q", prefix), ExitFailure)
+	}
+	names := make([]string, 0, shown)
+	for _, id := range ids[:min(len(ids), shown)] {
+		names = append(names, id.String())
+	}
+	more := ""
+	if len(ids) > shown {
+		more = ", …"
+	}
+	return uuid.Nil, cli.Exit(fmt.Sprintf("task id prefix %q is ambiguous: it starts %s%s; give more of the id", prefix, strings.Join(names, ", "), more), ExitFailure)
+}
+
+// parseTaskID reads a full task id.
 func parseTaskID(s string) (uuid.UUID, error) {
 	id, err := uuid.Parse(s)
 	if err != nil || !store.IsV7(id) {

@@ -9,8 +9,6 @@ import (
 	"cmp"
 	"log/slog"
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/buildinfo"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -174,20 +173,13 @@ func New(cfg Config) *Metrics {
 	return m
 }
 
-// buildInfo is wf_build_info: 1, labelled with the build's version.
+// buildInfo is wf_build_info: 1, labelled with the build (as wf --version
+// and GET /healthz say it, see internal/buildinfo).
 func buildInfo() prometheus.Collector {
-	version, revision := "(devel)", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		version = cmp.Or(bi.Main.Version, version)
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
-			}
-		}
-	}
+	b := buildinfo.Read()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "wf_build_info", Help: "1, labelled with the version and VCS revision wf was built from and its Go version.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Commit, "goversion": b.GoVersion},
 	})
 	g.Set(1)
 	return g

@@ -255,6 +255,26 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) 
 	return t, wrap("reading task", err)
 }
 
+// TaskIDsBetween returns up to limit task ids in [lo, hi], in id order. A
+// prefix of an id spans such a range (the prefix padded with 0s, then with
+// fs), so callers resolve a short id with it, as git does; the times inside
+// lo and hi bound "timestamp", so only the partitions they span are read.
+func (s *Store) TaskIDsBetween(ctx context.Context, lo, hi uuid.UUID, limit int) ([]uuid.UUID, error) {
+	const q = `
+SELECT task_id
+FROM tasks.tasks
+WHERE task_id BETWEEN $1 AND $2
+  AND "timestamp" BETWEEN $3 AND $4
+ORDER BY task_id
+LIMIT $5`
+	rows, err := s.db.Query(ctx, q, lo, hi, IDTime(lo), IDTime(hi), limit)
+	if err != nil {
+		return nil, wrap("looking up task ids", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, wrap("looking up task ids", err)
+}
+
 // TaskFilter selects tasks for ListTasks. Zero fields do not filter.
 type TaskFilter struct {
 	Statuses    []wftype.TaskStatus

@@ -355,12 +355,15 @@ func stillClaimed(task, cur *wftype.Task) bool {
 }
 
 // wroteResult reports whether the worker of this claim has written the
-// task's outcome: an end other than a cancellation, or a retry it counted.
+// task's outcome: an end other than a cancellation, or a retry it counted,
+// whether or not the retry has been claimed again since (on a busy machine
+// the next claim may come before this run sees its execution end, and the
+// dispatcher then stops this run).
 func wroteResult(task, cur *wftype.Task) bool {
 	switch cur.Status {
 	case wftype.StatusCompleted, wftype.StatusFailed, wftype.StatusDeadLetter:
 		return true
-	case wftype.StatusPending:
+	case wftype.StatusPending, wftype.StatusActive:
 		return cur.RetryCount > task.RetryCount
 	}
 	return false

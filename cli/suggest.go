@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// groupAction is the action of the app and of every command that only
+// groups subcommands (wf tasks, wf migrate …): without an argument it shows
+// the help; with one, that names no command, it is a usage error (exit 2)
+// that suggests the nearest command, as git does.
+func groupAction(c *cli.Context) error {
+	if c.NArg() == 0 {
+		if c.Command != nil && c.Command.Name != "" {
+			return cli.ShowSubcommandHelp(c)
+		}
+		return cli.ShowAppHelp(c)
+	}
+	name := c.Args().First()
+	where, cmds := "wf", c.App.Commands
+	if c.Command != nil && len(c.Command.Subcommands) > 0 {
+		where, cmds = c.Command.HelpName, c.Command.Subcommands
+	}
+	if near := nearestCommand(name, cmds); near != "" {
+		return Usagef("%q is not a %s command; did you mean %q?", name, where, near)
+	}
+	names := make([]string, 0, len(cmds))
+	for _, cmd := range cmds {
+		if !cmd.Hidden {
+			names = append(names, cmd.Name)
+		}
+	}
+	return Usagef("%q is not a %s command; the commands are %s", name, where, strings.Join(names, ", "))
+}
+
+// setGroupActions gives every command that groups subcommands and has no
+// action of its own the groupAction.
+func setGroupActions(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = groupAction
+		}
+		setGroupActions(c.Subcommands)
+	}
+}
+
+// nearestCommand returns the visible command (or alias) closest to name: one
+// that name is a prefix of, or else within a few edits; "" when none is close.
+func nearestCommand(name string, cmds []*cli.Command) string {
+	best, bestDist := "", len(name)/3+2 // a third of the name, and at least two edits
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		for _, n := range c.Names() {
+			if strings.HasPrefix(n, name) {
+				return c.Name
+			}
+			if d := editDistance(name, n); d < bestDist {
+				best, bestDist = c.Name, d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// flagsAfterArgs returns the command's arguments, reading the flags given
+// after its first nargs arguments (wf tasks show ID --format json):
+// urfave/cli stops at the first argument, so they arrive as arguments. Each
+// one found is set on c; a mistake there is a usage error.
+func flagsAfterArgs(c *cli.Context, nargs int) ([]string, error) {
+	args := c.Args().Slice()
+	if len(args) <= nargs {
+		return args, nil
+	}
+	fs := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(fs); err != nil {
+			return nil, fmt.Errorf("error reading the flags of %s: %w", c.Command.Name, err)
+		}
+	}
+	if err := fs.Parse(args[nargs:]); err != nil {
+		return nil, Usagef("%s: %v", c.Command.Name, err)
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil {
+			err = c.Set(f.Name, f.Value.String())
+		}
+	})
+	if err != nil {
+		return nil, Usagef("%s: %v", c.Command.Name, err)
+	}
+	return append(args[:nargs:nargs], fs.Args()...), nil
+}
