@@ -39,7 +39,7 @@ func TestUnknownCommand(t *testing.T) {
 		{[]string{"enq", "noop"}, `wf: usage: "enq" is not a wf command; did you mean "enqueue"?`},
 		{[]string{"tasks", "lsit"}, `wf: usage: "lsit" is not a wf tasks command; did you mean "list"?`},
 		{[]string{"catalogs", "collections", "rmove"}, `wf: usage: "rmove" is not a wf catalogs collections command; did you mean "remove"?`},
-		{[]string{"frobnicate"}, `wf: usage: "frobnicate" is not a wf command; the commands are validate, compile`},
+		{[]string{"frobnicate"}, `wf: usage: "frobnicate" is not a wf command; the commands are validate, `},
 	} {
 		code, out, errOut := runWF(t, tc.args...)
 		require.Equal(t, ExitUsage, code, tc.args)
