@@ -119,3 +119,48 @@ func TestParseSourceBudget(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.Equal(t, "b.yaml:3:5: file too large: more than 200000 values in its documents once aliases are expanded", errs[0].String())
 }
+
+// TestParseEncodings: a file saved as UTF-16 is named as such; a file with a
+// byte that is not UTF-8 is reported at that byte; a UTF-8 BOM is fine.
+func TestParseEncodings(t *testing.T) {
+	t.Parallel()
+	utf16 := []byte{0xFF, 0xFE, 'k', 0, 'i', 0, 'n', 0, 'd', 0}
+	_, errs := parseSource(Source{Name: "u.yaml", Data: utf16})
+	require.Equal(t, Errors{{File: "u.yaml", Line: 1, Col: 1, Message: "the file is saved as UTF-16; save it as UTF-8"}}, errs)
+
+	_, errs = parseSource(Source{Name: "l.yaml", Data: []byte("kind: TaskType\nname: \xe9t\xe9\n")})
+	require.Len(t, errs, 1)
+	require.Equal(t, pos{2, 7}, pos{errs[0].Line, errs[0].Col})
+	require.Contains(t, errs[0].Message, "byte 0xE9")
+
+	docs, errs := parseSource(Source{Name: "b.yaml", Data: []byte("\xef\xbb\xbfkind: TaskType\nname: ünï\n")})
+	require.Empty(t, errs)
+	require.Equal(t, "ünï", docs[0].name)
+}
+
+// TestPatternsOverlap covers the glob intersection behind the check of
+// subscriptions that drop each other's tasks.
+func TestPatternsOverlap(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a.b", "a.b", true},
+		{"a.b", "a.c", false},
+		{"catalog.*", "catalog.created", true},
+		{"catalog.*", "*.created", true},
+		{"catalog.*", "item.*", false},
+		{"order.[a-m]*", "order.[n-z]*", false},
+		{"order.[a-m]*", "order.[^a-c]*", true},
+		{"x.?", "x.ab", false},
+		{"x.??", "x.ab", true},
+		{"a/*", "a/b/c", false},
+		{`a\*`, "a*", true},
+		{`a\*`, "ab", false},
+		{"*", "", true},
+	} {
+		require.Equal(t, tc.want, patternsOverlap(tc.a, tc.b), "%q and %q", tc.a, tc.b)
+		require.Equal(t, tc.want, patternsOverlap(tc.b, tc.a), "%q and %q", tc.b, tc.a)
+	}
+}

@@ -102,6 +102,7 @@ var misplacedFields = map[string]map[string]string{
 		"command": "handler.exec", "env": "handler.exec", "url": "handler.http", "headers": "handler.http",
 		"base": "backoff", "factor": "backoff", "max": "backoff", "jitter": "backoff",
 		"per_instance": "concurrency", "global": "concurrency",
+		"create": "api",
 	},
 }
 

@@ -194,8 +194,19 @@ func unknownEscape(text string) (col int, esc string, ok bool) {
 // mapping starts, lines before the mistake (or after it, at the end of the
 // file), so the whole file is searched.
 func findQuoteMistake(lines []string) (line, col int, msg string, ok bool) {
+	block := -1 // the indentation of a block scalar's field, while in one
 	for i := range lines {
+		if block >= 0 {
+			if strings.TrimSpace(lines[i]) == "" || indentOf(lines[i]) > block {
+				continue // block scalar text: quotes there are plain characters
+			}
+			block = -1
+		}
 		value, valueCol, has := plainValue(lines[i])
+		if has && blockScalarRE.MatchString(value) {
+			block = indentOf(lines[i])
+			continue
+		}
 		if !has || value == "" || (value[0] != '"' && value[0] != '\'') {
 			continue
 		}
@@ -216,6 +227,9 @@ func findQuoteMistake(lines []string) (line, col int, msg string, ok bool) {
 	}
 	return 0, 0, "", false
 }
+
+// blockScalarRE matches the header of a literal or folded block scalar.
+var blockScalarRE = regexp.MustCompile(`^[|>][-+0-9]*$`)
 
 // quoteName names a quote character.
 func quoteName(q byte) string {
