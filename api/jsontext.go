@@ -140,20 +140,28 @@ func (w *jsonWalker) object(pointer string, depth int) {
 		}
 		w.i++
 		w.value(member, depth)
-		w.space()
-		if w.err != nil {
+		if !w.more(pointer, '}') {
 			return
 		}
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-			continue
-		}
-		if w.i < len(w.b) && w.b[w.i] == '}' {
-			w.i++
-			return
-		}
-		w.syntax(pointer, "',' or '}'")
 	}
+}
+
+// more reads what follows a container's member: true after a ',' (another
+// member follows), false after the closing byte or an error.
+func (w *jsonWalker) more(pointer string, closing byte) bool {
+	w.space()
+	switch {
+	case w.err != nil:
+		return false
+	case w.i < len(w.b) && w.b[w.i] == ',':
+		w.i++
+		return true
+	case w.i < len(w.b) && w.b[w.i] == closing:
+		w.i++
+		return false
+	}
+	w.syntax(pointer, "',' or '"+string(closing)+"'")
+	return false
 }
 
 func (w *jsonWalker) array(pointer string, depth int) {
@@ -168,19 +176,9 @@ func (w *jsonWalker) array(pointer string, depth int) {
 	}
 	for n := 0; w.err == nil; n++ {
 		w.value(pointer+"/"+strconv.Itoa(n), depth)
-		w.space()
-		if w.err != nil {
+		if !w.more(pointer, ']') {
 			return
 		}
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-			continue
-		}
-		if w.i < len(w.b) && w.b[w.i] == ']' {
-			w.i++
-			return
-		}
-		w.syntax(pointer, "',' or ']'")
 	}
 }
 
