@@ -52,7 +52,7 @@ func TestOneLeaderAndFailover(t *testing.T) {
 	url := dbtest.NewDatabase(t)
 	a, b := start(t, url, "a"), start(t, url, "b")
 
-	require.Eventually(t, func() bool { return a.elector.IsLeader() != b.elector.IsLeader() }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return a.elector.IsLeader() != b.elector.IsLeader() }, 30*time.Second, 10*time.Millisecond)
 	old, other := a, b
 	if b.elector.IsLeader() {
 		old, other = b, a
@@ -76,12 +76,12 @@ func TestOneLeaderAndFailover(t *testing.T) {
 	defer conn.Close(context.Background())
 	var killed bool
 	require.NoError(t, conn.QueryRow(context.Background(),
-		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
 		"wf-leader:svc:"+oldOwner).Scan(&killed))
 	require.True(t, killed)
 
-	require.Eventually(t, func() bool { return other.elector.IsLeader() }, 5*time.Second, 10*time.Millisecond)
-	require.Eventually(t, func() bool { return old.leading.Load() == 0 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return other.elector.IsLeader() }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return old.leading.Load() == 0 }, 30*time.Second, 10*time.Millisecond)
 	require.Equal(t, int32(1), other.leading.Load())
 	// The old instance rejoins as a follower.
 	for range 3 {
@@ -96,7 +96,7 @@ func TestLeaderForwardsNotifications(t *testing.T) {
 	a := start(t, url, "solo")
 	got := make(chan string, 16)
 	a.bus.Subscribe(signalbus.TaskStatusChanged, func(p string) { got <- p })
-	require.Eventually(t, a.elector.IsLeader, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, a.elector.IsLeader, 30*time.Second, 10*time.Millisecond)
 	conn, err := pgx.Connect(context.Background(), url)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
