@@ -1,11 +1,9 @@
 package config
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,29 +17,9 @@ import (
 // SchemaFile is the name of the configuration schema in package schemas.
 const SchemaFile = "config.schema.json"
 
-// schemaURL is where the schema is registered in the compiler; its $refs
-// resolve inside it and nowhere else.
-var schemaURL = schemas.ID(SchemaFile)
-
 // compiledSchema is the configuration schema, compiled once.
 var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	data, err := schemas.Read(SchemaFile)
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.LoadURL = func(s string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("%s cannot be loaded: a $ref must point inside the schema", s)
-	}
-	if err := c.AddResource(schemaURL, bytes.NewReader(data)); err != nil {
-		return nil, fmt.Errorf("error loading the configuration schema: %w", err)
-	}
-	s, err := c.Compile(schemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("error compiling the configuration schema: %w", err)
-	}
-	return s, nil
+	return schemas.Compile(SchemaFile, false)
 })
 
 // checkSchema validates the file against the configuration schema and
@@ -60,7 +38,7 @@ func (f *yamlFile) checkSchema() Errors {
 		return Errors{{Source: fileSource(f.path, nil), Message: err.Error()}}
 	}
 	var errs Errors
-	for _, v := range leafViolations(ve, nil) {
+	for _, v := range schemas.Leaves(ve) {
 		errs = append(errs, f.violation(v)...)
 	}
 	slices.SortFunc(errs, func(a, b Error) int {
@@ -68,17 +46,6 @@ func (f *yamlFile) checkSchema() Errors {
 			strings.Compare(a.Field, b.Field), strings.Compare(a.Message, b.Message))
 	})
 	return slices.Compact(errs)
-}
-
-// leafViolations flattens a validation error into its innermost causes.
-func leafViolations(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return append(out, ve)
-	}
-	for _, c := range ve.Causes {
-		out = leafViolations(c, out)
-	}
-	return out
 }
 
 var (

@@ -19,32 +19,11 @@ import (
 // envelopeSchemaFile is the envelope's JSON Schema in package schemas.
 const envelopeSchemaFile = schemas.EnvelopeSchema
 
-// envelopeSchemaURL is where the schema is registered in its compiler; it
-// is never fetched.
-var envelopeSchemaURL = schemas.ID(envelopeSchemaFile)
-
 // envelopeSchema is the compiled envelope schema, built once on first use.
 // The schema is embedded, so a failure here is a bug in the schema file,
 // reported by every ValidateEnvelope call (and by this package's tests).
 var envelopeSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	data, err := schemas.Read(envelopeSchemaFile)
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(s string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("%s cannot be loaded: the envelope schema refers only to itself", s)
-	}
-	if err := c.AddResource(envelopeSchemaURL, bytes.NewReader(data)); err != nil {
-		return nil, fmt.Errorf("error loading schema %s: %w", envelopeSchemaFile, err)
-	}
-	s, err := c.Compile(envelopeSchemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("error compiling schema %s: %w", envelopeSchemaFile, err)
-	}
-	return s, nil
+	return schemas.Compile(envelopeSchemaFile, true)
 })
 
 // Problem is one way in which a value breaks the envelope schema.
@@ -112,17 +91,9 @@ func ValidateEnvelope(raw []byte) (Envelope, error) {
 // and without duplicates.
 func problems(ve *jsonschema.ValidationError) []Problem {
 	var out []Problem
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			out = append(out, Problem{Pointer: e.InstanceLocation, Message: e.Message})
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
+	for _, e := range schemas.Leaves(ve) {
+		out = append(out, Problem{Pointer: e.InstanceLocation, Message: e.Message})
 	}
-	walk(ve)
 	slices.SortFunc(out, func(a, b Problem) int {
 		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Message, b.Message))
 	})

@@ -20,8 +20,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -155,15 +153,15 @@ func (r *Registry) Create(ctx context.Context, c NewCatalog) (store.Catalog, err
 		return store.Catalog{}, &ValidationError{Errors: errs}
 	}
 	var out store.Catalog
-	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
+	err := r.store.InTx(ctx, func(st *store.Store) error {
 		var err error
-		out, err = r.store.WithTx(tx).CreateCatalog(ctx, store.NewCatalog{
+		out, err = st.CreateCatalog(ctx, store.NewCatalog{
 			ID: c.ID, SchemaName: c.SchemaName, Title: c.Title, Description: c.Description, Metadata: c.Metadata,
 		})
 		if err != nil {
 			return err
 		}
-		return r.emit(ctx, tx, EventCatalogCreated, events.ScopeCatalog, out.SchemaName,
+		return r.emit(ctx, st, EventCatalogCreated, events.ScopeCatalog, out.SchemaName,
 			map[string]any{"catalog_id": out.ID, "schema_name": out.SchemaName})
 	})
 	if err != nil {
@@ -172,13 +170,13 @@ func (r *Registry) Create(ctx context.Context, c NewCatalog) (store.Catalog, err
 	return out, nil
 }
 
-// emit writes one registry event inside tx.
-func (r *Registry) emit(ctx context.Context, tx pgx.Tx, typ, scope, schemaName string, payload map[string]any) error {
+// emit writes one registry event through st, bound to a transaction.
+func (r *Registry) emit(ctx context.Context, st *store.Store, typ, scope, schemaName string, payload map[string]any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("error encoding %s event: %w", typ, err)
 	}
-	if _, err := r.emitter.EmitTx(ctx, tx, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
+	if _, err := r.emitter.EmitIn(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
 		return fmt.Errorf("error emitting %s: %w", typ, err)
 	}
 	return nil
@@ -200,8 +198,8 @@ func (r *Registry) List(ctx context.Context, ids []string, p store.Page) ([]stor
 // The catalog's live tasks are dead-lettered by the janitor's orphan sweep.
 func (r *Registry) Delete(ctx context.Context, id string) (store.Catalog, error) {
 	var out store.Catalog
-	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
-		c, cols, err := r.store.WithTx(tx).DeleteCatalog(ctx, id)
+	err := r.store.InTx(ctx, func(st *store.Store) error {
+		c, cols, err := st.DeleteCatalog(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -209,7 +207,7 @@ func (r *Registry) Delete(ctx context.Context, id string) (store.Catalog, error)
 		if cols == nil {
 			cols = []string{}
 		}
-		return r.emit(ctx, tx, EventCatalogDeleted, events.ScopeCatalog, c.SchemaName,
+		return r.emit(ctx, st, EventCatalogDeleted, events.ScopeCatalog, c.SchemaName,
 			map[string]any{"catalog_id": c.ID, "schema_name": c.SchemaName, "collections": cols})
 	})
 	if err != nil {
@@ -232,8 +230,7 @@ func (r *Registry) AddCollection(ctx context.Context, c NewCollection) (store.Co
 		return store.Collection{}, &ValidationError{Errors: errs}
 	}
 	var out store.Collection
-	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
-		st := r.store.WithTx(tx)
+	err := r.store.InTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, c.CatalogID)
 		if err != nil {
 			return err
@@ -253,7 +250,7 @@ func (r *Registry) AddCollection(ctx context.Context, c NewCollection) (store.Co
 		if err := st.CreateFeatureTable(ctx, ft); err != nil {
 			return err
 		}
-		return r.emit(ctx, tx, EventCollectionCreated, events.ScopeCollection, cat.SchemaName,
+		return r.emit(ctx, st, EventCollectionCreated, events.ScopeCollection, cat.SchemaName,
 			map[string]any{"catalog_id": out.CatalogID, "collection_id": out.ID})
 	})
 	if err != nil {
@@ -280,8 +277,7 @@ func (r *Registry) ListCollections(ctx context.Context, catalogID string, p stor
 // (payload: catalog_id, collection_id) in the same transaction.
 func (r *Registry) RemoveCollection(ctx context.Context, catalogID, id string) (store.Collection, error) {
 	var out store.Collection
-	err := pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
-		st := r.store.WithTx(tx)
+	err := r.store.InTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, catalogID)
 		if err != nil {
 			return err
@@ -290,7 +286,7 @@ func (r *Registry) RemoveCollection(ctx context.Context, catalogID, id string) (
 		if err != nil {
 			return err
 		}
-		return r.emit(ctx, tx, EventCollectionDeleted, events.ScopeCollection, cat.SchemaName,
+		return r.emit(ctx, st, EventCollectionDeleted, events.ScopeCollection, cat.SchemaName,
 			map[string]any{"catalog_id": catalogID, "collection_id": id})
 	})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,14 +69,11 @@ type Result struct {
 type Client struct {
 	store *store.Store
 	specs *spec.Set
-
-	mu     sync.Mutex
-	months map[string]bool // partitions known to exist, by "2006-01"
 }
 
 // New returns a client that writes through st (on a pool) for specs.
 func New(st *store.Store, specs *spec.Set) *Client {
-	return &Client{store: st, specs: specs, months: map[string]bool{}}
+	return &Client{store: st, specs: specs}
 }
 
 // Specs returns the spec set the client validates against.
@@ -121,6 +117,12 @@ func (c *Client) EnqueueManyTx(ctx context.Context, tx pgx.Tx, reqs []Request) (
 	return c.enqueue(ctx, c.store.WithTx(tx), reqs)
 }
 
+// EnqueueManyIn is EnqueueMany through st, a store bound to a transaction
+// (store.InTx; see EnqueueIn).
+func (c *Client) EnqueueManyIn(ctx context.Context, st *store.Store, reqs []Request) ([]Result, error) {
+	return c.enqueue(ctx, st, reqs)
+}
+
 func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) ([]Result, error) {
 	tasks := make([]store.NewTask, len(reqs))
 	for i, req := range reqs {
@@ -130,7 +132,11 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 		}
 		tasks[i] = nt
 	}
-	if err := c.ensurePartitions(ctx, tasks); err != nil {
+	months := make([]time.Time, len(tasks))
+	for i := range tasks {
+		months[i] = store.IDTime(tasks[i].ID)
+	}
+	if err := st.EnsureMonths(ctx, months...); err != nil {
 		return nil, err
 	}
 	inserted, err := insertSettled(ctx, st, tasks)
@@ -264,31 +270,4 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
 		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: tt.MaxRetries(), RunAfter: req.RunAfter,
 	}, nil
-}
-
-// ensurePartitions creates the monthly partitions the tasks fall in, once per
-// month per process. It runs on the client's own pool, outside any caller
-// transaction, so partition DDL never holds locks for the caller's lifetime.
-func (c *Client) ensurePartitions(ctx context.Context, tasks []store.NewTask) error {
-	var missing []time.Time
-	c.mu.Lock()
-	seen := map[string]bool{}
-	for _, t := range tasks {
-		at := store.IDTime(t.ID)
-		key := at.Format("2006-01")
-		if !c.months[key] && !seen[key] {
-			seen[key] = true
-			missing = append(missing, at)
-		}
-	}
-	c.mu.Unlock()
-	for _, at := range missing {
-		if err := c.store.EnsureMonth(ctx, at); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.months[at.Format("2006-01")] = true
-		c.mu.Unlock()
-	}
-	return nil
 }

@@ -146,3 +146,109 @@ func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int) {
 		}
 	}
 }
+
+// claimOnce claims up to limit of the free slots in one round trip and
+// starts the tasks. It reports whether the claim filled every slot it asked
+// for. Claims may run at once (see claimUntilIdle): the slots a claim asks
+// for are reserved until its tasks run.
+func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, error) {
+	slots, total := d.freeSlots(limit)
+	defer d.unreserve(slots, total)
+	if total == 0 {
+		d.mu.Lock()
+		d.backlog = true
+		d.mu.Unlock()
+		return false, nil
+	}
+	start := d.cfg.Clock.Now()
+	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
+		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
+	})
+	if err != nil {
+		return false, err
+	}
+	tasks := claimed.Tasks
+	if d.cfg.Observer != nil && len(tasks) > 0 {
+		d.cfg.Observer.Claimed(tasks, d.cfg.Clock.Now().Sub(start))
+	}
+	// A pair that got all it asked for may have more waiting: finishing
+	// runs then wake the dispatcher instead of waiting for a signal.
+	// So may a type whose global cap the claim filled: the room its runs
+	// free is for more of it.
+	got := map[runners.Pair]int{}
+	gotType := map[string]int{}
+	for _, t := range tasks {
+		got[runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}]++
+		gotType[t.TaskType]++
+	}
+	full := len(tasks) > 0 && len(tasks) == total
+	backlog := full
+	for _, s := range slots {
+		if s.Max > 0 && got[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}] >= s.Max {
+			backlog = true
+		}
+	}
+	for tt, room := range claimed.Room {
+		if gotType[tt] >= room {
+			backlog = true
+		}
+	}
+	d.mu.Lock()
+	d.backlog = backlog
+	d.mu.Unlock()
+	for i := range tasks {
+		d.start(runsCtx, tasks[i], start)
+	}
+	return full, nil
+}
+
+// freeSlots computes, per pair, how many more tasks this instance may run,
+// at most limit in all, and reserves them for the caller's claim (give them
+// back with unreserve once the claimed tasks run).
+func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	total := min(d.cfg.Slots-d.busy()-d.reserved, limit)
+	if total <= 0 {
+		return nil, 0
+	}
+	slots := make([]store.ClaimSlot, 0, len(d.rules))
+	for pair, r := range d.rules {
+		max := total
+		if r.PerInstance > 0 {
+			max = min(max, r.PerInstance-d.perType[pair]-d.reservedPer[pair])
+		}
+		if max <= 0 {
+			continue
+		}
+		slots = append(slots, store.ClaimSlot{Mode: pair.Mode, TaskType: pair.TaskType, Max: max, Lease: r.Lease})
+	}
+	if len(slots) == 0 {
+		return nil, 0
+	}
+	d.reserved += total
+	for _, sl := range slots {
+		if d.rules[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}].PerInstance > 0 {
+			d.reservedPer[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}] += sl.Max
+		}
+	}
+	return slots, total
+}
+
+// globalLimits returns the cluster-wide caps (concurrency.global) of the
+// types among slots, or nil when none has one. The store counts and claims
+// a capped type under the type's advisory lock, in one transaction, so that
+// claims of several instances at the same instant take turns and never
+// overshoot the cap (store.ClaimParams.Global).
+func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
+	var caps map[string]int
+	for _, s := range slots {
+		if r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]; r.Global > 0 {
+			if caps == nil {
+				caps = map[string]int{}
+			}
+			caps[s.TaskType] = max(caps[s.TaskType], r.Global)
+		}
+	}
+	return caps
+}

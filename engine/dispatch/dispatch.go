@@ -3,6 +3,12 @@
 // goroutine per task on the runner the capability map names, one batched
 // heartbeat per interval, and batched completion. It is the seed's Dispatcher,
 // BatchedHeartbeat and complete/fail path.
+//
+// Files: dispatch.go holds the dispatcher and a run's start and end;
+// claim.go the claim loop; heartbeat.go the batched lease extension;
+// shutdown.go the graceful stop; complete.go the batched completion;
+// workers.go the reused worker goroutines and the run deadlines. Leases and
+// deadlines are reckoned on the engine's clock (Config.Clock).
 package dispatch
 
 import (
@@ -128,11 +134,6 @@ var (
 	errShutdown  = errors.New("instance shutting down")
 )
 
-// abandonAfter bounds how long shutdown waits, past the grace period, for
-// cancelled runs to return (at most Grace): a handler that ignores its
-// context must not keep the instance from stopping.
-const abandonAfter = 5 * time.Second
-
 // New validates cfg, fills defaults and returns a Dispatcher.
 func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Store == nil || cfg.Bus == nil || cfg.Owner == "" {
@@ -240,119 +241,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimOnce claims up to limit of the free slots in one round trip and
-// starts the tasks. It reports whether the claim filled every slot it asked
-// for. Claims may run at once (see claimUntilIdle): the slots a claim asks
-// for are reserved until its tasks run.
-func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, error) {
-	slots, total := d.freeSlots(limit)
-	defer d.unreserve(slots, total)
-	if total == 0 {
-		d.mu.Lock()
-		d.backlog = true
-		d.mu.Unlock()
-		return false, nil
-	}
-	start := time.Now()
-	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
-		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
-	})
-	if err != nil {
-		return false, err
-	}
-	tasks := claimed.Tasks
-	if d.cfg.Observer != nil && len(tasks) > 0 {
-		d.cfg.Observer.Claimed(tasks, time.Since(start))
-	}
-	// A pair that got all it asked for may have more waiting: finishing
-	// runs then wake the dispatcher instead of waiting for a signal.
-	// So may a type whose global cap the claim filled: the room its runs
-	// free is for more of it.
-	got := map[runners.Pair]int{}
-	gotType := map[string]int{}
-	for _, t := range tasks {
-		got[runners.Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}]++
-		gotType[t.TaskType]++
-	}
-	full := len(tasks) > 0 && len(tasks) == total
-	backlog := full
-	for _, s := range slots {
-		if s.Max > 0 && got[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}] >= s.Max {
-			backlog = true
-		}
-	}
-	for tt, room := range claimed.Room {
-		if gotType[tt] >= room {
-			backlog = true
-		}
-	}
-	d.mu.Lock()
-	d.backlog = backlog
-	d.mu.Unlock()
-	for i := range tasks {
-		d.start(runsCtx, tasks[i], start)
-	}
-	return full, nil
-}
-
-// freeSlots computes, per pair, how many more tasks this instance may run,
-// at most limit in all, and reserves them for the caller's claim (give them
-// back with unreserve once the claimed tasks run).
-func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	total := min(d.cfg.Slots-d.busy()-d.reserved, limit)
-	if total <= 0 {
-		return nil, 0
-	}
-	slots := make([]store.ClaimSlot, 0, len(d.rules))
-	for pair, r := range d.rules {
-		max := total
-		if r.PerInstance > 0 {
-			max = min(max, r.PerInstance-d.perType[pair]-d.reservedPer[pair])
-		}
-		if max <= 0 {
-			continue
-		}
-		slots = append(slots, store.ClaimSlot{Mode: pair.Mode, TaskType: pair.TaskType, Max: max, Lease: r.Lease})
-	}
-	if len(slots) == 0 {
-		return nil, 0
-	}
-	d.reserved += total
-	for _, sl := range slots {
-		if d.rules[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}].PerInstance > 0 {
-			d.reservedPer[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}] += sl.Max
-		}
-	}
-	return slots, total
-}
-
-// globalLimits returns the cluster-wide caps (concurrency.global) of the
-// types among slots, or nil when none has one. The store counts and claims
-// a capped type under the type's advisory lock, in one transaction, so that
-// claims of several instances at the same instant take turns and never
-// overshoot the cap (store.ClaimParams.Global).
-func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
-	var caps map[string]int
-	for _, s := range slots {
-		if r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]; r.Global > 0 {
-			if caps == nil {
-				caps = map[string]int{}
-			}
-			caps[s.TaskType] = max(caps[s.TaskType], r.Global)
-		}
-	}
-	return caps
-}
-
 // start runs one claimed task on a worker goroutine of its own.
 func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt time.Time) {
 	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
 	rule := d.rules[pair]
 	runner := d.cfg.Capabilities[pair]
 	runCtx, cancel := context.WithCancelCause(runsCtx)
-	now := time.Now()
+	now := d.cfg.Clock.Now()
 	r := &run{task: task, rule: rule, cancel: cancel, started: now, deadline: now.Add(rule.Timeout),
 		leaseUntil: claimedAt.Add(rule.Lease)}
 	d.mu.Lock()
@@ -418,7 +313,7 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 		return
 	}
 	defer d.queuing.Done()
-	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: time.Since(r.started)}
+	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: d.cfg.Clock.Now().Sub(r.started)}
 }
 
 // freeSlot forgets a run whose outcome is queued (or dropped) and wakes the
@@ -461,163 +356,3 @@ func (d *Dispatcher) onStatusChanged(payload string) {
 		r.cancel(errLeaseLost)
 	}
 }
-
-// shutdown waits up to Grace for running tasks, then cancels and hands back
-// the rest, and waits a little more (abandonAfter) for them to return.
-func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
-	d.mu.Lock()
-	idle := d.idle
-	n := d.busy()
-	d.mu.Unlock()
-	if n > 0 {
-		d.log.Info("shutting down: waiting for running tasks", "running", n, "grace", d.cfg.Grace)
-	}
-	select {
-	case <-idle:
-	case <-time.After(d.cfg.Grace):
-	}
-	d.mu.Lock()
-	var ids []uuid.UUID
-	for id, r := range d.running {
-		if r.ended {
-			continue // its outcome is queued: the completer writes it
-		}
-		r.shutdown = true
-		ids = append(ids, id)
-	}
-	d.mu.Unlock()
-	if len(ids) > 0 {
-		cancelRuns(errShutdown)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		released, err := d.cfg.Store.ReleaseTasks(ctx, d.cfg.Owner, ids)
-		cancel()
-		if err != nil {
-			d.log.Error("could not hand tasks back; their leases will expire", "tasks", len(ids), "err", err)
-		} else {
-			d.log.Info("handed unfinished tasks back", "tasks", len(released))
-		}
-	}
-	cancelRuns(errShutdown)
-	runsDone := make(chan struct{})
-	go func() { defer close(runsDone); d.wg.Wait() }()
-	select {
-	case <-runsDone:
-	case <-time.After(min(d.cfg.Grace, abandonAfter)):
-		// Their tasks were handed back (or their leases lost) and their
-		// results are dropped: only the outcomes being queued must be
-		// waited for, so that the completer writes them.
-		d.mu.Lock()
-		n := d.busy()
-		d.mu.Unlock()
-		d.log.Error("stopping while runs ignore their cancellation; their results will be dropped", "running", n)
-		d.queuing.Wait()
-	}
-}
-
-// heartbeat extends the leases of every running task once per interval, in
-// one statement, and cancels the tasks whose lease is gone.
-func (d *Dispatcher) heartbeat(ctx context.Context) {
-	t := time.NewTicker(d.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := d.beat(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn("heartbeat failed; retrying at the next interval", "err", err)
-		}
-	}
-}
-
-func (d *Dispatcher) beat(ctx context.Context) error {
-	now := time.Now()
-	d.mu.Lock()
-	leases := make([]store.Lease, 0, len(d.running))
-	runs := make([]*run, 0, len(d.running))
-	for id, r := range d.running {
-		if r.leaseLost {
-			continue
-		}
-		// A run past its deadline was cancelled (watchDeadlines): its lease
-		// is extended once more, so that it has a whole lease to return, and
-		// then left to expire, so that a handler that ignores the
-		// cancellation does not hold its task forever; the janitor retries
-		// or dead-letters it.
-		if !r.ended && !now.Before(r.deadline) {
-			if r.overdue {
-				continue
-			}
-			r.overdue = true
-		}
-		leases = append(leases, store.Lease{ID: id, Lease: r.rule.Lease})
-		runs = append(runs, r)
-	}
-	d.mu.Unlock()
-	if len(leases) == 0 {
-		return nil
-	}
-	started := time.Now()
-	held, err := d.cfg.Store.Heartbeat(ctx, d.cfg.Owner, leases, d.cfg.Clock.DBNow())
-	if lo, ok := d.cfg.Observer.(execution.LeaseObserver); ok && err == nil {
-		lo.Heartbeat(len(leases), time.Since(started))
-	}
-	if err != nil {
-		// A run whose lease has run out by now may be rescued and run
-		// elsewhere: stop it rather than run it twice at once.
-		d.loseExpired(runs)
-		return err
-	}
-	keep := make(map[uuid.UUID]bool, len(held))
-	for _, id := range held {
-		keep[id] = true
-	}
-	var lost []*run
-	d.mu.Lock()
-	for _, r := range runs {
-		switch {
-		case keep[r.task.ID]:
-			r.leaseUntil = now.Add(r.rule.Lease)
-		case r.ended:
-			// The run returned while the heartbeat was out (or before):
-			// its outcome is queued, and most likely already written, which
-			// is why the task is no longer RUNNING. Nothing runs to cancel,
-			// and the completer's write settles the outcome either way.
-		case !r.leaseLost:
-			r.leaseLost = true
-			lost = append(lost, r)
-		}
-	}
-	d.mu.Unlock()
-	for _, r := range lost {
-		d.log.Warn("lease lost; cancelling the run", execution.TaskAttrs(&r.task)...)
-		if lo, ok := d.cfg.Observer.(execution.LeaseObserver); ok {
-			lo.LeaseLost(&r.task)
-		}
-		r.cancel(errLeaseLost)
-	}
-	return nil
-}
-
-// loseExpired cancels, as lease lost, those of runs whose lease has ended by
-// this instance's reckoning, when a heartbeat could not extend it.
-func (d *Dispatcher) loseExpired(runs []*run) {
-	now := time.Now()
-	var lost []*run
-	d.mu.Lock()
-	for _, r := range runs {
-		if !r.ended && !r.leaseLost && now.After(r.leaseUntil) {
-			r.leaseLost = true
-			lost = append(lost, r)
-		}
-	}
-	d.mu.Unlock()
-	for _, r := range lost {
-		d.log.Warn("lease expired while heartbeats failed; cancelling the run", "task_id", r.task.ID, "task_type", r.task.TaskType)
-		r.cancel(errLeaseLost)
-	}
-}
-
-// Beat runs one heartbeat now (for tests and benchmarks).
-func (d *Dispatcher) Beat(ctx context.Context) error { return d.beat(ctx) }

@@ -47,7 +47,7 @@ func (d *Dispatcher) watchDeadlines(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := time.Now()
+		now := d.cfg.Clock.Now()
 		var overdue []*run
 		var next time.Time
 		d.mu.Lock()
@@ -67,7 +67,7 @@ func (d *Dispatcher) watchDeadlines(ctx context.Context) {
 		}
 		wait := time.Hour
 		if !next.IsZero() {
-			wait = time.Until(next)
+			wait = next.Sub(now)
 		}
 		timer.Reset(wait)
 		select {

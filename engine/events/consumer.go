@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
@@ -102,9 +100,6 @@ type ConsumerResult struct {
 type Consumer struct {
 	cfg ConsumerConfig
 	log *slog.Logger
-
-	mu     sync.Mutex
-	months map[string]bool // months whose partitions are known to exist
 }
 
 // NewConsumer fills defaults, validates cfg and returns a Consumer.
@@ -132,7 +127,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
 			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)
 	}
-	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer"), months: map[string]bool{}}, nil
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer")}, nil
 }
 
 // Run consumes events until ctx ends: at once, on every EventQueued signal
@@ -225,9 +220,8 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 		}
 	}
 	var res ConsumerResult
-	err := pgx.BeginFunc(ctx, c.cfg.Store.DB(), func(tx pgx.Tx) error {
+	err := c.cfg.Store.InTx(ctx, func(st *store.Store) error {
 		res = ConsumerResult{}
-		st := c.cfg.Store.WithTx(tx)
 		if tasks {
 			// tasks.tasks before tasks.events, as partition maintenance
 			// takes them: otherwise the two deadlock.
@@ -258,7 +252,7 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 			}
 		}
 		if len(reqs) > 0 {
-			created, err := c.cfg.Client.EnqueueManyTx(ctx, tx, reqs)
+			created, err := c.cfg.Client.EnqueueManyIn(ctx, st, reqs)
 			if err != nil {
 				return fmt.Errorf("error creating subscribed tasks: %w", err)
 			}
@@ -305,22 +299,7 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 // after batch.
 func (c *Consumer) ensurePartitions(ctx context.Context) error {
 	now := time.Now().UTC()
-	for _, at := range []time.Time{now, now.Add(time.Minute)} {
-		key := at.Format("2006-01")
-		c.mu.Lock()
-		known := c.months[key]
-		c.mu.Unlock()
-		if known {
-			continue
-		}
-		if err := c.cfg.Store.EnsureMonth(ctx, at); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.months[key] = true
-		c.mu.Unlock()
-	}
-	return nil
+	return c.cfg.Store.EnsureMonths(ctx, now, now.Add(time.Minute))
 }
 
 // failures turns the failed plans into store outcomes.

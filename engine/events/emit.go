@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,13 +53,10 @@ var eventTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$`)
 // Emitter writes events to the outbox.
 type Emitter struct {
 	store *store.Store
-
-	mu     sync.Mutex
-	months map[string]bool
 }
 
 // NewEmitter returns an emitter writing through st (on a pool).
-func NewEmitter(st *store.Store) *Emitter { return &Emitter{store: st, months: map[string]bool{}} }
+func NewEmitter(st *store.Store) *Emitter { return &Emitter{store: st} }
 
 // Emit writes one event in its own transaction.
 func (e *Emitter) Emit(ctx context.Context, ev Event) (Result, error) {
@@ -73,7 +70,14 @@ func (e *Emitter) Emit(ctx context.Context, ev Event) (Result, error) {
 // EmitTx writes one event inside the caller's transaction: it exists, and
 // wakes consumers, only if the caller commits.
 func (e *Emitter) EmitTx(ctx context.Context, tx pgx.Tx, ev Event) (Result, error) {
-	res, err := e.emit(ctx, e.store.WithTx(tx), []Event{ev})
+	return e.EmitIn(ctx, e.store.WithTx(tx), ev)
+}
+
+// EmitIn writes one event through st, a store bound to a transaction
+// (store.InTx): inside wf, transactions are the store's; EmitTx is for
+// programs that hold a pgx.Tx of their own.
+func (e *Emitter) EmitIn(ctx context.Context, st *store.Store, ev Event) (Result, error) {
+	res, err := e.emit(ctx, st, []Event{ev})
 	if err != nil {
 		return Result{}, err
 	}
@@ -152,7 +156,12 @@ func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Res
 		}
 		rows[i] = row
 	}
-	if err := e.ensurePartitions(ctx, rows); err != nil {
+	// On the store's pool, never inside a caller's transaction.
+	months := make([]time.Time, len(rows))
+	for i := range rows {
+		months[i] = store.IDTime(rows[i].ID)
+	}
+	if err := st.EnsureMonths(ctx, months...); err != nil {
 		return nil, err
 	}
 	inserted, err := st.InsertEvents(ctx, rows)
@@ -164,26 +173,4 @@ func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Res
 		out[i] = Result{Event: r.Event, Duplicate: r.Duplicate}
 	}
 	return out, nil
-}
-
-// ensurePartitions creates the months' partitions once per process, on the
-// emitter's own pool (never inside a caller's transaction).
-func (e *Emitter) ensurePartitions(ctx context.Context, rows []store.NewEvent) error {
-	for _, r := range rows {
-		at := store.IDTime(r.ID)
-		key := at.Format("2006-01")
-		e.mu.Lock()
-		known := e.months[key]
-		e.mu.Unlock()
-		if known {
-			continue
-		}
-		if err := e.store.EnsureMonth(ctx, at); err != nil {
-			return err
-		}
-		e.mu.Lock()
-		e.months[key] = true
-		e.mu.Unlock()
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,42 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, months int
 	var created int
 	err := s.db.QueryRow(ctx, q, from, months).Scan(&created)
 	return created, wrap("creating partitions", err)
+}
+
+// monthCache remembers the months whose partitions exist, by "2006-01".
+type monthCache struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+// EnsureMonths makes sure the partitions of the months holding times exist
+// (EnsureMonth), once per process: a month seen before costs nothing. It
+// works on the store's pool even when the store is bound to a transaction,
+// so the partition's lock is never held by the caller's transaction. The
+// client (tasks), the emitter (events) and the event consumer all go
+// through it.
+func (s *Store) EnsureMonths(ctx context.Context, times ...time.Time) error {
+	var missing []time.Time
+	seen := map[string]bool{}
+	s.months.mu.Lock()
+	for _, at := range times {
+		key := at.UTC().Format("2006-01")
+		if !s.months.known[key] && !seen[key] {
+			seen[key] = true
+			missing = append(missing, at)
+		}
+	}
+	s.months.mu.Unlock()
+	root := &Store{db: s.root, channels: s.channels, root: s.root, months: s.months}
+	for _, at := range missing {
+		if err := root.EnsureMonth(ctx, at); err != nil {
+			return err
+		}
+		s.months.mu.Lock()
+		s.months.known[at.UTC().Format("2006-01")] = true
+		s.months.mu.Unlock()
+	}
+	return nil
 }
 
 // EnsureMonth makes sure the partitions of the month holding at exist, for

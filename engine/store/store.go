@@ -45,10 +45,19 @@ var DefaultChannels = Channels{
 type Store struct {
 	db       DBTX
 	channels Channels
+	// root is what New was given (a pool): the months' partitions are
+	// created on it, never inside a caller's transaction.
+	root DBTX
+	// months are the months whose partitions are known to exist, shared by
+	// every copy of the store (WithTx, WithChannels): one cache per process
+	// for tasks and events alike (see EnsureMonths).
+	months *monthCache
 }
 
 // New returns a store on db with the default channel names.
-func New(db DBTX) *Store { return &Store{db: db, channels: DefaultChannels} }
+func New(db DBTX) *Store {
+	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[string]bool{}}}
+}
 
 // WithChannels returns a copy of the store that notifies on the given channels.
 func (s *Store) WithChannels(c Channels) *Store {

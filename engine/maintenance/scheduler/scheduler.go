@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
@@ -336,8 +335,7 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (int, error) {
 		bySchedule[p.sch.Name()] = p.sch
 	}
 	fired := 0
-	err := pgx.BeginFunc(ctx, s.cfg.Store.DB(), func(tx pgx.Tx) error {
-		st := s.cfg.Store.WithTx(tx)
+	err := s.cfg.Store.InTx(ctx, func(st *store.Store) error {
 		fresh, err := st.RecordTicks(ctx, ticks)
 		if err != nil || len(fresh) == 0 {
 			fired = 0
@@ -348,7 +346,7 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (int, error) {
 			sch := bySchedule[t.Schedule]
 			reqs[i] = client.Request{TaskType: sch.TaskType(), SchemaName: sch.SchemaName(), Inputs: sch.Inputs(), DedupKey: sch.DedupKey(t.At)}
 		}
-		created, err := s.cfg.Client.EnqueueManyTx(ctx, tx, reqs)
+		created, err := s.cfg.Client.EnqueueManyIn(ctx, st, reqs)
 		if err != nil {
 			return fmt.Errorf("error creating scheduled tasks: %w", err)
 		}
