@@ -78,7 +78,7 @@ func TestPriorityChain(t *testing.T) {
 		require.Equal(t, "1", execs[0].Env["WF_ATTEMPT"])
 		// The runner sees the worker's result and writes nothing over it;
 		// the execution ran to its end.
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // wall time: the runner's poll of a real execution process must get a turn
 		again := e.show(id)
 		require.Equal(t, done.Outputs, again.Outputs)
 		require.Equal(t, done.FinishedAt, again.FinishedAt)

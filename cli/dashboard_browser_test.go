@@ -164,7 +164,7 @@ tokens:
 			}
 		}
 		require.True(t, time.Now().Before(deadline), "wf run did not start: %v\n%s", err, errOut.String())
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
 	}
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
@@ -212,7 +212,7 @@ func (e *dashboardEnv) waitSettled() {
 	deadline := time.Now().Add(60 * time.Second)
 	for e.count(`SELECT count(*) FROM tasks.tasks WHERE status IN ('PENDING', 'ACTIVE')`) > 0 {
 		require.True(e.t, time.Now().Before(deadline), "tasks did not finish")
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
 	}
 }
 
@@ -331,7 +331,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for env.count(`SELECT count(*) FROM tasks.tasks WHERE task_id = $1 AND status = 'DEAD_LETTER' AND attempts = 2`, doomed) != 1 {
 		require.True(t, time.Now().Before(deadline), "the requeued task did not run again")
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
 	}
 	require.Eventually(t, func() bool {
 		s, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="task"][data-status="DEAD_LETTER"] table.kv`)))

@@ -117,7 +117,7 @@ func (e *wfEnv) waitFor(id uuid.UUID, what string, cond func(wftype.Task) bool) 
 		if time.Now().After(deadline) {
 			e.t.Fatalf("task %s never %s; it is %s, progress %s, error %v", id, what, t.Status, t.Progress, deref(t.Error))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // wall time: polling a task that real wf processes run
 	}
 }
 

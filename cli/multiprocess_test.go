@@ -103,7 +103,7 @@ func (c *cluster) waitCompleted(n int, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("only %d of %d tasks completed in %v", c.count(`SELECT count(*) FROM tasks.tasks WHERE status = 'COMPLETED'`), n, timeout)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // wall time: real wf processes do the work
 	}
 }
 
@@ -151,7 +151,7 @@ func TestKilledProcessLosesNothing(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for c.count(fmt.Sprintf(`SELECT count(*) FROM wf_test.executions WHERE pid = %d`, victim.Process.Pid)) < 200 {
 		require.True(t, time.Now().Before(deadline), "victim never ran tasks")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // wall time: a real process and its sessions
 	}
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	_ = victim.Wait()
@@ -159,7 +159,7 @@ func TestKilledProcessLosesNothing(t *testing.T) {
 	// sessions are gone.
 	for c.count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wfrecord-victim'`) > 0 {
 		require.True(t, time.Now().Before(deadline), "the victim's sessions never ended")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // wall time: a real process and its sessions
 	}
 	inFlight := c.count(fmt.Sprintf(`SELECT count(*) FROM tasks.tasks WHERE status = 'ACTIVE' AND owner_id LIKE '%%-%d-%%'`, victim.Process.Pid))
 	t.Logf("victim killed with %d tasks in flight", inFlight)

@@ -54,7 +54,7 @@ WHERE datname = $1`, db).Scan(&killed))
 	r.mu.Lock()
 	ranBefore := len(r.runs)
 	r.mu.Unlock()
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // wall time: the real database stays unreachable this long (several poll intervals)
 	allow(true)
 
 	// New tasks after the outage are picked up too (the engines listen and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
@@ -195,9 +196,13 @@ func TestNULInResultDoesNotPoisonBatch(t *testing.T) {
 func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// The test's clock, ahead of the database's so the tasks are due.
+	fake := clock.NewFake(time.Now().UTC().Add(time.Minute))
+	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	release := make(chan struct{})
 	r := funcRunner{types: map[string]bool{"stuck": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+		close(started)
 		<-ctx.Done()
 		close(cancelled)
 		<-release
@@ -205,13 +210,20 @@ func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.HeartbeatInterval = time.Hour // beats are run by the test
+		c.Clock = fake
 		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "stuck"}] = execution.Rule{Timeout: 50 * time.Millisecond, Lease: time.Minute}
 	})
 	stop := runFor(d)
 	defer stop()
 	defer close(release)
 	ids := enqueue(t, b, "stuck", 1, 3)
-	<-cancelled
+	<-started
+	fake.Advance(100 * time.Millisecond) // past the run timeout
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run was not cancelled at its timeout")
+	}
 	lease := func() time.Time {
 		tk, err := b.store.GetTask(b.ctx, ids[0])
 		require.NoError(t, err)
@@ -221,7 +233,7 @@ func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
 	// Right after the timeout the run may still be ending: one more beat.
 	require.NoError(t, d.Beat(b.ctx))
 	before := lease()
-	time.Sleep(100 * time.Millisecond)
+	fake.Advance(100 * time.Millisecond) // an extension would move the lease
 	require.NoError(t, d.Beat(b.ctx))
 	require.Equal(t, before, lease(), "the lease of a run that ignores its timeout is still extended")
 }
@@ -238,9 +250,12 @@ func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
+	// The test's clock, ahead of the database's so the tasks are due.
+	fake := clock.NewFake(time.Now().UTC().Add(time.Minute))
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.HeartbeatInterval = time.Hour // beats are run by the test
 		c.Grace = 50 * time.Millisecond
+		c.Clock = fake
 		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "long"}] = execution.Rule{Lease: 300 * time.Millisecond}
 	})
 	stop := runFor(d)
@@ -255,7 +270,7 @@ func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
 	cancel()
 	require.Error(t, d.Beat(failing))
 	require.NoError(t, runCtx.Err())
-	time.Sleep(400 * time.Millisecond)
+	fake.Advance(400 * time.Millisecond) // past the lease
 	require.Error(t, d.Beat(failing))
 	select {
 	case <-runCtx.Done():

@@ -461,7 +461,7 @@ func TestEnsureMonthDoesNotQueueBehindLongTransactions(t *testing.T) {
 		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM tasks.tasks`).Scan(&n)
 		cancel()
 		require.NoError(t, err, "a reader waited behind the partition's creation")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // wall time: a real PostgreSQL session holds the lock meanwhile
 	}
 	err = <-done
 	require.ErrorIs(t, err, store.ErrLockNotAvailable)
