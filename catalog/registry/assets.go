@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -74,9 +72,8 @@ func assetPayload(a store.Asset) map[string]any {
 // schema_name names the events' tenant), and checks that a named collection
 // belongs to it.
 func (r *Registry) inCatalogTx(ctx context.Context, catalogID string, collectionID *string,
-	fn func(st *store.Store, tx pgx.Tx, cat store.Catalog) error) error {
-	return pgx.BeginFunc(ctx, r.store.DB(), func(tx pgx.Tx) error {
-		st := r.store.WithTx(tx)
+	fn func(st *store.Store, cat store.Catalog) error) error {
+	return r.store.InTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, catalogID)
 		if err != nil {
 			return err
@@ -86,7 +83,7 @@ func (r *Registry) inCatalogTx(ctx context.Context, catalogID string, collection
 				return err
 			}
 		}
-		return fn(st, tx, cat)
+		return fn(st, cat)
 	})
 }
 
@@ -98,12 +95,12 @@ func (r *Registry) AddAsset(ctx context.Context, a store.NewAsset) (store.Asset,
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
 	var out store.Asset
-	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) error {
 		var err error
 		if out, err = st.CreateAsset(ctx, a); err != nil {
 			return err
 		}
-		return r.emit(ctx, tx, EventAssetCreated, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return r.emit(ctx, st, EventAssetCreated, events.ScopeAsset, cat.SchemaName, assetPayload(out))
 	})
 	if err != nil {
 		return store.Asset{}, fmt.Errorf("error adding asset %q to catalog %q: %w", a.ID, a.CatalogID, err)
@@ -119,7 +116,7 @@ func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset) (store.Ass
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
 	var out store.Asset
-	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) error {
 		var created bool
 		var err error
 		if out, created, err = st.RecordAsset(ctx, a); err != nil {
@@ -129,7 +126,7 @@ func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset) (store.Ass
 		if created {
 			typ = EventAssetCreated
 		}
-		return r.emit(ctx, tx, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
 	})
 	if err != nil {
 		return store.Asset{}, fmt.Errorf("error recording asset %q of catalog %q: %w", a.ID, a.CatalogID, err)
@@ -171,7 +168,7 @@ func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p stor
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
 	var out store.Asset
-	err := r.inCatalogTx(ctx, catalogID, nil, func(st *store.Store, tx pgx.Tx, cat store.Catalog) error {
+	err := r.inCatalogTx(ctx, catalogID, nil, func(st *store.Store, cat store.Catalog) error {
 		before, after, err := st.UpdateAsset(ctx, catalogID, id, p)
 		if err != nil {
 			return err
@@ -186,7 +183,7 @@ func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p stor
 				typ = EventAssetDeleted
 			}
 		}
-		return r.emit(ctx, tx, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
 	})
 	if err != nil {
 		return store.Asset{}, fmt.Errorf("error updating asset %q of catalog %q: %w", id, catalogID, err)
