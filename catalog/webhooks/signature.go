@@ -53,18 +53,27 @@ var ErrBadSignature = errors.New("bad webhook signature")
 // timestamp more than tolerance away from now (a replayed delivery) and a
 // signature that does not match, comparing in constant time.
 func Verify(secret []byte, timestamp, signature string, body []byte, now time.Time, tolerance time.Duration) error {
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: timestamp %q is not Unix seconds", ErrBadSignature, timestamp)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return fmt.Errorf("%w: timestamp is %s away from now, more than %s", ErrBadSignature, d.Round(time.Second), tolerance)
+	if err := checkTimestamp(timestamp, now, tolerance); err != nil {
+		return err
 	}
 	if !strings.HasPrefix(signature, signaturePrefix) {
 		return fmt.Errorf("%w: expected %q followed by a hex HMAC-SHA256", ErrBadSignature, signaturePrefix)
 	}
 	if !hmac.Equal([]byte(signature), []byte(Sign(secret, timestamp, body))) {
 		return fmt.Errorf("%w: the HMAC does not match", ErrBadSignature)
+	}
+	return nil
+}
+
+// checkTimestamp rejects a delivery time (Unix seconds) more than
+// tolerance away from now: a replayed delivery.
+func checkTimestamp(timestamp string, now time.Time, tolerance time.Duration) error {
+	sec, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: timestamp %q is not Unix seconds", ErrBadSignature, timestamp)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: timestamp is %s away from now, more than %s", ErrBadSignature, d.Round(time.Second), tolerance)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -98,12 +97,8 @@ func VerifyStandard(secret, id, timestamp, signatures string, body []byte, now t
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: timestamp %q is not Unix seconds", ErrBadSignature, timestamp)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return fmt.Errorf("%w: timestamp is %s away from now, more than %s", ErrBadSignature, d.Round(time.Second), tolerance)
+	if err := checkTimestamp(timestamp, now, tolerance); err != nil {
+		return err
 	}
 	want := []byte(SignStandard(key, id, timestamp, body))
 	for _, sig := range strings.Fields(signatures) {
