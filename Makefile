@@ -57,6 +57,24 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+# The dates test-dates runs at: the first and the last second of a month,
+# 31 December -> 1 January and 29 February (UTC); the two DST change days of
+# Europe/Rome (TZ=Europe/Rome); the first second of a month in UTC+14.
+TEST_DATES_UTC ?= 2027-03-01T00:00:00Z 2027-04-30T23:59:59Z 2026-12-31T23:59:50Z 2028-02-29T00:00:00Z
+TEST_DATES_ROME ?= 2027-03-28T01:59:50+01:00 2027-10-31T02:59:50+02:00
+TEST_DATES_FAR ?= 2027-03-01T00:00:00+14:00
+# The packages whose code or fixtures read the date: the engine, the API and
+# the reporters (partitions, schedules, retention, leases, report paths).
+DATE_PACKAGES ?= ./engine/... ./api/... ./reporters/...
+
+.PHONY: test-dates
+test-dates: postgres faketime ## run the date-sensitive packages as if it were other dates (WF_TEST_NOW; ~7 runs of DATE_PACKAGES)
+	@set -e; run() { echo "== as if it were $$2 (TZ=$$1)"; 	    WF_TEST_NOW=$$2 TZ=$$1 $(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) $(DATE_PACKAGES); }; 	for d in $(TEST_DATES_UTC); do run UTC $$d; done; 	for d in $(TEST_DATES_ROME); do run Europe/Rome $$d; done; 	for d in $(TEST_DATES_FAR); do run Pacific/Kiritimati $$d; done
+
+.PHONY: faketime
+faketime: ## install libfaketime (Debian's faketime) when missing: test-dates runs PostgreSQL under it
+	@if ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then exit 0; fi; 	if [ "$$(id -u)" != 0 ]; then echo "libfaketime is missing: run 'sudo apt-get install -y faketime'"; exit 1; fi; 	echo "installing faketime (apt-get install)"; 	export DEBIAN_FRONTEND=noninteractive; 	apt-get update -qq && apt-get install -y -qq --no-install-recommends faketime >/dev/null
+
 .PHONY: postgres
 postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major version and GDAL when missing (apt-get, as root)
 	@missing=; \

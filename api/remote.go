@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
@@ -35,14 +36,14 @@ func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseF
 	}
 	task, f, err := execution.FinishLeased(ctx, s.store, id.UUID, l.lease(), nil, func(t *wftype.Task) store.Finish {
 		out := report(t)
-		return execution.Outcome(t, s.cfg.Rules.For(t), out.outputs, out.err, time.Now())
+		return execution.Outcome(t, s.cfg.Rules.For(t), out.outputs, out.err, clock.Now())
 	})
 	if err != nil {
 		return wftype.Task{}, s.taskNotFound(id, err)
 	}
 	var ran time.Duration
 	if task.StartedAt != nil {
-		ran = time.Since(*task.StartedAt)
+		ran = clock.Now().Sub(*task.StartedAt)
 	}
 	s.metrics.Finished(&task, f.Status, ran)
 	execution.LogOutcome(ctx, s.log, &task, f, "worker", l.OwnerID)

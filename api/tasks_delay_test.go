@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
 )
 
 // TestTasksCreateDelayed: run_at and run_in set when a task first runs;
@@ -24,9 +26,9 @@ func TestTasksCreateDelayed(t *testing.T) {
 	want, _ := time.Parse(time.RFC3339, at)
 	require.True(t, want.Equal(got), "run_after %s, want %s", got, want)
 
-	before := time.Now()
+	before := clock.Now()
 	res = b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "run_in": "1h30m"})
-	after := time.Now()
+	after := clock.Now()
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	task = b.do("GET", "/tasks/"+res.json(t)["task_id"].(string), tokClient, nil).json(t)
 	got, err = time.Parse(time.RFC3339Nano, task["run_after"].(string))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
 )
 
 func TestTasksCreateGetList(t *testing.T) {
@@ -67,7 +69,7 @@ func TestTasksCreateGetList(t *testing.T) {
 	require.Len(t, list, 2)
 	list = b.do("GET", "/tasks?schema_name=system", tokWorker, nil).json(t)["items"].([]any)
 	require.Len(t, list, 1)
-	future := url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	future := url.QueryEscape(clock.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	list = b.do("GET", "/tasks?created_from="+future, tokAdmin, nil).json(t)["items"].([]any)
 	require.Empty(t, list)
 	var seen []string

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -16,7 +17,7 @@ import (
 // does before handing a task to a remote worker.
 func (b *bundle) claimAs(owner string) []wftype.Task {
 	b.t.Helper()
-	later := time.Now().Add(time.Hour)
+	later := clock.Now().Add(time.Hour)
 	tasks, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: owner, Total: 10, Now: &later,
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "tenant_job", Max: 10, Lease: time.Minute}}})
 	require.NoError(b.t, err)

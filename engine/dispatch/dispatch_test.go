@@ -137,7 +137,7 @@ func TestManyDispatchersRunEachTaskOnce(t *testing.T) {
 func TestRetryBackoffAndDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	fake := clock.NewFake(time.Now().UTC().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute))
 	var attempts atomic.Int32
 	r := funcRunner{types: map[string]bool{"flaky": true}, fn: func(context.Context, *wftype.Task) (json.RawMessage, error) {
 		attempts.Add(1)

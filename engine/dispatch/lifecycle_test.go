@@ -22,7 +22,7 @@ import (
 // with statements on the database's clock, as in production (clock.Real).
 type skewedClock struct{ offset time.Duration }
 
-func (c skewedClock) Now() time.Time  { return time.Now().Add(c.offset) }
+func (c skewedClock) Now() time.Time  { return clock.Now().Add(c.offset) }
 func (skewedClock) DBNow() *time.Time { return nil }
 
 // TestReclaimWhileOldRunStillRuns: a run lost its lease (the janitor

@@ -298,7 +298,7 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 // the locks that transaction holds on the outbox until it gave up, batch
 // after batch.
 func (c *Consumer) ensurePartitions(ctx context.Context) error {
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	return c.cfg.Store.EnsureMonths(ctx, now, now.Add(time.Minute))
 }
 

@@ -149,7 +149,7 @@ func TestThreeConsumersTenThousandEvents(t *testing.T) {
 func TestFailingEventDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, consumerSpecs)
-	fake := clock.NewFake(time.Now().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().Add(time.Minute))
 	c := b.consumer(t, "c1", fake, nil)
 
 	bad, err := b.emitter.Emit(b.ctx, events.Event{Type: "stream.item", Payload: json.RawMessage(`{"n": "not a number"}`), DedupKey: "bad-1"})
@@ -200,7 +200,7 @@ func TestFailingEventDeadLetters(t *testing.T) {
 func TestExpiredLeaseComesBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, consumerSpecs)
-	fake := clock.NewFake(time.Now().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().Add(time.Minute))
 	b.emitItems(t, 0, 3)
 	held, err := b.store.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "dead", Limit: 10, Lease: time.Minute, Now: fake.DBNow()})
 	require.NoError(t, err)
@@ -237,7 +237,7 @@ handler: {builtin: noop}
 `)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
 	b.client = client.New(b.store, narrow)
-	fake := clock.NewFake(time.Now().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().Add(time.Minute))
 	c := b.consumer(t, "c1", fake, nil)
 	b.emitItems(t, 1, 2) // n=1 (odd: no audit task), n=2 (even: audit)
 

@@ -20,7 +20,7 @@ import (
 func TestConsumerCreatesTheMonthsPartitions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, consumerSpecs)
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	last := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).Add(-24 * time.Hour)
 	require.NoError(t, b.store.EnsureMonth(b.ctx, last))
 	// Only last month's partitions: the event was emitted then.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -14,7 +15,7 @@ import (
 // claimOne claims the one due noop task for owner.
 func (b *bundle) claimOne(t *testing.T, owner string) wftype.Task {
 	t.Helper()
-	later := time.Now().Add(time.Hour)
+	later := clock.Now().Add(time.Hour)
 	got, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: owner, Total: 1, Now: &later,
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 1, Lease: time.Minute}}})
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -190,7 +191,7 @@ func TestClaimCappedUsesIndexes(t *testing.T) {
 	require.Contains(t, plan, "priority_run_after")
 	require.Contains(t, plan, "locked_until_idx on")
 	require.Contains(t, plan, "rows=3 ", "a cap of 8 with 5 ACTIVE leaves room for 3")
-	for _, p := range partitionsBefore(t, b, time.Now().UTC()) {
+	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
 		require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
 	}
 }

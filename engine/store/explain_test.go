@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 )
 
@@ -40,7 +41,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	// Partition indexes are named after the parent's columns.
 	require.Contains(t, plan, "priority_run_after")
 	require.Contains(t, plan, "rows=50 ")
-	for _, p := range partitionsBefore(t, b, time.Now().UTC()) {
+	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
 		require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
 	}
 }
@@ -68,7 +69,7 @@ func partitionsBefore(t *testing.T, b *bundle, now time.Time) []string {
 // month too).
 func insertFinishedTasks(t *testing.T, b *bundle, n int) {
 	t.Helper()
-	now := time.Now().UTC()
+	now := clock.Now().UTC()
 	thisMonth := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	first := thisMonth.AddDate(0, -3, 0)
 	_, err := b.store.EnsurePartitions(b.ctx, first, 4)

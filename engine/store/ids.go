@@ -6,15 +6,28 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/wfhq/wf/engine/clock"
 )
 
 // NewID returns a new UUIDv7 and the time it carries (millisecond precision).
 // Task and event rows use that time as their partition key, so the id alone
 // locates a row's partition.
+//
+// In a test run on another date (clock.Offset, WF_TEST_NOW) the time is
+// moved by that offset, as the database's now() is, and ids stay in the
+// order they were made.
 func NewID() (uuid.UUID, time.Time, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return uuid.Nil, time.Time{}, fmt.Errorf("error generating a UUIDv7: %w", err)
+	}
+	if d := clock.Offset(); d != 0 {
+		var b [8]byte
+		copy(b[2:], id[:6])
+		ms := int64(binary.BigEndian.Uint64(b[:])) + d.Milliseconds()
+		binary.BigEndian.PutUint64(b[:], uint64(ms))
+		copy(id[:6], b[2:])
 	}
 	return id, IDTime(id), nil
 }

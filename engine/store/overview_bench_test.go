@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkOverview(b *testing.B) {
 	finished := envInt("WF_BENCH_OVERVIEW_FINISHED", 200_000)
 	pending := envInt("WF_BENCH_OVERVIEW_PENDING", 20_000)
 	db := bb.store.DB()
-	if _, err := bb.store.EnsurePartitions(bb.ctx, time.Now().AddDate(0, 0, -40), 3); err != nil {
+	if _, err := bb.store.EnsurePartitions(bb.ctx, clock.Now().AddDate(0, 0, -40), 3); err != nil {
 		b.Fatal(err)
 	}
 	const insert = `
@@ -52,7 +53,7 @@ FROM generate_series(1, $1::int) g,
 	if _, err := db.Exec(bb.ctx, `ANALYZE tasks.tasks`); err != nil {
 		b.Fatal(err)
 	}
-	now := time.Now()
+	now := clock.Now()
 	since := now.Add(-time.Hour)
 	var none []string
 	args := map[string][]any{

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 )
@@ -111,7 +112,7 @@ func TestPostGISMissingSaysWhatToDo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	raw := dbtest.NewEmptyDatabase(t)
-	role := "wf_nopostgis_" + time.Now().UTC().Format("150405000000")
+	role := "wf_nopostgis_" + clock.Now().UTC().Format("150405000000")
 	_, err := b.pool.Exec(b.ctx, `CREATE ROLE `+role+` LOGIN PASSWORD 'pw-0001'`)
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -47,7 +48,7 @@ func TestQueueDepthReadsPartialIndexes(t *testing.T) {
 	// Partition indexes are named after the parent's columns.
 	require.Contains(t, plan, "priority_run_after", "PENDING is counted from the claim index")
 	require.Contains(t, plan, "locked_until_idx", "ACTIVE is counted from the lease index")
-	for _, p := range partitionsBefore(t, b, time.Now().UTC()) {
+	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
 		require.NotContains(t, plan, "Seq Scan on "+p+" ", "queue depth must not scan a partition of finished rows")
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -85,7 +86,7 @@ func TestInsertGetAndDedup(t *testing.T) {
 	require.NotEqual(t, res[0].Task.ID, res3[0].Task.ID)
 	require.Equal(t, "s_other", res3[0].Task.SchemaName)
 
-	_, err = b.store.GetTask(b.ctx, uuid.Must(store.NewIDAt(time.Now())))
+	_, err = b.store.GetTask(b.ctx, uuid.Must(store.NewIDAt(clock.Now())))
 	require.ErrorIs(t, err, wftype.ErrNotFound)
 }
 
@@ -209,7 +210,7 @@ func TestClaimOrderLimitsAndModes(t *testing.T) {
 	syncTask := newTask("a")
 	syncTask.ExecutionMode = wftype.ModeSync
 	later := newTask("b")
-	future := time.Now().Add(time.Hour)
+	future := clock.Now().Add(time.Hour)
 	later.RunAfter = &future
 	batch = append(batch, syncTask, later, newTask("b"))
 	_, err := b.store.InsertTasks(b.ctx, batch)
@@ -247,7 +248,7 @@ func TestClaimOrderLimitsAndModes(t *testing.T) {
 	got = claimAll(t, b, "a", 10)
 	require.Len(t, got, 1)
 	// With a clock an hour ahead, the future task is due.
-	ahead := time.Now().Add(2 * time.Hour)
+	ahead := clock.Now().Add(2 * time.Hour)
 	got, err = b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w2", Total: 10, Now: &ahead,
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "b", Max: 10, Lease: time.Minute}}})
 	require.NoError(t, err)
@@ -307,7 +308,7 @@ func TestFinishRetryDeadLetterAndEvents(t *testing.T) {
 	claimed := claimAll(t, b, "x", 10)
 	require.Len(t, claimed, 3)
 	msg := "boom"
-	retryAt := time.Now().Add(time.Hour)
+	retryAt := clock.Now().Add(time.Hour)
 	done, err := b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{
 		{ID: res[0].Task.ID, Status: wftype.StatusCompleted, Outputs: json.RawMessage(`{"ok":true}`)},
 		{ID: res[1].Task.ID, Status: wftype.StatusPending, Error: &msg, RetryCount: 1, RunAfter: &retryAt},
@@ -393,7 +394,7 @@ func TestExpiredLeasesAndOrphans(t *testing.T) {
 	require.Contains(t, *g.Error, "s_gone")
 
 	claimAll(t, b, "y", 1)
-	future := time.Now().Add(2 * time.Minute)
+	future := clock.Now().Add(2 * time.Minute)
 	err = b.store.InTx(b.ctx, func(tx *store.Store) error {
 		exp, err := tx.ExpiredLeases(b.ctx, nil, 10)
 		require.NoError(t, err)

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/localpg"
@@ -77,7 +78,12 @@ func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.
 		_ = os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("error opening the test cluster folder: %w", err)
 	}
-	c, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "data")})
+	env, err := fakeTimeEnv()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	c, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "data"), Env: env})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err
@@ -91,6 +97,33 @@ func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.
 		return err
 	}
 	return c, stop, nil
+}
+
+// fakeTimeLibs are where Debian's libfaketime package puts the library.
+const fakeTimeLibs = "/usr/lib/*/faketime/libfaketime.so.1"
+
+// fakeTimeEnv returns the environment that runs the test server as if it
+// were clock.Now (WF_TEST_NOW): libfaketime moves every clock call of
+// PostgreSQL, now() included, by the offset Go's clock.Now adds, and time
+// keeps running. Without WF_TEST_NOW it is empty.
+func fakeTimeEnv() ([]string, error) {
+	if err := clock.CheckEnv(); err != nil {
+		return nil, err
+	}
+	d := clock.Offset()
+	if d == 0 {
+		return nil, nil
+	}
+	libs, _ := filepath.Glob(fakeTimeLibs)
+	if len(libs) == 0 {
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: libfaketime is missing (apt-get install faketime, or make test-dates installs it)", clock.Now().Format(time.RFC3339))
+	}
+	return []string{
+		"LD_PRELOAD=" + libs[0],
+		fmt.Sprintf("FAKETIME=%+d", int64(d/time.Second)),
+		// Timeouts and waits stay on the real monotonic clock.
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+	}, nil
 }
 
 func setup(ctx context.Context) {

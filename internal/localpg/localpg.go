@@ -46,6 +46,9 @@ type Config struct {
 	Settings map[string]string
 	// BinDir overrides where initdb, pg_ctl and postgres are looked up.
 	BinDir string
+	// Env is extra environment (NAME=value) for the server's processes, e.g.
+	// libfaketime's for a test run on another date (see internal/dbtest).
+	Env []string
 	// FallbackRoot is where a cluster goes when the server's user cannot
 	// reach DataDir (see Place); empty means DefaultFallbackRoot.
 	FallbackRoot string
@@ -326,7 +329,7 @@ func (c *Cluster) start(ctx context.Context) error {
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
 	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), c.cfg.Env...)
 	if c.runAs != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/reporters"
@@ -77,7 +78,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	s := store.New(dbtest.NewPool(t))
-	_, err := s.EnsurePartitions(t.Context(), time.Now(), 2)
+	_, err := s.EnsurePartitions(t.Context(), clock.Now(), 2)
 	require.NoError(t, err)
 	return &bundle{store: s}
 }
@@ -127,7 +128,7 @@ func (b *bundle) requireProgress(t *testing.T, id uuid.UUID, want dbreporter.Cou
 	require.Equal(t, float64(want.Failed), p["failed"])
 	at, err := time.Parse(time.RFC3339Nano, p["updated_at"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now(), at, time.Minute)
+	require.WithinDuration(t, clock.Now(), at, time.Minute)
 }
 
 func TestSuite(t *testing.T) {

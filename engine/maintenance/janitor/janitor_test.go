@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/maintenance/janitor"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 // with statements on the database's clock, as in production (clock.Real).
 type skewedClock struct{ offset time.Duration }
 
-func (c skewedClock) Now() time.Time  { return time.Now().Add(c.offset) }
+func (c skewedClock) Now() time.Time  { return clock.Now().Add(c.offset) }
 func (skewedClock) DBNow() *time.Time { return nil }
 
 // TestRescueUsesDatabaseClock: on a host whose clock is an hour behind the

@@ -70,7 +70,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	pool := dbtest.NewPool(t)
 	// A whole minute, a few seconds into the current hour's second minute.
-	t0 := time.Now().UTC().Truncate(time.Hour).Add(time.Minute)
+	t0 := clock.Now().UTC().Truncate(time.Hour).Add(time.Minute)
 	return &bundle{ctx: context.Background(), pool: pool, store: store.New(pool), set: set, clock: clock.NewFake(t0), t0: t0}
 }
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/internal/dbtest"
 )
 
@@ -45,7 +46,13 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "withdb:", err)
 		}
 	}()
-	return runCommand(args, []string{dbtest.EnvURL + "=" + cluster.URL("postgres")})
+	env := []string{dbtest.EnvURL + "=" + cluster.URL("postgres")}
+	if d := clock.Offset(); d != 0 {
+		// Every test process moves its clock by the server's offset.
+		env = append(env, fmt.Sprintf("%s=%d", clock.EnvTestOffset, int64(d/time.Second)))
+		fmt.Fprintf(os.Stderr, "withdb: running as if it were %s (%s=%s)\n", clock.Now().Format(time.RFC3339), clock.EnvTestNow, os.Getenv(clock.EnvTestNow))
+	}
+	return runCommand(args, env)
 }
 
 func runCommand(args, env []string) int {
