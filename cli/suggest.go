@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wfhq/wf/internal/editdist"
 )
 
 // groupAction is the action of the app and of every command that only
@@ -60,33 +62,12 @@ func nearestCommand(name string, cmds []*cli.Command) string {
 			if strings.HasPrefix(n, name) {
 				return c.Name
 			}
-			if d := editDistance(name, n); d < bestDist {
+			if d := editdist.Levenshtein(name, n); d < bestDist {
 				best, bestDist = c.Name, d
 			}
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // flagsAfterArgs returns the command's arguments, reading the flags given

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/wfhq/wf/internal/editdist"
 	"github.com/wfhq/wf/schemas"
 )
 
@@ -164,7 +165,7 @@ func (f *yamlFile) violation(v *jsonschema.ValidationError) Errors {
 func unknownFieldMessage(name string, known []string) string {
 	best, bestDist := "", len(name)/2+1
 	for _, k := range known {
-		if d := editDistance(name, k); d < bestDist {
+		if d := editdist.Levenshtein(name, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -175,25 +176,4 @@ func unknownFieldMessage(name string, known []string) string {
 		return "unknown field"
 	}
 	return "unknown field; expected one of " + strings.Join(known, ", ")
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

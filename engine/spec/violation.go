@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/wfhq/wf/internal/editdist"
 )
 
 // violationKind tells how a schema violation is placed and worded.
@@ -341,33 +343,11 @@ func jsonText(v any) string {
 func suggest(word string, candidates []string) (string, bool) {
 	best, bestDist := "", 3
 	for _, c := range slices.Sorted(slices.Values(candidates)) {
-		if d := editDistance(word, c); d < bestDist && 2*d <= len([]rune(word)) {
+		if d := editdist.Levenshtein(word, c); d < bestDist && 2*d <= len([]rune(word)) {
 			best, bestDist = c, d
 		}
 	}
 	return best, best != ""
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // unknownFieldHint says what was expected instead of an unknown field.
