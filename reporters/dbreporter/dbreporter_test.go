@@ -137,7 +137,7 @@ func TestSuite(t *testing.T) {
 	reportertest.Run(t, reportertest.Harness{
 		NewTask: b.newTask,
 		New: func(t *testing.T, task reporters.TaskInfo) reporters.Reporter {
-			r, err := dbreporter.New(b.store, task.ID, dbreporter.Config{BatchSize: 100, Interval: 20 * time.Millisecond, Logger: quiet()})
+			r, err := dbreporter.New(b.store, task.ID, dbreporter.Config{BatchSize: 100, Interval: 20 * time.Millisecond, Logger: quiet(), Now: clock.Now})
 			require.NoError(t, err)
 			return r
 		},
@@ -164,7 +164,7 @@ func TestProgressVisibleMidRunAndWritesBatched(t *testing.T) {
 	w := newCountingWriter(b.store)
 	const batch = 100
 	// The interval is out of reach: only full batches and Finish write.
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: batch, Interval: time.Hour, Logger: quiet()})
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: batch, Interval: time.Hour, Logger: quiet(), Now: clock.Now})
 	require.NoError(t, err)
 
 	envs := reportertest.Envelopes(10_250)
@@ -192,7 +192,7 @@ func TestWritesOnInterval(t *testing.T) {
 	b := setup(t)
 	task := b.newTask(t)
 	w := newCountingWriter(b.store)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: 10 * time.Millisecond, Logger: quiet()})
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: 10 * time.Millisecond, Logger: quiet(), Now: clock.Now})
 	require.NoError(t, err)
 
 	envs := reportertest.Envelopes(3)
@@ -217,7 +217,7 @@ func TestBackgroundFailureRepairedByNextWrite(t *testing.T) {
 	task := b.newTask(t)
 	w := newCountingWriter(b.store)
 	w.fail.Store(true)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: 10, Interval: time.Hour, Logger: quiet()})
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: 10, Interval: time.Hour, Logger: quiet(), Now: clock.Now})
 	require.NoError(t, err)
 	envs := reportertest.Envelopes(30)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
@@ -233,7 +233,7 @@ func TestFinishCancelledWhileWriting(t *testing.T) {
 	b := setup(t)
 	task := b.newTask(t)
 	w := newCountingWriter(b.store)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: time.Hour, Logger: quiet()})
+	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: time.Hour, Logger: quiet(), Now: clock.Now})
 	require.NoError(t, err)
 	envs := reportertest.Envelopes(5)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
