@@ -142,20 +142,7 @@ WHERE catalog_id = $1 AND asset_id > $2 AND status = ANY($3::text[])
   AND ($4 = '' OR collection_id = $4)
 ORDER BY asset_id
 LIMIT $5`
-	rows, err := s.db.Query(ctx, q, catalogID, p.After, status, f.CollectionID, p.limit())
-	if err != nil {
-		return nil, wrap("listing assets", err)
-	}
-	defer rows.Close()
-	var out []Asset
-	for rows.Next() {
-		a, err := scanAsset(rows)
-		if err != nil {
-			return nil, wrap("listing assets", err)
-		}
-		out = append(out, a)
-	}
-	return out, wrap("listing assets", rows.Err())
+	return queryAll(ctx, s.db, "listing assets", q, scanAsset, catalogID, p.After, status, f.CollectionID, p.limit())
 }
 
 // UpdateAsset applies a patch and returns the asset before and after it;

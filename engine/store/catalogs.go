@@ -156,20 +156,7 @@ LIMIT $3`
 	if ids != nil && len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, q, ids, p.After, p.limit())
-	if err != nil {
-		return nil, wrap("listing catalogs", err)
-	}
-	defer rows.Close()
-	var out []Catalog
-	for rows.Next() {
-		c, err := scanCatalog(rows)
-		if err != nil {
-			return nil, wrap("listing catalogs", err)
-		}
-		out = append(out, c)
-	}
-	return out, wrap("listing catalogs", rows.Err())
+	return queryAll(ctx, s.db, "listing catalogs", q, scanCatalog, ids, p.After, p.limit())
 }
 
 // DeleteCatalog deletes a catalog and (by cascade) its collections, records

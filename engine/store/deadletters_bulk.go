@@ -54,7 +54,7 @@ WHERE status = 'DEAD_LETTER'
   AND ($2::text[] IS NULL OR schema_name = ANY($2))
 ORDER BY finished_at, task_id
 LIMIT $3`
-	ids, err := s.collectIDs(ctx, q, "selecting dead-letter tasks to requeue", f.TaskTypes, f.SchemaNames, f.limit()+1)
+	ids, err := collectIDs(ctx, s, "selecting dead-letter tasks to requeue", q, f.TaskTypes, f.SchemaNames, f.limit()+1)
 	if err != nil {
 		return BulkRequeue{}, err
 	}
@@ -74,7 +74,7 @@ WHERE status = 'DEAD_LETTER'
   AND ($2::text[] IS NULL OR schema_name = ANY($2))
 ORDER BY dead_lettered_at, event_id
 LIMIT $3`
-	ids, err := s.collectIDs(ctx, q, "selecting dead-letter events to requeue", f.EventTypes, f.SchemaNames, f.limit()+1)
+	ids, err := collectIDs(ctx, s, "selecting dead-letter events to requeue", q, f.EventTypes, f.SchemaNames, f.limit()+1)
 	if err != nil {
 		return BulkRequeue{}, err
 	}
@@ -103,22 +103,4 @@ func requeueEach(ids []uuid.UUID, limit int, requeue func(uuid.UUID) error) (Bul
 		out.Requeued++
 	}
 	return out, nil
-}
-
-// collectIDs runs a query returning one uuid column.
-func (s *Store) collectIDs(ctx context.Context, q, doing string, args ...any) ([]uuid.UUID, error) {
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, wrap(doing, err)
-	}
-	defer rows.Close()
-	var out []uuid.UUID
-	for rows.Next() {
-		var id [16]byte
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap(doing, err)
-		}
-		out = append(out, uuid.UUID(id))
-	}
-	return out, wrap(doing, rows.Err())
 }

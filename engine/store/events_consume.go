@@ -79,23 +79,6 @@ func eventKeyArrays(keys []EventKey) ([]uuid.UUID, []time.Time) {
 	return ids, at
 }
 
-func collectIDs(ctx context.Context, s *Store, doing, q string, args ...any) ([]uuid.UUID, error) {
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, wrap(doing, err)
-	}
-	defer rows.Close()
-	var out []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, wrap(doing, err)
-		}
-		out = append(out, id)
-	}
-	return out, wrap(doing, rows.Err())
-}
-
 // AckEvents deletes consumed events that owner still holds (PROCESSING) and
 // returns the ids it deleted. An event missing from the result was taken
 // back from owner (its lease expired); the caller must not act on it. Run it

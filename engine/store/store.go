@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -171,4 +172,36 @@ func IsUnavailable(err error) bool {
 		return false
 	}
 	return pgconn.SafeToRetry(err)
+}
+
+// queryAll runs q and scans every row it returns with scan; doing names the
+// work in errors. It is the one loop over a result set for statements that
+// return many rows of one type.
+func queryAll[T any](ctx context.Context, db DBTX, doing, q string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrap(doing, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, wrap(doing, err)
+		}
+		out = append(out, v)
+	}
+	return out, wrap(doing, rows.Err())
+}
+
+// scanID scans a row of one uuid column.
+func scanID(row pgx.Row) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+// collectIDs runs a statement returning one uuid column.
+func collectIDs(ctx context.Context, s *Store, doing, q string, args ...any) ([]uuid.UUID, error) {
+	return queryAll(ctx, s.db, doing, q, scanID, args...)
 }
