@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -150,61 +151,12 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 	return out, nil
 }
 
-// Retries of a dedup key whose holder finished while it was being inserted.
-const (
-	releasedAttempts  = 50
-	releasedFirstWait = time.Millisecond
-	releasedMaxWait   = 50 * time.Millisecond
-)
-
-// insertSettled inserts tasks and inserts again those whose dedup key's
-// holder finished between the insert and its look-up (store.InsertResult
-// Released): the key is free then, so the next insert takes it (or finds the
-// task that another caller created meanwhile). Only those are sent again,
-// with the same ids, so nothing is inserted twice. A holder that keeps
-// finishing in that instant every time, 50 times, gives wftype.ErrConflict.
+// insertSettled inserts tasks, inserting again those whose dedup key's
+// holder finished meanwhile (see store.InsertSettled).
 func insertSettled(ctx context.Context, st *store.Store, tasks []store.NewTask) ([]store.InsertResult, error) {
-	results, err := st.InsertTasks(ctx, tasks)
-	if err != nil {
-		return nil, err
-	}
-	wait := releasedFirstWait
-	for attempt := 1; ; attempt++ {
-		var again []int
-		for i, r := range results {
-			if r.Released {
-				again = append(again, i)
-			}
-		}
-		if len(again) == 0 {
-			return results, nil
-		}
-		if attempt >= releasedAttempts {
-			return nil, fmt.Errorf("error inserting task with dedup key %q: its holder finished during each of %d attempts: %w",
-				tasks[again[0]].DedupKey, attempt, wftype.ErrConflict)
-		}
-		if attempt > 2 { // a busy key: let the other callers through
-			timer := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil, fmt.Errorf("error inserting deduplicated tasks: %w", ctx.Err())
-			case <-timer.C:
-			}
-			wait = min(2*wait, releasedMaxWait)
-		}
-		batch := make([]store.NewTask, len(again))
-		for j, i := range again {
-			batch[j] = tasks[i]
-		}
-		retried, err := st.InsertTasks(ctx, batch)
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range again {
-			results[i] = retried[j]
-		}
-	}
+	return store.InsertSettled(ctx, tasks, st.InsertTasks,
+		func(r store.InsertResult) bool { return r.Released },
+		func(t store.NewTask) string { return "task with dedup key " + strconv.Quote(t.DedupKey) })
 }
 
 // prepare validates a request against its task type and fills what the spec decides.

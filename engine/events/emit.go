@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -164,7 +165,9 @@ func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Res
 	if err := st.EnsureMonths(ctx, months...); err != nil {
 		return nil, err
 	}
-	inserted, err := st.InsertEvents(ctx, rows)
+	inserted, err := store.InsertSettled(ctx, rows, st.InsertEvents,
+		func(r store.EventInsertResult) bool { return r.Released },
+		func(e store.NewEvent) string { return "event with dedup key " + strconv.Quote(e.DedupKey) })
 	if err != nil {
 		return nil, fmt.Errorf("error emitting events: %w", err)
 	}

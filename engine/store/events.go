@@ -87,6 +87,13 @@ type EventInsertResult struct {
 	// Duplicate: a PENDING or PROCESSING event already held the dedup key;
 	// Event is that event and nothing was inserted.
 	Duplicate bool
+	// Released: the event holding the dedup key finished (was acknowledged
+	// or dead-lettered) between the insert and the look-up of the holder:
+	// nothing was inserted, nothing found, and Event holds only the id. The
+	// key is free now: insert the event again (the same NewEvent, see
+	// InsertSettled). InsertEvents does not retry by itself, so that the
+	// rest of a batch, already inserted, is never inserted twice.
+	Released bool
 }
 
 const insertEventsSQL = `
@@ -126,7 +133,7 @@ JOIN tasks.events e ON e.event_id = d.event_id AND e.created_at = d.event_create
 // events channel once per event type, in the caller's transaction when the
 // store runs on one. An event whose dedup key is held by a PENDING or
 // PROCESSING event is not written; its result is that event, marked
-// Duplicate. The partitions for the events' months must exist.
+// Duplicate (or Released, when that event finished meanwhile). The partitions for the events' months must exist.
 func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventInsertResult, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -194,7 +201,9 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		}
 		row, ok := existing[tenantKey{e.SchemaName, e.DedupKey}]
 		if !ok {
-			return nil, fmt.Errorf("error inserting event with dedup key %q: the event holding it just finished, retry", e.DedupKey)
+			// The holder finished between the two statements.
+			results[i] = EventInsertResult{Event: Event{ID: e.ID}, Released: true}
+			continue
 		}
 		results[i] = EventInsertResult{Event: row, Duplicate: true}
 	}
