@@ -1,6 +1,7 @@
 // Package builtins binds the builtin handlers of feature data — ingestion
 // (catalog/ingest), export_features (catalog/export), collection_drop and
-// catalog_drop (catalog/collections) — to their dependencies.
+// catalog_drop (catalog/collections), gdal (catalog/gdal) — to their
+// dependencies.
 //
 // Spec validation needs only the handler names (Names). New builds the
 // handlers from a Deps when the engine is built, so a missing dependency is
@@ -17,6 +18,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/collections"
 	"github.com/wfhq/wf/catalog/export"
+	"github.com/wfhq/wf/catalog/gdal"
 	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
@@ -28,7 +30,8 @@ import (
 
 // Names lists the handler names Register adds.
 func Names() []string {
-	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName}
+	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName,
+		gdal.HandlerName}
 }
 
 // Deps are what the handlers need at run time.
@@ -56,11 +59,12 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Handlers are the four handlers, bound to their dependencies.
+// Handlers are the handlers, bound to their dependencies.
 type Handlers struct {
 	ingest  *ingest.Handler
 	export  *export.Handler
 	collect *collections.Handlers
+	gdal    *gdal.Handler
 }
 
 // New checks d and builds the handlers from it.
@@ -86,10 +90,14 @@ func New(d Deps) (*Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handlers{ingest: in, export: ex, collect: co}, nil
+	gd, err := gdal.New(gdal.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects})
+	if err != nil {
+		return nil, err
+	}
+	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd}, nil
 }
 
-// Register adds the four handlers to reg. A name reg already holds keeps
+// Register adds the handlers to reg. A name reg already holds keeps
 // its handler (an embedding program may bring its own) and is reported in
 // the error; the other names are registered all the same.
 func (h *Handlers) Register(reg *builtin.Registry) error {
@@ -98,6 +106,7 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 		reg.Register(export.HandlerName, h.Export),
 		reg.Register(collections.CollectionDropName, h.DropCollection),
 		reg.Register(collections.CatalogDropName, h.DropCatalog),
+		reg.Register(gdal.HandlerName, h.GDAL),
 	)
 }
 
@@ -119,4 +128,9 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, rep re
 // DropCatalog is the "catalog_drop" builtin handler.
 func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
 	return h.collect.DropCatalog(ctx, task, rep)
+}
+
+// GDAL is the "gdal" builtin handler (gdal.Handler.Handle).
+func (h *Handlers) GDAL(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	return h.gdal.Handle(ctx, task, rep)
 }

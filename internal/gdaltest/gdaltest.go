@@ -1,6 +1,7 @@
-// Package gdaltest makes tiny vector files with GDAL itself (ogr2ogr), for
-// tests of what wf reads through GDAL: nothing binary is committed, and
-// every file holds coordinates whose WGS84 values are known exactly.
+// Package gdaltest makes tiny vector and raster files with GDAL itself
+// (ogr2ogr, gdal_create), for tests of what wf reads through GDAL: nothing
+// binary is committed, and every file holds coordinates whose WGS84 values
+// are known exactly.
 package gdaltest
 
 import (
@@ -119,6 +120,25 @@ func ZippedShapefileUTM(t testing.TB, dir string) string {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// GeoTIFFUTM writes dem.tif in dir: a 4 × 3 pixel GeoTIFF in EPSG:32632
+// of 1000 m pixels whose upper-left corner is (UTMX, UTMY+1000) — so its
+// west edge is the zone's central meridian, lon 9° — with two Int16 bands
+// of no-data -9999. It returns the file's path.
+func GeoTIFFUTM(t testing.TB, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gdal_create"); err != nil {
+		t.Fatalf("GDAL's gdal_create is not installed: run `make postgres` (it installs gdal-bin)")
+	}
+	out := filepath.Join(dir, "dem.tif")
+	cmd := exec.Command("gdal_create", "-of", "GTiff", "-outsize", "4", "3", "-bands", "2", "-ot", "Int16",
+		"-burn", "7", "-a_nodata", "-9999", "-a_srs", "EPSG:32632", "-a_ullr", "500000", "1000", "504000", "-2000", out)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gdal_create: %v: %s", err, b)
 	}
 	return out
 }
