@@ -23,7 +23,9 @@ func envInt(name string, def int) int {
 // tasks (default 200,000; BENCHMARKS.md uses 5,000,000) spread over the
 // last 30 days, WF_BENCH_OVERVIEW_PENDING PENDING ones (default 20,000;
 // BENCHMARKS.md 100,000), 1,000 dead letters, 10 task types and 20 tenants,
-// analysed as autovacuum would. The target is each statement under 50 ms.
+// vacuumed and analysed as autovacuum would (so the visibility map lets the
+// PENDING counts read tasks_claim_idx alone). The target is each statement
+// under 50 ms.
 func BenchmarkOverview(b *testing.B) {
 	bb := setupBench(b)
 	finished := envInt("WF_BENCH_OVERVIEW_FINISHED", 200_000)
@@ -50,7 +52,7 @@ FROM generate_series(1, $1::int) g,
 			}
 		}
 	}
-	if _, err := db.Exec(bb.ctx, `ANALYZE tasks.tasks`); err != nil {
+	if _, err := db.Exec(bb.ctx, `VACUUM ANALYZE tasks.tasks`); err != nil {
 		b.Fatal(err)
 	}
 	now := clock.Now()
