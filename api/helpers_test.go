@@ -335,7 +335,7 @@ func (b *bundle) checkContract(req *http.Request, res response) {
 func (b *bundle) snapshot() string {
 	b.t.Helper()
 	var out strings.Builder
-	for _, table := range []string{"catalog.catalogs", "catalog.collections", "tasks.tasks", "tasks.events", "tasks.task_dedup", "tasks.event_dedup"} {
+	for _, table := range []string{"catalog.catalogs", "catalog.collections", "tasks.tasks", "tasks.events", "tasks.task_dedup", "tasks.event_dedup", "tasks.pauses"} {
 		var n int
 		var sum string
 		err := b.pool.QueryRow(b.ctx, `SELECT count(*), md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM `+table+` x`).Scan(&n, &sum)

@@ -71,6 +71,9 @@ func (s *Server) routeTable() []route {
 		{"GET", "/admin/dead-letters", adminRoles, s.listDeadLetters},
 		{"POST", "/admin/dead-letters/requeue", adminRoles, s.requeueDeadLetters},
 		{"GET", "/admin/webhooks", adminRoles, s.listWebhooks},
+		{"GET", "/admin/pauses", adminRoles, s.listPauses},
+		{"POST", "/admin/pauses", adminRoles, s.pauseQueue},
+		{"DELETE", "/admin/pauses/{kind}/{name}", adminRoles, s.resumeQueue},
 
 		{"GET", "/stats", anyRole, s.getStats},
 

@@ -20,6 +20,7 @@ type statsView struct {
 	Schedules     []scheduleView     `json:"schedules"`
 	Outbox        *outboxView        `json:"outbox,omitempty"`
 	Estimates     map[string]float64 `json:"estimates,omitempty"`
+	Paused        []pauseView        `json:"paused"`
 }
 
 type countView struct {
@@ -73,7 +74,8 @@ type outboxView struct {
 // stats`. Counts by status, task type and tenant hold every live (PENDING,
 // ACTIVE) and DEAD_LETTER task, and the tasks that finished in the window
 // (default 1h, at most 24h); throughput by minute over the window; the
-// oldest due PENDING task per type; schedules with their next tick. Older
+// oldest due PENDING task per type; schedules with their next tick; the
+// paused task types and tenants (a limited token sees its own tenants'). Older
 // history is never counted: estimates gives its size from the planner's
 // statistics. A token limited to catalogs sees only its tenants' tasks and
 // schedules, and no instances, outbox or estimates (they span tenants);
@@ -104,7 +106,10 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 		return err
 	}
 	v := statsView{Now: o.Now, Since: o.Since, Counts: []countView{}, Throughput: []throughputView{},
-		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}}
+		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}, Paused: []pauseView{}}
+	for _, pause := range o.Paused {
+		v.Paused = append(v.Paused, newPauseView(pause))
+	}
 	for _, c := range o.Counts {
 		v.Counts = append(v.Counts, countView{Status: string(c.Status), TaskType: c.TaskType, SchemaName: c.SchemaName, Count: c.Count})
 	}

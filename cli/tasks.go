@@ -24,8 +24,8 @@ import (
 func tasksCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tasks",
-		Usage: "list, show, requeue or cancel tasks",
-		Subcommands: []*cli.Command{
+		Usage: "list, show, requeue or cancel tasks; pause and resume task types and tenants",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:  "list",
 				Usage: "list tasks, newest first (keyset pagination: pass --cursor from the previous page)",
@@ -52,7 +52,7 @@ func tasksCommand() *cli.Command {
 			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(accessRead, tasksShow)},
 			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksRequeue)},
 			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksCancel)},
-		},
+		}, pauseCommands()...),
 	}
 }
 
@@ -358,6 +358,15 @@ func tasksStats(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	for _, p := range o.Paused {
+		fmt.Fprintf(w, "\npaused %s %s since %s", p.Kind, p.Name, p.PausedAt.Format(time.RFC3339))
+		if p.Reason != nil {
+			fmt.Fprintf(w, ": %s", *p.Reason)
+		}
+	}
+	if len(o.Paused) > 0 {
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\noutbox: %d pending, %d processing, %d dead letter", o.Outbox.Pending, o.Outbox.Processing, o.Outbox.DeadLetter)
 	if o.Outbox.OldestPending != nil {

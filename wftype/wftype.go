@@ -79,6 +79,9 @@ type Task struct {
 	StartedAt       *time.Time      `json:"started_at,omitempty"`
 	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
 	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
+	// Snoozes counts the runs whose handler answered "come back later"
+	// (see SnoozeError): they put the task back without counting a retry.
+	Snoozes int `json:"snoozes"`
 }
 
 // Attempt is one ended run of a task, as its attempt history keeps it (the

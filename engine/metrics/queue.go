@@ -21,7 +21,7 @@ type queueCollector struct {
 	cfg      Config
 	isLeader func() bool
 
-	depth, oldest, dead, failed, outbox, outboxAge, estimate, up *prometheus.Desc
+	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused *prometheus.Desc
 
 	mu       sync.Mutex
 	readAt   time.Time
@@ -49,6 +49,9 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 		estimate: prometheus.NewDesc("wf_task_rows_estimate",
 			"Rows of tasks.tasks by status, estimated from the planner's statistics (as fresh as the last ANALYZE). Leader only.",
 			[]string{"status"}, nil),
+		paused: prometheus.NewDesc("wf_paused",
+			"1 for each paused task type (kind task_type) and tenant (kind tenant, name its schema_name): no instance claims its PENDING tasks. Leader only.",
+			[]string{"kind", "name"}, nil),
 		up: prometheus.NewDesc("wf_queue_depth_up",
 			"1 when the leader's last reading of the database-wide gauges succeeded, 0 when it failed (the values shown are then older).", nil, nil),
 	}
@@ -56,7 +59,7 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused} {
 		ch <- d
 	}
 }
@@ -107,6 +110,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.outboxAge, age)
 	for status, n := range o.Estimates {
 		gauge(c.estimate, n, string(status))
+	}
+	for _, p := range o.Paused {
+		gauge(c.paused, 1, string(p.Kind), p.Name)
 	}
 	up := 0.0
 	if c.lastRead {

@@ -60,11 +60,13 @@ type Claimed struct {
 // not in: older partitions of finished tasks are not probed at all. The
 // parameters go through sub-selects so that the cached generic plan is
 // estimated like a custom one, and PostgreSQL keeps it rather than plan
-// every claim anew.
+// every claim anew. Paused task types and tenants (tasks.pauses) are
+// skipped: see pausedTypesSQL.
 const claimTasksSQL = `
 WITH slots AS (
     SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
         AS s(execution_mode, task_type, max_claim, lease_seconds)
+    WHERE ` + pausedTypesSQL + `
 ),
 candidates AS (
     SELECT c.task_id, c."timestamp"
@@ -76,6 +78,7 @@ candidates AS (
           AND t.task_type = s.task_type
           AND t.execution_mode = s.execution_mode
           AND t.run_after <= coalesce($6::timestamptz, now())
+          AND ` + pausedTenantsSQL + `
         ORDER BY t.priority DESC, t.run_after, t.task_id
         LIMIT s.max_claim
         FOR UPDATE SKIP LOCKED
@@ -179,13 +182,21 @@ func claimArgs(p ClaimParams) ([]any, bool) {
 // ClaimSQL returns the claim statement, for EXPLAIN in tests and benchmarks.
 func ClaimSQL() string { return claimTasksSQL }
 
-// HasDueTasks reports whether any PENDING task of the given types is due. It
-// is the one cheap query an idle follower runs per poll interval.
+// HasDueTasks reports whether any PENDING task of the given types is due,
+// leaving out paused types and tenants (a paused backlog must not wake an
+// idle follower at every poll). It is the one cheap query an idle follower
+// runs per poll interval.
 func (s *Store) HasDueTasks(ctx context.Context, taskTypes []string) (bool, error) {
 	const q = `
 SELECT EXISTS (
-    SELECT 1 FROM tasks.tasks
-    WHERE status = 'PENDING' AND task_type = ANY($1::text[]) AND run_after <= now()
+    SELECT 1 FROM unnest($1::text[]) AS s(task_type)
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM tasks.tasks t
+        WHERE t.status = 'PENDING' AND t.task_type = s.task_type AND t.run_after <= now()
+          AND ` + pausedTenantsSQL + `
+        LIMIT 1
+    ) due
+    WHERE ` + pausedTypesSQL + `
 )`
 	var ok bool
 	err := s.db.QueryRow(ctx, q, taskTypes).Scan(&ok)

@@ -45,6 +45,7 @@ const claimCappedSQL = `
 WITH slots AS (
     SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
         AS s(execution_mode, task_type, max_claim, lease_seconds)
+    WHERE ` + pausedTypesSQL + `
 ),
 room AS (
     SELECT c.task_type, c.global_cap - (
@@ -64,6 +65,7 @@ locked AS (
           AND t.task_type = s.task_type
           AND t.execution_mode = s.execution_mode
           AND t.run_after <= coalesce($6::timestamptz, now())
+          AND ` + pausedTenantsSQL + `
         ORDER BY t.priority DESC, t.run_after, t.task_id
         LIMIT greatest(least(s.max_claim, coalesce(r.room, s.max_claim)), 0)
         FOR UPDATE SKIP LOCKED
@@ -166,6 +168,18 @@ type trailing struct {
 
 // Scan scans the row into dest and then extra.
 func (r trailing) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
+
+// leading is a row whose first columns, before those its reader scans, go
+// to first.
+type leading struct {
+	row   pgx.Row
+	first []any
+}
+
+// Scan scans the row into first and then dest.
+func (r leading) Scan(dest ...any) error {
+	return r.row.Scan(append(append([]any(nil), r.first...), dest...)...)
+}
 
 // GlobalRoom takes the advisory lock of taskType's global cap, as capped
 // claims do, and returns how many more of its tasks may be ACTIVE now: limit

@@ -32,6 +32,12 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	}
 	_, err = b.store.InsertTasks(b.ctx, batch)
 	require.NoError(t, err)
+	// Pauses (of a type and of a tenant these tasks are not) leave the plan
+	// as it was: the claim reads tasks.pauses once and filters the scan.
+	for _, p := range []store.PauseParams{{Kind: store.PauseTaskType, Name: "other"}, {Kind: store.PauseTenant, Name: "s_paused"}} {
+		_, _, err = b.store.PauseQueue(b.ctx, p)
+		require.NoError(t, err)
+	}
 
 	tx, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)

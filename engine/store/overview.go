@@ -84,6 +84,9 @@ type Overview struct {
 	// Estimates are the rows of tasks.tasks by status from the planner's
 	// statistics (all history, no table read).
 	Estimates map[wftype.TaskStatus]float64 `json:"estimates"`
+	// Paused are the paused task types, and the paused tenants among those
+	// the overview covers.
+	Paused []Pause `json:"paused"`
 }
 
 // overviewCountsSQL counts the ACTIVE, DEAD_LETTER and recently finished
@@ -160,6 +163,13 @@ SELECT (SELECT count(*) FROM tasks.events WHERE status = 'PENDING'),
        (SELECT count(*) FROM tasks.events WHERE status = 'DEAD_LETTER'),
        (SELECT min(created_at) FROM tasks.events WHERE status = 'PENDING')`
 
+// overviewPausesSQL lists the pauses: every paused task type, and the
+// paused tenants among $1 (NULL: all).
+const overviewPausesSQL = `
+SELECT kind, name, reason, paused_by, paused_at FROM tasks.pauses
+WHERE kind = 'task_type' OR $1::text[] IS NULL OR name = ANY($1)
+ORDER BY kind, name`
+
 // OverviewSQL returns the overview's statements by name, for EXPLAIN in
 // tests and benchmarks.
 func OverviewSQL() map[string]string {
@@ -214,6 +224,9 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 			return err
 		}
 		if o.Instances, err = readInstances(ctx, tx); err != nil {
+			return err
+		}
+		if o.Paused, err = queryAll(ctx, tx, "reading pauses", overviewPausesSQL, scanPause, tenants); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, overviewOutboxSQL).Scan(&o.Outbox.Pending, &o.Outbox.Processing,

@@ -16,12 +16,12 @@ import (
 // taskColumns is the column list every task query returns, in scanTask's order.
 const taskColumns = `task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, dedup_key,
     inputs, outputs, progress, error, priority, retry_count, max_retries, attempts, owner_id,
-    run_after, locked_until, started_at, finished_at, last_heartbeat_at`
+    run_after, locked_until, started_at, finished_at, last_heartbeat_at, snoozes`
 
 // taskColumnsT is taskColumns qualified with the alias t.
 const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execution_mode, t.task_type, t.status, t.dedup_key,
     t.inputs, t.outputs, t.progress, t.error, t.priority, t.retry_count, t.max_retries, t.attempts, t.owner_id,
-    t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at`
+    t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at, t.snoozes`
 
 func scanTask(row pgx.Row) (wftype.Task, error) {
 	var t wftype.Task
@@ -30,7 +30,7 @@ func scanTask(row pgx.Row) (wftype.Task, error) {
 	var inputs, outputs, progress []byte
 	err := row.Scan(&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
 		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
-		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt)
+		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes)
 	if err != nil {
 		return t, err
 	}
@@ -228,17 +228,10 @@ func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (ma
 	out := make(map[tenantKey]wftype.Task, len(keys))
 	for rows.Next() {
 		var key tenantKey
-		var t wftype.Task
-		var scope, mode, status string
-		var in, outp, prog []byte
-		if err := rows.Scan(&key.schema, &key.key, &t.ID, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
-			&in, &outp, &prog, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
-			&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt); err != nil {
+		t, err := scanTask(leading{row: rows, first: []any{&key.schema, &key.key}})
+		if err != nil {
 			return nil, wrap("reading deduplicated tasks", err)
 		}
-		t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
-		t.Inputs, t.Outputs, t.Progress = in, outp, prog
-		utcTimes(&t)
 		out[key] = t
 	}
 	return out, wrap("looking up deduplicated tasks", rows.Err())

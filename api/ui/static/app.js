@@ -185,9 +185,12 @@ function renderOverview(s) {
     h("div", { class: "label" }, st.replace("_", " ") + (["COMPLETED", "FAILED", "CANCELLED"].includes(st) ? " (window)" : "")),
     h("div", { class: "value", "data-testid": "total-" + st }, totals[st].toLocaleString()))));
   const keys = [...byKey.values()].sort((a, b) => (a.task_type + a.schema_name).localeCompare(b.task_type + b.schema_name));
+  const paused = new Set((s.paused || []).map((p) => p.kind + "\u0000" + p.name));
+  const pausedMark = (kind, name) => paused.has(kind + "\u0000" + name) ? h("span", { class: "badge", title: "paused: not claimed until resumed" }, " paused") : null;
   const countRows = keys.map((k) => h("tr", {},
-    h("td", {}, h("a", { href: "#/tasks?task_type=" + encodeURIComponent(k.task_type) + "&schema_name=" + encodeURIComponent(k.schema_name) }, k.task_type)),
-    h("td", {}, k.schema_name),
+    h("td", {}, h("a", { href: "#/tasks?task_type=" + encodeURIComponent(k.task_type) + "&schema_name=" + encodeURIComponent(k.schema_name) }, k.task_type),
+      pausedMark("task_type", k.task_type)),
+    h("td", {}, k.schema_name, pausedMark("tenant", k.schema_name)),
     STATUSES.map((st) => h("td", { class: "num", "data-testid": "count-" + k.task_type + "-" + k.schema_name + "-" + st }, k[st] ? k[st].toLocaleString() : ""))));
 
   const finished = s.throughput.reduce((n, b) => n + b.completed + b.failed, 0);
@@ -202,6 +205,13 @@ function renderOverview(s) {
     h("div", { class: "legend" }, h("span", {}, h("span", { class: "sw ok" }), "completed"), h("span", {}, h("span", { class: "sw bad" }), "failed or dead-lettered"),
       h("span", { "data-testid": "failure-rate" }, "failure rate " + rate)),
     chart(s),
+    s.paused && s.paused.length ? h("div", {}, h("h2", {}, "Paused"),
+      h("p", { class: "muted" }, "No instance claims the PENDING tasks of these task types and tenants; running tasks run on, new ones wait."),
+      table(["kind", "name", "reason", "by", "since", ""], s.paused.map((p) => h("tr", {},
+        h("td", {}, p.kind === "tenant" ? "tenant" : "task type"), h("td", {}, p.name), h("td", {}, p.reason || ""),
+        h("td", {}, p.paused_by || ""), h("td", {}, fmtTime(p.paused_at)),
+        h("td", {}, isAdmin() ? h("button", { type: "button", class: "secondary resume", onclick: () => resume(p) }, "Resume") : ""))),
+      { "data-testid": "paused" })) : null,
     h("h2", {}, "Tasks by type and tenant"),
     table(["task type", "tenant", ...STATUSES.map((x) => ({ label: x, num: true }))], countRows, { "data-testid": "counts" }),
     h("div", { class: "grid" },
@@ -225,6 +235,15 @@ function renderOverview(s) {
     s.estimates ? h("p", { class: "muted" }, "All history (planner estimate): " +
       Object.entries(s.estimates).map(([k, v]) => k + " ≈ " + Math.round(v).toLocaleString()).join(", ")) : null);
   return out;
+}
+
+// resume lifts a pause (admin) and redraws the page.
+async function resume(p) {
+  try {
+    await api("DELETE", "/admin/pauses/" + encodeURIComponent(p.kind) + "/" + encodeURIComponent(p.name));
+    setStatus("resumed " + p.name);
+    route();
+  } catch (e) { setStatus("resume failed: " + e.message, true); }
 }
 
 function card(label, value, testid) {
