@@ -34,6 +34,8 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	require.NoError(t, err)
 	// Pauses (of a type and of a tenant these tasks are not) leave the plan
 	// as it was: the claim reads tasks.pauses once and filters the scan.
+	_, err = b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: "paused", SchemaName: "s_paused"})
+	require.NoError(t, err)
 	for _, p := range []store.PauseParams{{Kind: store.PauseTaskType, Name: "other"}, {Kind: store.PauseTenant, Name: "s_paused"}} {
 		_, _, err = b.store.PauseQueue(b.ctx, p)
 		require.NoError(t, err)
