@@ -1,4 +1,4 @@
--- wf schema, version 9: pause and resume, snooze.
+-- wf schema, version 10: pause and resume, snooze.
 --
 -- tasks.pauses holds the task types and tenants whose PENDING tasks no
 -- instance claims (the claim statements read it), one row per pause. It is
