@@ -1,6 +1,7 @@
-// Package clock lets tests own time. Services read the time from a Clock; in
-// production it is the wall clock and statements use the database's now(), in
-// tests a Fake moves only when the test says so.
+// Package clock lets tests own time. Services read the time from a Clock,
+// and wait on its timers and tickers; in production it is the wall clock and
+// statements use the database's now(), in tests a Fake moves only when the
+// test says so, and its timers fire when it moves past them.
 //
 // The whole suite can also run as if it were another date (make test-dates):
 // WF_TEST_NOW moves the wall clock of every wf process (Now, Real) by a fixed
@@ -9,6 +10,7 @@
 package clock
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -79,13 +81,57 @@ func Now() time.Time {
 	return time.Now()
 }
 
-// Clock is the time source of a service.
+// Clock is the time source of a service: what time it is, and the waits
+// measured in that time (leases, heartbeats, deadlines, retry pauses), so
+// that a test that moves a Fake moves them too.
 type Clock interface {
 	// Now is the current time.
 	Now() time.Time
 	// DBNow is the time to hand to store statements: nil means "use the
 	// database's now()", which keeps many instances on one clock.
 	DBNow() *time.Time
+	// NewTimer returns a timer that fires once d has passed on this clock
+	// (at once when d <= 0).
+	NewTimer(d time.Duration) Timer
+	// NewTicker returns a ticker that fires every d (> 0) on this clock.
+	NewTicker(d time.Duration) Ticker
+	// After fires once d has passed on this clock, as time.After does.
+	After(d time.Duration) <-chan time.Time
+}
+
+// Timer fires once, as a time.Timer does (with Go 1.23's semantics: after
+// Stop or Reset returns, no stale time is received).
+type Timer interface {
+	// C delivers the time at which the timer fired.
+	C() <-chan time.Time
+	// Stop stops the timer; it reports whether the timer was still waiting.
+	Stop() bool
+	// Reset makes the timer fire d from now; it reports whether the timer
+	// was still waiting.
+	Reset(d time.Duration) bool
+}
+
+// Ticker fires every period, as a time.Ticker does: a slow receiver misses
+// ticks rather than receiving a backlog of them.
+type Ticker interface {
+	// C delivers the times of the ticks.
+	C() <-chan time.Time
+	// Stop stops the ticker.
+	Stop()
+	// Reset makes the ticker fire every d (> 0) from now.
+	Reset(d time.Duration)
+}
+
+// Sleep waits d on c, or until ctx ends (then it returns ctx's error).
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
 }
 
 // Real is the wall clock (moved by WF_TEST_NOW in test runs, see Now).
@@ -97,38 +143,35 @@ func (Real) Now() time.Time { return Now() }
 // DBNow implements Clock: the database's own clock.
 func (Real) DBNow() *time.Time { return nil }
 
-// Fake is a clock that moves only when told to. It is safe for concurrent use.
-type Fake struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// NewTimer implements Clock with a time.Timer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
-// NewFake returns a fake clock set to start.
-func NewFake(start time.Time) *Fake { return &Fake{now: start} }
+// NewTicker implements Clock with a time.Ticker.
+func (Real) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+
+// After implements Clock with time.After.
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time        { return r.t.C }
+func (r realTimer) Stop() bool                 { return r.t.Stop() }
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+
+type realTicker struct{ t *time.Ticker }
+
+func (r realTicker) C() <-chan time.Time   { return r.t.C }
+func (r realTicker) Stop()                 { r.t.Stop() }
+func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
+
+// Skewed is the wall clock off by Offset, with statements on the database's
+// clock, as a host whose clock drifted from the database's (tests of what
+// must follow the database's clock). Its waits are the wall clock's.
+type Skewed struct {
+	Real
+	// Offset is how far the host's clock is ahead of the database's.
+	Offset time.Duration
+}
 
 // Now implements Clock.
-func (f *Fake) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-// DBNow implements Clock: statements see the fake time too.
-func (f *Fake) DBNow() *time.Time {
-	t := f.Now()
-	return &t
-}
-
-// Advance moves the clock forward by d.
-func (f *Fake) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-}
-
-// Set moves the clock to t.
-func (f *Fake) Set(t time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = t
-}
+func (s Skewed) Now() time.Time { return Now().Add(s.Offset) }

@@ -86,6 +86,8 @@ func (d *Dispatcher) gatherSlots(ctx context.Context) bool {
 			timer.Stop()
 		}
 	}()
+	// Wall time: ClaimCoalesce trades latency for larger claims; it is no
+	// time the engine reckons with.
 	deadline := time.Now().Add(d.cfg.ClaimCoalesce)
 	for {
 		free := d.freeCount()

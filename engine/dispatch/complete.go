@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
@@ -37,6 +38,9 @@ func (d *Dispatcher) complete() {
 		writers.Wait()
 	}()
 	batch := make([]result, 0, d.cfg.FlushSize)
+	// Wall time: FlushInterval batches writes for throughput; it is no time
+	// the engine reckons with, and a test's clock that never moves would
+	// hold every outcome.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	flush := func() {
@@ -80,7 +84,7 @@ func (d *Dispatcher) flush(batch []result) {
 	// janitor hands the task on (and the write would change nothing). While
 	// the dispatcher stops, it gives up sooner, so that a database that went
 	// away cannot hold the shutdown for a whole lease.
-	first := time.Now()
+	first := d.cfg.Clock.Now()
 	giveUpAt := first.Add(writableFor(batch, d.cfg.HeartbeatInterval))
 	pause := flushFirstPause
 	var written []uuid.UUID
@@ -99,7 +103,7 @@ func (d *Dispatcher) flush(batch []result) {
 		if d.stopping.Load() {
 			limit = minTime(limit, first.Add(flushStopLimit))
 		}
-		if time.Now().Add(pause).After(limit) {
+		if d.cfg.Clock.Now().Add(pause).After(limit) {
 			d.log.Error("giving up writing results; the tasks will run again when their leases expire",
 				"tasks", len(batch), "attempts", attempt, "err", err)
 			return
@@ -107,7 +111,7 @@ func (d *Dispatcher) flush(batch []result) {
 		if attempt == 1 || attempt%10 == 0 {
 			d.log.Warn("writing results failed; retrying", "tasks", len(batch), "attempts", attempt, "err", err)
 		}
-		time.Sleep(pause)
+		_ = clock.Sleep(context.Background(), d.cfg.Clock, pause)
 		pause = min(2*pause, flushMaxPause)
 	}
 	// One line per outcome written (a task whose lease was taken away

@@ -7,8 +7,11 @@
 // Files: dispatch.go holds the dispatcher and a run's start and end;
 // claim.go the claim loop; heartbeat.go the batched lease extension;
 // shutdown.go the graceful stop; complete.go the batched completion;
-// workers.go the reused worker goroutines and the run deadlines. Leases and
-// deadlines are reckoned on the engine's clock (Config.Clock).
+// workers.go the reused worker goroutines and the run deadlines. Leases,
+// deadlines, the heartbeat's interval, the grace period and the pauses
+// between completion retries are reckoned on the engine's clock
+// (Config.Clock); only the waits that batch work for throughput
+// (FlushInterval, ClaimCoalesce, an idle goroutine's life) are wall time.
 package dispatch
 
 import (

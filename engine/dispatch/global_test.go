@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,12 +33,20 @@ func TestGlobalLimitAcrossInstances(t *testing.T) {
 		tasks     = 150
 	)
 	url := dbtest.NewDatabase(t)
+	// round is closed, and replaced, after each round of wake-ups.
+	var roundMu sync.Mutex
+	round := make(chan struct{})
 	var cur, peak atomic.Int32
 	r := funcRunner{types: map[string]bool{"capped": true}, fn: func(context.Context, *wftype.Task) (json.RawMessage, error) {
 		n := cur.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
-		time.Sleep(2 * time.Millisecond) // the task's work: long enough for claims to overlap it
+		// The task's work lasts until every instance has been woken again,
+		// so that their claims overlap it.
+		roundMu.Lock()
+		next := round
+		roundMu.Unlock()
+		<-next
 		cur.Add(-1)
 		return nil, nil
 	}}
@@ -67,6 +76,10 @@ func TestGlobalLimitAcrossInstances(t *testing.T) {
 				for _, bus := range buses {
 					bus.Publish(signalbus.TaskQueued, "capped")
 				}
+				roundMu.Lock()
+				close(round)
+				round = make(chan struct{})
+				roundMu.Unlock()
 			}
 		}
 	}()

@@ -18,13 +18,6 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
-// skewedClock is a host clock that is off by offset from the database's,
-// with statements on the database's clock, as in production (clock.Real).
-type skewedClock struct{ offset time.Duration }
-
-func (c skewedClock) Now() time.Time  { return clock.Now().Add(c.offset) }
-func (skewedClock) DBNow() *time.Time { return nil }
-
 // TestReclaimWhileOldRunStillRuns: a run lost its lease (the janitor
 // requeued it while the heartbeat could not reach the database) but its
 // handler has not returned yet, and the same instance claims the task again.
@@ -135,7 +128,7 @@ func TestRetryDelayUsesDatabaseClock(t *testing.T) {
 		return nil, errors.New("upstream down")
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
-		c.Clock = skewedClock{offset: time.Hour}
+		c.Clock = clock.Skewed{Offset: time.Hour}
 		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "flaky"}] = execution.Rule{
 			Backoff: func(int) time.Duration { return 10 * time.Second },
 		}
@@ -278,4 +271,74 @@ func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("run not cancelled though its lease ran out while heartbeats failed")
 	}
+}
+
+// TestHeartbeatAndShutdownOnTheClock: the dispatcher's heartbeat and its
+// shutdown's grace period are reckoned on its clock. With a test's clock, a
+// beat comes when the test moves the clock by an interval (extending the
+// lease from the clock's time); a stop waits, with a handler that ignores
+// its cancellation, until the clock passes the grace period (an hour that
+// no one waits for), then hands the task back and returns once the clock
+// passes the few seconds it gives cancelled runs.
+func TestHeartbeatAndShutdownOnTheClock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The test's clock, ahead of the database's so the tasks are due.
+	fake := clock.NewFake(time.Now().UTC().Add(time.Minute).Truncate(time.Millisecond))
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	r := funcRunner{types: map[string]bool{"stuck": true}, fn: func(context.Context, *wftype.Task) (json.RawMessage, error) {
+		close(started)
+		<-release // ignores its context
+		return nil, nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.HeartbeatInterval = 10 * time.Second
+		c.Grace = time.Hour
+		c.Clock = fake
+		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "stuck"}] = execution.Rule{Lease: time.Minute, Timeout: 24 * time.Hour}
+	})
+	stop := runFor(d)
+	ids := enqueue(t, b, "stuck", 1, 3)
+	<-started
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, fake.AwaitWaiters(ctx, 2), "the heartbeat's ticker and the deadlines' timer wait on the clock")
+
+	task := func() wftype.Task {
+		tk, err := b.store.GetTask(b.ctx, ids[0])
+		require.NoError(t, err)
+		return tk
+	}
+	for range 3 {
+		fake.Advance(10 * time.Second)
+		want := fake.Now().Add(time.Minute)
+		require.Eventually(t, func() bool { return task().LockedUntil.Equal(want) }, 30*time.Second, 5*time.Millisecond,
+			"a beat extends the lease from the clock's time")
+	}
+
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); stop() }()
+	require.NoError(t, fake.AwaitWaiters(ctx, 3), "the grace period waits on the clock")
+	select {
+	case <-stopped:
+		t.Fatal("Run returned before the grace period passed")
+	default:
+	}
+	require.Equal(t, wftype.StatusActive, task().Status)
+	fake.Advance(time.Hour)
+	require.Eventually(t, func() bool { return task().Status == wftype.StatusPending }, 30*time.Second, 5*time.Millisecond,
+		"handed back after the grace period")
+	// The heartbeat and the deadlines stop meanwhile; the wait for the
+	// cancelled run starts: move the clock until Run returns.
+	require.Eventually(t, func() bool {
+		fake.Advance(time.Second)
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	}, 30*time.Second, 5*time.Millisecond, "Run did not return once the clock passed the wait for cancelled runs")
 }

@@ -24,7 +24,7 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 	}
 	select {
 	case <-idle:
-	case <-time.After(d.cfg.Grace):
+	case <-d.cfg.Clock.After(d.cfg.Grace):
 	}
 	d.mu.Lock()
 	var ids []uuid.UUID
@@ -52,7 +52,7 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 	go func() { defer close(runsDone); d.wg.Wait() }()
 	select {
 	case <-runsDone:
-	case <-time.After(min(d.cfg.Grace, abandonAfter)):
+	case <-d.cfg.Clock.After(min(d.cfg.Grace, abandonAfter)):
 		// Their tasks were handed back (or their leases lost) and their
 		// results are dropped: only the outcomes being queued must be
 		// waited for, so that the completer writes them.

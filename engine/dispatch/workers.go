@@ -25,6 +25,9 @@ func (d *Dispatcher) spawn(fn func()) {
 }
 
 func (d *Dispatcher) worker(fn func()) {
+	// Wall time: how long an idle goroutine is kept is the process's
+	// business, not a time the engine reckons with (a test's clock that
+	// never moves would keep every goroutine forever).
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
@@ -44,7 +47,7 @@ func (d *Dispatcher) worker(fn func()) {
 // channel for each task, most of which never fire. start wakes the watcher
 // only when a run's deadline comes before the one it waits for.
 func (d *Dispatcher) watchDeadlines(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
+	timer := d.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		now := d.cfg.Clock.Now()
@@ -70,10 +73,15 @@ func (d *Dispatcher) watchDeadlines(ctx context.Context) {
 			wait = next.Sub(now)
 		}
 		timer.Reset(wait)
+		if !next.IsZero() && !d.cfg.Clock.Now().Before(next) {
+			// The clock moved past the deadline while the timer was set (a
+			// test's clock can jump): the timer would wait too long.
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-timer.C():
 		case <-d.deadlineWaker.C():
 		}
 	}

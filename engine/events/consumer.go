@@ -140,14 +140,14 @@ func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
 		defer unsub()
 	}
 	w.Wake()
-	tick := time.NewTicker(c.cfg.Interval)
+	tick := c.cfg.Clock.NewTicker(c.cfg.Interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.C():
-		case <-tick.C:
+		case <-tick.C():
 		}
 		for ctx.Err() == nil {
 			res, err := c.RunOnce(ctx)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -34,6 +35,8 @@ type Run struct {
 	// ErrTimeout. Zero: the caller bounds it (the dispatcher watches every
 	// run's deadline with one timer and cancels ctx with ErrTimeout).
 	Timeout time.Duration
+	// Clock measures Timeout; nil means the wall clock.
+	Clock clock.Clock
 	// Logger receives a line for a panicking runner; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,9 +69,9 @@ func Execute(ctx context.Context, r Run) (outputs json.RawMessage, err error) {
 	}
 	runCtx := ctx
 	if r.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, r.Timeout, ErrTimeout)
-		defer cancel()
+		var stop func()
+		runCtx, stop = withTimeout(ctx, r.Clock, r.Timeout)
+		defer stop()
 	}
 	outputs, err = r.Runner.Run(runCtx, r.Task, rep)
 	if err == nil && runCtx.Err() != nil {
@@ -90,4 +93,28 @@ func Execute(ctx context.Context, r Run) (outputs json.RawMessage, err error) {
 		outputs, err = MergeOutputs(outputs, extra)
 	}
 	return outputs, err
+}
+
+// withTimeout is context.WithTimeoutCause(ctx, d, ErrTimeout) with d
+// measured on c (nil: the wall clock). stop releases its resources.
+func withTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, func()) {
+	if _, wall := c.(clock.Real); wall || c == nil {
+		return context.WithTimeoutCause(ctx, d, ErrTimeout)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	timer := c.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-timer.C():
+			cancel(ErrTimeout)
+		case <-runCtx.Done():
+		}
+	}()
+	return runCtx, func() {
+		timer.Stop()
+		cancel(nil)
+		<-done
+	}
 }

@@ -130,7 +130,7 @@ func New(cfg Config) (*Supervisor, error) {
 // Run runs maintenance at once and then every Interval until ctx ends
 // (leadership lost or shutdown). It is an engine leader service.
 func (s *Supervisor) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := s.cfg.Clock.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
 		if _, err := s.RunOnce(ctx, s.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
@@ -139,7 +139,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -277,7 +277,8 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	}
 	began := w.cfg.Clock.Now()
 	outputs, runErr := execution.Execute(leaseCtx, execution.Run{
-		Task: &task, Runner: w.cfg.Capabilities[rule.Pair], Reporters: w.cfg.Reporters, Timeout: timeout, Logger: log,
+		Task: &task, Runner: w.cfg.Capabilities[rule.Pair], Reporters: w.cfg.Reporters,
+		Timeout: timeout, Clock: w.cfg.Clock, Logger: log,
 	})
 	ran := w.cfg.Clock.Now().Sub(began)
 	stopHeartbeat()
@@ -315,13 +316,13 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 // heartbeat extends the lease at least three times per lease length until
 // ctx ends, and cancels the run (cause ErrLeaseLost) when the lease is gone.
 func (w *Worker) heartbeat(ctx context.Context, lose context.CancelCauseFunc, task *wftype.Task, lease store.WorkerLease, length time.Duration, log *slog.Logger) {
-	t := time.NewTicker(max(min(w.cfg.HeartbeatInterval, length/3), 10*time.Millisecond))
+	t := w.cfg.Clock.NewTicker(max(min(w.cfg.HeartbeatInterval, length/3), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		held, err := w.cfg.Store.ExtendLease(ctx, task.ID, lease, length, w.cfg.Clock.DBNow())
 		if err != nil {
@@ -353,8 +354,7 @@ func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.Worke
 	)
 	for attempt := range 5 {
 		if attempt > 0 {
-			// Wall time: the database needs it to come back.
-			time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
+			_ = clock.Sleep(ctx, w.cfg.Clock, time.Duration(attempt)*writeRetryPause)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, o, err = execution.FinishLeased(wctx, w.cfg.Store, task.ID, lease, w.cfg.Clock.DBNow(), decide)
@@ -374,6 +374,10 @@ func (w *Worker) write(ctx context.Context, task *wftype.Task, lease store.Worke
 		return o, fmt.Errorf("error writing the result of task %s: %w", task.ID, err)
 	}
 }
+
+// writeRetryPause is the pause before the second write of a result; each
+// later one waits one more such pause.
+const writeRetryPause = 500 * time.Millisecond
 
 // handBack returns a task the worker claimed itself to PENDING at once, as
 // a stopping dispatcher does: no retry counted, no lease to wait for.

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
@@ -43,7 +45,7 @@ type bundle struct {
 	worker *worker.Worker
 }
 
-func setup(t *testing.T, fn func(ctx context.Context, t *wftype.Task) (json.RawMessage, error)) *bundle {
+func setup(t *testing.T, fn func(ctx context.Context, t *wftype.Task) (json.RawMessage, error), opts ...func(*worker.Config)) *bundle {
 	t.Helper()
 	specs, err := spec.Compile([]spec.Source{{Name: "job.yaml", Data: []byte(`kind: TaskType
 name: job
@@ -56,11 +58,15 @@ inputs: {type: object}
 	require.NoError(t, err)
 	st := store.New(dbtest.NewPool(t))
 	pair := runners.Pair{Mode: wftype.ModeAsync, TaskType: "job"}
-	w, err := worker.New(worker.Config{
+	cfg := worker.Config{
 		Store: st, Owner: "worker-1", HeartbeatInterval: 20 * time.Millisecond,
 		Capabilities: runners.CapabilityMap{pair: stepRunner{fn: fn}},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w, err := worker.New(cfg)
 	require.NoError(t, err)
 	return &bundle{store: st, specs: specs, worker: w}
 }
@@ -185,4 +191,65 @@ func TestStaleClaimStopsAtNextBeat(t *testing.T) {
 	_, err = b.worker.Run(ctx, c)
 	require.ErrorIs(t, err, worker.ErrLeaseLost)
 	require.NoError(t, ctx.Err(), "stopped by the heartbeat, not by the test's deadline")
+}
+
+// TestLeaseAndTimeoutOnTheClock: the worker's heartbeat and its run timeout
+// are reckoned on its clock. With a test's clock, a beat comes when the
+// test moves the clock by an interval (and extends the lease from the
+// clock's time), and the run is stopped, and retried, when the clock passes
+// its timeout: no wall time is waited for either.
+func TestLeaseAndTimeoutOnTheClock(t *testing.T) {
+	t.Parallel()
+	// Ahead of the database's clock, so the task is due.
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute).Truncate(time.Millisecond))
+	started := make(chan struct{})
+	b := setup(t, func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, func(c *worker.Config) {
+		c.Clock = fake
+		c.HeartbeatInterval = 10 * time.Second
+		c.Rules = execution.Rules{{Mode: wftype.ModeAsync, TaskType: "job"}: {Lease: time.Minute, Timeout: time.Hour}}
+	})
+	task := b.enqueue(t, "a")
+	c, err := b.worker.Take(t.Context(), task.ID, store.WorkerLease{})
+	require.NoError(t, err)
+	type ran struct {
+		res worker.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := b.worker.Run(t.Context(), c)
+		done <- ran{res, err}
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, fake.AwaitWaiters(ctx, 2), "the heartbeat's ticker and the run's timeout wait on the clock")
+
+	lockedUntil := func() time.Time {
+		cur, err := b.store.GetTask(t.Context(), task.ID)
+		require.NoError(t, err)
+		require.NotNil(t, cur.LockedUntil)
+		return cur.LockedUntil.UTC()
+	}
+	for range 3 {
+		fake.Advance(10 * time.Second)
+		want := fake.Now().Add(time.Minute)
+		require.Eventually(t, func() bool { return lockedUntil().Equal(want) }, 30*time.Second, 5*time.Millisecond,
+			"a beat extends the lease from the clock's time")
+	}
+
+	fake.Advance(time.Hour)
+	var r ran
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("the run was not stopped when the clock passed its timeout")
+	}
+	require.NoError(t, r.err)
+	require.ErrorIs(t, r.res.RunErr, execution.ErrTimeout)
+	require.Equal(t, wftype.StatusPending, r.res.Status, "a timed-out run is retried")
 }

@@ -18,13 +18,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
-// skewedClock is a host clock that is off by offset from the database's,
-// with statements on the database's clock, as in production (clock.Real).
-type skewedClock struct{ offset time.Duration }
-
-func (c skewedClock) Now() time.Time  { return clock.Now().Add(c.offset) }
-func (skewedClock) DBNow() *time.Time { return nil }
-
 // TestRescueUsesDatabaseClock: on a host whose clock is an hour behind the
 // database's, the janitor still rescues a task whose lease expired by the
 // database's clock, and its retry is due after the backoff by that clock.
@@ -43,7 +36,7 @@ func TestRescueUsesDatabaseClock(t *testing.T) {
 	_, err = st.DB().Exec(ctx, `UPDATE tasks.tasks SET locked_until = now() - interval '1 second' WHERE task_id = $1`, id)
 	require.NoError(t, err)
 
-	j := janitor.New(janitor.Config{Store: st, Clock: skewedClock{offset: -time.Hour},
+	j := janitor.New(janitor.Config{Store: st, Clock: clock.Skewed{Offset: -time.Hour},
 		Backoff: func(string) func(int) time.Duration { return func(int) time.Duration { return 10 * time.Second } }})
 	got, err := j.RunOnce(ctx)
 	require.NoError(t, err)

@@ -129,12 +129,8 @@ func (s *Scheduler) Run(ctx context.Context) {
 	s.mu.Unlock()
 	wait := time.Duration(0)
 	for {
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if clock.Sleep(ctx, s.cfg.Clock, wait) != nil {
 			return
-		case <-timer.C:
 		}
 		if _, err := s.RunAt(ctx, s.cfg.Clock.Now()); err != nil {
 			if ctx.Err() != nil {

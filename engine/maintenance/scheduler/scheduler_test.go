@@ -259,3 +259,43 @@ task_type: tick
 	cancel()
 	<-done
 }
+
+// TestRunWaitsOnItsClock runs the leader service on a test's clock with an
+// hourly schedule: it waits on that clock, so the test moves it an hour
+// ahead and the tick fires, with no hour waited.
+func TestRunWaitsOnItsClock(t *testing.T) {
+	t.Parallel()
+	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(`kind: TaskType
+name: tick
+handler: {builtin: noop}
+---
+kind: Schedule
+name: every-hour
+cron: "@every 1h"
+task_type: tick
+`)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	fake := clock.NewFake(clock.Now().UTC().Truncate(time.Second))
+	s, err := scheduler.New(scheduler.Config{Store: st, Client: client.New(st, set), Schedules: set.Schedules(), Clock: fake,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	fired := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
+		return n
+	}
+	wait, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	// The first pass has run (it records the schedule's first sighting)
+	// when the service waits on the clock for the next tick.
+	require.NoError(t, fake.AwaitWaiters(wait, 1))
+	before := fired()
+	fake.Advance(time.Hour)
+	require.Eventually(t, func() bool { return fired() > before }, 30*time.Second, 10*time.Millisecond)
+}
