@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,9 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/engine"
-	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/reporters"
-	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -60,24 +56,20 @@ type inProcess struct {
 }
 
 func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error) {
-	set, err := runnerset.Build(e.specs, runnerset.Options{Logger: e.cfg.Logger})
-	if err != nil {
-		return nil, err
-	}
 	w := &inProcess{done: make(chan error, 1), record: record}
 	if record {
 		w.starts, w.ends = map[uuid.UUID]time.Time{}, map[uuid.UUID]time.Time{}
-		for i, r := range set.Runners {
-			set.Runners[i] = timedRunner{Runner: r, w: w}
-		}
 	}
 	// The engine's pool: claims, completions and heartbeats share it.
+	var err error
 	w.pool, err = e.newPool(ctx, 8)
 	if err != nil {
 		return nil, err
 	}
+	// Built from the specs as `wf run` builds its engine: the runners,
+	// rules and leader services are those of the bench's task type.
 	eng, err := engine.New(engine.Config{
-		Name: serviceName, Pool: w.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules,
+		Name: serviceName, Pool: w.pool, Specs: e.specs,
 		Slots: e.cfg.Slots, PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger,
 	})
 	if err != nil {
@@ -103,10 +95,21 @@ func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error
 	return w, nil
 }
 
-// Claimed implements dispatch.Observer.
-func (w *inProcess) Claimed([]wftype.Task, time.Duration) {}
+// Claimed implements execution.Observer: it is called as soon as a claim
+// returns, just before its tasks start.
+func (w *inProcess) Claimed(tasks []wftype.Task, _ time.Duration) {
+	if !w.record {
+		return
+	}
+	now := time.Now()
+	w.mu.Lock()
+	for i := range tasks {
+		w.starts[tasks[i].ID] = now
+	}
+	w.mu.Unlock()
+}
 
-// Finished implements dispatch.Observer: it is called once the outcome is committed.
+// Finished implements execution.Observer: it is called once the outcome is committed.
 func (w *inProcess) Finished(task *wftype.Task, _ wftype.TaskStatus, _ time.Duration) {
 	w.count.Add(1)
 	if w.record {
@@ -132,20 +135,6 @@ func (w *inProcess) stop() error {
 	err := <-w.done
 	w.pool.Close()
 	return err
-}
-
-// timedRunner records when each task starts running.
-type timedRunner struct {
-	runners.Runner
-	w *inProcess
-}
-
-func (t timedRunner) Run(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
-	now := time.Now()
-	t.w.mu.Lock()
-	t.w.starts[task.ID] = now
-	t.w.mu.Unlock()
-	return t.Runner.Run(ctx, task, rep)
 }
 
 // instances are `wf run` processes.
