@@ -68,12 +68,26 @@ TEST_DATES_FAR ?= 2027-03-01T00:00:00+14:00
 DATE_PACKAGES ?= ./engine/... ./api/... ./reporters/...
 
 .PHONY: test-dates
-test-dates: postgres faketime ## run the date-sensitive packages as if it were other dates (WF_TEST_NOW; ~7 runs of DATE_PACKAGES)
-	@set -e; run() { echo "== as if it were $$2 (TZ=$$1)"; 	    WF_TEST_NOW=$$2 TZ=$$1 $(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) $(DATE_PACKAGES); }; 	for d in $(TEST_DATES_UTC); do run UTC $$d; done; 	for d in $(TEST_DATES_ROME); do run Europe/Rome $$d; done; 	for d in $(TEST_DATES_FAR); do run Pacific/Kiritimati $$d; done
+test-dates: postgres datefudge ## run the date-sensitive packages as if it were other dates (WF_TEST_NOW; 7 runs of DATE_PACKAGES)
+	@failed=; \
+	run() { \
+	    echo "== as if it were $$2 (TZ=$$1)"; start=$$(date +%s); \
+	    WF_TEST_NOW=$$2 TZ=$$1 $(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) $(DATE_PACKAGES) || failed="$$failed $$2"; \
+	    echo "== $$2 took $$(( $$(date +%s) - start ))s"; \
+	}; \
+	for d in $(TEST_DATES_UTC); do run UTC $$d; done; \
+	for d in $(TEST_DATES_ROME); do run Europe/Rome $$d; done; \
+	for d in $(TEST_DATES_FAR); do run Pacific/Kiritimati $$d; done; \
+	if [ -n "$$failed" ]; then echo "test-dates failed at:$$failed"; exit 1; fi; \
+	echo "test-dates passed at all dates"
 
-.PHONY: faketime
-faketime: ## install libfaketime (Debian's faketime) when missing: test-dates runs PostgreSQL under it
-	@if ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1; then exit 0; fi; 	if [ "$$(id -u)" != 0 ]; then echo "libfaketime is missing: run 'sudo apt-get install -y faketime'"; exit 1; fi; 	echo "installing faketime (apt-get install)"; 	export DEBIAN_FRONTEND=noninteractive; 	apt-get update -qq && apt-get install -y -qq --no-install-recommends faketime >/dev/null
+.PHONY: datefudge
+datefudge: ## install Debian's datefudge when missing: test-dates runs PostgreSQL under it
+	@if ls /usr/lib/*/datefudge/datefudge.so >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "datefudge is missing: run 'sudo apt-get install -y datefudge'"; exit 1; fi; \
+	echo "installing datefudge (apt-get install)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends datefudge >/dev/null
 
 .PHONY: postgres
 postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major version and GDAL when missing (apt-get, as root)

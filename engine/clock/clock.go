@@ -5,7 +5,7 @@
 //
 // The whole suite can also run as if it were another date (make test-dates):
 // WF_TEST_NOW moves the wall clock of every wf process (Now, Real) by a fixed
-// offset, while the test PostgreSQL runs under libfaketime moved by the same
+// offset, while the test PostgreSQL runs under datefudge moved by the same
 // offset, so Go and every SQL now() agree and time keeps running.
 package clock
 

@@ -99,13 +99,22 @@ func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.
 	return c, stop, nil
 }
 
-// fakeTimeLibs are where Debian's libfaketime package puts the library.
-const fakeTimeLibs = "/usr/lib/*/faketime/libfaketime.so.1"
+// fakeTimeLibs are where Debian's datefudge package puts its library.
+const fakeTimeLibs = "/usr/lib/*/datefudge/datefudge.so"
 
 // fakeTimeEnv returns the environment that runs the test server as if it
-// were clock.Now (WF_TEST_NOW): libfaketime moves every clock call of
-// PostgreSQL, now() included, by the offset Go's clock.Now adds, and time
-// keeps running. Without WF_TEST_NOW it is empty.
+// were clock.Now (WF_TEST_NOW): datefudge moves the wall clock PostgreSQL
+// reads (time, gettimeofday, clock_gettime of CLOCK_REALTIME), now()
+// included, by the offset Go's clock.Now adds, and time keeps running.
+// Without WF_TEST_NOW it is empty.
+//
+// Not libfaketime: it wraps the blocking calls (epoll_wait, poll, select)
+// and reports the real time to whatever reads the clock while one of them
+// blocks, so PostgreSQL's SIGALRM handler, which fires during a lock wait
+// or pg_sleep, compared a real "now" with deadlines set in the moved time:
+// lock_timeout, statement_timeout and deadlock_timeout fired the offset
+// later (never, months ahead) or at once (behind). datefudge wraps only the
+// clock reads, so a signal handler sees the moved time too.
 func fakeTimeEnv() ([]string, error) {
 	if err := clock.CheckEnv(); err != nil {
 		return nil, err
@@ -114,19 +123,36 @@ func fakeTimeEnv() ([]string, error) {
 	if d == 0 {
 		return nil, nil
 	}
+	if _, set := os.LookupEnv("DATEFUDGE_DOSTATIC"); set {
+		// datefudge would stop the server's clock (whatever the value).
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: DATEFUDGE_DOSTATIC is set, which stops its clock: unset it", clock.Now().Format(time.RFC3339))
+	}
 	libs, _ := filepath.Glob(fakeTimeLibs)
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: libfaketime is missing (apt-get install faketime, or make test-dates installs it)", clock.Now().Format(time.RFC3339))
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: datefudge is missing (apt-get install datefudge, or make test-dates installs it)", clock.Now().Format(time.RFC3339))
 	}
 	return []string{
 		"LD_PRELOAD=" + libs[0],
-		fmt.Sprintf("FAKETIME=%+d", int64(d/time.Second)),
-		// Timeouts and waits stay on the real monotonic clock.
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		// datefudge subtracts DATEFUDGE seconds from the real clock.
+		fmt.Sprintf("DATEFUDGE=%d", -int64(d/time.Second)),
 	}, nil
 }
 
+// CheckServerClock returns an error when the run is meant to be on another
+// date (WF_TEST_NOW) but uses a server of its own (WF_TEST_DATABASE_URL),
+// whose now() is today's: only a server withdb or dbtest started is moved
+// (withdb then sets WF_TEST_NOW_OFFSET beside the URL).
+func CheckServerClock() error {
+	if os.Getenv(EnvURL) == "" || os.Getenv(clock.EnvTestNow) == "" || os.Getenv(clock.EnvTestOffset) != "" {
+		return nil
+	}
+	return fmt.Errorf("error running as if it were %s: %s points at a server whose clock is not moved; unset it so a throwaway server runs at that date", os.Getenv(clock.EnvTestNow), EnvURL)
+}
+
 func setup(ctx context.Context) {
+	if server.err = CheckServerClock(); server.err != nil {
+		return
+	}
 	server.baseURL = os.Getenv(EnvURL)
 	if server.baseURL == "" {
 		c, stop, err := StartThrowaway(ctx)

@@ -47,7 +47,7 @@ type Config struct {
 	// BinDir overrides where initdb, pg_ctl and postgres are looked up.
 	BinDir string
 	// Env is extra environment (NAME=value) for the server's processes, e.g.
-	// libfaketime's for a test run on another date (see internal/dbtest).
+	// datefudge's for a test run on another date (see internal/dbtest).
 	Env []string
 	// FallbackRoot is where a cluster goes when the server's user cannot
 	// reach DataDir (see Place); empty means DefaultFallbackRoot.

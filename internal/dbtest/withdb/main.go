@@ -30,6 +30,10 @@ func run() int {
 		return 2
 	}
 	if os.Getenv(dbtest.EnvURL) != "" {
+		if err := dbtest.CheckServerClock(); err != nil {
+			fmt.Fprintln(os.Stderr, "withdb:", err)
+			return 1
+		}
 		return runCommand(args, nil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
