@@ -6,9 +6,9 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -58,7 +58,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
 		return validationOne("/inputs", "must be a JSON object")
 	}
-	runAfter, err := client.ParseDelay(time.Now(), req.RunAt, req.RunIn)
+	runAfter, err := client.ParseDelay(clock.Now(), req.RunAt, req.RunIn)
 	var derr *client.DelayError
 	if errors.As(err, &derr) {
 		return validationOne("/"+derr.Field, derr.Message)

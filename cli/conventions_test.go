@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -82,7 +83,7 @@ func TestTaskIDPrefix(t *testing.T) {
 	st := store.New(dbtest.PoolFor(t, e.url))
 	// Two ids of one millisecond share their first 13 characters
 	// (xxxxxxxx-xxxx-7), a third is elsewhere.
-	now := time.Now()
+	now := clock.Now()
 	var ids []uuid.UUID
 	for _, at := range []time.Time{now, now, now.Add(-time.Hour)} {
 		id, err := store.NewIDAt(at)

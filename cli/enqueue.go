@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
@@ -62,7 +63,7 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runAfter, err := client.ParseDelay(time.Now(), c.String("run-at"), c.String("in"))
+	runAfter, err := client.ParseDelay(clock.Now(), c.String("run-at"), c.String("in"))
 	if c.IsSet("run-at") && c.IsSet("in") {
 		return Usagef("give --run-at or --in, not both")
 	}

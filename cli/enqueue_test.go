@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
 )
 
 // TestEnqueueDelayed: --run-at and --in set when a task first runs; bad or
@@ -33,9 +35,9 @@ func TestEnqueueDelayed(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.True(t, time.Date(2031, 5, 4, 3, 2, 1, 0, time.UTC).Equal(runAfter(out)))
 
-	before := time.Now()
+	before := clock.Now()
 	code, out, errOut = e.run("enqueue", "--format", "json", "--in", "5m", "noop")
-	after := time.Now()
+	after := clock.Now()
 	require.Equal(t, ExitOK, code, errOut)
 	got := runAfter(out)
 	require.False(t, got.Before(before.Add(5*time.Minute).Truncate(time.Microsecond)), "run_after %s", got)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -124,7 +125,7 @@ func TestExecOutcomes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			before := time.Now()
+			before := clock.Now()
 			code, task, errOut := e.execJSON(tc.taskType, tc.payload)
 			require.Equal(t, ExitFailure, code, errOut)
 			require.Contains(t, errOut, tc.stderr)
@@ -341,7 +342,7 @@ func TestExecRunsWebhookDelivery(t *testing.T) {
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		err := webhooks.Verify([]byte(secret), r.Header.Get(webhooks.HeaderTimestamp), r.Header.Get(webhooks.HeaderSignature),
-			body, time.Now(), webhooks.DefaultTolerance)
+			body, clock.Now(), webhooks.DefaultTolerance)
 		mu.Lock()
 		calls++
 		if err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 )
@@ -110,7 +111,7 @@ func TestAdminRegions(t *testing.T) {
 		require.Regexp(t, hash, sys[reporters.SystemAttributesHash])
 		tt, err := time.Parse(time.RFC3339Nano, sys[reporters.SystemTransactionTime].(string))
 		require.NoError(t, err)
-		require.WithinDuration(t, time.Now(), tt, time.Minute)
+		require.WithinDuration(t, clock.Now(), tt, time.Minute)
 		require.Equal(t, "created", sys["change"])
 		require.Equal(t, w.code, env.Record.Properties["code"])
 		require.Contains(t, string(env.Record.Geometry), `"type":"`+w.geometryT+`"`)

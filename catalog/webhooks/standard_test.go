@@ -19,6 +19,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -120,7 +121,7 @@ func TestStandardWebhookDelivery(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, req.Header.Clone())
-		if !referenceVerify(vectorSecret, req.Header, body, time.Now()) {
+		if !referenceVerify(vectorSecret, req.Header, body, clock.Now()) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

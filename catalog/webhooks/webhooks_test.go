@@ -19,6 +19,7 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
@@ -72,7 +73,7 @@ func newReceiver(t *testing.T, secret string, codes ...int) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		err := webhooks.Verify([]byte(r.secret), req.Header.Get(webhooks.HeaderTimestamp), req.Header.Get(webhooks.HeaderSignature),
-			body, time.Now(), webhooks.DefaultTolerance)
+			body, clock.Now(), webhooks.DefaultTolerance)
 		r.mu.Lock()
 		code := r.codes[min(r.calls, len(r.codes)-1)]
 		r.calls++

@@ -190,7 +190,7 @@ func TestTimedOutRunThatIgnoresCancelLetsLeaseExpire(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The test's clock, ahead of the database's so the tasks are due.
-	fake := clock.NewFake(time.Now().UTC().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute))
 	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	release := make(chan struct{})
@@ -244,7 +244,7 @@ func TestHeartbeatFailingPastLeaseCancels(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	// The test's clock, ahead of the database's so the tasks are due.
-	fake := clock.NewFake(time.Now().UTC().Add(time.Minute))
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute))
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.HeartbeatInterval = time.Hour // beats are run by the test
 		c.Grace = 50 * time.Millisecond
