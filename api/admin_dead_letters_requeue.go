@@ -9,6 +9,8 @@ import (
 // bulkRequeueView answers a bulk requeue (schema BulkRequeue).
 type bulkRequeueView struct {
 	Kind     string `json:"kind"`
+	DryRun   bool   `json:"dry_run"`
+	Matched  *int64 `json:"matched,omitempty"`
 	Requeued int    `json:"requeued"`
 	Skipped  int    `json:"skipped"`
 	More     bool   `json:"more"`
@@ -20,6 +22,7 @@ type bulkRequeueView struct {
 // schema_name, events by event_type and schema_name; an empty filter
 // matches every dead letter of the kind. Those whose dedup key a live task
 // or event now holds are skipped and counted; more says whether more match.
+// With dry_run nothing changes and matched counts every match.
 func (s *Server) requeueDeadLetters(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	var req struct {
 		Kind        string   `json:"kind"`
@@ -27,6 +30,7 @@ func (s *Server) requeueDeadLetters(w http.ResponseWriter, r *http.Request, _ *p
 		EventTypes  []string `json:"event_type"`
 		SchemaNames []string `json:"schema_name"`
 		Limit       int      `json:"limit"`
+		DryRun      bool     `json:"dry_run"`
 	}
 	if prob := s.decodeBody(w, r, &req); prob != nil {
 		return prob
@@ -44,6 +48,14 @@ func (s *Server) requeueDeadLetters(w http.ResponseWriter, r *http.Request, _ *p
 	f := store.DeadLetterFilter{TaskTypes: req.TaskTypes, EventTypes: req.EventTypes, Limit: req.Limit}
 	if len(req.SchemaNames) > 0 {
 		f.SchemaNames = req.SchemaNames
+	}
+	if req.DryRun {
+		n, err := s.store.CountDeadLetters(r.Context(), f, req.Kind == "events")
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, bulkRequeueView{Kind: req.Kind, DryRun: true, Matched: &n})
+		return nil
 	}
 	var res store.BulkRequeue
 	var err error

@@ -67,6 +67,8 @@ func (s *Server) routeTable() []route {
 		{"POST", "/events", clientRoles, s.emitEvent},
 
 		{"POST", "/admin/tasks/{task_id}/requeue", adminRoles, s.requeueTask},
+		{"POST", "/admin/tasks/cancel", adminRoles, s.cancelTasks},
+		{"POST", "/admin/tasks/requeue", adminRoles, s.requeueTasks},
 		{"POST", "/admin/events/{event_id}/requeue", adminRoles, s.requeueEvent},
 		{"GET", "/admin/dead-letters", adminRoles, s.listDeadLetters},
 		{"POST", "/admin/dead-letters/requeue", adminRoles, s.requeueDeadLetters},

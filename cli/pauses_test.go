@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,4 +55,39 @@ func TestTasksPause(t *testing.T) {
 	code, out, _ = e.run("tasks", "paused")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "nothing is paused")
+}
+
+// TestTasksBulk: `wf tasks bulk-cancel|bulk-requeue` with a dry run, a
+// limit and the --all guard.
+func TestTasksBulk(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"noop.yaml": "kind: TaskType\nname: noop\ndescription: Does nothing.\nhandler: {builtin: noop}\n"})
+	for range 3 {
+		e.enqueue("noop", map[string]any{})
+	}
+	code, _, errOut := e.run("tasks", "bulk-cancel")
+	require.Equal(t, ExitUsage, code, errOut)
+	require.Contains(t, errOut, "--all")
+	code, _, _ = e.run("tasks", "bulk-cancel", "--all", "--status", "FAILED")
+	require.Equal(t, ExitUsage, code)
+
+	code, out, errOut := e.run("tasks", "bulk-cancel", "--type", "noop", "--dry-run")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "3 tasks match")
+	code, out, errOut = e.run("tasks", "bulk-cancel", "--type", "noop", "--limit", "2")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "cancelled 2 tasks; more match")
+	code, out, _ = e.run("tasks", "bulk-cancel", "--all")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "cancelled 1 tasks\n")
+
+	code, out, _ = e.run("tasks", "bulk-requeue", "--all", "--dry-run")
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "0 tasks match", "DEAD_LETTER by default")
+	code, out, errOut = e.run("tasks", "bulk-requeue", "--all", "--status", "CANCELLED")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "requeued 3 tasks")
+	code, out, _ = e.run("tasks", "list", "--status", "PENDING")
+	require.Equal(t, ExitOK, code)
+	require.Equal(t, 3, strings.Count(out, "noop"), out)
 }

@@ -52,7 +52,7 @@ func tasksCommand() *cli.Command {
 			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(accessRead, tasksShow)},
 			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksRequeue)},
 			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksCancel)},
-		}, pauseCommands()...),
+		}, append(pauseCommands(), bulkCommands()...)...),
 	}
 }
 

@@ -42,26 +42,10 @@ type BulkRequeue struct {
 }
 
 // RequeueDeadLetterTasks puts up to f.Limit matching DEAD_LETTER tasks back
-// to PENDING, oldest dead letter first. The matches are read from the
-// partial index on finished rows; each is requeued by RequeueTask in its own
-// statement, so one whose dedup key is now held by a live task is skipped
-// without undoing the others.
+// to PENDING, oldest first: RequeueTasks of the DEAD_LETTER status.
 func (s *Store) RequeueDeadLetterTasks(ctx context.Context, f DeadLetterFilter) (BulkRequeue, error) {
-	const q = `
-SELECT task_id FROM tasks.tasks
-WHERE status = 'DEAD_LETTER'
-  AND ($1::text[] IS NULL OR cardinality($1::text[]) = 0 OR task_type = ANY($1))
-  AND ($2::text[] IS NULL OR schema_name = ANY($2))
-ORDER BY finished_at, task_id
-LIMIT $3`
-	ids, err := collectIDs(ctx, s, "selecting dead-letter tasks to requeue", q, f.TaskTypes, f.SchemaNames, f.limit()+1)
-	if err != nil {
-		return BulkRequeue{}, err
-	}
-	return requeueEach(ids, f.limit(), func(id uuid.UUID) error {
-		_, err := s.RequeueTask(ctx, id)
-		return err
-	})
+	return s.RequeueTasks(ctx, TaskMatch{Statuses: []wftype.TaskStatus{wftype.StatusDeadLetter},
+		TaskTypes: f.TaskTypes, SchemaNames: f.SchemaNames, Limit: f.Limit})
 }
 
 // RequeueDeadLetterEvents puts up to f.Limit matching DEAD_LETTER events back
@@ -82,6 +66,23 @@ LIMIT $3`
 		_, err := s.RequeueEvent(ctx, id)
 		return err
 	})
+}
+
+// CountDeadLetters counts the dead letters f matches (a bulk requeue's dry
+// run): tasks, or events when events is true.
+func (s *Store) CountDeadLetters(ctx context.Context, f DeadLetterFilter, events bool) (int64, error) {
+	if !events {
+		return s.CountTasks(ctx, TaskMatch{Statuses: []wftype.TaskStatus{wftype.StatusDeadLetter},
+			TaskTypes: f.TaskTypes, SchemaNames: f.SchemaNames})
+	}
+	const q = `
+SELECT count(*) FROM tasks.events
+WHERE status = 'DEAD_LETTER'
+  AND ($1::text[] IS NULL OR cardinality($1::text[]) = 0 OR event_type = ANY($1))
+  AND ($2::text[] IS NULL OR schema_name = ANY($2))`
+	var n int64
+	err := s.db.QueryRow(ctx, q, f.EventTypes, f.SchemaNames).Scan(&n)
+	return n, wrap("counting dead-letter events", err)
 }
 
 // requeueEach requeues the first limit of ids one by one, each in its own

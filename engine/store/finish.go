@@ -302,17 +302,7 @@ WITH released AS (
 ),
 notified AS (SELECT count(pg_notify($5, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM released) q)
 SELECT task_id FROM released, notified`
-	keys := make([][16]byte, len(ids))
-	var lo, hi time.Time
-	for i, id := range ids {
-		keys[i] = id
-		if ts := IDTime(id); i == 0 || ts.Before(lo) {
-			lo = ts
-		}
-		if ts := IDTime(id); i == 0 || ts.After(hi) {
-			hi = ts
-		}
-	}
+	keys, lo, hi := idKeys(ids)
 	var out []uuid.UUID
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		rows, err := db.Query(ctx, q, keys, lo, hi, owner, s.channels.TaskQueued)

@@ -345,34 +345,6 @@ SELECT ` + taskColumns + ` FROM requeued, notified`
 	return t, wrap("requeueing task", err)
 }
 
-// CancelTask moves a PENDING or ACTIVE task to CANCELLED and notifies the
-// status channel with "CANCELLED:<id>", so the instance running it stops its
-// runner (at the latest at its next heartbeat).
-func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
-	const q = `
-WITH cancelled AS (
-    UPDATE tasks.tasks
-    SET status = 'CANCELLED', finished_at = now(), locked_until = NULL, error = coalesce(error, 'cancelled'),
-        -- A running attempt ends here (its runner's outcome will find the
-        -- task no longer ACTIVE and write nothing).
-        attempt_log = CASE WHEN status = 'ACTIVE'
-                           THEN tasks.append_attempt(attempt_log, attempts, owner_id, started_at, now(), 'CANCELLED', 'cancelled')
-                           ELSE attempt_log END
-    WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('PENDING', 'ACTIVE')
-    RETURNING ` + taskColumns + `
-),
-notified AS (SELECT count(pg_notify($3, 'CANCELLED:' || task_id::text)) AS n FROM cancelled)
-SELECT ` + taskColumns + ` FROM cancelled, notified`
-	t, err := scanTask(s.db.QueryRow(ctx, q, id, IDTime(id), s.channels.TaskStatusChanged))
-	if errors.Is(err, pgx.ErrNoRows) {
-		if _, gerr := s.GetTask(ctx, id); gerr != nil {
-			return t, gerr
-		}
-		return t, fmt.Errorf("task %s is not PENDING or ACTIVE: %w", id, wftype.ErrConflict)
-	}
-	return t, wrap("cancelling task", err)
-}
-
 // GetAttempts returns the attempt history of a task, oldest first: the last
 // 20 attempts that ended (see migration 006). It fails with
 // wftype.ErrNotFound for a task that does not exist.
