@@ -49,6 +49,7 @@ type pendingAgeView struct {
 type instanceView struct {
 	Service   string    `json:"service"`
 	Owner     string    `json:"owner"`
+	Role      string    `json:"role"` // engine (wf run) or api (wf serve)
 	Leader    bool      `json:"leader"`
 	StartedAt time.Time `json:"started_at"`
 }
@@ -123,7 +124,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 	}
 	if sc.all && p.role != config.RoleClient {
 		for _, in := range o.Instances {
-			v.Instances = append(v.Instances, instanceView{Service: in.Service, Owner: in.Owner, Leader: in.Leader, StartedAt: in.StartedAt})
+			v.Instances = append(v.Instances, instanceView{Service: in.Service, Owner: in.Owner, Role: in.Role, Leader: in.Leader, StartedAt: in.StartedAt})
 		}
 	}
 	last, err := s.store.LastTicks(r.Context())

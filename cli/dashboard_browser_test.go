@@ -192,6 +192,9 @@ func (e *dashboardEnv) call(method, path string, body any) map[string]any {
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)
 	defer res.Body.Close()
+	if res.StatusCode == http.StatusNoContent {
+		return nil
+	}
 	var out map[string]any
 	require.NoError(e.t, json.NewDecoder(res.Body).Decode(&out))
 	require.Less(e.t, res.StatusCode, 300, "%s %s: %v", method, path, out)
@@ -356,6 +359,100 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	require.Equal(t, 3, number(t, textOf(t, ctx, `[data-testid="count-tenant_noop-s_cat_a-COMPLETED"]`)))
 	screenshot(t, ctx, "overview-limited")
+
+	require.Empty(t, consoleProblems(), "the dashboard logged errors")
+}
+
+// TestDashboardAssetsInBrowser walks catalogs → collections → assets in
+// headless Chromium: the catalog page lists its collections, its assets a
+// page at a time (61 assets: two pages of 50), one collection's assets
+// alone, and the deleted ones only when asked; a catalog-limited token
+// lists its catalog only. No console error on the way.
+func TestDashboardAssetsInBrowser(t *testing.T) {
+	t.Parallel()
+	env := startDashboard(t)
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a", "title": "Roads and rivers"})
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-b"})
+	env.call("POST", "/catalogs/cat-a/collections", map[string]any{"collection_id": "roads"})
+	env.call("POST", "/catalogs/cat-a/collections", map[string]any{"collection_id": "rivers"})
+	for i := range 60 {
+		col := "roads"
+		if i%3 == 0 {
+			col = "rivers"
+		}
+		env.call("POST", "/catalogs/cat-a/assets", map[string]any{"asset_id": fmt.Sprintf("a%03d", i), "collection_id": col,
+			"uri": fmt.Sprintf("gs://bucket/a%03d.gpkg", i), "kind": "vector", "metadata": map[string]any{"driver": "GPKG"}})
+	}
+	env.call("POST", "/catalogs/cat-a/assets", map[string]any{"asset_id": "gone", "collection_id": "roads", "uri": "gs://bucket/gone.tif"})
+	env.call("DELETE", "/catalogs/cat-a/assets/gone", nil)
+
+	ctx, consoleProblems := browser(t)
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	assetRows := func() []string {
+		t.Helper()
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="assets"] tbody tr[data-asset]`)))
+		require.NoError(t, err)
+		var ids []string
+		for _, n := range nodes {
+			ids = append(ids, n.AttributeValue("data-asset"))
+		}
+		return ids
+	}
+
+	// Catalogs → cat-a: its collections and the first page of its assets.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/catalogs"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="catalogs"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="catalogs"] a[href="#/catalog/cat-a"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="assets"] tr[data-asset="a000"]`)),
+	))
+	require.Contains(t, textOf(t, ctx, "#page h1"), "cat-a")
+	cols, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="collections"] tr[data-collection]`)))
+	require.NoError(t, err)
+	require.Len(t, cols, 2)
+	first := assetRows()
+	require.Len(t, first, 50)
+	require.NotContains(t, first, "gone", "a deleted asset is listed only when asked")
+	screenshot(t, ctx, "catalog-assets")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("assets-next")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="assets"] tr[data-asset="a059"]`)),
+	))
+	require.Len(t, assetRows(), 10)
+
+	// One collection's assets: rivers holds every third.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid="collections"] tr[data-collection="rivers"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="collections"] tr.current[data-collection="rivers"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="assets"] tr[data-asset="a003"]`)),
+	))
+	rivers := assetRows()
+	require.Len(t, rivers, 20)
+	for _, id := range rivers {
+		n, err := strconv.Atoi(strings.TrimPrefix(id, "a"))
+		require.NoError(t, err)
+		require.Zero(t, n%3, "asset %s is not in rivers", id)
+	}
+	require.Contains(t, textOf(t, ctx, `[data-testid="assets"] tr[data-asset="a003"]`), "gs://bucket/a003.gpkg")
+
+	// With the deleted ones: roads shows "gone".
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/catalog/cat-a?collection_id=roads&all=1"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="assets"] tr[data-asset="gone"]`)),
+	))
+	require.Contains(t, textOf(t, ctx, `[data-testid="assets"] tr[data-asset="gone"]`), "deleted")
+
+	// A catalog-limited token lists its catalog only.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token"))))
+	signInBrowser(t, ctx, env.base, "browser-client-a-token-1")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/catalogs"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="catalogs"] a[href="#/catalog/cat-a"]`)),
+	))
+	require.NotContains(t, textOf(t, ctx, `[data-testid="catalogs"]`), "cat-b")
 
 	require.Empty(t, consoleProblems(), "the dashboard logged errors")
 }

@@ -48,6 +48,13 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
+	// The dashboard lists this instance by its presence connection (wf
+	// run's election connection does the same for engines).
+	pctx, stopPresence := context.WithCancel(ctx)
+	var presence sync.WaitGroup
+	presence.Go(func() { _ = eng.HoldPresence(pctx) })
+	defer presence.Wait()
+	defer stopPresence()
 	select {
 	case <-ctx.Done():
 	case err := <-h.done:

@@ -101,6 +101,26 @@ func TestServe(t *testing.T) {
 
 	code, body := post(t, base+"/catalogs", "serve-test-token", `{"catalog_id": "served"}`)
 	require.Equal(t, http.StatusCreated, code, string(body))
+
+	// The dashboard's instances list wf serve (its presence connection,
+	// opened beside the server: polled until it shows).
+	var stats struct {
+		Instances []struct{ Service, Owner, Role string } `json:"instances"`
+	}
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest("GET", base+"/stats", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer serve-test-token")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&stats))
+		return len(stats.Instances) == 1
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, "api", stats.Instances[0].Role)
+	require.Equal(t, "wf", stats.Instances[0].Service)
+	require.NotEmpty(t, stats.Instances[0].Owner)
 	stop()
 }
 

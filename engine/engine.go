@@ -38,6 +38,7 @@ import (
 	"github.com/wfhq/wf/engine/maintenance/janitor"
 	"github.com/wfhq/wf/engine/maintenance/scheduler"
 	"github.com/wfhq/wf/engine/metrics"
+	"github.com/wfhq/wf/engine/presence"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
@@ -401,6 +402,16 @@ func (e *Engine) LeaderChanged() <-chan struct{} { return e.elector.Changed() }
 
 // Owner is this instance's id.
 func (e *Engine) Owner() string { return e.cfg.Owner }
+
+// HoldPresence keeps, until ctx ends, the connection that lists this
+// instance among the dashboard's instances when it does not Run (wf serve
+// builds an engine for its parts): see engine/presence.
+func (e *Engine) HoldPresence(ctx context.Context) error {
+	return presence.Hold(ctx, presence.Config{
+		Service: e.cfg.Name, Owner: e.cfg.Owner, Logger: e.cfg.Logger,
+		ConnConfig: cmp.Or(e.cfg.SessionConnConfig, e.cfg.Pool.Config().ConnConfig),
+	})
+}
 
 // Run runs the engine until ctx ends, then shuts down gracefully (see
 // dispatch.Dispatcher.Run) and returns.

@@ -53,10 +53,13 @@ type PendingAge struct {
 
 // Instance is one wf instance connected to the database, found by the
 // application_name of its leader-election connection
-// ("wf-leader:<service>:<owner>").
+// ("wf-leader:<service>:<owner>", wf run) or of its presence connection
+// ("wf-serve:<service>:<owner>", wf serve: engine/presence).
 type Instance struct {
-	Service   string    `json:"service"`
-	Owner     string    `json:"owner"`
+	Service string `json:"service"`
+	Owner   string `json:"owner"`
+	// Role is "engine" (wf run: claims tasks, may lead) or "api" (wf serve).
+	Role      string    `json:"role"`
 	Leader    bool      `json:"leader"` // its election connection holds the service's advisory lock
 	StartedAt time.Time `json:"started_at"`
 	Address   string    `json:"address"`
@@ -146,13 +149,16 @@ WHERE status = 'PENDING' AND ($1::text[] IS NULL OR schema_name = ANY($1))
 GROUP BY task_type, schema_name ORDER BY task_type, schema_name`
 
 // overviewInstancesSQL lists the wf instances connected to this database by
-// their election connections, and which of them holds an advisory lock (the
-// leader lock is the only one an election connection takes).
+// their election connections (wf run) and presence connections (wf serve),
+// and which election connection holds an advisory lock (the leader lock is
+// the only one an election connection takes).
 const overviewInstancesSQL = `
 SELECT a.application_name, a.backend_start, coalesce(host(a.client_addr), ''),
-       EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)
+       a.application_name LIKE 'wf-leader:%'
+       AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)
 FROM pg_stat_activity a
-WHERE a.datname = current_database() AND a.application_name LIKE 'wf-leader:%'
+WHERE a.datname = current_database()
+  AND (a.application_name LIKE 'wf-leader:%' OR a.application_name LIKE 'wf-serve:%')
 ORDER BY a.application_name`
 
 // overviewOutboxSQL counts the outbox by status from its partial indexes
@@ -320,8 +326,15 @@ func readInstances(ctx context.Context, tx pgx.Tx) ([]Instance, error) {
 		if err := rows.Scan(&app, &in.StartedAt, &in.Address, &in.Leader); err != nil {
 			return nil, err
 		}
-		// wf-leader:<service>:<owner>; an owner may itself hold colons.
-		rest := strings.TrimPrefix(app, "wf-leader:")
+		// wf-leader:<service>:<owner> or wf-serve:<service>:<owner>; an
+		// owner may itself hold colons.
+		in.Role = "engine"
+		rest, api := strings.CutPrefix(app, "wf-serve:")
+		if api {
+			in.Role = "api"
+		} else {
+			rest = strings.TrimPrefix(app, "wf-leader:")
+		}
 		in.Service, in.Owner, _ = strings.Cut(rest, ":")
 		in.StartedAt = in.StartedAt.UTC()
 		out = append(out, in)

@@ -141,7 +141,8 @@ async function route() {
   stopTimer();
   const { parts, params } = parseHash();
   const page = parts[0] || "overview";
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === page);
+  const section = { task: "tasks", catalog: "catalogs" }[page] || page;
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === section);
   const root = document.getElementById("page");
   root.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   try {
@@ -151,6 +152,7 @@ async function route() {
       case "dead-letters": await deadLettersPage(root, params); break;
       case "webhooks": await webhooksPage(root); break;
       case "catalogs": await catalogsPage(root); break;
+      case "catalog": await catalogPage(root, parts[1], params); break;
       default: await overviewPage(root);
     }
   } catch (e) {
@@ -220,8 +222,9 @@ function renderOverview(s) {
           s.oldest_pending.map((p) => h("tr", {}, h("td", {}, p.task_type), h("td", {}, p.schema_name), h("td", { class: "num" }, p.due.toLocaleString()),
             h("td", { class: "num" }, fmtAge(p.age_seconds)))), { "data-testid": "oldest-pending" })),
       s.instances ? h("div", {}, h("h2", {}, "Instances"),
-        table(["service", "instance", "role", "connected since"], s.instances.map((i) => h("tr", {},
-          h("td", {}, i.service), h("td", {}, i.owner), h("td", {}, i.leader ? h("strong", {}, "leader") : "follower"),
+        table(["service", "instance", "role", "connected since"], s.instances.map((i) => h("tr", { "data-role": i.role },
+          h("td", {}, i.service), h("td", {}, i.owner),
+          h("td", {}, i.role === "api" ? "API only (wf serve)" : i.leader ? h("strong", {}, "leader") : "follower"),
           h("td", {}, fmtTime(i.started_at)))), { "data-testid": "instances" })) : null),
     h("h2", {}, "Schedules"),
     table(["schedule", "cron", "task type", "next tick", "last tick"], s.schedules.map((x) => h("tr", {},
@@ -457,12 +460,61 @@ async function catalogsPage(root) {
   const rows = [];
   for (const c of cats.items) {
     const cols = await api("GET", "/catalogs/" + encodeURIComponent(c.catalog_id) + "/collections?limit=200");
-    rows.push(h("tr", {}, h("td", {}, c.catalog_id), h("td", {}, c.title || ""), h("td", {},
+    rows.push(h("tr", {}, h("td", {}, h("a", { href: "#/catalog/" + encodeURIComponent(c.catalog_id) }, c.catalog_id)), h("td", {}, c.title || ""), h("td", {},
       h("a", { href: "#/tasks?schema_name=" + encodeURIComponent(c.schema_name) }, c.schema_name)),
-      h("td", {}, cols.items.map((x) => x.collection_id).join(", ")), h("td", {}, fmtTime(c.created_at))));
+      h("td", {}, cols.items.map((x, i) => [i ? ", " : "", h("a", { href: "#/catalog/" + encodeURIComponent(c.catalog_id) +
+        "?collection_id=" + encodeURIComponent(x.collection_id) }, x.collection_id)])), h("td", {}, fmtTime(c.created_at))));
   }
   parts.push(table(["catalog", "title", "tenant", "collections", "created"], rows, { "data-testid": "catalogs" }));
   root.replaceChildren(...parts);
+}
+
+// catalogPage shows one catalog: its collections, and its assets (of one
+// collection when collection_id is given, of every status when all is
+// set), a page at a time.
+async function catalogPage(root, id, params) {
+  const base = "/catalogs/" + encodeURIComponent(id);
+  const [c, cols] = await Promise.all([api("GET", base), api("GET", base + "/collections?limit=200")]);
+  const collection = params.get("collection_id") || "";
+  const all = params.get("all") === "1";
+  const link = (col, allStatuses) => "#/catalog/" + encodeURIComponent(id) + "?" +
+    new URLSearchParams(Object.assign(col ? { collection_id: col } : {}, allStatuses ? { all: "1" } : {})).toString();
+  const list = h("div", { id: "asset-list" });
+  root.replaceChildren(
+    h("h1", {}, "Catalog " + c.catalog_id),
+    h("table", { class: "kv" }, h("tbody", {},
+      [["title", c.title], ["description", c.description], ["tenant", h("a", { href: "#/tasks?schema_name=" + encodeURIComponent(c.schema_name) }, c.schema_name)],
+        ["created", fmtTime(c.created_at)]].filter(([, v]) => v).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, v))))),
+    h("h2", {}, "Collections"),
+    table(["collection", "title", "created", ""], cols.items.map((x) => h("tr", { "data-collection": x.collection_id, class: x.collection_id === collection ? "current" : null },
+      h("td", {}, x.collection_id), h("td", {}, x.title || ""), h("td", {}, fmtTime(x.created_at)),
+      h("td", {}, h("a", { href: link(x.collection_id, all) }, "assets")))), { "data-testid": "collections" }),
+    h("h2", {}, collection ? "Assets of " + collection : "Assets"),
+    h("p", {}, collection ? [h("a", { href: link("", all) }, "every collection"), " · "] : null,
+      all ? h("a", { href: link(collection, false) }, "active and archived only") : h("a", { href: link(collection, true), id: "assets-all" }, "with deleted ones")),
+    list);
+  const query = new URLSearchParams({ limit: "50" });
+  if (collection) query.set("collection_id", collection);
+  if (all) for (const st of ["active", "archived", "deleted"]) query.append("status", st);
+  const cursors = [""];
+  let page = 0;
+  const load = async () => {
+    const q = new URLSearchParams(query);
+    if (cursors[page]) q.set("cursor", cursors[page]);
+    const res = await api("GET", base + "/assets?" + q.toString());
+    cursors[page + 1] = res.next_cursor || "";
+    list.replaceChildren(
+      table(["asset", "collection", "kind", "status", "uri", "metadata", "updated"], res.items.map((a) => h("tr", { "data-asset": a.asset_id },
+        h("td", {}, a.asset_id), h("td", {}, a.collection_id || ""), h("td", {}, a.kind), h("td", {}, h("span", { class: "status " + a.status }, a.status)),
+        h("td", {}, a.uri), h("td", {}, Object.keys(a.metadata || {}).length ? h("details", {}, h("summary", {}, Object.keys(a.metadata).join(", ")),
+          h("pre", {}, fmtJSON(a.metadata))) : ""), h("td", {}, fmtTime(a.updated_at)))), { "data-testid": "assets" }),
+      h("p", {},
+        h("button", { type: "button", class: "secondary", id: "assets-prev", disabled: page === 0, onclick: () => { page--; load(); } }, "← Previous"), " ",
+        h("button", { type: "button", class: "secondary", id: "assets-next", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Next →"),
+        " ", h("span", { class: "muted" }, "page " + (page + 1))));
+    setStatus("updated " + new Date().toLocaleTimeString());
+  };
+  await load();
 }
 
 // ---- start -----------------------------------------------------------------------
