@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // How EnsureMonth waits for the lock that creating a partition needs.
@@ -33,33 +36,78 @@ type monthCache struct {
 }
 
 // EnsureMonths makes sure the partitions of the months holding times exist
-// (EnsureMonth), once per process: a month seen before costs nothing. It
-// works on the store's pool even when the store is bound to a transaction,
-// so the partition's lock is never held by the caller's transaction. The
+// (EnsureMonth), once per process: a month seen before costs nothing. The
 // client (tasks), the emitter (events) and the event consumer all go
 // through it.
+//
+// A month not seen before is first looked up in the catalog on what the
+// store runs on (the caller's transaction, if bound to one), which takes no
+// lock: the partitions normally exist, created months ahead by maintenance.
+// Only a month that must be created is created elsewhere, so the partition's
+// lock is never held by the caller's transaction: on the pool, or, from
+// inside a transaction, on a connection of its own. A transaction must not
+// wait for a second connection of the pool: when the transactions waiting
+// for its locks hold every other one, it would wait forever.
 func (s *Store) EnsureMonths(ctx context.Context, times ...time.Time) error {
 	var missing []time.Time
 	seen := map[string]bool{}
 	s.months.mu.Lock()
 	for _, at := range times {
-		key := at.UTC().Format("2006-01")
+		key := monthKey(at)
 		if !s.months.known[key] && !seen[key] {
 			seen[key] = true
 			missing = append(missing, at)
 		}
 	}
 	s.months.mu.Unlock()
-	root := &Store{db: s.root, channels: s.channels, root: s.root, months: s.months}
 	for _, at := range missing {
-		if err := root.EnsureMonth(ctx, at); err != nil {
+		exists, err := s.monthExists(ctx, at)
+		if err != nil {
 			return err
 		}
+		if !exists {
+			if err := s.createMonth(ctx, at); err != nil {
+				return err
+			}
+		}
 		s.months.mu.Lock()
-		s.months.known[at.UTC().Format("2006-01")] = true
+		s.months.known[monthKey(at)] = true
 		s.months.mu.Unlock()
 	}
 	return nil
+}
+
+// monthKey names the month holding at in the month cache.
+func monthKey(at time.Time) string { return at.UTC().Format("2006-01") }
+
+// monthExists reports whether the partitions of tasks.tasks and tasks.events
+// for the month holding at (UTC, as tasks.ensure_partitions names them)
+// exist, by their names in the catalog: no lock is taken.
+func (s *Store) monthExists(ctx context.Context, at time.Time) (bool, error) {
+	const q = `
+SELECT to_regclass('tasks.tasks_p' || $1::text) IS NOT NULL
+   AND to_regclass('tasks.events_p' || $1::text) IS NOT NULL`
+	var ok bool
+	err := s.db.QueryRow(ctx, q, at.UTC().Format("2006_01")).Scan(&ok)
+	return ok, wrap("looking up the partitions of "+at.UTC().Format("2006-01"), err)
+}
+
+// createMonth runs EnsureMonth outside the caller's transaction: on the pool
+// when the store is not bound to one, else on a connection of its own (see
+// EnsureMonths).
+func (s *Store) createMonth(ctx context.Context, at time.Time) error {
+	pool, isPool := s.root.(*pgxpool.Pool)
+	if !s.inTx || !isPool {
+		root := &Store{db: s.root, channels: s.channels, root: s.root, months: s.months}
+		return root.EnsureMonth(ctx, at)
+	}
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("error connecting to create the partitions of %s: %w", at.UTC().Format("2006-01"), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	own := &Store{db: conn, channels: s.channels, root: conn, months: s.months}
+	return own.EnsureMonth(ctx, at)
 }
 
 // EnsureMonth makes sure the partitions of the month holding at exist, for

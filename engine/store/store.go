@@ -49,6 +49,8 @@ type Store struct {
 	// root is what New was given (a pool): the months' partitions are
 	// created on it, never inside a caller's transaction.
 	root DBTX
+	// inTx says db is a caller's transaction (WithTx).
+	inTx bool
 	// months are the months whose partitions are known to exist, shared by
 	// every copy of the store (WithTx, WithChannels): one cache per process
 	// for tasks and events alike (see EnsureMonths).
@@ -73,7 +75,7 @@ func (s *Store) Channels() Channels { return s.channels }
 // WithTx returns a store whose statements run inside tx.
 func (s *Store) WithTx(tx pgx.Tx) *Store {
 	cp := *s
-	cp.db = tx
+	cp.db, cp.inTx = tx, true
 	return &cp
 }
 
