@@ -129,7 +129,7 @@ func fakeTimeEnv() ([]string, error) {
 	}
 	libs, _ := filepath.Glob(fakeTimeLibs)
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: datefudge is missing (apt-get install datefudge, or make test-dates installs it)", clock.Now().Format(time.RFC3339))
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: datefudge is missing: run `make datefudge` (apt-get install datefudge) or `make test`, which installs it", clock.Now().Format(time.RFC3339))
 	}
 	return []string{
 		"LD_PRELOAD=" + libs[0],
