@@ -223,7 +223,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: leaderMetrics(pool),
+		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(),
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

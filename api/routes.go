@@ -31,6 +31,13 @@ var (
 	adminRoles  = []config.Role{config.RoleAdmin}
 )
 
+// tilePattern is the tile route's net/http pattern: a wildcard fills a whole
+// path segment, so "{y}" holds "{y}.mvt" and getTile reads the suffix.
+const tilePattern = "/catalogs/{catalog_id}/collections/{collection_id}/tiles/{z}/{x}/{y}"
+
+// documentedPaths maps the patterns whose OpenAPI path differs to it.
+var documentedPaths = map[string]string{tilePattern: tilePattern + ".mvt"}
+
 // routeTable lists every operation of the API; the OpenAPI document has one
 // operation for each (checked by a test).
 func (s *Server) routeTable() []route {
@@ -48,6 +55,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/catalogs/{catalog_id}/collections", clientRoles, s.listCollections},
 		{"GET", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.getCollection},
 		{"DELETE", "/catalogs/{catalog_id}/collections/{collection_id}", clientRoles, s.deleteCollection},
+		{"GET", tilePattern, clientRoles, s.getTile},
 		{"POST", "/catalogs/{catalog_id}/assets", clientRoles, s.createAsset},
 		{"GET", "/catalogs/{catalog_id}/assets", clientRoles, s.listAssets},
 		{"GET", "/catalogs/{catalog_id}/assets/{asset_id}", clientRoles, s.getAsset},

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
@@ -82,6 +83,10 @@ type Config struct {
 	// Metrics, when set, is the metrics the engine also reports to (wf run);
 	// nil makes one for the API alone.
 	Metrics *metrics.Metrics
+	// TileCacheURL is the tile cache the tile endpoint reads and fills
+	// (tiles.cache_url): gs://bucket/prefix or file:///folder; "" means
+	// tiles.Config's default.
+	TileCacheURL string
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string
@@ -107,6 +112,8 @@ type Server struct {
 	maxDepth  int
 	handler   http.Handler
 	ingestion *spec.TaskType
+	// tiles serves the tile endpoint.
+	tiles *tiles.Service
 }
 
 // New validates cfg, fills its defaults and builds the server.
@@ -163,6 +170,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.New(metrics.Config{Store: st})
+	}
+	if s.tiles, err = tiles.New(tiles.Config{Store: st, CacheURL: cfg.TileCacheURL}); err != nil {
+		return nil, fmt.Errorf("error creating the HTTP API: %w", err)
 	}
 	var syncPairs []runners.Pair
 	for _, tt := range cfg.Specs.TaskTypes() {

@@ -44,7 +44,7 @@ func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *
 			return err
 		}
 		features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log,
-			HTTPClient: outbound.Client(0)})
+			HTTPClient: outbound.Client(0), TileCacheURL: cfg.Tiles.CacheURL})
 		if err != nil {
 			return err
 		}

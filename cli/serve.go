@@ -94,7 +94,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 	srv, err := api.New(api.Config{
 		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
-		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook,
+		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 	})
 	if err != nil {
 		return nil, err

@@ -67,6 +67,8 @@ type Config struct {
 	Report Report `yaml:"report"`
 	// Files says which local files tasks may read and write.
 	Files Files `yaml:"files"`
+	// Tiles says where vector tiles are cached.
+	Tiles Tiles `yaml:"tiles"`
 	// HTTP holds the HTTP server's limits.
 	HTTP HTTP `yaml:"http"`
 	// Outbound says where wf's outbound requests may go.
@@ -124,6 +126,15 @@ type Report struct {
 	BucketURL string `yaml:"bucket_url"`
 	// Gzip compresses report objects.
 	Gzip bool `yaml:"gzip"`
+}
+
+// Tiles says where the tile cache lives (tiles_preseed writes it, the
+// tile endpoint reads and fills it).
+type Tiles struct {
+	// CacheURL is gs://bucket/prefix or file:///folder; each tenant's tiles
+	// go under <CacheURL>/<schema_name>/. Load turns an empty value into
+	// file://<absolute DataDir>/tiles.
+	CacheURL string `yaml:"cache_url"`
 }
 
 // Files says which local files the ingestion and export tasks may name.

@@ -136,6 +136,13 @@ func (c *Config) finish() error {
 		}
 		c.Report.BucketURL = "file://" + filepath.ToSlash(abs)
 	}
+	if c.Tiles.CacheURL == "" {
+		abs, err := filepath.Abs(filepath.Join(c.DataDir, "tiles"))
+		if err != nil {
+			return Errors{{Source: c.Origin("data_dir"), Field: "data_dir", Message: fmt.Sprintf("cannot resolve the folder: %v", err)}}
+		}
+		c.Tiles.CacheURL = "file://" + filepath.ToSlash(abs)
+	}
 	if len(c.Files.LocalRoots) == 0 {
 		abs, err := filepath.Abs(filepath.Join(c.DataDir, "files"))
 		if err != nil {

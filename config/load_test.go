@@ -197,6 +197,7 @@ var everyEnv = map[string]string{
 	"WF_REPORT_BUCKET_URL":            "gs://bucket/prefix",
 	"WF_REPORT_GZIP":                  "true",
 	"WF_FILES_LOCAL_ROOTS":            "/srv/files,/mnt/shared",
+	"WF_TILES_CACHE_URL":              "gs://tiles/wf",
 	"WF_HTTP_MAX_BODY_BYTES":          "2048",
 	"WF_HTTP_MAX_JSON_DEPTH":          "32",
 	"WF_OUTBOUND_ALLOW":               "10.0.0.0/8,127.0.0.1",
@@ -213,7 +214,7 @@ func TestEnvVarNames(t *testing.T) {
 		"WF_CHANNELS_TASK_QUEUED", "WF_CHANNELS_TASK_STATUS_CHANGED", "WF_CHANNELS_EVENTS",
 		"WF_RETENTION_COMPLETED", "WF_RETENTION_FAILED", "WF_RETENTION_DEAD_LETTER",
 		"WF_RETENTION_DEAD_LETTER_EVENTS", "WF_RETENTION_PARTITIONS_AHEAD",
-		"WF_TOKENS", "WF_REPORT_BUCKET_URL", "WF_REPORT_GZIP", "WF_FILES_LOCAL_ROOTS",
+		"WF_TOKENS", "WF_REPORT_BUCKET_URL", "WF_REPORT_GZIP", "WF_FILES_LOCAL_ROOTS", "WF_TILES_CACHE_URL",
 		"WF_HTTP_MAX_BODY_BYTES", "WF_HTTP_MAX_JSON_DEPTH", "WF_HTTP_READ_TIMEOUT", "WF_HTTP_WRITE_TIMEOUT", "WF_OUTBOUND_ALLOW",
 	}, EnvVars())
 }
@@ -237,6 +238,7 @@ func TestEveryLeafHasAnEnvVar(t *testing.T) {
 	require.Equal(t, []Token{{Name: "ci", Role: RoleClient, Catalogs: []string{"c1"}, TokenSHA256: HashToken("0123456789abcdef")}}, c.Tokens)
 	require.True(t, c.Report.Gzip)
 	require.Equal(t, []string{"/srv/files", "/mnt/shared"}, c.Files.LocalRoots)
+	require.Equal(t, "gs://tiles/wf", c.Tiles.CacheURL)
 	require.Equal(t, int64(2048), c.HTTP.MaxBodyBytes)
 	require.Equal(t, "q3", c.Channels.Events)
 }

@@ -97,6 +97,8 @@ report:
     gzip: false
 files:
     local_roots: []
+tiles:
+    cache_url: ""
 http:
     max_body_bytes: 1048576
     max_json_depth: 64

@@ -126,6 +126,11 @@ func (c *Config) Validate() error {
 			add("report.bucket_url", "%s", msg)
 		}
 	}
+	if c.Tiles.CacheURL != "" {
+		if msg := checkBucketURL(c.Tiles.CacheURL); msg != "" {
+			add("tiles.cache_url", "%s", msg)
+		}
+	}
 	for i, cidr := range c.Outbound.Allow {
 		if _, err := egress.NewPolicy([]string{cidr}); err != nil {
 			add(fmt.Sprintf("outbound.allow[%d]", i), "expected a CIDR prefix such as 10.0.0.0/8 or an address, got %q", cidr)

@@ -1,7 +1,7 @@
 // Package builtins binds the builtin handlers of feature data — ingestion
 // (catalog/ingest), export_features (catalog/export), collection_drop and
-// catalog_drop (catalog/collections), gdal (catalog/gdal) — to their
-// dependencies.
+// catalog_drop (catalog/collections), gdal (catalog/gdal), tiles_preseed
+// (catalog/tiles) — to their dependencies.
 //
 // Spec validation needs only the handler names (Names). New builds the
 // handlers from a Deps when the engine is built, so a missing dependency is
@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/catalog/export"
 	"github.com/wfhq/wf/catalog/gdal"
 	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
@@ -31,7 +32,7 @@ import (
 // Names lists the handler names Register adds.
 func Names() []string {
 	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName,
-		gdal.HandlerName}
+		gdal.HandlerName, tiles.HandlerName}
 }
 
 // Deps are what the handlers need at run time.
@@ -57,6 +58,9 @@ type Deps struct {
 	HTTPClient *http.Client
 	// Logger receives a line per finished ingestion; nil means slog.Default().
 	Logger *slog.Logger
+	// TileCacheURL is the tile cache tiles_preseed writes (tiles.cache_url):
+	// gs://bucket/prefix or file:///folder; "" means tiles.Config's default.
+	TileCacheURL string
 }
 
 // Handlers are the handlers, bound to their dependencies.
@@ -65,6 +69,7 @@ type Handlers struct {
 	export  *export.Handler
 	collect *collections.Handlers
 	gdal    *gdal.Handler
+	tiles   *tiles.Handler
 }
 
 // New checks d and builds the handlers from it.
@@ -94,7 +99,11 @@ func New(d Deps) (*Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd}, nil
+	ts, err := tiles.New(tiles.Config{Store: d.Store, CacheURL: d.TileCacheURL})
+	if err != nil {
+		return nil, err
+	}
+	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd, tiles: tiles.NewHandler(ts)}, nil
 }
 
 // Register adds the handlers to reg. A name reg already holds keeps
@@ -107,6 +116,7 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 		reg.Register(collections.CollectionDropName, h.DropCollection),
 		reg.Register(collections.CatalogDropName, h.DropCatalog),
 		reg.Register(gdal.HandlerName, h.GDAL),
+		reg.Register(tiles.HandlerName, h.PreseedTiles),
 	)
 }
 
@@ -133,4 +143,9 @@ func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, rep repor
 // GDAL is the "gdal" builtin handler (gdal.Handler.Handle).
 func (h *Handlers) GDAL(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
 	return h.gdal.Handle(ctx, task, rep)
+}
+
+// PreseedTiles is the "tiles_preseed" builtin handler (tiles.Handler.Handle).
+func (h *Handlers) PreseedTiles(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
+	return h.tiles.Handle(ctx, task, rep)
 }

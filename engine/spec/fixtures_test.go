@@ -97,7 +97,7 @@ func TestShippedSpecsAreValid(t *testing.T) {
 	// and catalog/builtins.
 	opts := testOptions()
 	opts.Builtins = append(opts.Builtins, "event_dispatch", "webhook_delivery",
-		"ingestion", "export_features", "collection_drop", "catalog_drop", "gdal")
+		"ingestion", "export_features", "collection_drop", "catalog_drop", "gdal", "tiles_preseed")
 	set, err := Load(opts, "../../specs")
 	require.NoError(t, err)
 	for _, name := range []string{"noop", "sleep", "fail", "shell_echo"} {

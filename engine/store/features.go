@@ -379,6 +379,11 @@ WHERE c.schema_name = $1 AND k.collection_id = $2`, t.Schema, t.Collection).Scan
 		if err != nil {
 			return res, err
 		}
+		if tag.RowsAffected() > 0 {
+			if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
+				return res, err
+			}
+		}
 		res.Outcome, res.Purged = DropPurged, tag.RowsAffected()
 		return res, nil
 	}

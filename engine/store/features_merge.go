@@ -184,6 +184,9 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
 				return fmt.Errorf("copying new versions: %w", err)
 			}
+			if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
