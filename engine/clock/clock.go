@@ -134,6 +134,24 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
+// Every calls fn every d on c, until ctx ends or fn returns false; the
+// first call comes d after Every starts. It is the loop of a service that
+// does one thing per interval (a heartbeat, maintenance).
+func Every(ctx context.Context, c Clock, d time.Duration, fn func() bool) {
+	t := c.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if !fn() {
+			return
+		}
+	}
+}
+
 // Real is the wall clock (moved by WF_TEST_NOW in test runs, see Now).
 type Real struct{}
 

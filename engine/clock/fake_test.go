@@ -68,30 +68,32 @@ func TestFakeTicker(t *testing.T) {
 	f := clock.NewFake(t0)
 	tk := f.NewTicker(10 * time.Second)
 	defer tk.Stop()
-	f.Advance(10 * time.Second)
-	at, ok := received(tk.C())
-	require.True(t, ok)
-	require.Equal(t, t0.Add(10*time.Second), at)
-	// A slow receiver misses ticks rather than receiving a backlog.
-	f.Advance(35 * time.Second)
-	_, ok = received(tk.C())
-	require.True(t, ok)
-	_, ok = received(tk.C())
-	require.False(t, ok)
-	// The ticks keep their phase: the next is at 50 s.
-	f.Advance(4 * time.Second)
-	_, ok = received(tk.C())
-	require.False(t, ok)
-	f.Advance(time.Second)
-	_, ok = received(tk.C())
-	require.True(t, ok)
-	tk.Reset(time.Minute)
-	f.Advance(59 * time.Second)
-	_, ok = received(tk.C())
-	require.False(t, ok)
-	f.Advance(time.Second)
-	_, ok = received(tk.C())
-	require.True(t, ok)
+	for i, step := range []struct {
+		reset   time.Duration // when set, Reset the ticker first
+		advance time.Duration
+		ticks   int // how many ticks are there to receive after the move
+	}{
+		{advance: 9 * time.Second},
+		{advance: time.Second, ticks: 1},
+		// A slow receiver misses ticks rather than receiving a backlog.
+		{advance: 35 * time.Second, ticks: 1},
+		// The ticks keep their phase: the next is at 50 s.
+		{advance: 4 * time.Second},
+		{advance: time.Second, ticks: 1},
+		{reset: time.Minute, advance: 59 * time.Second},
+		{advance: time.Second, ticks: 1},
+	} {
+		if step.reset > 0 {
+			tk.Reset(step.reset)
+		}
+		f.Advance(step.advance)
+		got := 0
+		for at, ok := received(tk.C()); ok; at, ok = received(tk.C()) {
+			require.Equal(t, f.Now(), at, "step %d", i)
+			got++
+		}
+		require.Equal(t, step.ticks, got, "step %d", i)
+	}
 	tk.Stop()
 	require.Zero(t, f.Waiters())
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
 )
@@ -13,18 +14,12 @@ import (
 // heartbeat extends the leases of every running task once per interval, in
 // one statement, and cancels the tasks whose lease is gone.
 func (d *Dispatcher) heartbeat(ctx context.Context) {
-	t := d.cfg.Clock.NewTicker(d.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+	clock.Every(ctx, d.cfg.Clock, d.cfg.HeartbeatInterval, func() bool {
 		if err := d.beat(ctx); err != nil && ctx.Err() == nil {
 			d.log.Warn("heartbeat failed; retrying at the next interval", "err", err)
 		}
-	}
+		return true
+	})
 }
 
 func (d *Dispatcher) beat(ctx context.Context) error {

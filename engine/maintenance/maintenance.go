@@ -130,18 +130,14 @@ func New(cfg Config) (*Supervisor, error) {
 // Run runs maintenance at once and then every Interval until ctx ends
 // (leadership lost or shutdown). It is an engine leader service.
 func (s *Supervisor) Run(ctx context.Context) {
-	t := s.cfg.Clock.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
+	run := func() bool {
 		if _, err := s.RunOnce(ctx, s.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
 			s.log.Warn("maintenance run failed; retrying at the next interval", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+		return true
 	}
+	run()
+	clock.Every(ctx, s.cfg.Clock, s.cfg.Interval, run)
 }
 
 // monthStart is the first instant of t's month, in UTC (partitions are

@@ -148,11 +148,8 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 func (s *Store) claimUncapped(ctx context.Context, args []any) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		rows, err := db.Query(ctx, claimTasksSQL, args...)
-		if err != nil {
-			return 0, wrap("claiming tasks", err)
-		}
-		tasks, err = collectTasks(rows, "claiming tasks")
+		var err error
+		tasks, err = queryAll(ctx, db, "claiming tasks", claimTasksSQL, scanTask, args...)
 		return len(tasks), err
 	})
 	return tasks, err

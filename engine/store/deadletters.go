@@ -38,11 +38,7 @@ WHERE status = 'DEAD_LETTER'
   AND ($1::timestamptz IS NULL OR (finished_at, task_id) < ($1, $2::uuid))
 ORDER BY finished_at DESC, task_id DESC
 LIMIT $3`
-	rows, err := s.db.Query(ctx, q, p.AfterTime, p.AfterID, p.limit())
-	if err != nil {
-		return nil, wrap("listing dead-letter tasks", err)
-	}
-	return collectTasks(rows, "listing dead-letter tasks")
+	return queryAll(ctx, s.db, "listing dead-letter tasks", q, scanTask, p.AfterTime, p.AfterID, p.limit())
 }
 
 // ListDeadLetterEvents returns DEAD_LETTER events, most recently
@@ -56,11 +52,7 @@ WHERE status = 'DEAD_LETTER'
   AND ($1::timestamptz IS NULL OR (dead_lettered_at, event_id) < ($1, $2::uuid))
 ORDER BY dead_lettered_at DESC, event_id DESC
 LIMIT $3`
-	rows, err := s.db.Query(ctx, q, p.AfterTime, p.AfterID, p.limit())
-	if err != nil {
-		return nil, wrap("listing dead-letter events", err)
-	}
-	return collectEvents(rows, "listing dead-letter events")
+	return queryAll(ctx, s.db, "listing dead-letter events", q, scanEvent, p.AfterTime, p.AfterID, p.limit())
 }
 
 // GetEvent returns one event by id; the id's embedded time prunes the look-up

@@ -58,19 +58,6 @@ func scanEvent(row pgx.Row) (Event, error) {
 	return e, nil
 }
 
-func collectEvents(rows pgx.Rows, doing string) ([]Event, error) {
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, wrap(doing, err)
-		}
-		out = append(out, e)
-	}
-	return out, wrap(doing, rows.Err())
-}
-
 // NewEvent is one event to write to the outbox.
 type NewEvent struct {
 	ID         uuid.UUID // optional: a UUIDv7 is generated when zero
@@ -167,66 +154,28 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 			dedups[i] = &k
 		}
 	}
-	rows, err := s.db.Query(ctx, insertEventsSQL, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events)
-	if err != nil {
-		return nil, wrap("inserting events", err)
-	}
-	inserted, err := collectEvents(rows, "inserting events")
+	inserted, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[uuid.UUID]Event, len(inserted))
-	for _, e := range inserted {
-		byID[e.ID] = e
+	keys := make([]tenantKey, n)
+	for i := range events {
+		keys[i] = tenantKey{events[i].SchemaName, events[i].DedupKey}
+	}
+	settled, err := settleInserts(ctx, ids, keys, inserted, func(e Event) uuid.UUID { return e.ID }, s.eventsByDedupKey)
+	if err != nil {
+		return nil, err
 	}
 	results := make([]EventInsertResult, n)
-	var dupSchemas, dupKeys []string
-	for i, e := range events {
-		if row, ok := byID[e.ID]; ok {
-			results[i] = EventInsertResult{Event: row}
-		} else {
-			dupSchemas, dupKeys = append(dupSchemas, e.SchemaName), append(dupKeys, e.DedupKey)
+	for i, r := range settled {
+		results[i] = EventInsertResult{Event: r.row, Duplicate: r.duplicate, Released: r.released}
+		if r.released {
+			results[i].Event.ID = ids[i]
 		}
-	}
-	if len(dupKeys) == 0 {
-		return results, nil
-	}
-	existing, err := s.eventsByDedupKey(ctx, dupSchemas, dupKeys)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range events {
-		if _, ok := byID[e.ID]; ok {
-			continue
-		}
-		row, ok := existing[tenantKey{e.SchemaName, e.DedupKey}]
-		if !ok {
-			// The holder finished between the two statements.
-			results[i] = EventInsertResult{Event: Event{ID: e.ID}, Released: true}
-			continue
-		}
-		results[i] = EventInsertResult{Event: row, Duplicate: true}
 	}
 	return results, nil
 }
 
 func (s *Store) eventsByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]Event, error) {
-	rows, err := s.db.Query(ctx, existingEventsByDedupSQL, schemas, keys)
-	if err != nil {
-		return nil, wrap("looking up deduplicated events", err)
-	}
-	defer rows.Close()
-	out := make(map[tenantKey]Event, len(keys))
-	for rows.Next() {
-		var key tenantKey
-		var e Event
-		var payload []byte
-		if err := rows.Scan(&key.schema, &key.key, &e.ID, &e.CreatedAt, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.Status, &e.DedupKey,
-			&e.Attempts, &e.RunAfter, &e.LockedUntil, &e.OwnerID, &e.Error, &e.DeadLetteredAt); err != nil {
-			return nil, wrap("reading deduplicated events", err)
-		}
-		e.Payload = payload
-		out[key] = e
-	}
-	return out, wrap("looking up deduplicated events", rows.Err())
+	return holdersByKey(ctx, s.db, "looking up deduplicated events", existingEventsByDedupSQL, scanEvent, schemas, keys)
 }

@@ -47,11 +47,7 @@ func (s *Store) ClaimEvents(ctx context.Context, p ClaimEventsParams) ([]Event, 
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, claimEventsSQL, p.Now, p.Limit, p.Owner, p.Lease.Seconds())
-	if err != nil {
-		return nil, wrap("claiming events", err)
-	}
-	evs, err := collectEvents(rows, "claiming events")
+	evs, err := queryAll(ctx, s.db, "claiming events", claimEventsSQL, scanEvent, p.Now, p.Limit, p.Owner, p.Lease.Seconds())
 	if err != nil {
 		return nil, err
 	}

@@ -34,9 +34,5 @@ LIMIT $5`
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	rows, err := s.db.Query(ctx, q, nilIfEmpty(f.Statuses), nilIfEmpty(f.EventTypes), f.AfterTime, f.AfterID, limit)
-	if err != nil {
-		return nil, wrap("listing events", err)
-	}
-	return collectEvents(rows, "listing events")
+	return queryAll(ctx, s.db, "listing events", q, scanEvent, nilIfEmpty(f.Statuses), nilIfEmpty(f.EventTypes), f.AfterTime, f.AfterID, limit)
 }

@@ -18,11 +18,7 @@ WHERE status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
 ORDER BY locked_until
 LIMIT $2
 FOR UPDATE SKIP LOCKED`
-	rows, err := s.db.Query(ctx, q, now, limit)
-	if err != nil {
-		return nil, wrap("finding expired leases", err)
-	}
-	return collectTasks(rows, "finding expired leases")
+	return queryAll(ctx, s.db, "finding expired leases", q, scanTask, now, limit)
 }
 
 // DeadLetterOrphans moves PENDING and ACTIVE tasks whose tenant no longer

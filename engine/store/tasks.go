@@ -52,19 +52,6 @@ func utcTimes(t *wftype.Task) {
 	}
 }
 
-func collectTasks(rows pgx.Rows, doing string) ([]wftype.Task, error) {
-	defer rows.Close()
-	var out []wftype.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, wrap(doing, err)
-		}
-		out = append(out, t)
-	}
-	return out, wrap(doing, rows.Err())
-}
-
 // NewTask is one task to insert.
 type NewTask struct {
 	ID            uuid.UUID // optional: a UUIDv7 is generated when zero
@@ -172,69 +159,31 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		}
 		prios[i], maxRetries[i], runAfter[i] = int16(t.Priority), int32(t.MaxRetries), t.RunAfter
 	}
-	rows, err := s.db.Query(ctx, insertTasksSQL, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
+	inserted, err := queryAll(ctx, s.db, "inserting tasks", insertTasksSQL, scanTask, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
 		maxRetries, runAfter, s.channels.TaskQueued)
 	if err != nil {
-		return nil, wrap("inserting tasks", err)
-	}
-	inserted, err := collectTasks(rows, "inserting tasks")
-	if err != nil {
 		return nil, err
 	}
-	byID := make(map[uuid.UUID]wftype.Task, len(inserted))
-	for _, t := range inserted {
-		byID[t.ID] = t
+	keys := make([]tenantKey, n)
+	for i := range tasks {
+		keys[i] = tenantKey{tasks[i].SchemaName, tasks[i].DedupKey}
+	}
+	settled, err := settleInserts(ctx, ids, keys, inserted, func(t wftype.Task) uuid.UUID { return t.ID }, s.tasksByDedupKey)
+	if err != nil {
+		return nil, err
 	}
 	results := make([]InsertResult, n)
-	var dupSchemas, dupKeys []string
-	for i, t := range tasks {
-		if row, ok := byID[t.ID]; ok {
-			results[i] = InsertResult{Task: row}
-			continue
+	for i, r := range settled {
+		results[i] = InsertResult{Task: r.row, Duplicate: r.duplicate, Released: r.released}
+		if r.released {
+			results[i].Task.ID = ids[i]
 		}
-		dupSchemas, dupKeys = append(dupSchemas, t.SchemaName), append(dupKeys, t.DedupKey)
-	}
-	if len(dupKeys) == 0 {
-		return results, nil
-	}
-	existing, err := s.tasksByDedupKey(ctx, dupSchemas, dupKeys)
-	if err != nil {
-		return nil, err
-	}
-	for i, t := range tasks {
-		if _, ok := byID[t.ID]; ok {
-			continue
-		}
-		row, ok := existing[tenantKey{t.SchemaName, t.DedupKey}]
-		if !ok {
-			// The holder finished between the two statements.
-			results[i] = InsertResult{Task: wftype.Task{ID: t.ID}, Released: true}
-			continue
-		}
-		results[i] = InsertResult{Task: row, Duplicate: true}
 	}
 	return results, nil
 }
 
-// tenantKey is a dedup key within its tenant.
-type tenantKey struct{ schema, key string }
-
 func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]wftype.Task, error) {
-	rows, err := s.db.Query(ctx, existingByDedupSQL, schemas, keys)
-	if err != nil {
-		return nil, wrap("looking up deduplicated tasks", err)
-	}
-	defer rows.Close()
-	out := make(map[tenantKey]wftype.Task, len(keys))
-	for rows.Next() {
-		var key tenantKey
-		t, err := scanTask(leading{row: rows, first: []any{&key.schema, &key.key}})
-		if err != nil {
-			return nil, wrap("reading deduplicated tasks", err)
-		}
-		out[key] = t
-	}
-	return out, wrap("looking up deduplicated tasks", rows.Err())
+	return holdersByKey(ctx, s.db, "looking up deduplicated tasks", existingByDedupSQL, scanTask, schemas, keys)
 }
 
 // GetTask returns one task by id. The id's embedded time prunes the look-up
@@ -303,12 +252,8 @@ LIMIT $8`
 	for _, st := range f.Statuses {
 		statuses = append(statuses, string(st))
 	}
-	rows, err := s.db.Query(ctx, q, nilIfEmpty(statuses), nilIfEmpty(f.TaskTypes), nilIfEmpty(f.SchemaNames),
+	return queryAll(ctx, s.db, "listing tasks", q, scanTask, nilIfEmpty(statuses), nilIfEmpty(f.TaskTypes), nilIfEmpty(f.SchemaNames),
 		f.From, f.To, f.AfterTime, f.AfterID, limit)
-	if err != nil {
-		return nil, wrap("listing tasks", err)
-	}
-	return collectTasks(rows, "listing tasks")
 }
 
 func nilIfEmpty(s []string) []string {

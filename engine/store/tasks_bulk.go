@@ -168,11 +168,7 @@ func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task
 		return nil, nil
 	}
 	keys, lo, hi := idKeys(ids)
-	rows, err := s.db.Query(ctx, cancelTasksSQL, keys, lo, hi, s.channels.TaskStatusChanged)
-	if err != nil {
-		return nil, wrap("cancelling tasks", err)
-	}
-	return collectTasks(rows, "cancelling tasks")
+	return queryAll(ctx, s.db, "cancelling tasks", cancelTasksSQL, scanTask, keys, lo, hi, s.channels.TaskStatusChanged)
 }
 
 // CancelTask moves a PENDING or ACTIVE task to CANCELLED (see

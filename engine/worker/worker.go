@@ -316,26 +316,21 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 // heartbeat extends the lease at least three times per lease length until
 // ctx ends, and cancels the run (cause ErrLeaseLost) when the lease is gone.
 func (w *Worker) heartbeat(ctx context.Context, lose context.CancelCauseFunc, task *wftype.Task, lease store.WorkerLease, length time.Duration, log *slog.Logger) {
-	t := w.cfg.Clock.NewTicker(max(min(w.cfg.HeartbeatInterval, length/3), 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+	every := max(min(w.cfg.HeartbeatInterval, length/3), 10*time.Millisecond)
+	clock.Every(ctx, w.cfg.Clock, every, func() bool {
 		held, err := w.cfg.Store.ExtendLease(ctx, task.ID, lease, length, w.cfg.Clock.DBNow())
-		if err != nil {
+		switch {
+		case err != nil:
 			if ctx.Err() == nil {
 				log.WarnContext(ctx, "extending the lease failed; retrying at the next beat", "err", err)
 			}
-			continue
-		}
-		if !held {
+			return true
+		case !held:
 			lose(ErrLeaseLost)
-			return
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // write decides the outcome of the run and writes it under the worker's
