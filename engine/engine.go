@@ -182,12 +182,8 @@ func New(cfg Config) (*Engine, error) {
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	cfg.PartitionsAhead = cmp.Or(cfg.PartitionsAhead, DefaultPartitionsAhead)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
 	e.emitter = events.NewEmitter(e.store)
 	if err := e.buildRunners(); err != nil {

@@ -152,6 +152,14 @@ func Every(ctx context.Context, c Clock, d time.Duration, fn func() bool) {
 	}
 }
 
+// Or is c, or the wall clock (Real) when c is nil: a service's default.
+func Or(c Clock) Clock {
+	if c == nil {
+		return Real{}
+	}
+	return c
+}
+
 // Real is the wall clock (moved by WF_TEST_NOW in test runs, see Now).
 type Real struct{}
 

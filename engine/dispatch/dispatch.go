@@ -150,12 +150,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.ClaimWorkers = cmp.Or(cfg.ClaimWorkers, 2)
 	cfg.ClaimCoalesce = cmp.Or(cfg.ClaimCoalesce, 20*time.Millisecond)
 	cfg.Grace = cmp.Or(cfg.Grace, 20*time.Second)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	d := &Dispatcher{
 		cfg:     cfg,
 		log:     cfg.Logger.With("owner", cfg.Owner),

@@ -117,12 +117,8 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultEventBackoff
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.BatchSize < 1 || cfg.Lease < time.Second || cfg.MaxAttempts < 1 || cfg.Interval <= 0 {
 		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
 			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)

@@ -113,12 +113,8 @@ func New(cfg Config) (*Supervisor, error) {
 	cfg.Retention.DeadLetterEvents = cmp.Or(cfg.Retention.DeadLetterEvents, 30*day)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 5000)
 	cfg.LockTimeout = cmp.Or(cfg.LockTimeout, 3*time.Second)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	r := cfg.Retention
 	if cfg.Interval <= 0 || cfg.PartitionsAhead < 0 || cfg.BatchSize < 1 || cfg.LockTimeout <= 0 ||
 		r.Completed <= 0 || r.Failed <= 0 || r.DeadLetter <= 0 || r.DeadLetterEvents <= 0 {

@@ -94,37 +94,59 @@ func TestInsertGetAndDedup(t *testing.T) {
 func TestDedupConcurrent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var wg sync.WaitGroup
-	ids := make([]uuid.UUID, 100)
-	dups := make([]bool, 100)
-	errs := make([]error, 100)
-	for i := range 100 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nt := newTask("noop")
-			nt.DedupKey = "same"
-			res, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			ids[i], dups[i] = res[0].Task.ID, res[0].Duplicate
-		}()
-	}
-	wg.Wait()
+	results := insertConcurrently(t, b, 100, func(int) store.NewTask { return keyedTask("same", time.Time{}) })
 	inserted := 0
-	for i := range 100 {
-		require.NoError(t, errs[i])
-		require.Equal(t, ids[0], ids[i])
-		if !dups[i] {
+	for _, r := range results {
+		require.Equal(t, results[0].Task.ID, r.Task.ID)
+		if !r.Duplicate {
 			inserted++
 		}
 	}
 	require.Equal(t, 1, inserted)
+	require.Equal(t, 1, countKey(t, b, "same"))
+}
+
+// keyedTask is a noop task under dedup key; with at set, its id is of that
+// instant (so it goes to at's month's partition).
+func keyedTask(key string, at time.Time) store.NewTask {
+	nt := newTask("noop")
+	nt.DedupKey = key
+	if !at.IsZero() {
+		nt.ID = uuid.Must(store.NewIDAt(at))
+	}
+	return nt
+}
+
+// insertConcurrently inserts n tasks, task(i) each, from n goroutines at
+// once, and returns their results; every insert must succeed.
+func insertConcurrently(t *testing.T, b *bundle, n int, task func(i int) store.NewTask) []store.InsertResult {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make([]store.InsertResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := b.store.InsertTasks(b.ctx, []store.NewTask{task(i)})
+			if errs[i] = err; err == nil {
+				results[i] = r[0]
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+	}
+	return results
+}
+
+// countKey counts the tasks under dedup key, whatever their status.
+func countKey(t *testing.T, b *bundle, key string) int {
+	t.Helper()
 	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE dedup_key = 'same'`).Scan(&n))
-	require.Equal(t, 1, n)
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE dedup_key = $1`, key).Scan(&n))
+	return n
 }
 
 // TestDedupAcrossMonthBoundary: a PENDING task in one month's partition
@@ -137,49 +159,26 @@ func TestDedupAcrossMonthBoundary(t *testing.T) {
 	_, err := b.store.EnsurePartitions(b.ctx, jan, 2)
 	require.NoError(t, err)
 
-	first := newTask("noop")
-	first.ID = uuid.Must(store.NewIDAt(jan))
-	first.DedupKey = "month-key"
+	first := keyedTask("month-key", jan)
 	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{first})
 	require.NoError(t, err)
 	require.False(t, res[0].Duplicate)
 
-	var wg sync.WaitGroup
-	results := make([]store.InsertResult, 20)
-	errs := make([]error, 20)
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nt := newTask("noop")
-			nt.ID = uuid.Must(store.NewIDAt(feb.Add(time.Duration(i) * time.Millisecond)))
-			nt.DedupKey = "month-key"
-			r, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
-			errs[i] = err
-			if err == nil {
-				results[i] = r[0]
-			}
-		}()
+	results := insertConcurrently(t, b, 20, func(i int) store.NewTask {
+		return keyedTask("month-key", feb.Add(time.Duration(i)*time.Millisecond))
+	})
+	for _, r := range results {
+		require.True(t, r.Duplicate)
+		require.Equal(t, first.ID, r.Task.ID)
 	}
-	wg.Wait()
-	for i := range 20 {
-		require.NoError(t, errs[i])
-		require.True(t, results[i].Duplicate)
-		require.Equal(t, first.ID, results[i].Task.ID)
-	}
-	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE dedup_key = 'month-key'`).Scan(&n))
-	require.Equal(t, 1, n)
+	require.Equal(t, 1, countKey(t, b, "month-key"))
 
 	// Once the first finishes, the key is free again.
 	claimed := claimAll(t, b, "noop", 10)
 	require.Len(t, claimed, 1)
 	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{{ID: first.ID, Status: wftype.StatusCompleted}})
 	require.NoError(t, err)
-	nt := newTask("noop")
-	nt.ID = uuid.Must(store.NewIDAt(feb))
-	nt.DedupKey = "month-key"
-	r, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
+	r, err := b.store.InsertTasks(b.ctx, []store.NewTask{keyedTask("month-key", feb)})
 	require.NoError(t, err)
 	require.False(t, r[0].Duplicate)
 

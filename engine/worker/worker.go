@@ -102,12 +102,8 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.HeartbeatInterval < 0 {
 		return nil, fmt.Errorf("error creating worker: heartbeat interval is %s, want more than zero", cfg.HeartbeatInterval)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Reporters == nil {
 		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
 	}

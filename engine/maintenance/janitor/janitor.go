@@ -52,12 +52,8 @@ type Janitor struct {
 func New(cfg Config) *Janitor {
 	cfg.Interval = cmp.Or(cfg.Interval, 30*time.Second)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 500)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(string) func(int) time.Duration { return execution.DefaultBackoff }
 	}

@@ -101,12 +101,8 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	cfg.CatchUp = cmp.Or(cfg.CatchUp, DefaultCatchUp)
 	cfg.MaxTicksPerPass = cmp.Or(cfg.MaxTicksPerPass, DefaultMaxTicksPerPass)
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.CatchUp < 0 || cfg.MaxTicksPerPass < 1 {
 		return nil, fmt.Errorf("error creating scheduler: catch-up %s and max ticks per pass %d must be positive", cfg.CatchUp, cfg.MaxTicksPerPass)
 	}

@@ -229,35 +229,42 @@ func TestMissedPolicies(t *testing.T) {
 	require.True(t, latest.Before(back.Add(-2*time.Minute)) && latest.After(back.Add(-time.Hour-2*time.Minute)), "latest tick %s", latest)
 }
 
-// TestRunFiresOnTheRealClock runs the leader service itself on the wall
-// clock with a one-second schedule until its first tick fires.
-func TestRunFiresOnTheRealClock(t *testing.T) {
-	t.Parallel()
+// runEvery runs the leader service (Run) with one schedule firing every
+// interval, on c, until the test ends; fired counts the ticks it fired.
+func runEvery(t *testing.T, every string, c clock.Clock) (fired func() int) {
+	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(`kind: TaskType
 name: tick
 handler: {builtin: noop}
 ---
 kind: Schedule
-name: every-second
-cron: "@every 1s"
+name: every
+cron: "@every ` + every + `"
 task_type: tick
 `)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	s, err := scheduler.New(scheduler.Config{Store: st, Client: client.New(st, set), Schedules: set.Schedules(),
+	s, err := scheduler.New(scheduler.Config{Store: st, Client: client.New(st, set), Schedules: set.Schedules(), Clock: c,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
-	require.Eventually(t, func() bool {
+	t.Cleanup(func() { cancel(); <-done })
+	return func() int {
 		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
-		return n >= 1
-	}, 10*time.Second, 20*time.Millisecond)
-	cancel()
-	<-done
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
+		return n
+	}
+}
+
+// TestRunFiresOnTheRealClock runs the leader service itself on the wall
+// clock with a one-second schedule until its first tick fires.
+func TestRunFiresOnTheRealClock(t *testing.T) {
+	t.Parallel()
+	fired := runEvery(t, "1s", clock.Real{})
+	require.Eventually(t, func() bool { return fired() >= 1 }, 10*time.Second, 20*time.Millisecond)
 }
 
 // TestRunWaitsOnItsClock runs the leader service on a test's clock with an
@@ -265,32 +272,9 @@ task_type: tick
 // ahead and the tick fires, with no hour waited.
 func TestRunWaitsOnItsClock(t *testing.T) {
 	t.Parallel()
-	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(`kind: TaskType
-name: tick
-handler: {builtin: noop}
----
-kind: Schedule
-name: every-hour
-cron: "@every 1h"
-task_type: tick
-`)}}, spec.Options{Builtins: []string{"noop"}})
-	require.NoError(t, err)
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
 	fake := clock.NewFake(clock.Now().UTC().Truncate(time.Second))
-	s, err := scheduler.New(scheduler.Config{Store: st, Client: client.New(st, set), Schedules: set.Schedules(), Clock: fake,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	fired := func() int {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
-		return n
-	}
-	wait, stop := context.WithTimeout(ctx, 30*time.Second)
+	fired := runEvery(t, "1h", fake)
+	wait, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
 	// The first pass has run (it records the schedule's first sighting)
 	// when the service waits on the clock for the next tick.
