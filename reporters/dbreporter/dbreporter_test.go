@@ -109,6 +109,19 @@ func (b *bundle) progress(t *testing.T, id uuid.UUID) map[string]any {
 }
 
 // quiet returns a logger that drops everything.
+// counted returns a new task, a counting writer over the store and a
+// reporter of the task writing through it, configured by cfg (quiet, on the
+// test clock).
+func (b *bundle) counted(t *testing.T, cfg dbreporter.Config) (reporters.TaskInfo, *countingWriter, *dbreporter.Reporter) {
+	t.Helper()
+	task := b.newTask(t)
+	w := newCountingWriter(b.store)
+	cfg.Logger, cfg.Now = quiet(), clock.Now
+	r, err := dbreporter.New(w, task.ID, cfg)
+	require.NoError(t, err)
+	return task, w, r
+}
+
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // wantCounts is the JSON of the counts of envs.
@@ -160,12 +173,9 @@ func TestSuite(t *testing.T) {
 func TestProgressVisibleMidRunAndWritesBatched(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.newTask(t)
-	w := newCountingWriter(b.store)
 	const batch = 100
 	// The interval is out of reach: only full batches and Finish write.
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: batch, Interval: time.Hour, Logger: quiet(), Now: clock.Now})
-	require.NoError(t, err)
+	task, w, r := b.counted(t, dbreporter.Config{BatchSize: batch, Interval: time.Hour})
 
 	envs := reportertest.Envelopes(10_250)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs[:150], 1))
@@ -190,10 +200,7 @@ func TestProgressVisibleMidRunAndWritesBatched(t *testing.T) {
 func TestWritesOnInterval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.newTask(t)
-	w := newCountingWriter(b.store)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: 10 * time.Millisecond, Logger: quiet(), Now: clock.Now})
-	require.NoError(t, err)
+	task, w, r := b.counted(t, dbreporter.Config{Interval: 10 * time.Millisecond})
 
 	envs := reportertest.Envelopes(3)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 3))
@@ -207,18 +214,15 @@ func TestWritesOnInterval(t *testing.T) {
 	}
 	b.requireProgress(t, task.ID, wantCounts(envs))
 
-	_, err = r.Finish(t.Context())
+	_, err := r.Finish(t.Context())
 	require.NoError(t, err)
 }
 
 func TestBackgroundFailureRepairedByNextWrite(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.newTask(t)
-	w := newCountingWriter(b.store)
+	task, w, r := b.counted(t, dbreporter.Config{BatchSize: 10, Interval: time.Hour})
 	w.fail.Store(true)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{BatchSize: 10, Interval: time.Hour, Logger: quiet(), Now: clock.Now})
-	require.NoError(t, err)
 	envs := reportertest.Envelopes(30)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
 	w.fail.Store(false)
@@ -231,17 +235,14 @@ func TestBackgroundFailureRepairedByNextWrite(t *testing.T) {
 func TestFinishCancelledWhileWriting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.newTask(t)
-	w := newCountingWriter(b.store)
-	r, err := dbreporter.New(w, task.ID, dbreporter.Config{Interval: time.Hour, Logger: quiet(), Now: clock.Now})
-	require.NoError(t, err)
+	task, w, r := b.counted(t, dbreporter.Config{Interval: time.Hour})
 	envs := reportertest.Envelopes(5)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
 
 	w.hang.Store(true) // the database stops answering during Finish
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err = r.Finish(ctx)
+	_, err := r.Finish(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "error writing the progress of task "+task.ID.String())
 	require.Nil(t, b.progress(t, task.ID))

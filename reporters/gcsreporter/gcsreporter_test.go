@@ -121,39 +121,68 @@ func decodeReport(t *testing.T, data []byte, gz bool) []reporters.Envelope {
 
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	for name, newBackend := range map[string]func(*testing.T) backend{"File": fileBackend, "FakeGCS": gcsBackend} {
-		for _, gz := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/Gzip=%t", name, gz), func(t *testing.T) {
-				t.Parallel()
-				be := newBackend(t)
-				cfg := be.cfg
-				cfg.Gzip, cfg.MemoryLimit = gz, smallMemory
-				store := openStore(t, cfg)
-				reportertest.Run(t, reportertest.Harness{
-					New: func(t *testing.T, task reporters.TaskInfo) reporters.Reporter {
-						r, err := store.NewReporter(task)
-						require.NoError(t, err)
-						return r
-					},
-					Check: func(t *testing.T, task reporters.TaskInfo, outputs map[string]any, want []reporters.Envelope) {
-						reportURL := store.URL(store.Key(task))
-						require.Equal(t, map[string]any{"report_url": reportURL, "report_records": int64(len(want))}, outputs)
-						ext := ".ndjson"
-						if gz {
-							ext = ".ndjson.gz"
-						}
-						require.True(t, strings.HasSuffix(reportURL, "/"+task.SchemaName+"/"+task.TaskType+"/"+task.ID.String()+ext), reportURL)
-						got := decodeReport(t, be.read(t, reportURL), gz)
-						reportertest.RequireSameEnvelopes(t, want, got)
-					},
-				})
-			})
-		}
-	}
+	eachBackend(t, func(t *testing.T, be backend, store *gcsreporter.Store, gz bool) {
+		reportertest.Run(t, reportertest.Harness{
+			New: func(t *testing.T, task reporters.TaskInfo) reporters.Reporter {
+				r, err := store.NewReporter(task)
+				require.NoError(t, err)
+				return r
+			},
+			Check: func(t *testing.T, task reporters.TaskInfo, outputs map[string]any, want []reporters.Envelope) {
+				reportURL := store.URL(store.Key(task))
+				require.Equal(t, map[string]any{"report_url": reportURL, "report_records": int64(len(want))}, outputs)
+				ext := ".ndjson"
+				if gz {
+					ext = ".ndjson.gz"
+				}
+				require.True(t, strings.HasSuffix(reportURL, "/"+task.SchemaName+"/"+task.TaskType+"/"+task.ID.String()+ext), reportURL)
+				got := decodeReport(t, be.read(t, reportURL), gz)
+				reportertest.RequireSameEnvelopes(t, want, got)
+			},
+		})
+	})
 }
 
 func TestRoundTripKeepsOrderAndBytes(t *testing.T) {
 	t.Parallel()
+	eachBackend(t, func(t *testing.T, be backend, store *gcsreporter.Store, gz bool) {
+		task := reporters.TaskInfo{ID: uuid.Must(uuid.NewV7()), SchemaName: "tenant_a", TaskType: "ingest.features"}
+		rep, err := store.NewReporter(task)
+		require.NoError(t, err)
+
+		// One goroutine: the report keeps the order of the records.
+		envs := reportertest.Envelopes(3000)
+		var want bytes.Buffer
+		for _, env := range envs {
+			require.NoError(t, rep.Report(t.Context(), env))
+			b, err := json.Marshal(env)
+			require.NoError(t, err)
+			want.Write(b)
+			want.WriteByte('\n')
+		}
+		out, err := rep.Finish(t.Context())
+		require.NoError(t, err)
+		require.EqualValues(t, len(envs), out["report_records"])
+
+		data := be.read(t, out["report_url"].(string))
+		if gz {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			require.NoError(t, err)
+			data, err = io.ReadAll(zr)
+			require.NoError(t, err)
+		}
+		require.Equal(t, want.String(), string(data))
+		got := decodeReport(t, data, false)
+		require.Len(t, got, len(envs))
+		for i := range envs {
+			reportertest.RequireSameEnvelopes(t, envs[i:i+1], got[i:i+1])
+		}
+	})
+}
+
+// eachBackend runs test, in parallel subtests, on a store over each backend
+// (a folder, the fake GCS server), with and without gzip.
+func eachBackend(t *testing.T, test func(t *testing.T, be backend, store *gcsreporter.Store, gz bool)) {
 	for name, newBackend := range map[string]func(*testing.T) backend{"File": fileBackend, "FakeGCS": gcsBackend} {
 		for _, gz := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/Gzip=%t", name, gz), func(t *testing.T) {
@@ -161,38 +190,7 @@ func TestRoundTripKeepsOrderAndBytes(t *testing.T) {
 				be := newBackend(t)
 				cfg := be.cfg
 				cfg.Gzip, cfg.MemoryLimit = gz, smallMemory
-				store := openStore(t, cfg)
-				task := reporters.TaskInfo{ID: uuid.Must(uuid.NewV7()), SchemaName: "tenant_a", TaskType: "ingest.features"}
-				rep, err := store.NewReporter(task)
-				require.NoError(t, err)
-
-				// One goroutine: the report keeps the order of the records.
-				envs := reportertest.Envelopes(3000)
-				var want bytes.Buffer
-				for _, env := range envs {
-					require.NoError(t, rep.Report(t.Context(), env))
-					b, err := json.Marshal(env)
-					require.NoError(t, err)
-					want.Write(b)
-					want.WriteByte('\n')
-				}
-				out, err := rep.Finish(t.Context())
-				require.NoError(t, err)
-				require.EqualValues(t, len(envs), out["report_records"])
-
-				data := be.read(t, out["report_url"].(string))
-				if gz {
-					zr, err := gzip.NewReader(bytes.NewReader(data))
-					require.NoError(t, err)
-					data, err = io.ReadAll(zr)
-					require.NoError(t, err)
-				}
-				require.Equal(t, want.String(), string(data))
-				got := decodeReport(t, data, false)
-				require.Len(t, got, len(envs))
-				for i := range envs {
-					reportertest.RequireSameEnvelopes(t, envs[i:i+1], got[i:i+1])
-				}
+				test(t, be, openStore(t, cfg), gz)
 			})
 		}
 	}

@@ -22,24 +22,9 @@ import (
 // quietLogger drops log lines so test output stays readable.
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// newSuiteRunner builds a builtin runner serving the runnertest task types
-// with the suite's in-process handlers.
-func newSuiteRunner(t *testing.T) runners.Runner {
-	t.Helper()
-	reg := builtin.NewRegistry()
-	handlers := map[string]string{}
-	for taskType, h := range runnertest.Handlers() {
-		require.NoError(t, reg.Register(taskType, h))
-		handlers[taskType] = taskType
-	}
-	r, err := builtin.New(builtin.Config{Registry: reg, Handlers: handlers, Logger: quietLogger()})
-	require.NoError(t, err)
-	return r
-}
-
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	runnertest.Run(t, runnertest.Harness{Mode: wftype.ModeAsync, NewRunner: newSuiteRunner})
+	runnertest.Run(t, runnertest.Harness{Mode: wftype.ModeAsync, NewRunner: func(t *testing.T) runners.Runner { return runnertest.NewBuiltin(t) }})
 }
 
 func TestRegistry(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -120,6 +123,21 @@ func Handlers() map[string]HandlerFunc {
 			return nil, nil
 		},
 	}
+}
+
+// NewBuiltin returns a builtin runner serving the suite's task types with
+// Handlers (the builtin runner's own suite, and runners that wrap it).
+func NewBuiltin(t *testing.T) *builtin.Runner {
+	t.Helper()
+	reg := builtin.NewRegistry()
+	handlers := map[string]string{}
+	for taskType, h := range Handlers() {
+		require.NoError(t, reg.Register(taskType, h))
+		handlers[taskType] = taskType
+	}
+	r, err := builtin.New(builtin.Config{Registry: reg, Handlers: handlers, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	return r
 }
 
 // Harness tells the suite how to build the runner under test.

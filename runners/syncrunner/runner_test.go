@@ -3,42 +3,22 @@ package syncrunner_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
-	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/runners/runnertest"
 	"github.com/wfhq/wf/runners/syncrunner"
 	"github.com/wfhq/wf/wftype"
 )
 
-// newBuiltin builds a builtin runner serving the runnertest task types.
-func newBuiltin(t *testing.T) *builtin.Runner {
-	t.Helper()
-	reg := builtin.NewRegistry()
-	handlers := map[string]string{}
-	for taskType, h := range runnertest.Handlers() {
-		require.NoError(t, reg.Register(taskType, h))
-		handlers[taskType] = taskType
-	}
-	r, err := builtin.New(builtin.Config{
-		Registry: reg, Handlers: handlers,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	require.NoError(t, err)
-	return r
-}
-
 func TestSuite(t *testing.T) {
 	t.Parallel()
 	runnertest.Run(t, runnertest.Harness{
 		Mode:      wftype.ModeSync,
-		NewRunner: func(t *testing.T) runners.Runner { return syncrunner.New(newBuiltin(t)) },
+		NewRunner: func(t *testing.T) runners.Runner { return syncrunner.New(runnertest.NewBuiltin(t)) },
 	})
 }
 
@@ -93,7 +73,7 @@ func TestDelegation(t *testing.T) {
 
 func TestCapabilityMap(t *testing.T) {
 	t.Parallel()
-	b := newBuiltin(t)
+	b := runnertest.NewBuiltin(t)
 	all := []runners.Runner{syncrunner.New(b), b}
 	m := runners.BuildCapabilityMap(all, []runners.Pair{
 		{Mode: wftype.ModeAsync, TaskType: runnertest.TypeSucceed},
