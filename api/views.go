@@ -27,6 +27,7 @@ type taskView struct {
 	Attempts        int             `json:"attempts"`
 	RetryCount      int             `json:"retry_count"`
 	MaxRetries      int             `json:"max_retries"`
+	Snoozes         int             `json:"snoozes"`
 	OwnerID         *string         `json:"owner_id,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 	RunAfter        time.Time       `json:"run_after"`
@@ -73,7 +74,7 @@ func (s *Server) newTaskView(t wftype.Task, p *principal) taskView {
 		TaskID: t.ID.String(), TaskType: t.TaskType, SchemaName: t.SchemaName, Scope: string(t.Scope),
 		ExecutionMode: string(t.ExecutionMode), Status: string(t.Status), DedupKey: t.DedupKey,
 		Inputs: nonNullJSON(t.Inputs, "{}"), Outputs: nullableJSON(t.Outputs), Progress: nullableJSON(t.Progress),
-		Error: t.Error, Priority: t.Priority, Attempts: t.Attempts, RetryCount: t.RetryCount, MaxRetries: t.MaxRetries,
+		Error: t.Error, Priority: t.Priority, Attempts: t.Attempts, RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, Snoozes: t.Snoozes,
 		CreatedAt: t.Timestamp, RunAfter: t.RunAfter, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
 		LockedUntil: t.LockedUntil, LastHeartbeatAt: t.LastHeartbeatAt, StatusURL: s.url("/tasks/" + t.ID.String()),
 	}

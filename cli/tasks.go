@@ -254,6 +254,9 @@ func writeTaskText(w io.Writer, t wftype.Task) error {
 	row("priority", fmt.Sprint(t.Priority))
 	row("attempts", fmt.Sprint(t.Attempts))
 	row("retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetries))
+	if t.Snoozes > 0 {
+		row("snoozes", fmt.Sprint(t.Snoozes))
+	}
 	row("dedup_key", deref(t.DedupKey))
 	row("owner_id", deref(t.OwnerID))
 	row("created", t.Timestamp.Format(time.RFC3339Nano))

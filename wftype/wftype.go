@@ -6,6 +6,8 @@ package wftype
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -136,4 +138,67 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
+}
+
+// MaxSnoozeDelay bounds how long one snooze puts a task off.
+const MaxSnoozeDelay = 7 * 24 * time.Hour
+
+// SnoozeError is a handler's answer "come back later": the task goes back
+// to PENDING, due after Delay, without counting a retry (the service it
+// needs is busy, a rate limit says wait, the data is not there yet). The
+// task type's max_snoozes bounds how often a task may be snoozed; past it a
+// snooze counts as a failed attempt.
+type SnoozeError struct {
+	Delay time.Duration
+	// Reason, optional, is kept as the task's error while it waits.
+	Reason string
+}
+
+// Error implements error.
+func (e *SnoozeError) Error() string {
+	msg := "snoozed for " + e.Delay.String()
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Snooze returns the error with which a handler puts its task off for
+// delay (clamped to 0..MaxSnoozeDelay) without counting a retry.
+func Snooze(delay time.Duration, reason string) error {
+	return &SnoozeError{Delay: min(max(delay, 0), MaxSnoozeDelay), Reason: reason}
+}
+
+// SnoozeOf returns the snooze err holds (anywhere in its chain), if any.
+func SnoozeOf(err error) (*SnoozeError, bool) {
+	var s *SnoozeError
+	if errors.As(err, &s) {
+		return s, true
+	}
+	return nil, false
+}
+
+// DefaultSnooze is the delay of a snooze that names none.
+const DefaultSnooze = time.Minute
+
+// ParseSnoozeDelay reads a snooze's delay as handlers in other languages
+// give it (an exec child's stdout, an HTTP Wf-Snooze header): a Go duration
+// (90s, 5m) or a number of seconds; "" is DefaultSnooze. For anything else,
+// or a negative delay, it returns DefaultSnooze and an error saying so.
+func ParseSnoozeDelay(text string) (time.Duration, error) {
+	if text == "" {
+		return DefaultSnooze, nil
+	}
+	if secs, err := strconv.ParseFloat(text, 64); err == nil && secs >= 0 && secs <= MaxSnoozeDelay.Seconds() {
+		return time.Duration(secs * float64(time.Second)), nil
+	} else if err == nil && secs > MaxSnoozeDelay.Seconds() {
+		return MaxSnoozeDelay, nil
+	}
+	if d, err := time.ParseDuration(text); err == nil && d >= 0 {
+		return min(d, MaxSnoozeDelay), nil
+	}
+	if len(text) > 40 {
+		text = text[:40] + "…"
+	}
+	return DefaultSnooze, fmt.Errorf("the snooze delay %q is neither a duration (90s, 5m) nor seconds; waiting %s", text, DefaultSnooze)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -148,6 +149,21 @@ func TestOutcome(t *testing.T) {
 	sync := &wftype.Task{ExecutionMode: wftype.ModeSync, MaxRetries: 5}
 	require.Equal(t, wftype.StatusFailed, execution.Outcome(sync, rule, nil, errors.New("down"), now).Status, "a synchronous failure is never retried")
 	require.Equal(t, wftype.StatusCompleted, execution.Outcome(tk, rule, nil, nil, now).Status)
+
+	// A snooze keeps the retries, within max_snoozes, for background tasks.
+	rule.MaxSnoozes = 1
+	tk.RetryCount, tk.Snoozes = 1, 0
+	o = execution.Outcome(tk, rule, nil, fmt.Errorf("handler: %w", wftype.Snooze(time.Minute, "busy")), now)
+	require.Equal(t, wftype.StatusPending, o.Status)
+	require.True(t, o.Snoozed)
+	require.Equal(t, 1, o.RetryCount)
+	require.Equal(t, time.Minute, o.RetryIn)
+	tk.Snoozes = 1
+	o = execution.Outcome(tk, rule, nil, wftype.Snooze(time.Minute, "busy"), now)
+	require.False(t, o.Snoozed, "past max_snoozes")
+	require.Equal(t, 2, o.RetryCount)
+	require.Equal(t, wftype.StatusFailed, execution.Outcome(sync, rule, nil, wftype.Snooze(time.Minute, ""), now).Status,
+		"a synchronous run cannot be put off: its caller is waiting")
 
 	long := execution.Outcome(tk, rule, nil, errors.New(string(make([]byte, execution.MaxErrorLen+10))), now)
 	require.Len(t, *long.Error, execution.MaxErrorLen+len("…"))

@@ -32,11 +32,24 @@ func Decide(task *wftype.Task, runErr error, now time.Time, backoff func(int) ti
 // Outcome turns the result of one run of task into the row change that
 // store.FinishTasks applies: the status Decide chooses under rule's backoff
 // (a retry's delay as Finish.RetryIn, counted from the statement's clock, not
-// from now), the outputs, and the error text (bounded).
+// from now), the outputs, and the error text (bounded). A snooze
+// (wftype.SnoozeError) of an ASYNCHRONOUS task within rule.MaxSnoozes puts
+// it back to PENDING after its delay with its retries as they were; past
+// the bound it is a failed attempt like any other error, said so in its
+// text.
 func Outcome(task *wftype.Task, rule Rule, outputs json.RawMessage, runErr error, now time.Time) store.Finish {
 	backoff := rule.Backoff
 	if backoff == nil {
 		backoff = DefaultBackoff
+	}
+	if sn, ok := wftype.SnoozeOf(runErr); ok && task.ExecutionMode == wftype.ModeAsync {
+		if task.Snoozes < rule.MaxSnoozes {
+			msg := boundError(runErr.Error())
+			return store.Finish{ID: task.ID, Status: wftype.StatusPending, RetryCount: task.RetryCount, Outputs: outputs,
+				RetryIn: sn.Delay, Snoozed: true, Error: &msg}
+		}
+		runErr = fmt.Errorf("%w (the task was snoozed %d times, as many as its task type's max_snoozes allows; this one counts as a failed attempt)",
+			runErr, task.Snoozes)
 	}
 	status, retries, runAfter := Decide(task, runErr, now, backoff)
 	o := store.Finish{ID: task.ID, Status: status, RetryCount: retries, Outputs: outputs}
@@ -46,13 +59,18 @@ func Outcome(task *wftype.Task, rule Rule, outputs json.RawMessage, runErr error
 		o.RetryIn = runAfter.Sub(now)
 	}
 	if runErr != nil {
-		msg := runErr.Error()
-		if len(msg) > MaxErrorLen {
-			msg = msg[:MaxErrorLen] + "…"
-		}
+		msg := boundError(runErr.Error())
 		o.Error = &msg
 	}
 	return o
+}
+
+// boundError cuts an error's text to MaxErrorLen.
+func boundError(msg string) string {
+	if len(msg) > MaxErrorLen {
+		return msg[:MaxErrorLen] + "…"
+	}
+	return msg
 }
 
 // MergeOutputs adds what the reporters return at Finish (a report URL) to a

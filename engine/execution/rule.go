@@ -40,6 +40,10 @@ type Rule struct {
 	Global int
 	// Backoff is the delay before retry number retryCount+1.
 	Backoff func(retryCount int) time.Duration
+	// MaxSnoozes is how many times a task may be snoozed without counting
+	// a retry (the spec's max_snoozes); past it, or when zero, a snooze is
+	// a failed attempt.
+	MaxSnoozes int
 }
 
 // DefaultBackoff is the delay policy of a task type that declares none:

@@ -107,5 +107,6 @@ func RuleFor(tt *spec.TaskType, defaultLease time.Duration) execution.Rule {
 		PerInstance: r.Concurrency.PerInstance,
 		Global:      r.Concurrency.Global,
 		Backoff:     execution.BackoffFunc(r.Backoff),
+		MaxSnoozes:  r.MaxSnoozes,
 	}
 }

@@ -25,6 +25,7 @@ type (
 		Handler           handlerJSON     `json:"handler"`
 		Inputs            json.RawMessage `json:"inputs"`
 		MaxRetries        int             `json:"max_retries"`
+		MaxSnoozes        int             `json:"max_snoozes"`
 		Backoff           backoffJSON     `json:"backoff"`
 		VisibilityTimeout string          `json:"visibility_timeout,omitempty"` // absent: the engine's default
 		Timeout           string          `json:"timeout"`
@@ -179,6 +180,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Scope: string(t.scope), ExecutionMode: string(t.mode), Handler: h,
 		Inputs:     compactJSON(t.inputsRaw),
 		MaxRetries: t.maxRetries,
+		MaxSnoozes: t.maxSnoozes,
 		Backoff: backoffJSON{
 			Base: FormatDuration(t.backoff.Base), Factor: t.backoff.Factor,
 			Max: FormatDuration(t.backoff.Max), Jitter: t.backoff.Jitter,

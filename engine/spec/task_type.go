@@ -45,6 +45,7 @@ type TaskType struct {
 	inputs            *jsonschema.Schema
 	inputsDoc         rawSchemas
 	maxRetries        int
+	maxSnoozes        int
 	backoff           Backoff
 	visibilityTimeout time.Duration
 	timeout           time.Duration
@@ -78,6 +79,11 @@ func (t *TaskType) InputSchema() json.RawMessage { return bytes.Clone(t.inputsRa
 
 // MaxRetries is how many retries a failing task gets before DEAD_LETTER.
 func (t *TaskType) MaxRetries() int { return t.maxRetries }
+
+// MaxSnoozes is how many times a task may be snoozed (its handler said
+// "come back later", wftype.SnoozeError) before a snooze counts as a
+// failed attempt.
+func (t *TaskType) MaxSnoozes() int { return t.maxSnoozes }
 
 // Backoff is the delay policy between retries.
 func (t *TaskType) Backoff() Backoff { return t.backoff }
@@ -162,6 +168,7 @@ type DispatchRule struct {
 	Priority          int
 	Concurrency       Concurrency
 	MaxRetries        int
+	MaxSnoozes        int
 	Backoff           Backoff
 	VisibilityTimeout time.Duration
 	Timeout           time.Duration
@@ -175,6 +182,7 @@ func (t *TaskType) DispatchRule() DispatchRule {
 		Priority:          t.priority,
 		Concurrency:       t.concurrency,
 		MaxRetries:        t.maxRetries,
+		MaxSnoozes:        t.maxSnoozes,
 		Backoff:           t.backoff,
 		VisibilityTimeout: t.visibilityTimeout,
 		Timeout:           t.timeout,

@@ -28,6 +28,8 @@ const (
 	maxBackoffMax        = 7 * 24 * time.Hour
 	minHTTPTimeout       = time.Second
 	defaultMaxRetries    = 3
+	// DefaultMaxSnoozes is max_snoozes when a spec leaves it out.
+	DefaultMaxSnoozes = 25
 )
 
 // taskTypeSpec is the shape of a TaskType document (pass 1 checked it).
@@ -51,6 +53,7 @@ type taskTypeSpec struct {
 	} `json:"handler"`
 	Inputs     json.RawMessage `json:"inputs"`
 	MaxRetries *int            `json:"max_retries"`
+	MaxSnoozes *int            `json:"max_snoozes"`
 	Backoff    struct {
 		Base   string   `json:"base"`
 		Factor *float64 `json:"factor"`
@@ -106,12 +109,16 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		scope:       wftype.Scope(cmp.Or(s.Scope, string(wftype.ScopeSystem))),
 		mode:        wftype.ExecutionMode(cmp.Or(s.ExecutionMode, string(wftype.ModeAsync))),
 		maxRetries:  defaultMaxRetries,
+		maxSnoozes:  DefaultMaxSnoozes,
 		priority:    s.Priority,
 		concurrency: Concurrency{PerInstance: s.Concurrency.PerInstance, Global: s.Concurrency.Global},
 		reporters:   []ReporterKind{ReporterDatabase},
 	}
 	if s.MaxRetries != nil {
 		t.maxRetries = *s.MaxRetries
+	}
+	if s.MaxSnoozes != nil {
+		t.maxSnoozes = *s.MaxSnoozes
 	}
 	// Unset stays zero: the engine's configured visibility_timeout applies.
 	var visOK, timeoutOK bool

@@ -172,7 +172,7 @@ reporters: [gcs_detailed, database]
 	require.Equal(t, ReporterGCSDetailed, tt.Reporters()[0])
 	require.Equal(t, DispatchRule{
 		TaskType: "hook", Mode: wftype.ModeSync, Priority: 7, Concurrency: Concurrency{PerInstance: 1},
-		Backoff: defaultBackoff(), VisibilityTimeout: 90 * time.Second, Timeout: 2 * time.Minute,
+		MaxSnoozes: DefaultMaxSnoozes, Backoff: defaultBackoff(), VisibilityTimeout: 90 * time.Second, Timeout: 2 * time.Minute,
 	}, tt.DispatchRule())
 	require.Equal(t, []DispatchRule{tt.DispatchRule()}, set.DispatchRules())
 

@@ -33,6 +33,10 @@ type Finish struct {
 	// the task becomes due again: a retry's delay is measured on the clock
 	// that claims compare run_after with, not on this host's.
 	RetryIn time.Duration
+	// Snoozed, for a PENDING outcome, says the handler put the task off
+	// (wftype.SnoozeError): its snoozes count goes up by one, its retries
+	// stay as RetryCount says.
+	Snoozed bool
 }
 
 // FinishParams qualifies which rows a FinishTasks call may change.
@@ -66,20 +70,21 @@ type FinishParams struct {
 //     until vacuum, every finished one) for each batch;
 //   - each row finds its outcome in $1, a JSON object keyed by task id (a
 //     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
-//     "r": retry count, "a": run after, "d": retry in (seconds), "ev": event
-//     id, "et": event time}};
+//     "r": retry count, "a": run after, "d": retry in (seconds), "z": 1 for
+//     a snooze, "ev": event id, "et": event time}};
 //   - the attempt that ended is appended to attempt_log (the last 20 kept),
 //     in the same row write.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
-    SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until) = (
+    SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until, snoozes) = (
             SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r,
                    coalesce(o.a, coalesce($3::timestamptz, now()) + make_interval(secs => o.d), t.run_after),
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
-                   NULL::timestamptz
-            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8)),
+                   NULL::timestamptz,
+                   t.snoozes + coalesce(o.z, 0)
+            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int)),
         attempt_log = tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
             coalesce($3::timestamptz, now()), $1::jsonb -> t.task_id::text ->> 's', $1::jsonb -> t.task_id::text ->> 'e')
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
@@ -164,6 +169,9 @@ func appendOutcome(doc []byte, o *Finish) ([]byte, error) {
 	} else if o.Status == wftype.StatusPending {
 		doc = append(doc, `,"d":`...)
 		doc = strconv.AppendFloat(doc, max(o.RetryIn, 0).Seconds(), 'f', -1, 64)
+	}
+	if o.Snoozed && o.Status == wftype.StatusPending {
+		doc = append(doc, `,"z":1`...)
 	}
 	if o.Status == wftype.StatusFailed || o.Status == wftype.StatusDeadLetter {
 		id, at, err := NewID()

@@ -24,9 +24,13 @@
 //     outputs; otherwise the outputs are {"stdout": "<its last 4 KiB>"};
 //     empty stdout means no outputs.
 //   - exit status: 0 is success; 3 (ExitPermanent) is a permanent failure
-//     that is not retried (bad input); any other status is retried. The error
-//     carries the status and the last 4 KiB of stderr (of stdout when stderr
-//     is empty).
+//     that is not retried (bad input); 75 (ExitSnooze, EX_TEMPFAIL) is a
+//     snooze: "come back later", without counting a retry (see
+//     wftype.SnoozeError), after the delay the child printed on stdout (a
+//     Go duration such as 90s or 5m, or a number of seconds; nothing means
+//     wftype.DefaultSnooze), its stderr kept as the reason; any other status is
+//     retried. The error carries the status and the last 4 KiB of stderr
+//     (of stdout when stderr is empty).
 //
 // The child runs in its own process group. When the task's context is done
 // the whole group gets SIGTERM, then SIGKILL after the handler's KillGrace;
@@ -77,6 +81,10 @@ import (
 // ExitPermanent is the exit status with which a child says that its failure
 // is permanent (for example invalid inputs): the task fails without a retry.
 const ExitPermanent = 3
+
+// ExitSnooze is the exit status with which a child says "come back later":
+// the task is put off without counting a retry (EX_TEMPFAIL of sysexits.h).
+const ExitSnooze = 75
 
 // recordsFD is the child's file descriptor for per-record envelopes.
 const recordsFD = 3
@@ -427,10 +435,26 @@ func (r *Runner) exitError(waitErr error, stdout, stderr *tailBuffer) error {
 		msg += "; it wrote nothing to stderr or stdout"
 	}
 	err := errors.New(msg)
-	if exitErr.ExitCode() == ExitPermanent {
+	switch exitErr.ExitCode() {
+	case ExitPermanent:
 		return wftype.Permanent(err)
+	case ExitSnooze:
+		return snoozeError(stdout, stderr)
 	}
 	return err
+}
+
+// snoozeError reads a snoozing child's delay from its stdout and its reason
+// from its stderr. A delay that does not parse is wftype.DefaultSnooze,
+// said so in the reason.
+func snoozeError(stdout, stderr *tailBuffer) error {
+	text := string(bytes.TrimSpace(stdout.Bytes()))
+	reason := string(bytes.TrimSpace(stderr.Bytes()))
+	delay, err := wftype.ParseSnoozeDelay(text)
+	if err != nil {
+		reason = strings.TrimPrefix(reason+"; ", "; ") + err.Error()
+	}
+	return wftype.Snooze(delay, reason)
 }
 
 // outputs turns a successful child's stdout into the task's outputs.

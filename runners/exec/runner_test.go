@@ -424,3 +424,30 @@ func TestNewValidates(t *testing.T) {
 	require.Equal(t, "exec", r.Name())
 	require.Equal(t, 100, r.Priority())
 }
+
+func TestExitSnooze(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		script string
+		delay  time.Duration
+		reason string
+	}{
+		"Duration":    {script: "echo 90s\necho 'the bucket is rate limited' >&2\nexit 75", delay: 90 * time.Second, reason: "the bucket is rate limited"},
+		"Seconds":     {script: "echo 2.5\nexit 75", delay: 2500 * time.Millisecond},
+		"Nothing":     {script: "exit 75", delay: wftype.DefaultSnooze},
+		"Unreadable":  {script: "echo soon\nexit 75", delay: wftype.DefaultSnooze, reason: `"soon" is neither a duration`},
+		"Clamped":     {script: "echo 9999h\nexit 75", delay: wftype.MaxSnoozeDelay},
+		"NegativeBad": {script: "echo -5s\nexit 75", delay: wftype.DefaultSnooze, reason: "neither"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := script(t, t.TempDir(), "later", tc.script)
+			_, err := runOne(t, t.Context(), wfexec.Handler{Command: cmd}, reporters.Discard{})
+			sn, ok := wftype.SnoozeOf(err)
+			require.True(t, ok, "a snooze: %v", err)
+			require.False(t, wftype.IsPermanent(err))
+			require.Equal(t, tc.delay, sn.Delay)
+			require.Contains(t, sn.Reason, tc.reason)
+		})
+	}
+}

@@ -8,6 +8,11 @@
 //
 // The reply decides the outcome:
 //
+//   - a Wf-Snooze header, whatever the status: a snooze, "come back later"
+//     without counting a retry (wftype.SnoozeError), after its delay (a Go
+//     duration such as 90s, or seconds); the body's excerpt is the reason.
+//   - 429 or 503 with a Retry-After header (seconds, or an HTTP date): a
+//     snooze of that delay.
 //   - 2xx: the body, one JSON value, is the task's outputs (an empty body
 //     means none); a body that is not JSON is a permanent failure.
 //   - 408, 429 and 5xx: a retryable failure.
@@ -301,6 +306,9 @@ func (r *Runner) post(ctx context.Context, ep endpoint, task *wftype.Task) (json
 	reply = reply[:min(int64(len(reply)), r.maxResponse)]
 
 	status := fmt.Sprintf("%s answered %s", ep.display, resp.Status)
+	if err := snoozeReply(resp, status, r.excerpt(reply)); err != nil {
+		return nil, err
+	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		if readErr != nil {
@@ -363,4 +371,41 @@ func (r *Runner) excerpt(body []byte) string {
 		cut--
 	}
 	return text[:cut] + "… (truncated)"
+}
+
+// SnoozeHeader is the reply header with which an endpoint snoozes its task.
+const SnoozeHeader = "Wf-Snooze"
+
+// snoozeReply returns the snooze a reply asks for, or nil: a Wf-Snooze
+// header, or a 429 or 503 with Retry-After.
+func snoozeReply(resp *http.Response, status, excerpt string) error {
+	reason := status
+	if excerpt != "" {
+		reason += ": " + excerpt
+	}
+	if v, ok := resp.Header[SnoozeHeader]; ok {
+		text := ""
+		if len(v) > 0 {
+			text = strings.TrimSpace(v[0])
+		}
+		d, err := wftype.ParseSnoozeDelay(text)
+		if err != nil {
+			reason += "; " + err.Error()
+		}
+		return wftype.Snooze(d, reason)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return nil
+	}
+	after := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if after == "" {
+		return nil
+	}
+	if secs, err := strconv.ParseInt(after, 10, 64); err == nil && secs >= 0 {
+		return wftype.Snooze(time.Duration(min(secs, int64(wftype.MaxSnoozeDelay.Seconds())))*time.Second, reason)
+	}
+	if at, err := http.ParseTime(after); err == nil {
+		return wftype.Snooze(time.Until(at), reason)
+	}
+	return nil // a Retry-After that says nothing usable: a plain retryable failure
 }

@@ -151,6 +151,8 @@ func TestReplies(t *testing.T) {
 		outputs   string // for successes; "" means nil
 		permanent bool
 		errParts  []string
+		header    map[string]string
+		snooze    time.Duration // > 0: the reply is a snooze of this delay
 	}{
 		"200JSON":       {status: 200, body: `{"id": "x"}`, outputs: `{"id":"x"}`},
 		"200Array":      {status: 200, body: " [1, 2]\n", outputs: `[1,2]`},
@@ -166,12 +168,23 @@ func TestReplies(t *testing.T) {
 		"503":           {status: 503, errParts: []string{"503 Service Unavailable"}},
 		"302":           {status: 302, permanent: true, errParts: []string{"302 Found", "redirects are not followed"}},
 		"ExcerptBounds": {status: 400, body: strings.Repeat("é", 2000), permanent: true, errParts: []string{"… (truncated)"}},
+		// Snoozes: come back later, without counting a retry.
+		"202Snooze":          {status: 202, header: map[string]string{"Wf-Snooze": "90s"}, snooze: 90 * time.Second, errParts: []string{"202 Accepted"}},
+		"200SnoozeSeconds":   {status: 200, body: `{"x":1}`, header: map[string]string{"Wf-Snooze": "30"}, snooze: 30 * time.Second, errParts: []string{"snoozed"}},
+		"SnoozeUnreadable":   {status: 200, header: map[string]string{"Wf-Snooze": "later"}, snooze: wftype.DefaultSnooze, errParts: []string{"neither a duration"}},
+		"429RetryAfter":      {status: 429, body: "slow down", header: map[string]string{"Retry-After": "120"}, snooze: 2 * time.Minute, errParts: []string{"429", "slow down"}},
+		"503RetryAfter":      {status: 503, header: map[string]string{"Retry-After": "5"}, snooze: 5 * time.Second, errParts: []string{"503"}},
+		"503RetryAfterJunk":  {status: 503, header: map[string]string{"Retry-After": "soon"}, errParts: []string{"503 Service Unavailable"}},
+		"500RetryAfterNoOne": {status: 500, header: map[string]string{"Retry-After": "5"}, errParts: []string{"500 Internal Server Error"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			out, err := runAgainst(t, func(w http.ResponseWriter, _ *http.Request) {
 				if tc.status == 302 {
 					w.Header().Set("Location", "/elsewhere")
+				}
+				for k, v := range tc.header {
+					w.Header().Set(k, v)
 				}
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, tc.body)
@@ -187,6 +200,11 @@ func TestReplies(t *testing.T) {
 			}
 			require.Error(t, err)
 			require.Equal(t, tc.permanent, wftype.IsPermanent(err), "permanent? %v", err)
+			sn, snoozed := wftype.SnoozeOf(err)
+			require.Equal(t, tc.snooze > 0, snoozed, "snooze? %v", err)
+			if snoozed {
+				require.Equal(t, tc.snooze, sn.Delay)
+			}
 			for _, part := range tc.errParts {
 				require.ErrorContains(t, err, part)
 			}
