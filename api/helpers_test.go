@@ -230,6 +230,10 @@ func setup(t *testing.T, opts ...options) *bundle {
 	t.Cleanup(hs.Close)
 	doc, err := openAPI()
 	require.NoError(t, err)
+	// The document's servers name where wf usually listens; the router
+	// matches a request's URL against them, so this test server's address
+	// is the one it must know (the document's own are kept after it).
+	doc.Servers = append(openapi3.Servers{{URL: hs.URL}}, doc.Servers...)
 	router, err := gorillamux.NewRouter(doc)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
