@@ -163,12 +163,7 @@ func TestClaimGlobalCapRacing(t *testing.T) {
 // capped claim reads PENDING rows through the claim index and counts ACTIVE
 // ones through the lease index, never scanning a partition sequentially.
 func TestClaimCappedUsesIndexes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 200,000 rows")
-	}
-	t.Parallel()
-	b := setup(t)
-	insertFinishedTasks(t, b, 200000)
+	b := setupFinished(t, 200000)
 	batch := make([]store.NewTask, 50)
 	for i := range batch {
 		batch[i] = newTask("noop")

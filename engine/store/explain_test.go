@@ -18,12 +18,7 @@ import (
 // checks that the claim statement reads the partial index on PENDING rows and
 // never scans a partition sequentially.
 func TestClaimUsesPartialIndex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 1M rows")
-	}
-	t.Parallel()
-	b := setup(t)
-	insertFinishedTasks(t, b, 1000000)
+	b := setupFinished(t, 1000000)
 	_, err := b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
 	require.NoError(t, err)
 	batch := make([]store.NewTask, 50)
@@ -67,6 +62,19 @@ func partitionsBefore(t *testing.T, b *bundle, now time.Time) []string {
 	}
 	require.NotEmpty(t, out, fmt.Sprint(parts))
 	return out
+}
+
+// setupFinished is setup for a parallel test of plans and counts over n
+// finished tasks in older partitions (insertFinishedTasks); -short skips it.
+func setupFinished(t *testing.T, n int) *bundle {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("builds %d rows", n)
+	}
+	t.Parallel()
+	b := setup(t)
+	insertFinishedTasks(t, b, n)
+	return b
 }
 
 // insertFinishedTasks creates the partitions of the three whole months

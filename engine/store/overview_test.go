@@ -19,12 +19,7 @@ import (
 // whole partition's index for the finished_at range had only finished_at),
 // and no partition of finished rows is scanned sequentially.
 func TestOverviewCountsAndPlans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 100k rows")
-	}
-	t.Parallel()
-	b := setup(t)
-	insertFinishedTasks(t, b, 100000)
+	b := setupFinished(t, 100000)
 	now := clock.Now().UTC().Truncate(time.Millisecond)
 	due, later := now.Add(-time.Hour), now.Add(time.Hour)
 	task := func(typ, tenant string, runAfter time.Time) store.NewTask {

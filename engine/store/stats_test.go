@@ -16,12 +16,7 @@ import (
 // partial indexes on live rows, never scanning a partition of finished rows,
 // and that the row estimates come from statistics alone.
 func TestQueueDepthReadsPartialIndexes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 300k rows")
-	}
-	t.Parallel()
-	b := setup(t)
-	insertFinishedTasks(t, b, 300000)
+	b := setupFinished(t, 300000)
 	batch := make([]store.NewTask, 40)
 	for i := range batch {
 		batch[i] = newTask("noop")

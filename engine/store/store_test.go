@@ -299,13 +299,23 @@ func TestClaimExactlyOnce(t *testing.T) {
 	require.Len(t, seen, total)
 }
 
+// insertClaimed inserts n tasks of taskType and claims them all as w1.
+func insertClaimed(t *testing.T, b *bundle, taskType string, n int) []store.InsertResult {
+	t.Helper()
+	tasks := make([]store.NewTask, n)
+	for i := range tasks {
+		tasks[i] = newTask(taskType)
+	}
+	res, err := b.store.InsertTasks(b.ctx, tasks)
+	require.NoError(t, err)
+	require.Len(t, claimAll(t, b, taskType, 10*n), n)
+	return res
+}
+
 func TestFinishRetryDeadLetterAndEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("x"), newTask("x"), newTask("x")})
-	require.NoError(t, err)
-	claimed := claimAll(t, b, "x", 10)
-	require.Len(t, claimed, 3)
+	res := insertClaimed(t, b, "x", 3)
 	msg := "boom"
 	retryAt := clock.Now().Add(time.Hour)
 	done, err := b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{
@@ -350,11 +360,8 @@ func TestFinishRetryDeadLetterAndEvents(t *testing.T) {
 func TestHeartbeatOwnershipReleaseAndCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("x"), newTask("x"), newTask("x")})
-	require.NoError(t, err)
-	claimed := claimAll(t, b, "x", 10)
-	require.Len(t, claimed, 3)
-	_, err = b.store.CancelTask(b.ctx, res[0].Task.ID)
+	res := insertClaimed(t, b, "x", 3)
+	_, err := b.store.CancelTask(b.ctx, res[0].Task.ID)
 	require.NoError(t, err)
 
 	leases := []store.Lease{{ID: res[0].Task.ID, Lease: time.Minute}, {ID: res[1].Task.ID, Lease: time.Minute}, {ID: res[2].Task.ID, Lease: time.Minute}}
