@@ -284,7 +284,7 @@ func TestHeartbeatAndShutdownOnTheClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The test's clock, ahead of the database's so the tasks are due.
-	fake := clock.NewFake(time.Now().UTC().Add(time.Minute).Truncate(time.Millisecond))
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute).Truncate(time.Millisecond))
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)

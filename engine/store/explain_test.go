@@ -79,10 +79,12 @@ func setupFinished(t *testing.T, n int) *bundle {
 
 // insertFinishedTasks creates the partitions of the three whole months
 // before the current one and fills them with n COMPLETED tasks spread evenly
-// across them, of types noop and other in turn. The rows are placed by the
-// partitions' bounds, not by a distance from now, so every partition before
-// the current month holds rows whatever the date (on the first second of a
-// month too).
+// across them, of types noop and other in turn, up to a day before the
+// current month. The rows are placed by the partitions' bounds, not by a
+// distance from now, so every partition before the current month holds rows
+// whatever the date (on the first second of a month too), and they are
+// history: none finished within the last day, whatever the date, so a
+// window of recent outcomes (the overview's hour) never sees them.
 func insertFinishedTasks(t *testing.T, b *bundle, n int) {
 	t.Helper()
 	now := clock.Now().UTC()
@@ -90,7 +92,8 @@ func insertFinishedTasks(t *testing.T, b *bundle, n int) {
 	first := thisMonth.AddDate(0, -3, 0)
 	_, err := b.store.EnsurePartitions(b.ctx, first, 4)
 	require.NoError(t, err)
-	step := thisMonth.Sub(first) / time.Duration(n+1)
+	last := thisMonth.Add(-24 * time.Hour)
+	step := last.Sub(first) / time.Duration(n+1)
 	_, err = b.pool.Exec(b.ctx, `
 INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs, finished_at)
 SELECT tasks.uuid_v7(ts), date_trunc('milliseconds', ts), 'system', 'SYSTEM', 'ASYNCHRONOUS',
