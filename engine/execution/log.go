@@ -23,8 +23,11 @@ func LogOutcome(ctx context.Context, log *slog.Logger, t *wftype.Task, o store.F
 	if o.Error != nil {
 		errText = *o.Error
 	}
-	switch o.Status {
-	case wftype.StatusPending:
+	switch {
+	case o.Status == wftype.StatusPending && o.Snoozed:
+		attrs = append(attrs, "snoozes", t.Snoozes+1, "retry_in", o.RetryIn.String(), "reason", errText)
+		log.InfoContext(ctx, "task snoozed", attrs...)
+	case o.Status == wftype.StatusPending:
 		attrs = append(attrs, "retry", o.RetryCount, "max_retries", t.MaxRetries, "err", errText)
 		if o.RunAfter != nil {
 			attrs = append(attrs, "run_after", o.RunAfter.UTC())
@@ -32,9 +35,9 @@ func LogOutcome(ctx context.Context, log *slog.Logger, t *wftype.Task, o store.F
 			attrs = append(attrs, "retry_in", o.RetryIn.String())
 		}
 		log.WarnContext(ctx, "task failed; retrying", attrs...)
-	case wftype.StatusFailed:
+	case o.Status == wftype.StatusFailed:
 		log.ErrorContext(ctx, "task failed permanently", append(attrs, "err", errText)...)
-	case wftype.StatusDeadLetter:
+	case o.Status == wftype.StatusDeadLetter:
 		log.ErrorContext(ctx, "task dead-lettered: out of retries", append(attrs, "retries", o.RetryCount, "err", errText)...)
 	default:
 		log.DebugContext(ctx, "task completed", append(attrs, "status", string(o.Status))...)
