@@ -158,3 +158,35 @@ func TestBBoxAntimeridian(t *testing.T) {
 	require.Equal(t, [4]float64{170, -1, -175, 2}, geom.BBox(orb.Collection{
 		orb.Point{-175, 2}, orb.LineString{{170, -1}, {175, 0}}, orb.Point{179, 1}}))
 }
+
+// TestLengthAndCounts: one degree of the equator and of a meridian at the
+// equator have known lengths on WGS84 (a·π/180 and the meridian arc); a
+// polygon's length is its perimeter; vertex and part counts are PostGIS's.
+func TestLengthAndCounts(t *testing.T) {
+	t.Parallel()
+	require.InDelta(t, 111319.4908, geom.Length(orb.LineString{{0, 0}, {1, 0}}), 0.01)
+	require.InDelta(t, 110574.3886, geom.Length(orb.LineString{{0, 0}, {0, 1}}), 0.01)
+	sq := orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 1}, {0, 0}}}
+	require.InDelta(t, 2*111319.49+2*110574.39, geom.Length(sq), 50)
+	require.Zero(t, geom.Length(orb.Point{1, 2}))
+	s := geom.Measure(orb.MultiPolygon{sq, sq})
+	require.Equal(t, 10, s.Vertices)
+	require.Equal(t, 2, s.Parts)
+	s = geom.Measure(orb.Collection{orb.Point{0, 0}, orb.LineString{{0, 0}, {1, 1}}})
+	require.Equal(t, 3, s.Vertices)
+	require.Equal(t, 2, s.Parts)
+	require.Equal(t, 1, geom.Measure(orb.Point{0, 0}).Parts)
+}
+
+// TestCentroidAcrossAntimeridian: the centroid of a geometry crossing the
+// antimeridian lies between its parts across ±180°, not at 0°.
+func TestCentroidAcrossAntimeridian(t *testing.T) {
+	t.Parallel()
+	s := geom.Measure(orb.MultiPoint{{179, 0}, {-179, 0}})
+	require.InDelta(t, 180, math.Abs(s.Centroid[0]), 1e-9)
+	s = geom.Measure(orb.MultiPoint{{178, 0}, {-178, 0}, {-178, 0}})
+	require.InDelta(t, -179.3333333, s.Centroid[0], 1e-6)
+	s = geom.Measure(orb.MultiPoint{{10, 0}, {20, 0}})
+	require.InDelta(t, 15, s.Centroid[0], 1e-9)
+	require.Equal(t, "1", geom.Stats{Centroid: orb.Point{0, 0}}.S2Cell(0)[:1])
+}

@@ -36,7 +36,21 @@ type item struct {
 	// version is what is merged; props, stats and geometry make its envelope.
 	version store.FeatureVersion
 	props   map[string]any
-	stats   geom.Stats
+	stats   recordStats
+}
+
+// recordStats are a record's stats, the seed's four groups in one flat
+// object (see schemas/envelope.schema.json): geometry stats, attribute
+// stats, content hashes and spatial cells.
+type recordStats struct {
+	geom.Stats
+	// Fields and Nulls count the record's properties and those that are null.
+	Fields, Nulls int
+	// GeometryHash and AttributesHash are the content hashes.
+	GeometryHash, AttributesHash string
+	// S2Cell is the token of the S2 cell of the centroid at S2Level.
+	S2Cell  string
+	S2Level int
 }
 
 // processor turns records into items; it holds the run's fixed values.
@@ -44,6 +58,8 @@ type processor struct {
 	idAttribute string
 	assetID     *string
 	validFrom   time.Time
+	// s2Level is the level of the centroid's S2 cell in the stats.
+	s2Level int
 }
 
 // reject returns the item of a refused record: its attributes echoed,
@@ -88,7 +104,6 @@ func (p *processor) process(rec *record) (item, error) {
 		return p.reject(rec, props, system, echo, "invalid geometry: "+err.Error()), nil
 	}
 	g = geom.Normalize(g)
-	stats := geom.Measure(g)
 	wkb, err := geom.WKB(g)
 	if err != nil {
 		return p.reject(rec, props, system, echo, "invalid geometry: "+err.Error()), nil
@@ -101,6 +116,14 @@ func (p *processor) process(rec *record) (item, error) {
 	if err != nil {
 		return item{}, err
 	}
+	stats := recordStats{Stats: geom.Measure(g), Fields: len(props), GeometryHash: geom.Hash(wkb), AttributesHash: geom.Hash(canon),
+		S2Level: p.s2Level}
+	for _, v := range props {
+		if v == nil {
+			stats.Nulls++
+		}
+	}
+	stats.S2Cell = stats.Stats.S2Cell(p.s2Level)
 	return item{
 		version: store.FeatureVersion{
 			GeoID:          id,
@@ -110,8 +133,8 @@ func (p *processor) process(rec *record) (item, error) {
 			WKB:            wkb,
 			Properties:     stored,
 			Stats:          appendStatsJSON(nil, stats),
-			GeometryHash:   geom.Hash(wkb),
-			AttributesHash: geom.Hash(canon),
+			GeometryHash:   stats.GeometryHash,
+			AttributesHash: stats.AttributesHash,
 			ValidFrom:      p.validFrom,
 		},
 		props: props,
@@ -245,28 +268,80 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// appendStatsJSON appends the stored stats object.
-func appendStatsJSON(dst []byte, s geom.Stats) []byte {
+// appendStatsJSON appends the stored stats object: the envelope's stats
+// (statsMap), in the same keys.
+func appendStatsJSON(dst []byte, s recordStats) []byte {
+	num := func(key string, v float64) {
+		dst = append(dst, `,"`...)
+		dst = append(dst, key...)
+		dst = append(dst, `":`...)
+		dst = strconv.AppendFloat(dst, v, 'f', -1, 64)
+	}
+	str := func(key, v string) {
+		dst = append(dst, `,"`...)
+		dst = append(dst, key...)
+		dst = append(dst, `":"`...)
+		dst = append(dst, v...) // hex digits and tokens: nothing to escape
+		dst = append(dst, '"')
+	}
 	dst = append(dst, `{"area":`...)
 	dst = strconv.AppendFloat(dst, s.Area, 'f', -1, 64)
-	dst = append(dst, `,"centroid":"`...)
-	dst = append(dst, s.CentroidHex()...)
-	dst = append(dst, `","bbox":[`...)
+	num(statLength, s.Length)
+	str(statCentroid, s.CentroidHex())
+	dst = append(dst, `,"bbox":[`...)
 	for i, v := range s.BBox {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = strconv.AppendFloat(dst, v, 'f', -1, 64)
 	}
-	return append(dst, "]}"...)
+	dst = append(dst, ']')
+	num(statVertexCount, float64(s.Vertices))
+	num(statPartCount, float64(s.Parts))
+	num(statFieldCount, float64(s.Fields))
+	num(statNullCount, float64(s.Nulls))
+	str(statGeometryHash, s.GeometryHash)
+	str(statAttributesHash, s.AttributesHash)
+	str(statS2Cell, s.S2Cell)
+	num(statS2Level, float64(s.S2Level))
+	return append(dst, '}')
 }
 
+// The envelope's stats keys, by the seed's groups.
+const (
+	// geometry_stats
+	statArea        = "area"
+	statLength      = "length"
+	statCentroid    = "centroid"
+	statBBox        = "bbox"
+	statVertexCount = "vertex_count"
+	statPartCount   = "part_count"
+	// attribute_stats
+	statFieldCount = "field_count"
+	statNullCount  = "null_count"
+	// content_hashes
+	statGeometryHash   = "geometry_hash"
+	statAttributesHash = "attributes_hash"
+	// spatial_cells
+	statS2Cell  = "s2_cell"
+	statS2Level = "s2_level"
+)
+
 // statsMap is the envelope's stats member.
-func statsMap(s geom.Stats) map[string]any {
+func statsMap(s recordStats) map[string]any {
 	return map[string]any{
-		"area":     s.Area,
-		"centroid": s.CentroidHex(),
-		"bbox":     []float64{s.BBox[0], s.BBox[1], s.BBox[2], s.BBox[3]},
+		statArea:           s.Area,
+		statLength:         s.Length,
+		statCentroid:       s.CentroidHex(),
+		statBBox:           []float64{s.BBox[0], s.BBox[1], s.BBox[2], s.BBox[3]},
+		statVertexCount:    s.Vertices,
+		statPartCount:      s.Parts,
+		statFieldCount:     s.Fields,
+		statNullCount:      s.Nulls,
+		statGeometryHash:   s.GeometryHash,
+		statAttributesHash: s.AttributesHash,
+		statS2Cell:         s.S2Cell,
+		statS2Level:        s.S2Level,
 	}
 }
 

@@ -126,6 +126,9 @@ type Outputs struct {
 	// ValidityStart is the start of the validity of the versions written.
 	ValidityStart time.Time `json:"validity_start"`
 	Features      Counts    `json:"features"`
+	// Summary describes the stored records as a collection: count, extent,
+	// and each attribute's types and nulls.
+	Summary Summary `json:"summary"`
 }
 
 // Handle implements the builtin handler signature: it ingests the source
@@ -169,12 +172,16 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if in.ValidityStart != nil {
 		validFrom = *in.ValidityStart
 	}
-	p := &processor{idAttribute: in.IDAttribute, validFrom: validFrom.UTC()}
+	p := &processor{idAttribute: in.IDAttribute, validFrom: validFrom.UTC(), s2Level: DefaultS2Level}
+	if in.S2Level != nil {
+		p.s2Level = *in.S2Level
+	}
 	if in.AssetID != "" {
 		p.assetID = &in.AssetID
 	}
 	started := time.Now()
-	counts, runErr := h.run(ctx, table, rr, p, rep)
+	sum := newSummarizer()
+	counts, runErr := h.run(ctx, table, rr, p, rep, sum)
 	if runErr != nil && !errors.Is(runErr, errSource) {
 		return nil, runErr
 	}
@@ -184,7 +191,7 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 		return nil, wftype.Permanent(fmt.Errorf("error reading %s after %d records: %w", in.Source, counts.Read, runErr))
 	}
 	out := Outputs{CatalogID: in.CatalogID, CollectionID: in.CollectionID, Source: in.Source, Table: table.String(),
-		ValidityStart: p.validFrom, Features: counts}
+		ValidityStart: p.validFrom, Features: counts, Summary: sum.summary()}
 	if err := h.emitCompleted(ctx, task, out); err != nil {
 		return nil, err
 	}
@@ -250,7 +257,7 @@ type batch struct {
 // run reads, checks and writes every record: this goroutine reads and
 // processes into batches while a second one merges and reports the
 // previous batch. It returns the counts of what was reported.
-func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter) (Counts, error) {
+func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *batch, 1)
@@ -264,7 +271,7 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 		var err error
 		for b := range batches {
 			if err == nil {
-				if err = h.write(ctx, t, b, rep, &c); err != nil {
+				if err = h.write(ctx, t, b, rep, &c, sum); err != nil {
 					cancel() // stop the reader; drain what it already sent
 				}
 			}
@@ -328,8 +335,9 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 	return res.counts, readErr
 }
 
-// write merges one batch and reports its items in source order.
-func (h *Handler) write(ctx context.Context, t store.FeatureTable, b *batch, rep reporters.Reporter, c *Counts) error {
+// write merges one batch, reports its items in source order and adds the
+// stored ones to the summary.
+func (h *Handler) write(ctx context.Context, t store.FeatureTable, b *batch, rep reporters.Reporter, c *Counts, sum *summarizer) error {
 	var outcomes []store.MergeOutcome
 	if len(b.versions) > 0 {
 		var err error
@@ -361,6 +369,10 @@ func (h *Handler) write(ctx context.Context, t store.FeatureTable, b *batch, rep
 				c.Unchanged++
 			default:
 				c.Rejected++
+			}
+			switch o.Action {
+			case store.MergeCreated, store.MergeVersioned, store.MergeUnchanged:
+				sum.add(it.props, it.stats.BBox)
 			}
 		}
 		if err := rep.Report(ctx, env); err != nil {

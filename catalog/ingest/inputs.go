@@ -25,6 +25,10 @@ const (
 	FormatGDAL = "gdal"
 )
 
+// DefaultS2Level is the level of the S2 cells in the records' stats: level
+// 13 cells are about 1 km² (0.6 to 1.2 km² by latitude).
+const DefaultS2Level = 13
+
 // Inputs are an ingestion task's inputs (specs/ingestion.yaml validates
 // them first; Parse checks them again for tasks created by other means).
 type Inputs struct {
@@ -48,6 +52,9 @@ type Inputs struct {
 	CSV *CSVOptions `json:"csv,omitempty"`
 	// Layer names the layer of a gdal source with several; optional.
 	Layer string `json:"layer,omitempty"`
+	// S2Level is the level of the S2 cell of each record's centroid in its
+	// stats (0 to 30); default DefaultS2Level.
+	S2Level *int `json:"s2_level,omitempty"`
 	// SourceCRS is a gdal source's coordinate reference system as
 	// AUTHORITY:CODE (EPSG:32632), for a source that does not say it or
 	// says it wrongly; optional.
@@ -95,6 +102,9 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	}
 	if in.Layer != "" && (strings.HasPrefix(in.Layer, "-") || strings.ContainsFunc(in.Layer, unicode.IsControl) || len(in.Layer) > 255) {
 		errs = append(errs, fmt.Errorf(`"layer" is %q, want a layer name (up to 255 characters, not starting with '-')`, in.Layer))
+	}
+	if in.S2Level != nil && (*in.S2Level < 0 || *in.S2Level > 30) {
+		errs = append(errs, fmt.Errorf(`"s2_level" is %d, want 0 to 30`, *in.S2Level))
 	}
 	if in.IDAttribute == "" {
 		errs = append(errs, errors.New(`"id_attribute" is required: the property that holds each record's external id`))
