@@ -3,10 +3,12 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,15 +68,17 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 func TestFeaturesEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	reportDir, root := t.TempDir(), b.root
+	reportDir := t.TempDir()
 	startFeatureEngine(t, b, reportDir)
 	b.createCatalog("cat-a", "regions")
+	root := b.tenantDir("s_cat_a") // the tenant's folder under files.local_roots
 	var registered bool
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&registered))
 	require.True(t, registered, "registering the collection created its feature table")
 	copyFixture(t, root)
 
-	// A relative source is read from the first of files.local_roots.
+	// A relative source is read from the tenant's folder under the first
+	// of files.local_roots.
 	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
 		"source": "admin_regions.geojson", "format": "geojson", "id_attribute": "code", "asset_id": "ADMIN_2024",
 		"validity_start": "2024-01-01T00:00:00Z",
@@ -135,7 +139,7 @@ func TestFeaturesEndToEnd(t *testing.T) {
 		task["outputs"].(map[string]any)["features"])
 
 	// Export the collection through the task API: a relative destination
-	// lands in the first of files.local_roots.
+	// lands in the tenant's folder under the first of files.local_roots.
 	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{
 		"task_type": "export_features", "schema_name": "s_cat_a",
 		"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": "regions.geojson", "format": "geojson"},
@@ -167,73 +171,89 @@ func copyFixture(t *testing.T, folder string) {
 }
 
 // TestFeaturesOutsideRoots checks over HTTP that a client cannot make the
-// service read or write local files outside files.local_roots: such an
-// ingestion or export ends FAILED, naming the path and the allowed folders,
-// having read and written nothing.
+// service read or write local files outside its tenant's folder under
+// files.local_roots: such a location is refused when the task is submitted
+// (400 naming the field), and a task naming one that was created behind
+// the API, where nothing checked it, ends FAILED when it runs, naming the
+// location but none of the server's folders, having read and written
+// nothing.
 func TestFeaturesOutsideRoots(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root, outside := b.root, t.TempDir()
+	outside := t.TempDir()
 	startFeatureEngine(t, b, t.TempDir())
 	b.createCatalog("cat-a", "regions")
+	root := b.tenantDir("s_cat_a")
 	copyFixture(t, outside)
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "passwd.geojson")))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "elsewhere")))
-	refusal := " is outside the allowed folders (" + root + "); set files.local_roots"
-	passwd, err := filepath.EvalSymlinks("/etc/passwd")
-	require.NoError(t, err)
-	shownPasswd := "/etc/passwd"
-	if passwd != shownPasswd {
-		shownPasswd += " (a link to " + passwd + ")"
+	sources := []string{
+		"/etc/passwd", "file:///etc/passwd", "passwd.geojson", "elsewhere/admin_regions.geojson",
+		filepath.Join(outside, "admin_regions.geojson"),
+		"%2e%2e/%2e%2e/etc/passwd", "file://" + filepath.ToSlash(root) + "/%2e%2e/%2e%2e/etc/passwd",
+	}
+	destinations := []string{
+		filepath.Join(outside, "out.geojson"), "file://" + filepath.ToSlash(filepath.Join(outside, "out.ndjson")),
+		"elsewhere/out2.ndjson", "../" + filepath.Base(outside) + "/out.ndjson", "%2e%2e/out3.ndjson",
+	}
+	ingestion := func(source string) map[string]any {
+		return map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "source": source, "format": "geojson", "id_attribute": "code", "asset_id": "A1"}
+	}
+	export := func(dest string) map[string]any {
+		return map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": dest}
 	}
 
-	var statusURLs []string
-	want := map[string]string{}
-	submit := func(res response, named string) {
-		t.Helper()
-		require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-		u := res.json(t)["status_url"].(string)
-		statusURLs = append(statusURLs, u)
-		want[u] = named + refusal
+	// Over HTTP: 400 at the field, nothing queued.
+	for _, source := range sources {
+		body := ingestion(source)
+		delete(body, "catalog_id")
+		delete(body, "collection_id")
+		res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
+		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", source, res.body)
+		require.Equal(t, []string{"/source"}, problemPointers(t, res), string(res.body))
+		require.NotContains(t, strings.ReplaceAll(string(res.body), source, ""), b.root, "the answer names no server folder beyond the location given")
 	}
-	for source, named := range map[string]string{
-		"/etc/passwd":        shownPasswd,
-		"file:///etc/passwd": shownPasswd,
-		"passwd.geojson":     filepath.Join(root, "passwd.geojson") + " (a link to " + passwd + ")",
-		"elsewhere/admin_regions.geojson": filepath.Join(root, "elsewhere", "admin_regions.geojson") + " (a link to " +
-			filepath.Join(outside, "admin_regions.geojson") + ")",
-		filepath.Join(outside, "admin_regions.geojson"): filepath.Join(outside, "admin_regions.geojson"),
-	} {
-		submit(b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
-			"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "A1",
-		}), named)
+	for _, dest := range destinations {
+		res := b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "export_features", "schema_name": "s_cat_a", "inputs": export(dest)})
+		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", dest, res.body)
+		require.Equal(t, []string{"/inputs/destination"}, problemPointers(t, res), string(res.body))
+		require.NotContains(t, strings.ReplaceAll(string(res.body), dest, ""), b.root)
 	}
-	for dest, named := range map[string]string{
-		filepath.Join(outside, "out.geojson"):          filepath.Join(outside, "out.geojson"),
-		"../" + filepath.Base(outside) + "/out.ndjson": filepath.Join(outside, "out.ndjson"),
-		"elsewhere/out2.ndjson": filepath.Join(root, "elsewhere", "out2.ndjson") + " (a link to " +
-			filepath.Join(outside, "out2.ndjson") + ")",
-	} {
-		submit(b.do("POST", "/tasks", tokClientLimited, map[string]any{
-			"task_type": "export_features", "schema_name": "s_cat_a",
-			"inputs": map[string]any{"catalog_id": "cat-a", "collection_id": "regions", "destination": dest},
-		}), named)
+	var queued int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type IN ('ingestion', 'export_features')`).Scan(&queued))
+	require.Zero(t, queued)
+
+	// Behind the API (a program's own client, which checks no files): the
+	// handlers refuse the same locations when the tasks run.
+	var reqs []client.Request
+	for _, source := range sources {
+		raw, _ := json.Marshal(ingestion(source))
+		reqs = append(reqs, client.Request{TaskType: "ingestion", SchemaName: "s_cat_a", Inputs: raw})
 	}
-	for _, u := range statusURLs {
-		task := b.follow(u, tokClientLimited)
+	for _, dest := range destinations {
+		raw, _ := json.Marshal(export(dest))
+		reqs = append(reqs, client.Request{TaskType: "export_features", SchemaName: "s_cat_a", Inputs: raw})
+	}
+	created, err := client.New(b.store, b.specs).EnqueueMany(b.ctx, reqs)
+	require.NoError(t, err)
+	locations := append(append([]string(nil), sources...), destinations...)
+	for i, c := range created {
+		task := b.follow("/tasks/"+c.Task.ID.String(), tokClientLimited)
 		require.Equal(t, "FAILED", task["status"], task)
-		require.Contains(t, task["error"], want[u], task)
+		msg, _ := task["error"].(string)
+		require.Regexp(t, `outside the files of tenant s_cat_a|'\.\.' segment`, msg, task)
+		// Beyond the location as the client wrote it, the error names no
+		// folder of the server's (not the root, not a link's target).
+		rest := strings.ReplaceAll(msg, locations[i], "LOCATION")
+		require.NotContains(t, rest, b.root, msg)
+		require.NotContains(t, rest, outside, msg)
+		require.NotContains(t, rest, "/etc/passwd", msg)
 	}
-	// A relative source that climbs out is refused before it is queued.
-	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, map[string]any{
-		"source": "../../etc/passwd", "format": "geojson", "id_attribute": "code", "asset_id": "A1",
-	})
-	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 
 	var rows int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM s_cat_a.regions`).Scan(&rows))
 	require.Zero(t, rows, "nothing was read")
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
-	require.Len(t, entries, 1, "nothing was written outside the roots")
+	require.Len(t, entries, 1, "nothing was written outside the tenant's folder")
 }

@@ -21,9 +21,9 @@ import (
 func TestGDALIngestionEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root := b.root
 	startFeatureEngine(t, b, t.TempDir())
 	b.createCatalog("cat-a", "parcels", "roads")
+	root := b.tenantDir("s_cat_a")
 	gpkg := gdaltest.GeoPackage3857(t, root, false)
 	zipped := gdaltest.ZippedShapefileUTM(t, root)
 

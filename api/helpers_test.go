@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/schemas"
@@ -134,8 +136,20 @@ type bundle struct {
 	doc    *openapi3.T
 	reg    *builtin.Registry
 	// root is the one folder (files.local_roots) the feature handlers in
-	// reg may read and write local files in.
+	// reg may read and write local files in: each tenant in its own folder
+	// there (tenantDir).
 	root string
+	// files opens the files of tasks under root, as wf run's does.
+	files *objio.Opener
+}
+
+// tenantDir returns (and creates) the folder of tenant schema under the
+// files root, where its tasks' local files are.
+func (b *bundle) tenantDir(schema string) string {
+	b.t.Helper()
+	dir := filepath.Join(b.root, schema)
+	require.NoError(b.t, os.MkdirAll(dir, 0o755))
+	return dir
 }
 
 // in returns the bundle for a subtest: failures are reported on t.
@@ -167,11 +181,12 @@ func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 // bindCatalog registers in reg the catalog's handlers (the shipped specs
 // name them: specs/events.yaml, specs/ingestion.yaml, specs/features.yaml)
 // bound to the database, as wf run, wf serve and wf exec bind them; local
-// files are limited to root. Names reg already holds keep their handlers.
-func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, root string) {
+// files are opened with files (limited to the bundle's root). Names reg
+// already holds keep their handlers.
+func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener) {
 	t.Helper()
 	st := store.New(pool)
-	features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: []string{root}, Logger: quietLogger})
+	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger})
 	require.NoError(t, err)
 	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
@@ -208,7 +223,8 @@ func setup(t *testing.T, opts ...options) *bundle {
 	}
 	specs := loadSpecs(t, reg)
 	root := t.TempDir()
-	bindCatalog(t, reg, pool, specs, root)
+	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
+	bindCatalog(t, reg, pool, specs, files)
 	set, err := runnerset.Build(specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	tokens := []config.Token{
@@ -221,7 +237,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		{Name: "worker-sleep", Role: config.RoleWorker, TaskTypes: []string{"sleep"}, TokenSHA256: config.HashToken(tokWorkerSleep)},
 	}
 	srv, err := api.New(api.Config{
-		Pool: pool, Specs: specs, Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
+		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(),
 	})
@@ -237,7 +253,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	router, err := gorillamux.NewRouter(doc)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
-		router: router, doc: doc, reg: reg, root: root}
+		router: router, doc: doc, reg: reg, root: root, files: files}
 }
 
 // response is one answer, its body read.

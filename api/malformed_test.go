@@ -243,7 +243,7 @@ func TestMalformedRequests(t *testing.T) {
 	root := b.root
 	startFeatureEngine(t, b, t.TempDir())
 	b.createCatalog("cat-a", "regions")
-	copyFixture(t, root)
+	copyFixture(t, b.tenantDir("s_cat_a"))
 	id, _, err := store.NewID()
 	require.NoError(t, err)
 	taskID := id.String()
@@ -291,5 +291,5 @@ func TestMalformedRequests(t *testing.T) {
 	require.Equal(t, before, b.fingerprint(root), "a malformed request changed the database or the files")
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)
-	require.Len(t, entries, 1, "only the fixture is in the files root")
+	require.Len(t, entries, 1, "only the tenant's folder (with the fixture) is in the files root")
 }

@@ -162,7 +162,7 @@ func New(cfg Config) (*Server, error) {
 		store:    st,
 		client:   cl,
 		emitter:  em,
-		catalogs: registry.New(st, em),
+		catalogs: registry.New(st, em).WithFiles(cl), // asset URIs: the tenant's folder, as file inputs
 		metrics:  cfg.Metrics,
 		openapi:  doc,
 		maxBody:  cfg.HTTP.MaxBodyBytes,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -104,9 +105,9 @@ var regionsBody = map[string]any{"source": "admin_regions.geojson", "format": "g
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root := b.root
 	startFeatureEngine(t, b, t.TempDir())
-	copyFixture(t, root)
+	copyFixture(t, b.tenantDir("s_cat_a"))
+	copyFixture(t, b.tenantDir("s_cat_b"))
 
 	rc := &receiver{}
 	hook := httptest.NewServer(rc)
@@ -230,7 +231,7 @@ func TestTenantIsolation(t *testing.T) {
 	require.Equal(t, 1, legacy)
 	require.Zero(t, aSchema, "A's own deletion dropped A's schema")
 	// No export file was written.
-	require.NoFileExists(t, root+"/stolen.ndjson")
+	require.NoFileExists(t, filepath.Join(b.root, "s_cat_a", "stolen.ndjson"))
 	// Webhooks: the registry's own lifecycle events, and the one written
 	// behind the API (as an operator may); nothing a client sent.
 	require.ElementsMatch(t, []string{"catalog.created cat-a", "catalog.created cat-b", "catalog.deleted cat-a", "catalog.deleted cat-b"},

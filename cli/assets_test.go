@@ -26,6 +26,15 @@ func TestAssetsCommand(t *testing.T) {
 		"--metadata", `{"survey":2024}`, "albania", "ROADS_2024")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "added asset ROADS_2024 to catalog albania\n", out)
+	// A local URI must be in the catalog's tenant's folder under
+	// files.local_roots, as a task's file inputs must.
+	for _, uri := range []string{"/etc/passwd", "file:///etc/passwd", "../s_other/x.geojson", "%2e%2e/s_other/x.geojson"} {
+		code, _, errOut = wf("assets", "add", "--uri", uri, "albania", "STOLEN")
+		require.Equal(t, ExitFailure, code, uri)
+		require.Contains(t, errOut, "/uri: ", uri)
+	}
+	code, _, errOut = wf("assets", "add", "--uri", "surveys/roads.geojson", "albania", "LOCAL")
+	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = wf("assets", "add", "--uri", "x", "--kind", "video", "albania", "-bad")
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "/kind: must be one of vector, raster, other")
@@ -33,6 +42,7 @@ func TestAssetsCommand(t *testing.T) {
 	code, out, _ = wf("assets", "list", "albania")
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "ROADS_2024  vector  active  roads")
+	require.NotContains(t, out, "STOLEN")
 	code, _, errOut = wf("assets", "archive", "albania", "ROADS_2024")
 	require.Equal(t, ExitOK, code, errOut)
 	code, out, _ = wf("assets", "show", "--format", "json", "albania", "ROADS_2024")

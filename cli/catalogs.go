@@ -92,7 +92,11 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 		}
 		return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 			st := store.New(pool).WithChannels(storeChannels(cfg))
-			err := run(c, registry.New(st, events.NewEmitter(st)))
+			files, err := filesOpener(cfg)
+			if err != nil {
+				return cli.Exit(err.Error(), ExitFailure)
+			}
+			err = run(c, registry.New(st, events.NewEmitter(st)).WithFiles(files))
 			if err == nil {
 				return nil
 			}

@@ -92,7 +92,11 @@ func runEnqueue(c *cli.Context) error {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer cleanup()
-	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs)
+	files, err := filesOpener(cfg)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs).WithFiles(files)
 	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key"), RunAfter: runAfter}
 	reqs := make([]client.Request, count)
 	for i := range reqs {

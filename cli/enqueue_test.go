@@ -65,3 +65,37 @@ func TestEnqueueDelayed(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
 	require.Len(t, list.Tasks, 3, "a refused enqueue creates nothing")
 }
+
+// TestEnqueueFiles: the inputs a task type declares as files (files:) are
+// checked when wf enqueue creates the task: a local location outside the
+// tenant's folder under files.local_roots is refused, naming the input,
+// and creates nothing.
+func TestEnqueueFiles(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"fetch.yaml": `kind: TaskType
+name: fetch
+handler: {builtin: noop}
+inputs:
+  type: object
+  properties:
+    source: {type: string}
+files: [source]
+`})
+	for _, source := range []string{"/etc/passwd", "file:///etc/passwd", "../s_x/data.csv", "%2e%2e/s_x/data.csv", e.data + "/files/s_x/data.csv"} {
+		code, _, errOut := e.run("enqueue", "-i", "source="+source, "fetch")
+		require.Equal(t, ExitFailure, code, "%s: %s", source, errOut)
+		require.Contains(t, errOut, "  /source: ", source)
+	}
+	// A platform task's files are in the folder "system".
+	code, _, errOut := e.run("enqueue", "-i", "source=data.csv", "fetch")
+	require.Equal(t, ExitOK, code, errOut)
+	code, _, errOut = e.run("enqueue", "-i", "source="+e.data+"/files/system/data.csv", "fetch")
+	require.Equal(t, ExitOK, code, errOut)
+	code, out, errOut := e.run("tasks", "list", "--format", "json")
+	require.Equal(t, ExitOK, code, errOut)
+	var list struct {
+		Tasks []any `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	require.Len(t, list.Tasks, 2, "a refused enqueue creates nothing")
+}

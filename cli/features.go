@@ -15,6 +15,7 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/runners/builtin"
 )
 
@@ -31,11 +32,11 @@ func handlerNames(c *cli.Context) []string {
 // bindCatalog returns the engine's Bind for the commands that run tasks
 // (wf run, wf serve, wf exec): it registers the catalog's handlers bound to
 // their dependencies — the engine's store, its client for the tasks they
-// create, files.local_roots — so every process runs every handler the same
-// way. A missing dependency is an error at start-up. A name the program's
-// registry already holds keeps its handler (a program embedding wf may
-// bring its own).
-func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *store.Store, *client.Client) error {
+// create, the files opener (files.local_roots, outbound.allow) — so every
+// process runs every handler the same way. A missing dependency is an
+// error at start-up. A name the program's registry already holds keeps its
+// handler (a program embedding wf may bring its own).
+func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func(*builtin.Registry, *store.Store, *client.Client) error {
 	return func(reg *builtin.Registry, st *store.Store, cl *client.Client) error {
 		// Outbound requests (http sources, webhook deliveries) reach only
 		// public addresses and outbound.allow.
@@ -43,8 +44,7 @@ func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *
 		if err != nil {
 			return err
 		}
-		features, err := builtins.New(builtins.Deps{Store: st, LocalRoots: cfg.Files.LocalRoots, Logger: log,
-			HTTPClient: outbound.Client(0), TileCacheURL: cfg.Tiles.CacheURL})
+		features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: log, TileCacheURL: cfg.Tiles.CacheURL})
 		if err != nil {
 			return err
 		}
@@ -57,6 +57,19 @@ func bindCatalog(cfg *config.Config, log *slog.Logger) func(*builtin.Registry, *
 		_ = hooks.Register(reg)
 		return nil
 	}
+}
+
+// filesOpener opens the files tasks name: local ones only inside
+// files.local_roots (each tenant in its own folder there, see
+// objio.Opener.Tenant), http(s) ones only at public addresses and
+// outbound.allow. The engine's client checks file inputs with it when a
+// task is created; the handlers open them with it when the task runs.
+func filesOpener(cfg *config.Config) (*objio.Opener, error) {
+	outbound, err := egress.NewPolicy(cfg.Outbound.Allow)
+	if err != nil {
+		return nil, err
+	}
+	return objio.New(objio.Config{LocalRoots: cfg.Files.LocalRoots, RootsHint: "set files.local_roots", HTTPClient: outbound.Client(0)}), nil
 }
 
 // createFilesFolder creates <data_dir>/files, the default of

@@ -107,9 +107,13 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
+	files, err := filesOpener(cfg)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), ExitFailure)
+	}
 	eng, err := engine.New(engine.Config{
 		Name: cfg.Name, Owner: owner, Pool: rt.pool, SessionConnConfig: session, Channels: storeChannels(cfg),
-		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log), Runners: extra,
+		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
 		Slots:                    cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: r.PartitionsAhead,

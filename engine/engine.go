@@ -90,6 +90,11 @@ type Config struct {
 	// runners are built; its error fails New. Dependencies are bound here,
 	// at start-up, never read from a task run's context.
 	Bind func(reg *builtin.Registry, st *store.Store, cl *client.Client) error
+	// Files, when set, checks the inputs task types declare as files when
+	// a task is created (client.Client.WithFiles): a local location
+	// outside the tenant's folder is refused there. Nil: only the handlers
+	// check, when the task runs.
+	Files client.Files
 	// Runners: with Specs, extra runners (remote jobs such as Cloud Run)
 	// that join the local ones by priority; without, every runner.
 	Runners []runners.Runner
@@ -254,6 +259,9 @@ func (e *Engine) buildRunners() error {
 		return nil
 	}
 	e.client = client.New(e.store, cfg.Specs)
+	if cfg.Files != nil {
+		e.client = e.client.WithFiles(cfg.Files)
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = builtin.NewRegistry()

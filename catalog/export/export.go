@@ -134,7 +134,16 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if in.Format == FormatGeoJSON {
 		contentType = "application/geo+json"
 	}
-	w, err := h.cfg.Objects.Create(ctx, in.Destination, contentType)
+	// The destination is written as the task's tenant: a local one only in
+	// the tenant's folder under the roots.
+	objs, err := h.cfg.Objects.Tenant(task.SchemaName)
+	if err == nil {
+		err = objs.Check(in.Destination)
+	}
+	if err != nil {
+		return nil, wftype.Permanent(err)
+	}
+	w, err := objs.Create(ctx, in.Destination, contentType)
 	if err != nil {
 		if errors.Is(err, objio.ErrInvalid) || errors.Is(err, objio.ErrForbidden) {
 			return nil, wftype.Permanent(err)

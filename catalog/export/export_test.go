@@ -224,17 +224,21 @@ func TestExportRefusals(t *testing.T) {
 }
 
 // TestExportOutsideRoots runs the handler as wf run wires it, limited to
-// files.local_roots: a local destination outside the allowed folders, however
-// it is named, fails the task for good, naming the path and the folders, and
-// writes nothing; one inside is written, a relative one below the first root.
+// files.local_roots: a local destination outside the task's tenant's folder
+// there, however it is named, fails the task for good, naming the location
+// but no folder of the server's, and writes nothing; one inside is
+// written, a relative one below the tenant's folder in the first root.
 func TestExportOutsideRoots(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root, outside := t.TempDir(), t.TempDir()
+	base, outside := t.TempDir(), t.TempDir()
+	root := filepath.Join(base, "s_cat") // the tenant's folder
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "s_other"), 0o755))
+	require.NoError(t, os.MkdirAll(root, 0o755))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "elsewhere")))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "linked.ndjson"), filepath.Join(root, "linked.ndjson")))
 	ctx := b.ctx
-	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{root}})
+	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{base}})
 	require.NoError(t, err)
 	run := func(dest string) (json.RawMessage, *counter, error) {
 		rep := &counter{}
@@ -242,22 +246,36 @@ func TestExportOutsideRoots(t *testing.T) {
 		return raw, rep, err
 	}
 
-	for dest, named := range map[string]string{
-		filepath.Join(outside, "x.ndjson"):                               filepath.Join(outside, "x.ndjson"),
-		"file://" + filepath.ToSlash(filepath.Join(outside, "y.ndjson")): filepath.Join(outside, "y.ndjson"),
-		"../" + filepath.Base(outside) + "/z.ndjson":                     filepath.Join(outside, "z.ndjson"),
-		"elsewhere/w.ndjson":                                             filepath.Join(root, "elsewhere", "w.ndjson") + " (a link to " + filepath.Join(outside, "w.ndjson") + ")",
-		"linked.ndjson":                                                  filepath.Join(root, "linked.ndjson") + " (a link to " + filepath.Join(outside, "linked.ndjson") + ")",
+	const link = " (through a link leading out of the folder)"
+	for dest, want := range map[string]struct {
+		err   error
+		named string
+	}{
+		filepath.Join(outside, "x.ndjson"):                               {objio.ErrForbidden, filepath.Join(outside, "x.ndjson")},
+		"file://" + filepath.ToSlash(filepath.Join(outside, "y.ndjson")): {objio.ErrForbidden, "file://" + filepath.ToSlash(filepath.Join(outside, "y.ndjson"))},
+		filepath.Join(base, "s_other", "theirs.ndjson"):                  {objio.ErrForbidden, filepath.Join(base, "s_other", "theirs.ndjson")},
+		filepath.Join(base, "at-root.ndjson"):                            {objio.ErrForbidden, filepath.Join(base, "at-root.ndjson")},
+		"elsewhere/w.ndjson":                                             {objio.ErrForbidden, "elsewhere/w.ndjson" + link},
+		"linked.ndjson":                                                  {objio.ErrForbidden, "linked.ndjson" + link},
+		"../" + filepath.Base(outside) + "/z.ndjson":                     {objio.ErrInvalid, "has a '..' segment"},
+		"%2e%2e/s_other/z.ndjson":                                        {objio.ErrInvalid, "has a '..' segment"},
 	} {
 		_, rep, err := run(dest)
-		require.ErrorIs(t, err, objio.ErrForbidden, dest)
-		require.ErrorContains(t, err, named+" is outside the allowed folders ("+root+"); set files.local_roots", dest)
+		require.ErrorIs(t, err, want.err, dest)
+		require.ErrorContains(t, err, want.named, dest)
+		if want.err == objio.ErrForbidden {
+			require.ErrorContains(t, err, " is outside the files of tenant s_cat", dest)
+		}
+		require.NotContains(t, strings.ReplaceAll(err.Error(), dest, ""), base, "no server folder is named")
 		require.True(t, wftype.IsPermanent(err), dest)
 		require.Zero(t, rep.n, dest)
 	}
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	require.Empty(t, entries, "a refused export writes nothing")
+	entries, err = os.ReadDir(filepath.Join(base, "s_other"))
+	require.NoError(t, err)
+	require.Empty(t, entries, "nor in another tenant's folder")
 
 	for dest, path := range map[string]string{
 		"exports/regions.ndjson":                         filepath.Join(root, "exports", "regions.ndjson"),

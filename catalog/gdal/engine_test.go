@@ -35,7 +35,7 @@ func TestShippedSpec(t *testing.T) {
 	cl := client.New(b.store, set)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	reg := builtin.NewRegistry()
-	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{b.files}, Logger: quiet})
+	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{b.root}, Logger: quiet})
 	require.NoError(t, err)
 	require.NoError(t, h.Register(reg))
 	rs, err := runnerset.Build(set, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute, Logger: quiet})

@@ -229,7 +229,16 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, _ reporters.Rep
 		}
 		out.URI, kind = a.URI, a.Kind
 	}
-	if out.Info, err = h.describe(ctx, cat.SchemaName, out.URI, kind); err != nil {
+	// The file is read as the catalog's tenant: a local one only from the
+	// tenant's folder under the roots (an asset's URI too, whoever wrote it).
+	objs, err := h.cfg.Objects.Tenant(cat.SchemaName)
+	if err == nil {
+		err = objs.Check(out.URI)
+	}
+	if err != nil {
+		return nil, wftype.Permanent(err)
+	}
+	if out.Info, err = h.describe(ctx, objs, cat.SchemaName, out.URI, kind); err != nil {
 		return nil, err
 	}
 	if in.AssetID != "" {
@@ -252,16 +261,16 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, _ reporters.Rep
 	return b, nil
 }
 
-// describe stages uri in a scratch folder of tenant schema and reads it as
+// describe stages uri, read through objs (the tenant's opener), in a scratch folder of tenant schema and reads it as
 // a raster (gdalinfo) or a vector source (ogrinfo): as kind says, else a
 // raster first and then a vector source.
-func (h *Handler) describe(ctx context.Context, schema, uri, kind string) (Info, error) {
+func (h *Handler) describe(ctx context.Context, objs *objio.Opener, schema, uri, kind string) (Info, error) {
 	for _, tool := range []string{"gdalinfo", "ogrinfo", "gdaltransform"} {
 		if err := gdalcmd.Require(tool); err != nil {
 			return Info{}, err
 		}
 	}
-	s, err := gdalcmd.Stager{Objects: h.cfg.Objects, ScratchDir: h.cfg.ScratchDir}.Stage(ctx, schema, "gdal", uri)
+	s, err := gdalcmd.Stager{Objects: objs, ScratchDir: h.cfg.ScratchDir}.Stage(ctx, schema, "gdal", uri)
 	if err != nil {
 		return Info{}, err
 	}

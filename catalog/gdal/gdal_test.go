@@ -31,11 +31,13 @@ type bundle struct {
 	store   *store.Store
 	reg     *registry.Registry
 	handler *gdal.Handler
-	files   string
+	root    string // files.local_roots
+	files   string // the folder of tenant s_cat in root
 }
 
 // setup gives a test catalogs "cat" (tenant s_cat) and "other" (s_other),
-// and a handler whose local files are those of a folder of its own.
+// and a handler whose local files are those of a folder of its own (root,
+// s_cat's files in files).
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
@@ -45,10 +47,12 @@ func setup(t *testing.T) *bundle {
 		_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: c, SchemaName: "s_" + c})
 		require.NoError(t, err)
 	}
-	files := t.TempDir()
-	h, err := gdal.New(gdal.Config{Store: st, Objects: objio.New(objio.Config{LocalRoots: []string{files}}), ScratchDir: t.TempDir()})
+	root := t.TempDir()
+	files := filepath.Join(root, "s_cat") // the tenant's folder under the root
+	require.NoError(t, os.MkdirAll(files, 0o755))
+	h, err := gdal.New(gdal.Config{Store: st, Objects: objio.New(objio.Config{LocalRoots: []string{root}}), ScratchDir: t.TempDir()})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, pool: pool, store: st, reg: registry.New(st, events.NewEmitter(st)), handler: h, files: files}
+	return &bundle{ctx: ctx, pool: pool, store: st, reg: registry.New(st, events.NewEmitter(st)), handler: h, root: root, files: files}
 }
 
 // run runs the handler as a task of tenant schema.
@@ -196,7 +200,9 @@ func TestRefused(t *testing.T) {
 		{"s_cat", map[string]any{"catalog_id": "cat", "asset_id": "THEIRS"}, `asset "THEIRS" of catalog "cat" with GDAL: it does not exist`},
 		{"s_cat", map[string]any{"catalog_id": "cat", "asset_id": "GONE"}, "it is deleted"},
 		{"s_cat", map[string]any{"catalog_id": "nope", "asset_id": "X"}, `catalog "nope"`},
-		{"s_cat", map[string]any{"catalog_id": "cat", "uri": "/etc/passwd"}, "/etc/passwd"},
+		{"s_cat", map[string]any{"catalog_id": "cat", "uri": "/etc/passwd"}, "/etc/passwd is outside the files of tenant s_cat"},
+		{"s_cat", map[string]any{"catalog_id": "cat", "uri": filepath.Join(b.root, "s_other", "x.tif")}, "is outside the files of tenant s_cat"},
+		{"s_cat", map[string]any{"catalog_id": "cat", "uri": "%2e%2e/s_other/x.tif"}, "has a '..' segment"},
 		{"s_cat", map[string]any{"catalog_id": "cat", "uri": filepath.Join(b.files, "missing.tif")}, "missing.tif"},
 		{"s_cat", map[string]any{"catalog_id": "cat"}, `give "asset_id" (an asset of the catalog) or "uri" (a file), one of them`},
 		{"s_cat", map[string]any{"catalog_id": "cat", "asset_id": "A", "uri": junk}, `one of them`},

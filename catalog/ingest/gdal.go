@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/wfhq/wf/catalog/gdalcmd"
+	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -55,11 +56,11 @@ type gdalSource struct {
 // openGDAL stages the source in a scratch folder of tenant schema and
 // starts ogr2ogr on it. Bad inputs and sources GDAL cannot open fail
 // permanently.
-func (h *Handler) openGDAL(ctx context.Context, schema string, in Inputs) (io.ReadCloser, error) {
+func (h *Handler) openGDAL(ctx context.Context, objs *objio.Opener, schema string, in Inputs) (io.ReadCloser, error) {
 	if err := gdalcmd.Require("ogr2ogr"); err != nil {
 		return nil, err
 	}
-	staged, err := gdalcmd.Stager{Objects: h.cfg.Objects, ScratchDir: h.cfg.ScratchDir}.Stage(ctx, schema, "ingest", in.Source)
+	staged, err := gdalcmd.Stager{Objects: objs, ScratchDir: h.cfg.ScratchDir}.Stage(ctx, schema, "ingest", in.Source)
 	if err != nil {
 		return nil, err
 	}

@@ -145,6 +145,15 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, err
 	}
+	// The source is read as the task's tenant: a local one only from the
+	// tenant's folder under the roots.
+	objs, err := h.cfg.Objects.Tenant(task.SchemaName)
+	if err != nil {
+		return nil, wftype.Permanent(err)
+	}
+	if err := objs.Check(in.Source); err != nil {
+		return nil, wftype.Permanent(err)
+	}
 	if err := h.recordSource(ctx, in); err != nil {
 		return nil, err
 	}
@@ -152,10 +161,10 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	format := in.Format
 	if in.Format == FormatGDAL {
 		// ogr2ogr writes one GeoJSON feature per line.
-		src, err = h.openGDAL(ctx, table.Schema, in)
+		src, err = h.openGDAL(ctx, objs, table.Schema, in)
 		format = FormatNDJSON
 	} else {
-		src, err = h.cfg.Objects.Open(ctx, in.Source)
+		src, err = objs.Open(ctx, in.Source)
 		if errors.Is(err, objio.ErrInvalid) || errors.Is(err, objio.ErrNotFound) || errors.Is(err, objio.ErrForbidden) {
 			err = wftype.Permanent(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -154,35 +155,51 @@ func TestMalformedSources(t *testing.T) {
 }
 
 // TestSourcesOutsideRoots runs the handler as wf run wires it, limited to
-// files.local_roots: a local source outside the allowed folders, however it
-// is named, fails the task for good, naming the path and the folders, and
-// reads nothing; a source inside is read, a relative one from the first root.
+// files.local_roots: a local source outside the task's tenant's folder
+// there, however it is named, fails the task for good, naming the location
+// but no folder of the server's, and reads nothing; a source inside is
+// read, a relative one from the tenant's folder in the first root.
 func TestSourcesOutsideRoots(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	root := t.TempDir()
+	base := t.TempDir()
+	root := filepath.Join(base, "s_cat") // the tenant's folder
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "s_other"), 0o755))
+	require.NoError(t, os.MkdirAll(root, 0o755))
 	fixture, err := os.ReadFile("testdata/admin_regions.geojson")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "regions.geojson"), fixture, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "s_other", "theirs.geojson"), fixture, 0o644))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(root, "escape.geojson")))
 	require.NoError(t, os.Symlink("/etc", filepath.Join(root, "etc")))
+	require.NoError(t, os.Symlink(filepath.Join(base, "s_other"), filepath.Join(root, "other")))
 	ctx := b.ctx
-	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{root}, Logger: quiet})
+	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{base}, Logger: quiet})
 	require.NoError(t, err)
 
-	for source, named := range map[string]string{
-		"/etc/passwd":        "/etc/passwd",
-		"file:///etc/passwd": "/etc/passwd",
-		"../../etc/passwd":   filepath.Join(root, "..", "..", "etc", "passwd"),
-		"escape.geojson":     filepath.Join(root, "escape.geojson") + " (a link to ",
-		"etc/passwd":         filepath.Join(root, "etc", "passwd") + " (a link to ",
-		"file://" + filepath.ToSlash(filepath.Join(root, "escape.geojson")): filepath.Join(root, "escape.geojson") + " (a link to ",
+	const link = " (through a link leading out of the folder)"
+	for source, want := range map[string]struct {
+		err   error
+		named string
+	}{
+		"/etc/passwd":        {objio.ErrForbidden, "/etc/passwd"},
+		"file:///etc/passwd": {objio.ErrForbidden, "file:///etc/passwd"},
+		filepath.Join(base, "s_other", "theirs.geojson"): {objio.ErrForbidden, filepath.Join(base, "s_other", "theirs.geojson")},
+		"other/theirs.geojson":                           {objio.ErrForbidden, "other/theirs.geojson" + link},
+		"escape.geojson":                                 {objio.ErrForbidden, "escape.geojson" + link},
+		"etc/passwd":                                     {objio.ErrForbidden, "etc/passwd" + link},
+		"file://" + filepath.ToSlash(filepath.Join(root, "escape.geojson")): {objio.ErrForbidden, "escape.geojson" + link},
+		"../../etc/passwd":              {objio.ErrInvalid, "has a '..' segment"},
+		"%2e%2e/s_other/theirs.geojson": {objio.ErrInvalid, "has a '..' segment"},
 	} {
 		rep := &capture{}
 		_, err := h.Ingest(ctx, newTask(t, map[string]any{"source": source, "format": "geojson", "id_attribute": "code"}), rep)
-		require.ErrorIs(t, err, objio.ErrForbidden, source)
-		require.ErrorContains(t, err, named, source)
-		require.ErrorContains(t, err, " is outside the allowed folders ("+root+"); set files.local_roots", source)
+		require.ErrorIs(t, err, want.err, source)
+		require.ErrorContains(t, err, want.named, source)
+		if want.err == objio.ErrForbidden {
+			require.ErrorContains(t, err, " is outside the files of tenant s_cat", source)
+		}
+		require.NotContains(t, strings.ReplaceAll(err.Error(), source, ""), base, "no server folder is named")
 		requirePermanent(t, err)
 		require.Empty(t, rep.envs, "nothing is read from %s", source)
 	}

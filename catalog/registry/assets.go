@@ -96,6 +96,9 @@ func (r *Registry) AddAsset(ctx context.Context, a store.NewAsset) (store.Asset,
 	}
 	var out store.Asset
 	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) error {
+		if err := r.checkURI(cat.SchemaName, a.URI); err != nil {
+			return err
+		}
 		var err error
 		if out, err = st.CreateAsset(ctx, a); err != nil {
 			return err
@@ -106,6 +109,18 @@ func (r *Registry) AddAsset(ctx context.Context, a store.NewAsset) (store.Asset,
 		return store.Asset{}, fmt.Errorf("error adding asset %q to catalog %q: %w", a.ID, a.CatalogID, err)
 	}
 	return out, nil
+}
+
+// checkURI checks an asset's URI against the tenant's folder, as a task's
+// file inputs are checked.
+func (r *Registry) checkURI(tenant, uri string) error {
+	if r.files == nil {
+		return nil
+	}
+	if err := r.files.CheckFile(tenant, uri); err != nil {
+		return &ValidationError{Errors: spec.InputErrors{{Pointer: "/uri", Message: err.Error()}}}
+	}
+	return nil
 }
 
 // RecordAsset creates the asset or brings it up to date (URI, collection,

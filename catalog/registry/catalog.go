@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -103,11 +104,22 @@ type NewCollection struct {
 type Registry struct {
 	store   *store.Store
 	emitter *events.Emitter
+	files   client.Files // nil: asset URIs are not checked against the tenant's folder
 }
 
 // New returns a registry writing through st (on a pool) and emitting its
 // events with em.
 func New(st *store.Store, em *events.Emitter) *Registry { return &Registry{store: st, emitter: em} }
+
+// WithFiles returns a copy of r that checks the URI of an asset it adds
+// with f, for the catalog's tenant (its schema_name): a local path or
+// file:// URL outside the tenant's folder is a ValidationError at /uri, as
+// a task's file inputs are (client.Client.WithFiles).
+func (r *Registry) WithFiles(f client.Files) *Registry {
+	out := *r
+	out.files = f
+	return &out
+}
 
 // checkObject appends an error when raw is set and is not a JSON object.
 func checkObject(errs spec.InputErrors, pointer string, raw json.RawMessage) spec.InputErrors {

@@ -70,6 +70,35 @@ type Result struct {
 type Client struct {
 	store *store.Store
 	specs *spec.Set
+	files Files // nil: file inputs are checked only when the task runs
+}
+
+// Files checks the inputs a task type's spec declares as files (files:)
+// before a task is created: a local location must lie in the tenant's
+// folder. objio.Opener implements it (internal/objio, with files.local_roots).
+type Files interface {
+	// CheckFile returns an error, saying why, when loc is not a location
+	// the tenant (a schema_name) may name.
+	CheckFile(tenant, loc string) error
+}
+
+// WithFiles returns a copy of c that checks file inputs with f when it
+// creates a task, so a location outside the tenant's folder is refused
+// there (a ValidationError at the input's pointer) rather than failing the
+// task when it runs.
+func (c *Client) WithFiles(f Files) *Client {
+	out := *c
+	out.files = f
+	return &out
+}
+
+// CheckFile checks one location for tenant as file inputs are checked:
+// nil when the client has no Files.
+func (c *Client) CheckFile(tenant, loc string) error {
+	if c.files == nil {
+		return nil
+	}
+	return c.files.CheckFile(tenant, loc)
 }
 
 // New returns a client that writes through st (on a pool) for specs.
@@ -159,6 +188,25 @@ func insertSettled(ctx context.Context, st *store.Store, tasks []store.NewTask) 
 		func(t store.NewTask) string { return "task with dedup key " + strconv.Quote(t.DedupKey) })
 }
 
+// checkFiles checks the inputs tt declares as files against the tenant's
+// folder, one error per refused location.
+func (c *Client) checkFiles(tt *spec.TaskType, tenant string, inputs map[string]any) spec.InputErrors {
+	if c.files == nil {
+		return nil
+	}
+	var errs spec.InputErrors
+	for _, name := range tt.FileInputs() {
+		loc, ok := inputs[name].(string)
+		if !ok {
+			continue // absent: the schema decided whether it may be
+		}
+		if err := c.files.CheckFile(tenant, loc); err != nil {
+			errs = append(errs, spec.InputError{Pointer: "/" + name, Message: err.Error()})
+		}
+	}
+	return errs
+}
+
 // prepare validates a request against its task type and fills what the spec decides.
 func (c *Client) prepare(req Request) (store.NewTask, error) {
 	tt, ok := c.specs.TaskType(req.TaskType)
@@ -195,9 +243,12 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 		}
 		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: err.Error()}
 	}
+	obj, _ := inputs.(map[string]any)
+	if ie := c.checkFiles(tt, schema, obj); len(ie) > 0 {
+		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Inputs: ie}
+	}
 	key := req.DedupKey
 	if key == "" {
-		obj, _ := inputs.(map[string]any)
 		k, ok, err := tt.DedupKey(schema, obj)
 		if err != nil {
 			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: "error evaluating the dedup key: " + err.Error()}

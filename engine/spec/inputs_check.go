@@ -178,3 +178,25 @@ func (d *document) badRef(v violation) (ref, ptr string, ok bool) {
 	})
 	return ref, ptr, ok
 }
+
+// checkFileInputs reports the names in a task type's files that its inputs
+// schema does not declare as a property: the check at creation would look
+// for an input no task can have.
+func (c *checker) checkFileInputs(d *document, names []string, schema any) {
+	m, _ := schema.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	declared := sortedKeys(props)
+	for i, name := range names {
+		if slices.Contains(declared, name) {
+			continue
+		}
+		hint := "; the inputs schema declares no property"
+		if len(declared) > 0 {
+			hint = "; the inputs schema declares " + strings.Join(declared, ", ")
+		}
+		if s, ok := suggest(name, declared); ok {
+			hint = fmt.Sprintf("; did you mean %s?", s)
+		}
+		c.fail(d, fmt.Sprintf("/files/%d", i), "names input %q, which the inputs schema does not declare as a property%s", name, hint)
+	}
+}

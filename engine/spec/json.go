@@ -34,6 +34,7 @@ type (
 		DedupKey          string          `json:"dedup_key,omitempty"`
 		Reporters         []ReporterKind  `json:"reporters"`
 		API               apiJSON         `json:"api"`
+		Files             []string        `json:"files,omitempty"`
 	}
 	apiJSON struct {
 		Create []string `json:"create"`
@@ -192,6 +193,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		DedupKey:          t.DedupKeyExpr(),
 		Reporters:         t.Reporters(),
 		API:               apiJSON{Create: t.CreateRoles()},
+		Files:             t.FileInputs(),
 	}
 }
 

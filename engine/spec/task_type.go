@@ -54,6 +54,7 @@ type TaskType struct {
 	dedupKey          *program
 	reporters         []ReporterKind
 	createRoles       []string
+	files             []string
 }
 
 // Name is the task type's name, the task_type column of its tasks.
@@ -119,6 +120,11 @@ func (t *TaskType) CreateRoles() []string { return slices.Clone(t.createRoles) }
 // CreatableBy reports whether a token of the role may create the type's
 // tasks from outside wf.
 func (t *TaskType) CreatableBy(role string) bool { return slices.Contains(t.createRoles, role) }
+
+// FileInputs lists the inputs (top-level properties) that name files the
+// handler reads or writes (the spec's files): a local one must lie in the
+// task's tenant's folder, which the client checks when the task is created.
+func (t *TaskType) FileInputs() []string { return slices.Clone(t.files) }
 
 // Reporters lists where per-record results go (possibly none).
 func (t *TaskType) Reporters() []ReporterKind { return slices.Clone(t.reporters) }

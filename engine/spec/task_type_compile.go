@@ -72,6 +72,7 @@ type taskTypeSpec struct {
 	API       struct {
 		Create *[]string `json:"create"`
 	} `json:"api"`
+	Files []string `json:"files"`
 }
 
 // Patterns of the names a handler's config may use.
@@ -145,6 +146,8 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	if s.API.Create != nil {
 		t.createRoles = slices.Clone(*s.API.Create)
 	}
+	t.files = slices.Clone(s.Files)
+	c.checkFileInputs(d, s.Files, t.inputsDoc[inputsSchemaURL(s.Name)])
 	if s.Reporters != nil {
 		t.reporters = make([]ReporterKind, len(*s.Reporters))
 		for i, r := range *s.Reporters {

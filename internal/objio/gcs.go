@@ -50,10 +50,10 @@ func (o *Opener) ConnectGCS(ctx context.Context) error {
 // Application Default Credentials (or none, for Config.GCSEndpoint). A
 // failure is not kept: the next call tries again.
 func (o *Opener) gcs(ctx context.Context) (*storage.Service, error) {
-	o.gcsMu.Lock()
-	defer o.gcsMu.Unlock()
-	if o.gcsService != nil {
-		return o.gcsService, nil
+	o.storage.mu.Lock()
+	defer o.storage.mu.Unlock()
+	if o.storage.service != nil {
+		return o.storage.service, nil
 	}
 	opts := []option.ClientOption{option.WithScopes(storage.DevstorageReadWriteScope)}
 	if endpoint := o.gcsEndpoint(); endpoint != "" {
@@ -64,7 +64,7 @@ func (o *Opener) gcs(ctx context.Context) (*storage.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error creating the Cloud Storage client: %w", err)
 	}
-	o.gcsService = svc
+	o.storage.service = svc
 	return svc, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,9 +79,12 @@ type Config struct {
 // use; its Cloud Storage client is built on first use and needs no closing.
 type Opener struct {
 	cfg Config
+	// tenant, when set, names the tenant whose folder under each root is
+	// this opener's root (see Tenant); errors then name paths relative to
+	// that folder, never the server's own paths.
+	tenant string
 
-	gcsMu      sync.Mutex
-	gcsService *storage.Service // nil until the first gs:// location
+	storage *gcsClient // shared by an opener and its tenants' openers
 
 	// checked, when set (by tests only), runs between the check of a local
 	// location and its open: the window where a racing writer would swap
@@ -88,8 +92,90 @@ type Opener struct {
 	checked func(location)
 }
 
+// gcsClient is the Cloud Storage client, built on first use.
+type gcsClient struct {
+	mu      sync.Mutex
+	service *storage.Service // nil until the first gs:// location
+}
+
 // New returns an opener for cfg.
-func New(cfg Config) *Opener { return &Opener{cfg: cfg} }
+func New(cfg Config) *Opener { return &Opener{cfg: cfg, storage: &gcsClient{}} }
+
+// SystemTenant is the tenant of platform tasks (schema_name "system"): its
+// files live in the folder of that name under each root, which no catalog
+// can take (the name is reserved).
+const SystemTenant = "system"
+
+// tenantRE is the rule of a tenant's folder name: a schema name (catalogs'
+// schema names and "system"), which is a plain folder name.
+var tenantRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Tenant returns the opener of one tenant's files (name is the tenant's
+// schema_name): its roots are the folder name under each of o's roots, so
+// local paths and file:// URLs may name only that tenant's files, a
+// relative path resolves inside its folder under the first root, and a
+// link leading out of the folder, into another tenant's or anywhere else,
+// is refused like any location outside the roots. Its errors name paths
+// relative to the tenant's folder, never the server's folders. http(s)
+// and gs:// locations are reached as o reaches them. Without roots (the
+// zero Config), o itself is returned: every path is allowed.
+func (o *Opener) Tenant(name string) (*Opener, error) {
+	if !tenantRE.MatchString(name) {
+		return nil, fmt.Errorf("%w: tenant %q is not a schema name", ErrInvalid, name)
+	}
+	if len(o.cfg.LocalRoots) == 0 {
+		return o, nil
+	}
+	cfg := o.cfg
+	cfg.LocalRoots = make([]string, len(o.cfg.LocalRoots))
+	for i, root := range o.cfg.LocalRoots {
+		cfg.LocalRoots[i] = filepath.Join(root, name)
+	}
+	return &Opener{cfg: cfg, tenant: name, storage: o.storage, checked: o.checked}, nil
+}
+
+// Check reports whether loc is a location this opener may read or write,
+// without touching it: a well-formed http(s)://, gs:// or file:// URL or
+// local path, and a local one inside the roots once its links are
+// followed. With roots set, whatever the scheme, a ".." segment is
+// refused, written out or percent-encoded: a location never climbs out of
+// where it points. It is the check made when a task is submitted; opening
+// the file checks again.
+func (o *Opener) Check(loc string) error {
+	if len(o.cfg.LocalRoots) > 0 && climbs(loc) {
+		return fmt.Errorf("%w: %s has a '..' segment (or a percent-encoded one): name the file from the folder down", ErrInvalid, loc)
+	}
+	_, err := o.parse(loc)
+	return err
+}
+
+// CheckFile checks loc as tenant's opener would (Tenant, then Check): the
+// check made when a task naming a file is created.
+func (o *Opener) CheckFile(tenant, loc string) error {
+	t, err := o.Tenant(tenant)
+	if err != nil {
+		return err
+	}
+	return t.Check(loc)
+}
+
+// climbs reports whether loc has a ".." segment, as written or once
+// percent-decoded (once or twice: %252e%252e decodes to %2e%2e).
+func climbs(loc string) bool {
+	for range 3 {
+		for seg := range strings.FieldsFuncSeq(loc, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if seg == ".." {
+				return true
+			}
+		}
+		dec, err := url.PathUnescape(loc)
+		if err != nil || dec == loc {
+			return false
+		}
+		loc = dec
+	}
+	return false
+}
 
 // location is a parsed location.
 type location struct {
@@ -109,7 +195,7 @@ func (o *Opener) parse(raw string) (location, error) {
 	}
 	i := strings.Index(raw, "://")
 	if i < 0 {
-		p, root, rel, err := o.localPath(raw)
+		p, root, rel, err := o.localPath(raw, raw)
 		if err != nil {
 			return location{}, err
 		}
@@ -135,7 +221,7 @@ func (o *Opener) parse(raw string) (location, error) {
 		if (u.Host != "" && u.Host != "localhost") || !path.IsAbs(u.Path) || strings.HasSuffix(u.Path, "/") {
 			return location{}, fmt.Errorf("%w: %s: want file:///absolute/path/to/file", ErrInvalid, raw)
 		}
-		p, root, rel, err := o.localPath(filepath.FromSlash(u.Path))
+		p, root, rel, err := o.localPath(raw, filepath.FromSlash(u.Path))
 		if err != nil {
 			return location{}, err
 		}
@@ -152,7 +238,8 @@ func (o *Opener) parse(raw string) (location, error) {
 // reach its file through an absolute link, or a link from one root into
 // another, which os.Root refuses; what os.Root then walks has no links
 // unless one was swapped in since, and that one may not leave the root.
-func (o *Opener) localPath(p string) (string, string, string, error) {
+// raw is the location as given, which a tenant's refusals name.
+func (o *Opener) localPath(raw, p string) (string, string, string, error) {
 	if len(o.cfg.LocalRoots) == 0 {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -169,7 +256,7 @@ func (o *Opener) localPath(p string) (string, string, string, error) {
 	}
 	resolved, err := resolveLinks(p)
 	if err != nil {
-		return "", "", "", fmt.Errorf("error resolving %s: %w", p, osError(err))
+		return "", "", "", fmt.Errorf("error resolving %s: %w", o.show(p), osError(err))
 	}
 	for _, root := range o.cfg.LocalRoots {
 		root, err := filepath.Abs(root)
@@ -186,6 +273,14 @@ func (o *Opener) localPath(p string) (string, string, string, error) {
 		}
 		return resolved, resolvedRoot, rel, nil
 	}
+	if o.tenant != "" {
+		// As the client wrote it: nothing of the server's folders.
+		shown := raw
+		if resolved != p {
+			shown += " (through a link leading out of the folder)"
+		}
+		return "", "", "", o.outside(shown)
+	}
 	shown := p
 	if resolved != p {
 		shown = fmt.Sprintf("%s (a link to %s)", p, resolved)
@@ -193,8 +288,31 @@ func (o *Opener) localPath(p string) (string, string, string, error) {
 	return "", "", "", o.outside(shown)
 }
 
+// show is how errors name the absolute local path p: as it is, or, for a
+// tenant's opener, relative to the tenant's folder ("a path outside the
+// tenant's folder" when it is not inside), so that what a client reads
+// reveals nothing of the server's folders.
+func (o *Opener) show(p string) string {
+	if o.tenant == "" {
+		return p
+	}
+	for _, root := range o.cfg.LocalRoots {
+		if rel, err := filepath.Rel(root, p); err == nil && within(root, p) {
+			return filepath.ToSlash(rel)
+		}
+		if resolved, err := resolveLinks(root); err == nil && within(resolved, p) {
+			rel, _ := filepath.Rel(resolved, p)
+			return filepath.ToSlash(rel)
+		}
+	}
+	return "a path outside the tenant's folder"
+}
+
 // outside is the refusal of the local path shown, outside every root.
 func (o *Opener) outside(shown string) error {
+	if o.tenant != "" {
+		return fmt.Errorf("%w: %s is outside the files of tenant %s: name a file inside its folder", ErrForbidden, shown, o.tenant)
+	}
 	hint := ""
 	if o.cfg.RootsHint != "" {
 		hint = "; " + o.cfg.RootsHint
@@ -207,7 +325,7 @@ func (o *Opener) outside(shown string) error {
 // leads out of the root (a link swapped in after the check) is forbidden.
 func (o *Opener) rootError(root *os.Root, p string, err error) error {
 	if isEscape(root, err) {
-		return fmt.Errorf("%w: %w", o.outside(p+" (through a link)"), err)
+		return fmt.Errorf("%w: %w", o.outside(o.show(p)+" (through a link)"), err)
 	}
 	return osError(err)
 }
@@ -299,7 +417,7 @@ func (o *Opener) openLocal(l location) (*os.File, error) {
 	}
 	root, err := os.OpenRoot(l.root)
 	if err != nil {
-		return nil, fmt.Errorf("error opening %s: error opening its folder %s: %w", l.raw, l.root, osError(err))
+		return nil, fmt.Errorf("error opening %s: error opening its folder %s: %w", l.raw, o.show(l.root), osError(err))
 	}
 	defer root.Close()
 	f, err := root.Open(l.rel)

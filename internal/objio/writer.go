@@ -78,7 +78,7 @@ func (o *Opener) Create(ctx context.Context, loc, contentType string) (*Writer, 
 // that folder.
 func (o *Opener) createLocal(l location) (*Writer, error) {
 	if l.root != "" && l.rel == "." {
-		return nil, fmt.Errorf("%w: %s is the allowed folder %s itself, want a file in it", ErrInvalid, l.raw, l.root)
+		return nil, fmt.Errorf("%w: %s is the allowed folder %s itself, want a file in it", ErrInvalid, l.raw, o.show(l.root))
 	}
 	if o.checked != nil {
 		o.checked(l)
@@ -134,21 +134,21 @@ func (o *Opener) localFolder(l location) (*os.Root, error) {
 		return d, nil
 	}
 	if err := os.MkdirAll(l.root, 0o755); err != nil {
-		return nil, fmt.Errorf("error creating folder %s: %w", l.root, osError(err))
+		return nil, fmt.Errorf("error creating folder %s: %w", o.show(l.root), osError(err))
 	}
 	root, err := os.OpenRoot(l.root)
 	if err != nil {
-		return nil, fmt.Errorf("error opening folder %s: %w", l.root, osError(err))
+		return nil, fmt.Errorf("error opening folder %s: %w", o.show(l.root), osError(err))
 	}
 	defer root.Close()
 	dir := filepath.Dir(l.path)
 	rel := filepath.Dir(l.rel)
 	if err := root.MkdirAll(rel, 0o755); err != nil {
-		return nil, fmt.Errorf("error creating folder %s: %w", dir, o.rootError(root, dir, err))
+		return nil, fmt.Errorf("error creating folder %s: %w", o.show(dir), o.rootError(root, dir, err))
 	}
 	d, err := root.OpenRoot(rel)
 	if err != nil {
-		return nil, fmt.Errorf("error opening folder %s: %w", dir, o.rootError(root, dir, err))
+		return nil, fmt.Errorf("error opening folder %s: %w", o.show(dir), o.rootError(root, dir, err))
 	}
 	return d, nil
 }

@@ -156,7 +156,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, dest: dest, objects: objio.New(objio.Config{GCSEndpoint: cfg.Endpoint})}
+	oc := objio.Config{GCSEndpoint: cfg.Endpoint}
+	if dest.scheme == "file" {
+		// Reports are written through the report folder's root, as task
+		// files are through files.local_roots: each in its tenant's folder
+		// (the key starts with the schema name), none outside.
+		oc.LocalRoots = []string{dest.bucket}
+	}
+	s := &Store{cfg: cfg, dest: dest, objects: objio.New(oc)}
 	switch dest.scheme {
 	case "gs":
 		if err := s.objects.ConnectGCS(ctx); err != nil {
