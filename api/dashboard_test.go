@@ -249,7 +249,7 @@ func TestTaskAttemptHistory(t *testing.T) {
 	b.createCatalog("cat-a")
 	id := b.enqueueTenantJob("s_cat_a")
 	require.Len(t, b.claimAs("remote-1"), 1)
-	res := b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "disk full"})
+	res := b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "error": "disk full"})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 
 	task := b.do("GET", "/tasks/"+id, tokAdmin, nil).json(t)

@@ -16,6 +16,13 @@ func (l leaseFields) lease() store.WorkerLease {
 	return store.WorkerLease{Owner: l.OwnerID, Attempt: l.Attempt}
 }
 
+// remoteLease is the lease a worker finishes a task under: the claim must
+// also be one the dispatcher handed to a remote runner, so a task the local
+// dispatcher (or a SYNCHRONOUS request) runs is not a worker's to finish.
+func (l leaseFields) remoteLease() store.WorkerLease {
+	return store.WorkerLease{Owner: l.OwnerID, Attempt: l.Attempt, Remote: true}
+}
+
 // remoteOutcome is what a remote worker reported: outputs, or an error.
 type remoteOutcome struct {
 	outputs json.RawMessage
@@ -23,7 +30,8 @@ type remoteOutcome struct {
 }
 
 // finishRemote ends a task a remote worker ran. In one transaction it locks
-// the task — only if it is ACTIVE under the worker's lease — decides its next
+// the task — only if it is ACTIVE under the worker's lease (owner and
+// attempt), a claim the dispatcher handed to a remote runner — decides its next
 // status exactly as the dispatcher decides for a local run (COMPLETED;
 // PENDING with backoff while retries remain; DEAD_LETTER; FAILED when
 // permanent), and writes it with FinishTasks (which writes the task.failed
@@ -34,12 +42,17 @@ func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseF
 	if _, err := s.visibleTask(ctx, p, id); err != nil {
 		return wftype.Task{}, err
 	}
-	task, f, err := execution.FinishLeased(ctx, s.store, id.UUID, l.lease(), nil, func(t *wftype.Task) store.Finish {
+	task, f, err := execution.FinishLeased(ctx, s.store, id.UUID, l.remoteLease(), nil, func(t *wftype.Task) store.Finish {
 		out := report(t)
 		return execution.Outcome(t, s.cfg.Rules.For(t), out.outputs, out.err, clock.Now())
 	})
 	if err != nil {
 		return wftype.Task{}, s.taskNotFound(id, err)
+	}
+	if err := s.store.ForgetRemoteRun(ctx, id.UUID); err != nil {
+		// Harmless: the record names a claim that ended; maintenance
+		// removes it.
+		s.log.Warn("error forgetting a finished remote run", "task_id", id.UUID, "error", err)
 	}
 	var ran time.Duration
 	if task.StartedAt != nil {

@@ -19,8 +19,8 @@ func (l leaseFields) check() *problem {
 	if l.OwnerID == "" || len(l.OwnerID) > 255 {
 		return validationOne("/owner_id", "is required: the owner_id the task was claimed by (at most 255 characters)")
 	}
-	if l.Attempt < 0 {
-		return validationOne("/attempt", "must be the task's attempt number (1 or more), or left out")
+	if l.Attempt < 1 {
+		return validationOne("/attempt", "is required: the attempt number of the claim (the task's attempts when it was handed over, 1 or more)")
 	}
 	return nil
 }

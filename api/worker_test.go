@@ -15,7 +15,21 @@ import (
 
 // claimAs claims every due task of type tenant_job for owner, as the engine
 // does before handing a task to a remote worker.
+// claimAs claims the due tenant_job tasks as instance owner and hands them
+// to a remote runner, as a dispatcher does with a remote runner's tasks
+// (store.MarkRemoteRun): a worker may then report on them under that claim.
 func (b *bundle) claimAs(owner string) []wftype.Task {
+	b.t.Helper()
+	tasks := b.claimLocal(owner)
+	for _, t := range tasks {
+		require.NoError(b.t, b.store.MarkRemoteRun(b.ctx, t.ID, store.WorkerLease{Owner: owner, Attempt: t.Attempts}))
+	}
+	return tasks
+}
+
+// claimLocal claims the due tenant_job tasks as instance owner, to run
+// them itself (a local runner): no worker's to finish.
+func (b *bundle) claimLocal(owner string) []wftype.Task {
 	b.t.Helper()
 	later := clock.Now().Add(time.Hour)
 	tasks, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: owner, Total: 10, Now: &later,
@@ -41,7 +55,7 @@ func TestRemoteWorker(t *testing.T) {
 
 	// Not ACTIVE yet: no worker may write.
 	b.unchanged(func() {
-		res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "progress": map[string]any{"done": 1}})
+		res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{"done": 1}})
 		require.Equal(t, http.StatusConflict, res.status, string(res.body))
 	})
 	require.Len(t, b.claimAs("remote-1"), 2)
@@ -54,14 +68,14 @@ func TestRemoteWorker(t *testing.T) {
 	// Progress: only under the lease.
 	b.unchanged(func() {
 		for _, body := range []map[string]any{
-			{"owner_id": "someone-else", "progress": map[string]any{"done": 1}},
+			{"owner_id": "someone-else", "attempt": 1, "progress": map[string]any{"done": 1}},
 			{"owner_id": "remote-1", "attempt": 2, "progress": map[string]any{"done": 1}},
 		} {
 			res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, body)
 			require.Equal(t, http.StatusConflict, res.status, string(res.body))
 		}
 		// A worker limited to cat-a never sees cat-b's task.
-		res := b.do("POST", "/tasks/"+otherID+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "progress": map[string]any{}})
+		res := b.do("POST", "/tasks/"+otherID+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{}})
 		require.Equal(t, http.StatusNotFound, res.status)
 		for _, bad := range []any{
 			map[string]any{"progress": map[string]any{"done": 1}},
@@ -69,22 +83,23 @@ func TestRemoteWorker(t *testing.T) {
 			map[string]any{"owner_id": "remote-1"},
 			map[string]any{"owner_id": "remote-1", "progress": map[string]any{}, "eta": 3},
 			map[string]any{"owner_id": "remote-1", "attempt": -1, "progress": map[string]any{}},
+			map[string]any{"owner_id": "remote-1", "progress": map[string]any{}}, // the attempt is required
 			`{"owner_id": "remote-1", "progress": {`,
 		} {
 			res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, bad)
 			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 		}
-		res = b.do("POST", "/tasks/"+uuid.Must(uuid.NewV7()).String()+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "progress": map[string]any{}})
+		res = b.do("POST", "/tasks/"+uuid.Must(uuid.NewV7()).String()+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{}})
 		require.Equal(t, http.StatusNotFound, res.status)
 	})
 	res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{"done": 10, "total": 20}})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	res = b.do("POST", "/tasks/"+id+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "progress": map[string]any{"done": 20}})
+	res = b.do("POST", "/tasks/"+id+"/progress", tokWorkerLimited, map[string]any{"owner_id": "remote-1", "attempt": 1, "progress": map[string]any{"done": 20}})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, map[string]any{"done": float64(20), "total": float64(20)}, res.json(t)["progress"])
 
 	// A failure with retries left goes back to PENDING with a backoff.
-	res = b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "disk full"})
+	res = b.do("POST", "/tasks/"+id+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 1, "error": "disk full"})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	task = res.json(t)
 	require.Equal(t, "PENDING", task["status"])
@@ -105,13 +120,13 @@ func TestRemoteWorker(t *testing.T) {
 	require.Equal(t, "COMPLETED", task["status"])
 	require.Equal(t, map[string]any{"ok": true}, task["outputs"])
 	b.unchanged(func() {
-		res = b.do("POST", "/tasks/"+id+"/complete", tokWorker, map[string]any{"owner_id": "remote-1"})
+		res = b.do("POST", "/tasks/"+id+"/complete", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": 2})
 		require.Equal(t, http.StatusConflict, res.status)
 	})
 
 	// The other task fails twice: retries exhausted → DEAD_LETTER.
-	for _, want := range []string{"PENDING", "DEAD_LETTER"} {
-		res = b.do("POST", "/tasks/"+otherID+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "error": "boom"})
+	for i, want := range []string{"PENDING", "DEAD_LETTER"} {
+		res = b.do("POST", "/tasks/"+otherID+"/fail", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": i + 1, "error": "boom"})
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		require.Equal(t, want, res.json(t)["status"])
 		b.claimAs("remote-1")
@@ -120,7 +135,7 @@ func TestRemoteWorker(t *testing.T) {
 	// A permanent failure is FAILED at once.
 	third := b.enqueueTenantJob("s_cat_a")
 	b.claimAs("remote-2")
-	res = b.do("POST", "/tasks/"+third+"/fail", tokWorker, map[string]any{"owner_id": "remote-2", "error": "bad input", "permanent": true})
+	res = b.do("POST", "/tasks/"+third+"/fail", tokWorker, map[string]any{"owner_id": "remote-2", "attempt": 1, "error": "bad input", "permanent": true})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, "FAILED", res.json(t)["status"])
 
@@ -176,4 +191,64 @@ func TestWorkerTokenLimitedToTaskTypes(t *testing.T) {
 	// The unlimited worker token reports as before.
 	res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": attempt, "progress": map[string]any{"done": 1}})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}
+
+// TestWorkerOnlyFinishesRemoteRuns: a worker completes or fails only a task
+// the dispatcher handed to a remote runner, under that very claim. A task
+// an instance runs itself (a local runner) is not a worker's to finish,
+// even with the right owner and attempt; nor is a later local claim of a
+// task that was a remote run before. The task is left as it was.
+func TestWorkerOnlyFinishesRemoteRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	local := b.enqueueTenantJob("s_cat_a")
+	claimed := b.claimLocal("instance-1")
+	require.Len(t, claimed, 1)
+	lease := map[string]any{"owner_id": "instance-1", "attempt": claimed[0].Attempts}
+	with := func(extra map[string]any) map[string]any {
+		m := map[string]any{}
+		for k, v := range lease {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	b.unchanged(func() {
+		res := b.do("POST", "/tasks/"+local+"/complete", tokWorker, with(map[string]any{"outputs": map[string]any{"forged": true}}))
+		require.Equal(t, http.StatusConflict, res.status, string(res.body))
+		require.Contains(t, string(res.body), "not a remote run")
+		res = b.do("POST", "/tasks/"+local+"/fail", tokWorker, with(map[string]any{"error": "forged", "permanent": true}))
+		require.Equal(t, http.StatusConflict, res.status, string(res.body))
+	})
+	task, err := b.store.GetTask(b.ctx, uuid.MustParse(local))
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusActive, task.Status)
+	// Progress under the claim is taken (an HTTP runner's endpoint reports
+	// its counts so).
+	res := b.do("POST", "/tasks/"+local+"/progress", tokWorker, with(map[string]any{"progress": map[string]any{"done": 1}}))
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+
+	// A remote run that failed and was then claimed again by the same
+	// instance to run itself: the remote worker's claim is over.
+	remote := b.enqueueTenantJob("s_cat_a")
+	first := b.claimAs("instance-2")
+	require.Len(t, first, 1)
+	res = b.do("POST", "/tasks/"+remote+"/fail", tokWorker, map[string]any{"owner_id": "instance-2", "attempt": 1, "error": "flaky"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "PENDING", res.json(t)["status"])
+	second := b.claimLocal("instance-2")
+	require.Len(t, second, 1)
+	require.Equal(t, 2, second[0].Attempts)
+	b.unchanged(func() {
+		for _, attempt := range []int{1, 2} {
+			res := b.do("POST", "/tasks/"+remote+"/complete", tokWorker, map[string]any{"owner_id": "instance-2", "attempt": attempt})
+			require.Equal(t, http.StatusConflict, res.status, string(res.body))
+		}
+	})
+	var records int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.remote_runs`).Scan(&records))
+	require.Zero(t, records, "a finished remote run's record is removed")
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -279,6 +280,15 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	d.wg.Add(1)
 	d.spawn(func() {
 		defer d.wg.Done()
+		if runners.RunsRemotely(runner) {
+			// Only a claim handed to a remote runner is a remote worker's
+			// to finish over HTTP: recorded before the hand-over.
+			if err := d.cfg.Store.MarkRemoteRun(runCtx, task.ID, store.WorkerLease{Owner: d.cfg.Owner, Attempt: task.Attempts}); err != nil {
+				cancel(nil)
+				d.finish(r, nil, fmt.Errorf("error handing the task to a remote runner: %w", err))
+				return
+			}
+		}
 		outputs, err := execution.Execute(runCtx, execution.Run{
 			Task: &r.task, Runner: runner, Reporters: d.cfg.Reporters, Logger: d.log,
 		})

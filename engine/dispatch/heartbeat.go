@@ -42,7 +42,7 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 			}
 			r.overdue = true
 		}
-		leases = append(leases, store.Lease{ID: id, Lease: r.rule.Lease})
+		leases = append(leases, store.Lease{ID: id, Lease: r.rule.Lease, Attempt: r.task.Attempts})
 		runs = append(runs, r)
 	}
 	d.mu.Unlock()

@@ -167,6 +167,11 @@ func TestOutcome(t *testing.T) {
 
 	long := execution.Outcome(tk, rule, nil, errors.New(string(make([]byte, execution.MaxErrorLen+10))), now)
 	require.Len(t, *long.Error, execution.MaxErrorLen+len("…"))
+
+	// The outcome is of the claim that ran: written only while the task
+	// is still on that attempt (store.Finish.Attempt).
+	tk.Attempts = 3
+	require.Equal(t, 3, execution.Outcome(tk, rule, nil, nil, now).Attempt)
 }
 
 func TestRules(t *testing.T) {

@@ -52,7 +52,9 @@ func Outcome(task *wftype.Task, rule Rule, outputs json.RawMessage, runErr error
 			runErr, task.Snoozes)
 	}
 	status, retries, runAfter := Decide(task, runErr, now, backoff)
-	o := store.Finish{ID: task.ID, Status: status, RetryCount: retries, Outputs: outputs}
+	// The outcome is of this claim: written only while the task is still
+	// on its attempt (see store.Finish.Attempt).
+	o := store.Finish{ID: task.ID, Status: status, RetryCount: retries, Outputs: outputs, Attempt: task.Attempts}
 	if runAfter != nil {
 		// The delay, not the time: the statement adds it to the database's
 		// clock, so a host whose clock is off does not move the retry.

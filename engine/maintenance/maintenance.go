@@ -86,11 +86,14 @@ type Result struct {
 	// EventsDeleted counts dead-letter events deleted row by row.
 	EventsDeleted int
 	TicksDeleted  int
+	// RemoteRunsPurged counts the records of remote runs whose claim ended
+	// without their worker finishing the task.
+	RemoteRunsPurged int
 }
 
 func (r Result) changed() bool {
 	return r.PartitionsCreated > 0 || len(r.Dropped) > 0 || len(r.Deferred) > 0 ||
-		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0
+		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0
 }
 
 // Supervisor runs maintenance on the leader.
@@ -173,10 +176,15 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		return res, err
 	}
 	res.TicksDeleted = ticks
+	purged, err := s.cfg.Store.PurgeRemoteRuns(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.RemoteRunsPurged = int(purged)
 	if res.changed() {
 		s.log.Info("maintenance", "partitions_created", res.PartitionsCreated, "dropped", res.Dropped,
 			"deferred", res.Deferred, "tasks_deleted", res.TasksDeleted, "events_deleted", res.EventsDeleted,
-			"ticks_deleted", res.TicksDeleted)
+			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged)
 	}
 	return res, nil
 }

@@ -37,6 +37,11 @@ type Finish struct {
 	// (wftype.SnoozeError): its snoozes count goes up by one, its retries
 	// stay as RetryCount says.
 	Snoozed bool
+	// Attempt, when not zero, is the attempt (the claim) the outcome is
+	// of: the row changes only while the task is still on that attempt, so
+	// an outcome delayed past its lease cannot overwrite a newer claim of
+	// the task by the same instance.
+	Attempt int
 }
 
 // FinishParams qualifies which rows a FinishTasks call may change.
@@ -71,7 +76,8 @@ type FinishParams struct {
 //   - each row finds its outcome in $1, a JSON object keyed by task id (a
 //     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
 //     "r": retry count, "a": run after, "d": retry in (seconds), "z": 1 for
-//     a snooze, "ev": event id, "et": event time}};
+//     a snooze, "n": the attempt the outcome is of, "ev": event id, "et":
+//     event time}};
 //   - the attempt that ended is appended to attempt_log (the last 20 kept),
 //     in the same row write.
 const finishTasksSQL = `
@@ -92,6 +98,7 @@ WITH updated AS (
       AND (t.status = 'ACTIVE') IS TRUE
       AND ($4::text IS NULL OR t.owner_id = $4)
       AND ($5::timestamptz IS NULL OR t.locked_until < $5)
+      AND (t.attempts = ($1::jsonb -> t.task_id::text ->> 'n')::int OR ($1::jsonb -> t.task_id::text ->> 'n') IS NULL)
     RETURNING t.task_id, t.task_type, t.schema_name, t.status, t.error, t.retry_count, t.max_retries, t.attempts,
               ($1::jsonb -> t.task_id::text ->> 'ev')::uuid AS event_id,
               ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts
@@ -154,6 +161,10 @@ func appendOutcome(doc []byte, o *Finish) ([]byte, error) {
 	doc = append(doc, o.Status...)
 	doc = append(doc, `","r":`...)
 	doc = strconv.AppendInt(doc, int64(o.RetryCount), 10)
+	if o.Attempt != 0 {
+		doc = append(doc, `,"n":`...)
+		doc = strconv.AppendInt(doc, int64(o.Attempt), 10)
+	}
 	if o.Outputs != nil {
 		doc = append(doc, `,"o":`...)
 		doc = appendJSONValue(doc, o.Outputs)

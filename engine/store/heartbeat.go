@@ -12,20 +12,25 @@ import (
 type Lease struct {
 	ID    uuid.UUID
 	Lease time.Duration
+	// Attempt, when not zero, is the attempt (the claim) the lease is of:
+	// the lease is extended only while the task is still on it, so a run
+	// of an earlier claim does not keep a newer claim's lease alive.
+	Attempt int
 }
 
 // heartbeatSQL extends many leases in one statement. Like finishTasksSQL it
 // has no join: the tasks are read by primary key within the range of their
 // creation times, the status test cannot pick the partial index on ACTIVE
-// rows, and each row finds its lease, in seconds, in $1, a JSON object keyed
-// by task id.
+// rows, and each row finds its lease in $1, a JSON object keyed by task id:
+// {"<id>": {"l": lease in seconds, "n": attempt (absent: any)}}.
 const heartbeatSQL = `
 UPDATE tasks.tasks t
-SET locked_until      = coalesce($3::timestamptz, now()) + make_interval(secs => ($1::jsonb ->> t.task_id::text)::float8),
+SET locked_until      = coalesce($3::timestamptz, now()) + make_interval(secs => ($1::jsonb -> t.task_id::text ->> 'l')::float8),
     last_heartbeat_at = coalesce($3::timestamptz, now())
 WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
   AND t."timestamp" BETWEEN $5 AND $6
   AND (t.status = 'ACTIVE') IS TRUE AND t.owner_id = $4
+  AND (t.attempts = ($1::jsonb -> t.task_id::text ->> 'n')::int OR ($1::jsonb -> t.task_id::text ->> 'n') IS NULL)
 RETURNING t.task_id`
 
 // Heartbeat extends the leases of many tasks in one statement and returns the
@@ -36,8 +41,14 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, leases []Lease, now
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	batch, _ := newKeyedBatch(leases, 48, func(l *Lease) uuid.UUID { return l.ID }, func(doc []byte, l *Lease) ([]byte, error) {
-		return strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64), nil
+	batch, _ := newKeyedBatch(leases, 64, func(l *Lease) uuid.UUID { return l.ID }, func(doc []byte, l *Lease) ([]byte, error) {
+		doc = append(doc, `{"l":`...)
+		doc = strconv.AppendFloat(doc, l.Lease.Seconds(), 'f', -1, 64)
+		if l.Attempt != 0 {
+			doc = append(doc, `,"n":`...)
+			doc = strconv.AppendInt(doc, int64(l.Attempt), 10)
+		}
+		return append(doc, '}'), nil
 	})
 	var held []uuid.UUID
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {

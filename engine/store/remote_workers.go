@@ -25,6 +25,10 @@ type WorkerLease struct {
 	Owner string
 	// Attempt, when not zero, must equal the task's attempts.
 	Attempt int
+	// Remote, when set, also requires the claim to be one the dispatcher
+	// handed to a remote runner (MarkRemoteRun): a task the local
+	// dispatcher runs is not a remote worker's to finish.
+	Remote bool
 }
 
 // leaseConflict explains why a lease-checked statement matched nothing: the
@@ -40,8 +44,10 @@ func (s *Store) leaseConflict(ctx context.Context, id uuid.UUID, l WorkerLease) 
 		return fmt.Errorf("task %s is %s, not ACTIVE: %w", id, t.Status, wftype.ErrConflict)
 	case t.OwnerID == nil || *t.OwnerID != l.Owner:
 		return fmt.Errorf("task %s is not held by owner %q: %w", id, l.Owner, wftype.ErrConflict)
-	default:
+	case l.Attempt != 0 && t.Attempts != l.Attempt:
 		return fmt.Errorf("task %s is on attempt %d, not %d: %w", id, t.Attempts, l.Attempt, wftype.ErrConflict)
+	default:
+		return fmt.Errorf("task %s is not a remote run: the instance that claimed it runs it, and only it records the outcome: %w", id, wftype.ErrConflict)
 	}
 }
 
@@ -67,22 +73,87 @@ func (s *Store) SetProgressActive(ctx context.Context, id uuid.UUID, l WorkerLea
 }
 
 // lockActiveTaskSQL reads and locks task $1 if it is ACTIVE under owner $3
-// (and attempt $4 unless zero).
+// (and attempt $4 unless zero), and, when $5, under a claim handed to a
+// remote runner (its row in tasks.remote_runs names this very claim).
 const lockActiveTaskSQL = `
 SELECT ` + taskColumns + `
-FROM tasks.tasks
+FROM tasks.tasks t
 WHERE task_id = $1 AND "timestamp" = $2
   AND status = 'ACTIVE' AND owner_id = $3 AND ($4::int = 0 OR attempts = $4::int)
-FOR UPDATE`
+  AND (NOT $5::bool OR EXISTS (
+        SELECT 1 FROM tasks.remote_runs r
+        WHERE r.task_id = t.task_id AND r.owner_id = t.owner_id
+          AND r.attempt = t.attempts AND r.started_at = t.started_at))
+FOR UPDATE OF t`
 
 // LockActiveTask reads an ACTIVE task held under lease and locks its row
 // until the caller's transaction ends, so the caller can decide the task's
 // outcome from the row (retries left, mode) and write it with FinishTasks
 // without a race. Errors as SetProgressActive.
 func (s *Store) LockActiveTask(ctx context.Context, id uuid.UUID, l WorkerLease) (wftype.Task, error) {
-	t, err := scanTask(s.db.QueryRow(ctx, lockActiveTaskSQL, id, IDTime(id), l.Owner, l.Attempt))
+	t, err := scanTask(s.db.QueryRow(ctx, lockActiveTaskSQL, id, IDTime(id), l.Owner, l.Attempt, l.Remote))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, s.leaseConflict(ctx, id, l)
 	}
 	return t, wrap(fmt.Sprintf("locking task %s", id), err)
+}
+
+// markRemoteRunSQL records the current claim of task $1 — ACTIVE under
+// owner $3 at attempt $4 — as handed to a remote runner.
+const markRemoteRunSQL = `
+INSERT INTO tasks.remote_runs (task_id, "timestamp", owner_id, attempt, started_at)
+SELECT task_id, "timestamp", owner_id, attempts, started_at
+FROM tasks.tasks
+WHERE task_id = $1 AND "timestamp" = $2
+  AND status = 'ACTIVE' AND owner_id = $3 AND attempts = $4 AND started_at IS NOT NULL
+ON CONFLICT (task_id) DO UPDATE
+SET "timestamp" = excluded."timestamp", owner_id = excluded.owner_id,
+    attempt = excluded.attempt, started_at = excluded.started_at`
+
+// MarkRemoteRun records that the claim of task id under lease (owner and
+// attempt, both required) is handed to a remote runner: a worker reporting
+// under that claim over HTTP may then complete or fail it (LockActiveTask
+// with WorkerLease.Remote). A task no longer ACTIVE under lease gives an
+// error wrapping wftype.ErrConflict or wftype.ErrNotFound.
+func (s *Store) MarkRemoteRun(ctx context.Context, id uuid.UUID, l WorkerLease) error {
+	tag, err := s.db.Exec(ctx, markRemoteRunSQL, id, IDTime(id), l.Owner, l.Attempt)
+	if err != nil {
+		return wrap(fmt.Sprintf("recording the remote run of task %s", id), err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.leaseConflict(ctx, id, l)
+	}
+	return nil
+}
+
+// forgetRemoteRunSQL removes the record of task $1's remote run.
+const forgetRemoteRunSQL = `DELETE FROM tasks.remote_runs WHERE task_id = $1`
+
+// ForgetRemoteRun removes the record of task id's remote run, once its
+// worker finished it.
+func (s *Store) ForgetRemoteRun(ctx context.Context, id uuid.UUID) error {
+	_, err := s.db.Exec(ctx, forgetRemoteRunSQL, id)
+	return wrap(fmt.Sprintf("forgetting the remote run of task %s", id), err)
+}
+
+// purgeRemoteRunsSQL removes the records of remote runs whose claim ended:
+// the task is no longer ACTIVE under that claim (or is gone). The table
+// holds a row per running remote task, so the scan is small; each row
+// probes its task by primary key.
+const purgeRemoteRunsSQL = `
+DELETE FROM tasks.remote_runs r
+WHERE NOT EXISTS (
+    SELECT 1 FROM tasks.tasks t
+    WHERE t.task_id = r.task_id AND t."timestamp" = r."timestamp"
+      AND t.status = 'ACTIVE' AND t.owner_id = r.owner_id
+      AND t.attempts = r.attempt AND t.started_at = r.started_at)`
+
+// PurgeRemoteRuns removes the records of remote runs whose claim ended
+// (maintenance) and returns how many.
+func (s *Store) PurgeRemoteRuns(ctx context.Context) (int64, error) {
+	tag, err := s.db.Exec(ctx, purgeRemoteRunsSQL)
+	if err != nil {
+		return 0, wrap("purging ended remote runs", err)
+	}
+	return tag.RowsAffected(), nil
 }
