@@ -1,4 +1,4 @@
--- wf schema, version 11: remote runs.
+-- wf schema, version 12: remote runs.
 --
 -- tasks.remote_runs records the claims a dispatcher handed to a remote
 -- runner (Cloud Run), one row per task naming the claim: owner, attempt and
