@@ -185,7 +185,12 @@ func TestIngestionEndToEnd(t *testing.T) {
 	require.Equal(t, float64(1), task["attempts"])
 	require.NotEmpty(t, task["finished_at"])
 
-	metrics := string(b.do("GET", "/metrics", "", nil).body)
-	require.Contains(t, metrics, `wf_tasks_finished_total{status="COMPLETED",task_type="ingestion"} 1`)
+	// The engine counts the outcome once its write returned, which a client
+	// may see first: wait for the count (generously: the machine is busy).
+	var metrics string
+	require.Eventually(t, func() bool {
+		metrics = string(b.do("GET", "/metrics", "", nil).body)
+		return strings.Contains(metrics, `wf_tasks_finished_total{status="COMPLETED",task_type="ingestion"} 1`)
+	}, 20*time.Second, 20*time.Millisecond, "the finished task is counted")
 	require.Contains(t, metrics, `wf_tasks_claimed_total{task_type="ingestion"} 1`)
 }
