@@ -1,25 +1,17 @@
 package gdal_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/gdal"
-	"github.com/wfhq/wf/engine"
-	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/events"
-	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/gdaltest"
-	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -30,29 +22,9 @@ import (
 func TestShippedSpec(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	set, err := spec.Load(spec.Options{Builtins: builtins.Names()}, "../../specs/geodata.yaml")
-	require.NoError(t, err)
-	cl := client.New(b.store, set)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := builtin.NewRegistry()
-	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{b.root}, Logger: quiet})
-	require.NoError(t, err)
-	require.NoError(t, h.Register(reg))
-	rs, err := runnerset.Build(set, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute, Logger: quiet})
-	require.NoError(t, err)
-	cons, err := events.NewConsumer(events.ConsumerConfig{Store: b.store, Client: cl, Specs: set, Owner: "t1", Interval: 100 * time.Millisecond, Logger: quiet})
-	require.NoError(t, err)
-	eng, err := engine.New(engine.Config{
-		Name: "gdal", Owner: "t1", Pool: b.pool, Runners: rs.Runners, Pairs: rs.Pairs, Rules: rs.Rules, PollInterval: 50 * time.Millisecond,
-		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}}, Logger: quiet,
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	catalogtest.StartEngine(t, b.pool, builtins.Deps{Store: b.store, LocalRoots: []string{b.root}}, "../../specs/geodata.yaml")
 
-	_, err = b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "DEM", URI: gdaltest.GeoTIFFUTM(t, b.files), Kind: store.AssetRaster})
+	_, err := b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "DEM", URI: gdaltest.GeoTIFFUTM(t, b.files), Kind: store.AssetRaster})
 	require.NoError(t, err)
 	_, err = b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "README", URI: "readme.txt"})
 	require.NoError(t, err)

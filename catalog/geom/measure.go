@@ -70,85 +70,65 @@ func (s Stats) S2Cell(level int) string {
 // shiftWest returns a copy of g with every negative longitude moved by
 // 360°, so that a geometry crossing the antimeridian is contiguous.
 func shiftWest(g orb.Geometry) orb.Geometry {
+	switch g := g.(type) {
+	case orb.Point:
+		if g[0] < 0 {
+			g[0] += 360
+		}
+		return g
+	case orb.Collection:
+		out := make(orb.Collection, len(g))
+		for i, m := range g {
+			out[i] = shiftWest(m)
+		}
+		return out
+	}
 	g = orb.Clone(g)
-	shift := func(ps []orb.Point) {
+	eachPath(g, func(ps []orb.Point, _ bool) { // the clone's own positions
 		for i := range ps {
 			if ps[i][0] < 0 {
 				ps[i][0] += 360
 			}
 		}
-	}
-	var walk func(orb.Geometry) orb.Geometry
-	walk = func(g orb.Geometry) orb.Geometry {
-		switch g := g.(type) {
-		case orb.Point:
-			if g[0] < 0 {
-				g[0] += 360
-			}
-			return g
-		case orb.MultiPoint:
-			shift(g)
-		case orb.LineString:
-			shift(g)
-		case orb.MultiLineString:
-			for _, l := range g {
-				shift(l)
-			}
-		case orb.Polygon:
-			for _, r := range g {
-				shift(r)
-			}
-		case orb.MultiPolygon:
-			for _, p := range g {
-				for _, r := range p {
-					shift(r)
-				}
-			}
-		case orb.Collection:
-			for i := range g {
-				g[i] = walk(g[i])
-			}
+	})
+	return g
+}
+
+// eachPath calls fn with every run of positions of g: a point, a
+// multipoint's points, a line, a ring; linear says whether it is a line
+// or a ring (whose segments have a length).
+func eachPath(g orb.Geometry, fn func(ps []orb.Point, linear bool)) {
+	switch g := g.(type) {
+	case orb.Point:
+		fn([]orb.Point{g}, false)
+	case orb.MultiPoint:
+		fn(g, false)
+	case orb.LineString:
+		fn(g, true)
+	case orb.MultiLineString:
+		for _, l := range g {
+			fn(l, true)
 		}
-		return g
+	case orb.Polygon:
+		for _, r := range g {
+			fn(r, true)
+		}
+	case orb.MultiPolygon:
+		for _, p := range g {
+			eachPath(p, fn)
+		}
+	case orb.Collection:
+		for _, m := range g {
+			eachPath(m, fn)
+		}
 	}
-	return walk(g)
 }
 
 // countVertices counts g's positions.
 func countVertices(g orb.Geometry) int {
-	switch g := g.(type) {
-	case orb.Point:
-		return 1
-	case orb.MultiPoint:
-		return len(g)
-	case orb.LineString:
-		return len(g)
-	case orb.MultiLineString:
-		n := 0
-		for _, l := range g {
-			n += len(l)
-		}
-		return n
-	case orb.Polygon:
-		n := 0
-		for _, r := range g {
-			n += len(r)
-		}
-		return n
-	case orb.MultiPolygon:
-		n := 0
-		for _, p := range g {
-			n += countVertices(p)
-		}
-		return n
-	case orb.Collection:
-		n := 0
-		for _, m := range g {
-			n += countVertices(m)
-		}
-		return n
-	}
-	return 0
+	n := 0
+	eachPath(g, func(ps []orb.Point, _ bool) { n += len(ps) })
+	return n
 }
 
 // countParts counts g's single geometries.
@@ -170,42 +150,12 @@ func countParts(g orb.Geometry) int {
 // rings on the WGS84 ellipsoid, segment by segment (see distance), as
 // PostGIS's geography ST_Length and ST_Perimeter compute it.
 func Length(g orb.Geometry) float64 {
-	switch g := g.(type) {
-	case orb.LineString:
-		return lineLength(g)
-	case orb.MultiLineString:
-		n := 0.0
-		for _, l := range g {
-			n += lineLength(l)
-		}
-		return n
-	case orb.Polygon:
-		n := 0.0
-		for _, r := range g {
-			n += lineLength(orb.LineString(r))
-		}
-		return n
-	case orb.MultiPolygon:
-		n := 0.0
-		for _, p := range g {
-			n += Length(p)
-		}
-		return n
-	case orb.Collection:
-		n := 0.0
-		for _, m := range g {
-			n += Length(m)
-		}
-		return n
-	}
-	return 0
-}
-
-func lineLength(l orb.LineString) float64 {
 	n := 0.0
-	for i := 1; i < len(l); i++ {
-		n += distance(l[i-1], l[i])
-	}
+	eachPath(g, func(ps []orb.Point, linear bool) {
+		for i := 1; linear && i < len(ps); i++ {
+			n += distance(ps[i-1], ps[i])
+		}
+	})
 	return n
 }
 

@@ -1,22 +1,16 @@
 package tiles_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/tiles"
-	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/spec"
-	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -25,22 +19,8 @@ import (
 func TestShippedSpec(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	set, err := spec.Load(spec.Options{Builtins: builtins.Names()}, "../../specs/geodata.yaml")
-	require.NoError(t, err)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := builtin.NewRegistry()
-	h, err := builtins.New(builtins.Deps{Store: b.store, LocalRoots: []string{b.dir}, Logger: quiet, TileCacheURL: "file://" + t.TempDir()})
-	require.NoError(t, err)
-	require.NoError(t, h.Register(reg))
-	rs, err := runnerset.Build(set, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute, Logger: quiet})
-	require.NoError(t, err)
-	eng, err := engine.New(engine.Config{Name: "tiles", Owner: "t1", Pool: b.pool, Runners: rs.Runners, Pairs: rs.Pairs,
-		Rules: rs.Rules, PollInterval: 50 * time.Millisecond, Logger: quiet})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	set := catalogtest.StartEngine(t, b.pool, builtins.Deps{Store: b.store, LocalRoots: []string{b.dir}, TileCacheURL: "file://" + t.TempDir()},
+		"../../specs/geodata.yaml")
 
 	res, err := client.New(b.store, set).Enqueue(b.ctx, client.Request{TaskType: tiles.HandlerName, SchemaName: "s_cat",
 		Inputs: json.RawMessage(`{"catalog_id": "cat", "collection_id": "places", "max_zoom": 4}`)})

@@ -78,7 +78,7 @@ func (b *bundle) load(t *testing.T, fc string) {
 }
 
 // task returns a task of tenant schema.
-func task(t *testing.T, schema, taskType string, inputs map[string]any) *wftype.Task {
+func task(t testing.TB, schema, taskType string, inputs map[string]any) *wftype.Task {
 	t.Helper()
 	raw, err := json.Marshal(inputs)
 	require.NoError(t, err)
@@ -92,6 +92,18 @@ func preseed(t *testing.T, b *bundle, h *tiles.Handler, inputs map[string]any) t
 	t.Helper()
 	inputs["catalog_id"], inputs["collection_id"] = "cat", "places"
 	raw, err := h.Handle(b.ctx, task(t, "s_cat", tiles.HandlerName, inputs), reporters.Discard{})
+	require.NoError(t, err)
+	var out tiles.PreseedOutputs
+	require.NoError(t, json.Unmarshal(raw, &out))
+	return out
+}
+
+// preseedWith runs tiles_preseed of zooms 0 to maxZoom on a collection of
+// catalog (tenant s_<catalog>).
+func preseedWith(t testing.TB, h *tiles.Handler, catalog, collection string, maxZoom int) tiles.PreseedOutputs {
+	t.Helper()
+	raw, err := h.Handle(context.Background(), task(t, "s_"+catalog, tiles.HandlerName,
+		map[string]any{"catalog_id": catalog, "collection_id": collection, "max_zoom": maxZoom}), reporters.Discard{})
 	require.NoError(t, err)
 	var out tiles.PreseedOutputs
 	require.NoError(t, json.Unmarshal(raw, &out))
