@@ -12,7 +12,8 @@ import (
 // task_type and schema_name (each repeatable or comma-separated) and by
 // creation time (created_from inclusive, created_to exclusive), a page at a
 // time: pass next_cursor back as cursor. A token limited to catalogs sees
-// only their tenants' tasks, whatever it asks for.
+// only their tenants' tasks, and a worker token limited to task types only
+// those types' tasks, whatever it asks for.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal) error {
 	q, prob := parseQuery(r, []string{"limit", "cursor", "created_from", "created_to"}, []string{"status", "task_type", "schema_name"})
 	if prob != nil {
@@ -58,6 +59,19 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 			f.SchemaNames = slices.DeleteFunc(f.SchemaNames, func(n string) bool { return !sc.has(n) })
 		}
 		if len(f.SchemaNames) == 0 {
+			writeJSON(w, http.StatusOK, listView[taskView]{Items: []taskView{}})
+			return nil
+		}
+	}
+	if len(p.taskTypes) > 0 {
+		// A worker token limited to task types sees only those types'
+		// tasks, as GET /tasks/{id} shows it only those.
+		if len(f.TaskTypes) == 0 {
+			f.TaskTypes = slices.Clone(p.taskTypes)
+		} else {
+			f.TaskTypes = slices.DeleteFunc(f.TaskTypes, func(n string) bool { return !slices.Contains(p.taskTypes, n) })
+		}
+		if len(f.TaskTypes) == 0 {
 			writeJSON(w, http.StatusOK, listView[taskView]{Items: []taskView{}})
 			return nil
 		}

@@ -195,7 +195,8 @@ func TestTenantIsolation(t *testing.T) {
 
 	// Behind the API: a forged catalog.deleted for B written straight to the
 	// outbox (as a rogue embedding program could) and drop tasks created by
-	// the Go client are turned down by the drop handlers themselves.
+	// the Go client are turned down by the drop handlers themselves, and
+	// the webhook fan-out sends that event to no one.
 	em := events.NewEmitter(b.store)
 	raw, _ := json.Marshal(dropB)
 	_, err = em.Emit(b.ctx, events.Event{Type: "catalog.deleted", Scope: events.ScopeCatalog, SchemaName: "s_cat_b", Payload: raw})
@@ -232,10 +233,15 @@ func TestTenantIsolation(t *testing.T) {
 	require.Zero(t, aSchema, "A's own deletion dropped A's schema")
 	// No export file was written.
 	require.NoFileExists(t, filepath.Join(b.root, "s_cat_a", "stolen.ndjson"))
-	// Webhooks: the registry's own lifecycle events, and the one written
-	// behind the API (as an operator may); nothing a client sent.
-	require.ElementsMatch(t, []string{"catalog.created cat-a", "catalog.created cat-b", "catalog.deleted cat-a", "catalog.deleted cat-b"},
+	// Webhooks: the registry's own lifecycle events only; neither what a
+	// client sent nor the catalog.deleted written straight to the outbox,
+	// which the registry has no record of.
+	require.ElementsMatch(t, []string{"catalog.created cat-a", "catalog.created cat-b", "catalog.deleted cat-a"},
 		rc.deliveries())
+	var refused int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'event_dispatch' AND status = 'FAILED'
+		AND error LIKE '%the registry has no record of the deletion of catalog "cat-b"%'`).Scan(&refused))
+	require.Equal(t, 1, refused, "the forged catalog.deleted was refused, in words")
 }
 
 // TestTenantDedup: dedup keys are per tenant. A tenant that reuses another's

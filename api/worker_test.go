@@ -188,6 +188,14 @@ func TestWorkerTokenLimitedToTaskTypes(t *testing.T) {
 		}
 		require.Equal(t, http.StatusNotFound, b.do("GET", "/tasks/"+id, tokWorkerSleep, nil).status)
 	})
+	// Nor does it list them: GET /tasks shows it its types' tasks only,
+	// whatever it asks for.
+	for _, q := range []string{"", "?task_type=tenant_job", "?task_type=tenant_job,sleep", "?schema_name=s_cat_a"} {
+		res := b.do("GET", "/tasks"+q, tokWorkerSleep, nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Empty(t, res.json(t)["items"], q)
+	}
+	require.Len(t, b.do("GET", "/tasks?task_type=tenant_job", tokWorker, nil).json(t)["items"], 1)
 	// The unlimited worker token reports as before.
 	res := b.do("POST", "/tasks/"+id+"/progress", tokWorker, map[string]any{"owner_id": "remote-1", "attempt": attempt, "progress": map[string]any{"done": 1}})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))

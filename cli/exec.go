@@ -16,6 +16,7 @@ import (
 
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/runners/cloudrun"
@@ -125,6 +126,16 @@ func runExec(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
+	// Creating a task acts as an admin, as wf enqueue does: a type only wf
+	// itself creates (its spec's api.create leaves admin out: the drops,
+	// event_dispatch, webhook_delivery) is refused before anything is
+	// written. --task-id runs a task that exists, whoever created it.
+	if req.taskID == nil {
+		if tt, ok := rt.specs.TaskType(req.create.TaskType); ok && !tt.CreatableBy(spec.RoleAdmin) {
+			return cli.Exit(fmt.Sprintf("task type %s is created only by wf itself (its spec's api.create is [%s]); wf exec cannot create it, only run one that exists (--task-id)",
+				tt.Name(), strings.Join(tt.CreateRoles(), ", ")), ExitFailure)
+		}
+	}
 	ctx := c.Context
 	// Local runners only: the worker runs the task, it never hands it on.
 	eng, err := rt.newEngine(c, "", nil)

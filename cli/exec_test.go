@@ -331,6 +331,8 @@ func TestExecLeaseLost(t *testing.T) {
 // worker delivers the event (one signed POST) and the task COMPLETES. The
 // handler used to find its dependencies only in wf run's context: under
 // wf exec every attempt failed until the task dead-lettered.
+// TestExecRunsWebhookDelivery: wf exec runs a webhook delivery that wf
+// created, signed with the subscriber's secret; it does not create one.
 func TestExecRunsWebhookDelivery(t *testing.T) {
 	t.Parallel()
 	events, err := os.ReadFile("../specs/events.yaml")
@@ -356,8 +358,20 @@ func TestExecRunsWebhookDelivery(t *testing.T) {
 	sub, err := st.InsertWebhookSubscriber(t.Context(), store.NewWebhookSubscriber{URL: recv.URL, Secret: secret, EventTypes: []string{"catalog.*"}})
 	require.NoError(t, err)
 
-	code, task, errOut := e.execJSON(webhooks.TaskTypeWebhookDelivery,
-		`{"subscriber_id": "`+sub.ID.String()+`", "event_id": "e1", "event_type": "catalog.created", "payload": {}}`)
+	inputs := `{"subscriber_id": "` + sub.ID.String() + `", "event_id": "e1", "event_type": "catalog.created", "payload": {}}`
+	// wf exec does not create the type (only wf itself does, api.create:
+	// []), nothing is written ...
+	code, _, errOut := e.execJSON(webhooks.TaskTypeWebhookDelivery, inputs)
+	require.Equal(t, ExitFailure, code, errOut)
+	require.Contains(t, errOut, "is created only by wf itself")
+	var n int
+	require.NoError(t, st.DB().QueryRow(t.Context(), `SELECT count(*) FROM tasks.tasks`).Scan(&n))
+	require.Zero(t, n)
+	// ... but runs one that wf created (its event_dispatch does so).
+	res, err := st.InsertTasks(t.Context(), []store.NewTask{{SchemaName: "system", Scope: wftype.ScopeSystem, ExecutionMode: wftype.ModeAsync,
+		TaskType: webhooks.TaskTypeWebhookDelivery, Inputs: json.RawMessage(inputs), MaxRetries: 3}})
+	require.NoError(t, err)
+	code, task, errOut := e.execJSON("--task-id", res[0].Task.ID.String())
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, wftype.StatusCompleted, task.Status, deref(task.Error))
 	mu.Lock()

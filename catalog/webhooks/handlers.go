@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
@@ -125,7 +126,8 @@ func matches(patterns []string, eventType string) bool {
 
 // Dispatch is the event_dispatch handler: one webhook_delivery task per
 // subscriber of the event's type, created in one statement and deduplicated
-// per event and subscriber (the delivery type's dedup key).
+// per event and subscriber (the delivery type's dedup key). A
+// catalog.deleted the registry did not record is sent to no one (confirm).
 func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	d := &h.d
 	var ev Event
@@ -137,6 +139,9 @@ func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.
 	}
 	if len(ev.Payload) == 0 {
 		ev.Payload = json.RawMessage(`{}`)
+	}
+	if err := h.confirm(ctx, ev); err != nil {
+		return nil, err
 	}
 	subs, err := d.Store.ListWebhookSubscribers(ctx)
 	if err != nil {
@@ -170,6 +175,34 @@ func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.
 		out["created"], out["deduplicated"], out["subscriber_ids"] = created, len(res)-created, ids
 	}
 	return json.Marshal(out)
+}
+
+// confirm checks a lifecycle event that announces a destruction against
+// the registry before it is signed and sent to every subscriber: a
+// catalog.deleted is fanned out only when the registry recorded that
+// catalog's deletion with the event's tenant, so one written to the outbox
+// by other means (a forged event, or a program's own emit) reaches no
+// receiver. The refusal is permanent.
+func (h *Handlers) confirm(ctx context.Context, ev Event) error {
+	if ev.EventType != registry.EventCatalogDeleted {
+		return nil
+	}
+	var p struct {
+		CatalogID  string `json:"catalog_id"`
+		SchemaName string `json:"schema_name"`
+	}
+	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.CatalogID == "" || (p.SchemaName != "" && p.SchemaName != ev.SchemaName) {
+		return wftype.Permanent(fmt.Errorf("%s event %s does not name one catalog of its tenant %q: not sent to any subscriber", ev.EventType, ev.EventID, ev.SchemaName))
+	}
+	ok, err := h.d.Store.DeletionRecorded(ctx, p.CatalogID, "", ev.SchemaName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return wftype.Permanent(fmt.Errorf("%s event %s: the registry has no record of the deletion of catalog %q with schema %q: not sent to any subscriber",
+			ev.EventType, ev.EventID, p.CatalogID, ev.SchemaName))
+	}
+	return nil
 }
 
 // maxResponseSnippet bounds the part of a failed response kept in the error.

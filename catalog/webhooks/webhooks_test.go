@@ -186,9 +186,18 @@ func TestWebhookDeliveries(t *testing.T) {
 	badID := b.subscribe(t, bad, "catalog.*")
 	b.subscribe(t, other, "collection.*")
 
+	// The registry records a deletion in the transaction that emits its
+	// catalog.deleted; the fan-out checks the record.
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO catalog.deletions (catalog_id, schema_name) VALUES ('a', 'cat_a')`)
+	require.NoError(t, err)
 	em := events.NewEmitter(b.store)
 	res, err := em.Emit(b.ctx, events.Event{Type: "catalog.deleted", Scope: events.ScopeCatalog, SchemaName: "cat_a",
 		Payload: json.RawMessage(`{"catalog_id": "a"}`)})
+	require.NoError(t, err)
+	// One the registry has no record of (written to the outbox by other
+	// means) reaches no subscriber.
+	forged, err := em.Emit(b.ctx, events.Event{Type: "catalog.deleted", Scope: events.ScopeCatalog, SchemaName: "cat_b",
+		Payload: json.RawMessage(`{"catalog_id": "b"}`)})
 	require.NoError(t, err)
 
 	status := func(id uuid.UUID) wftype.TaskStatus { return b.delivery(t, id).Status }
@@ -215,15 +224,27 @@ func TestWebhookDeliveries(t *testing.T) {
 	calls, _ = other.counts()
 	require.Zero(t, calls)
 
-	// One event_dispatch task, created once for the event, fanned out to four.
-	dispatch, err := b.store.ListTasks(b.ctx, store.TaskFilter{TaskTypes: []string{webhooks.NameEventDispatch}})
-	require.NoError(t, err)
-	require.Len(t, dispatch, 1)
-	require.Equal(t, wftype.StatusCompleted, dispatch[0].Status)
-	require.Equal(t, "evt:"+res.Event.ID.String()+":event_dispatch", *dispatch[0].DedupKey)
+	// One event_dispatch task per event: the recorded one fanned out to
+	// four, the forged one refused for good, sending nothing.
+	var dispatch []wftype.Task
+	require.Eventually(t, func() bool {
+		dispatch, err = b.store.ListTasks(b.ctx, store.TaskFilter{TaskTypes: []string{webhooks.NameEventDispatch}})
+		require.NoError(t, err)
+		return len(dispatch) == 2 && dispatch[0].Status.Terminal() && dispatch[1].Status.Terminal()
+	}, 30*time.Second, 20*time.Millisecond)
+	byKey := map[string]wftype.Task{}
+	for _, d := range dispatch {
+		byKey[*d.DedupKey] = d
+	}
+	recorded, fake := byKey["evt:"+res.Event.ID.String()+":event_dispatch"], byKey["evt:"+forged.Event.ID.String()+":event_dispatch"]
+	require.Equal(t, wftype.StatusCompleted, recorded.Status)
 	var out map[string]any
-	require.NoError(t, json.Unmarshal(dispatch[0].Outputs, &out))
+	require.NoError(t, json.Unmarshal(recorded.Outputs, &out))
 	require.EqualValues(t, 4, out["created"])
+	require.Equal(t, wftype.StatusFailed, fake.Status)
+	require.Contains(t, *fake.Error, `the registry has no record of the deletion of catalog "b"`)
+	calls, _ = ok.counts()
+	require.Equal(t, 1, calls, "the forged event reached no one")
 }
 
 // TestDeliverClassifiesAnswers calls the delivery handler directly: which

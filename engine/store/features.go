@@ -420,15 +420,28 @@ func lockRegistry(ctx context.Context, tx pgx.Tx) error {
 // only after a deletion, for the schema the deleted catalog had.
 var ErrNotDeleted = errors.New("the registry has no record of its deletion")
 
+// deletionRecordedSQL reports whether the registry recorded the deletion of
+// catalog $1 with schema $3: of its collection $2, or of the whole catalog.
+const deletionRecordedSQL = `
+SELECT EXISTS (SELECT 1 FROM catalog.deletions
+               WHERE catalog_id = $1 AND schema_name = $3 AND collection_id IN ($2, ''))`
+
+// DeletionRecorded reports whether the registry recorded the deletion of
+// catalogID with schema (of its collection, or of the whole catalog when
+// collection is "" or the catalog went): what confirms a catalog.deleted
+// or collection.deleted event before wf acts on it.
+func (s *Store) DeletionRecorded(ctx context.Context, catalogID, collection, schema string) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, deletionRecordedSQL, catalogID, collection, schema).Scan(&ok)
+	return ok, wrap(fmt.Sprintf("reading the deletion record of catalog %q", catalogID), err)
+}
+
 // checkDeleted fails with ErrNotDeleted unless the registry recorded the
 // deletion of catalogID (collection "" for the whole catalog) with schema,
 // or of the whole catalog when a collection is asked for.
 func checkDeleted(ctx context.Context, tx pgx.Tx, catalogID, collection, schema string) error {
 	var ok bool
-	if err := tx.QueryRow(ctx, `
-SELECT EXISTS (SELECT 1 FROM catalog.deletions
-               WHERE catalog_id = $1 AND schema_name = $3 AND collection_id IN ($2, ''))`,
-		catalogID, collection, schema).Scan(&ok); err != nil {
+	if err := tx.QueryRow(ctx, deletionRecordedSQL, catalogID, collection, schema).Scan(&ok); err != nil {
 		return err
 	}
 	if ok {
