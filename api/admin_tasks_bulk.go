@@ -60,6 +60,27 @@ func (req bulkTasksRequest) match(allowed, defaults []wftype.TaskStatus) (store.
 	return m, nil
 }
 
+// decodeBulk reads a bulk request's body and match (see match); for a dry
+// run it also counts the matches, returned as matched (nil otherwise).
+func (s *Server) decodeBulk(w http.ResponseWriter, r *http.Request, allowed, defaults []wftype.TaskStatus) (
+	req bulkTasksRequest, m store.TaskMatch, matched *int64, err error) {
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return req, m, nil, prob
+	}
+	m, prob := req.match(allowed, defaults)
+	if prob != nil {
+		return req, m, nil, prob
+	}
+	if req.DryRun {
+		n, err := s.store.CountTasks(r.Context(), m)
+		if err != nil {
+			return req, m, nil, err
+		}
+		return req, m, &n, nil
+	}
+	return req, m, nil, nil
+}
+
 func statusList(sts []wftype.TaskStatus) string {
 	out := ""
 	for i, st := range sts {
@@ -77,22 +98,13 @@ func statusList(sts []wftype.TaskStatus) string {
 // ones are stopped as a single cancel stops them. more says whether more
 // match. With dry_run nothing changes and matched counts every match.
 func (s *Server) cancelTasks(w http.ResponseWriter, r *http.Request, p *principal) error {
-	var req bulkTasksRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
 	live := []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}
-	m, prob := req.match(live, live)
-	if prob != nil {
-		return prob
-	}
-	if req.DryRun {
-		n, err := s.store.CountTasks(r.Context(), m)
-		if err != nil {
-			return err
+	req, m, n, err := s.decodeBulk(w, r, live, live)
+	if err != nil || n != nil {
+		if n != nil {
+			writeJSON(w, http.StatusOK, bulkCancelView{DryRun: true, Matched: n})
 		}
-		writeJSON(w, http.StatusOK, bulkCancelView{DryRun: true, Matched: &n})
-		return nil
+		return err
 	}
 	res, err := s.store.CancelTasks(r.Context(), m)
 	if err != nil {
@@ -111,22 +123,13 @@ func (s *Server) cancelTasks(w http.ResponseWriter, r *http.Request, p *principa
 // skipped and counted. With dry_run nothing changes and matched counts
 // every match.
 func (s *Server) requeueTasks(w http.ResponseWriter, r *http.Request, p *principal) error {
-	var req bulkTasksRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	m, prob := req.match([]wftype.TaskStatus{wftype.StatusDeadLetter, wftype.StatusFailed, wftype.StatusCancelled},
+	req, m, n, err := s.decodeBulk(w, r, []wftype.TaskStatus{wftype.StatusDeadLetter, wftype.StatusFailed, wftype.StatusCancelled},
 		[]wftype.TaskStatus{wftype.StatusDeadLetter})
-	if prob != nil {
-		return prob
-	}
-	if req.DryRun {
-		n, err := s.store.CountTasks(r.Context(), m)
-		if err != nil {
-			return err
+	if err != nil || n != nil {
+		if n != nil {
+			writeJSON(w, http.StatusOK, bulkRequeueView{Kind: "tasks", DryRun: true, Matched: n})
 		}
-		writeJSON(w, http.StatusOK, bulkRequeueView{Kind: "tasks", DryRun: true, Matched: &n})
-		return nil
+		return err
 	}
 	res, err := s.store.RequeueTasks(r.Context(), m)
 	if err != nil {

@@ -97,11 +97,16 @@ type Attempt struct {
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt time.Time  `json:"finished_at"`
 	// Outcome is the status the attempt left the task in: PENDING for a
-	// retry, else COMPLETED, FAILED, DEAD_LETTER or CANCELLED.
+	// retry, AttemptSnoozed for a snooze, else COMPLETED, FAILED,
+	// DEAD_LETTER or CANCELLED.
 	Outcome TaskStatus `json:"outcome"`
 	// Error is the attempt's error, if it failed.
 	Error *string `json:"error,omitempty"`
 }
+
+// AttemptSnoozed is the outcome of an attempt whose handler snoozed the
+// task: back to PENDING, no retry counted.
+const AttemptSnoozed TaskStatus = "SNOOZED"
 
 // Sentinel errors shared across packages.
 var (

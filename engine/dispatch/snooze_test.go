@@ -72,6 +72,7 @@ func TestSnoozeKeepsRetries(t *testing.T) {
 	attempts, err := b.store.GetAttempts(b.ctx, ids[0])
 	require.NoError(t, err)
 	require.Len(t, attempts, 3)
-	require.Equal(t, wftype.StatusPending, attempts[0].Outcome)
+	require.Equal(t, wftype.AttemptSnoozed, attempts[0].Outcome)
+	require.Equal(t, wftype.StatusPending, attempts[2].Outcome, "the third, past max_snoozes, a retry")
 	require.Equal(t, "snoozed for 30s: not yet", *attempts[0].Error)
 }

@@ -79,7 +79,7 @@ type FinishParams struct {
 //     a snooze, "n": the attempt the outcome is of, "ev": event id, "et":
 //     event time}};
 //   - the attempt that ended is appended to attempt_log (the last 20 kept),
-//     in the same row write.
+//     in the same row write; a snooze's outcome there is SNOOZED.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
@@ -92,7 +92,9 @@ WITH updated AS (
                    t.snoozes + coalesce(o.z, 0)
             FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int)),
         attempt_log = tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
-            coalesce($3::timestamptz, now()), $1::jsonb -> t.task_id::text ->> 's', $1::jsonb -> t.task_id::text ->> 'e')
+            coalesce($3::timestamptz, now()),
+            CASE WHEN $1::jsonb -> t.task_id::text ? 'z' THEN 'SNOOZED' ELSE $1::jsonb -> t.task_id::text ->> 's' END,
+            $1::jsonb -> t.task_id::text ->> 'e')
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE
