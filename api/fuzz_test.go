@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
@@ -77,7 +79,7 @@ func fuzzServer(f *testing.F) *Server {
 		f.Fatal(err)
 	}
 	f.Cleanup(pool.Close)
-	names := append(append(builtin.NewRegistry().Names(), webhooks.Names()...), builtins.Names()...)
+	names := slices.Concat(builtin.NewRegistry().Names(), webhooks.Names(), builtins.Names(), gcp.Names())
 	specs, err := spec.Load(spec.Options{Builtins: names}, "../specs")
 	if err != nil {
 		f.Fatal(err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/wfhq/wf/api"
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
@@ -163,6 +164,10 @@ func (b *bundle) in(t *testing.T) *bundle {
 type options struct {
 	maxBody  int64
 	registry func(*builtin.Registry)
+	// gcp binds the gcp handlers (Store is set by setup).
+	gcp gcp.Deps
+	// storagePush, when set, builds the /hooks/gcs receiver on the test's store.
+	storagePush func(*store.Store) *gcp.PushReceiver
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
@@ -172,20 +177,26 @@ func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 	sources, err := spec.ReadSources("../specs")
 	require.NoError(t, err)
 	sources = append(sources, spec.Source{Name: "test.yaml", Data: []byte(testSpecs)})
-	names := append(append(reg.Names(), webhooks.Names()...), builtins.Names()...)
+	names := append(append(append(reg.Names(), webhooks.Names()...), builtins.Names()...), gcp.Names()...)
 	set, err := spec.Compile(sources, spec.Options{Builtins: names})
 	require.NoError(t, err)
 	return set
 }
 
 // bindCatalog registers in reg the catalog's handlers (the shipped specs
-// name them: specs/events.yaml, specs/ingestion.yaml, specs/features.yaml)
-// bound to the database, as wf run, wf serve and wf exec bind them; local
-// files are opened with files (limited to the bundle's root). Names reg
-// already holds keep their handlers.
-func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener) {
+// name them: specs/events.yaml, specs/ingestion.yaml, specs/features.yaml,
+// specs/gcp.yaml) bound to the database, as wf run, wf serve and wf exec
+// bind them; local files are opened with files (limited to the bundle's
+// root); the gcp handlers use cloud (no project: they provision nothing).
+// Names reg already holds keep their handlers.
+func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps) {
 	t.Helper()
 	st := store.New(pool)
+	cloud.Store, cloud.Logger = st, quietLogger
+	gh, err := gcp.New(cloud)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gh.Close() })
+	_ = gh.Register(reg)
 	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger})
 	require.NoError(t, err)
 	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
@@ -224,7 +235,11 @@ func setup(t *testing.T, opts ...options) *bundle {
 	specs := loadSpecs(t, reg)
 	root := t.TempDir()
 	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
-	bindCatalog(t, reg, pool, specs, files)
+	bindCatalog(t, reg, pool, specs, files, o.gcp)
+	var push *gcp.PushReceiver
+	if o.storagePush != nil {
+		push = o.storagePush(store.New(pool))
+	}
 	set, err := runnerset.Build(specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	tokens := []config.Token{
@@ -239,7 +254,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(),
+		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(), StoragePush: push,
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

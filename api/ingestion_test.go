@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/reporters"
@@ -124,7 +125,7 @@ func TestIngestionBadInput(t *testing.T) {
 // until the test ends.
 func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 	t.Helper()
-	bindCatalog(t, reg, b.pool, b.specs, b.files) // the shipped specs name them; reg may hold them already
+	bindCatalog(t, reg, b.pool, b.specs, b.files, gcp.Deps{}) // the shipped specs name them; reg may hold them already
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{

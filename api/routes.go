@@ -73,6 +73,8 @@ func (s *Server) routeTable() []route {
 		{"POST", "/tasks/{task_id}/cancel", clientRoles, s.cancelTask},
 
 		{"POST", "/events", clientRoles, s.emitEvent},
+		// Pub/Sub pushes: authenticated by their OIDC token, not a wf token.
+		{"POST", "/hooks/gcs", nil, s.receiveStoragePush},
 
 		{"POST", "/admin/tasks/{task_id}/requeue", adminRoles, s.requeueTask},
 		{"POST", "/admin/tasks/cancel", adminRoles, s.cancelTasks},

@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/config"
@@ -87,6 +88,9 @@ type Config struct {
 	// (tiles.cache_url): gs://bucket/prefix or file:///folder; "" means
 	// tiles.Config's default.
 	TileCacheURL string
+	// StoragePush receives the Pub/Sub pushes of the catalogs' Cloud
+	// Storage notifications on POST /hooks/gcs; nil answers 404 there.
+	StoragePush *gcp.PushReceiver
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
@@ -25,6 +26,7 @@ import (
 func handlerNames(c *cli.Context) []string {
 	names := append(builtinRegistry(c).Names(), builtins.Names()...)
 	names = append(names, webhooks.Names()...)
+	names = append(names, gcp.Names()...)
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -32,9 +34,9 @@ func handlerNames(c *cli.Context) []string {
 // bindCatalog returns the engine's Bind for the commands that run tasks
 // (wf run, wf serve, wf exec): it registers the catalog's handlers bound to
 // their dependencies — the engine's store, its client for the tasks they
-// create, the files opener (files.local_roots, outbound.allow) — so every
-// process runs every handler the same way. A missing dependency is an
-// error at start-up. A name the program's registry already holds keeps its
+// create, the files opener (files.local_roots, outbound.allow), the gcp
+// section — so every process runs every handler the same way. A missing
+// dependency is an error at start-up. A name the program's registry already holds keeps its
 // handler (a program embedding wf may bring its own).
 func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func(*builtin.Registry, *store.Store, *client.Client) error {
 	return func(reg *builtin.Registry, st *store.Store, cl *client.Client) error {
@@ -52,9 +54,14 @@ func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func
 		if err != nil {
 			return err
 		}
+		cloud, err := gcp.New(gcp.Deps{Store: st, Settings: cfg.GCP, Logger: log})
+		if err != nil {
+			return err
+		}
 		// Names the program already registered keep their handlers.
 		_ = features.Register(reg)
 		_ = hooks.Register(reg)
+		_ = cloud.Register(reg)
 		return nil
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/api"
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
 )
 
@@ -91,10 +93,24 @@ func (h *apiHandle) stop() error {
 // fails at once when the address cannot be bound.
 func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle, error) {
 	cfg := rt.cfg
+	// Pub/Sub pushes of the catalogs' storage notifications reach
+	// /hooks/gcs once the push service account is configured.
+	var push *gcp.PushReceiver
+	if cfg.GCP.PushServiceAccount != "" {
+		var err error
+		push, err = gcp.NewPushReceiver(ctx, gcp.PushConfig{
+			Store: eng.Store(), Emitter: eng.Emitter(), Audience: cmp.Or(cfg.GCP.PushAudience, cfg.GCP.PushEndpoint),
+			ServiceAccount: cfg.GCP.PushServiceAccount, Logger: rt.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	srv, err := api.New(api.Config{
 		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
+		StoragePush: push,
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/spec"
@@ -29,11 +30,12 @@ const (
 )
 
 // specOptions are the options specs are compiled with in a default wf app:
-// the handlers of runners/builtin's default registry, plus the webhook and
-// feature handlers (bound to the database when a command runs tasks, see
-// bindCatalog). Commands compile against their app's (handlerNames).
+// the handlers of runners/builtin's default registry, plus the webhook,
+// feature and gcp handlers (bound to the database when a command runs
+// tasks, see bindCatalog). Commands compile against their app's
+// (handlerNames).
 func specOptions() spec.Options {
-	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), builtins.Names())}
+	return spec.Options{Builtins: slices.Concat(builtin.Names(), webhooks.Names(), builtins.Names(), gcp.Names())}
 }
 
 // specPaths returns the PATH arguments of a spec command, or the default.

@@ -73,6 +73,10 @@ type Config struct {
 	HTTP HTTP `yaml:"http"`
 	// Outbound says where wf's outbound requests may go.
 	Outbound Outbound `yaml:"outbound"`
+	// GCP configures the catalogs' Google Cloud resources (gcp_provision,
+	// gcp_catalog_cleanup) and the storage notifications pushed to
+	// /hooks/gcs (gcs_storage_event).
+	GCP GCP `yaml:"gcp"`
 
 	// origins records where each value set by Load came from (by field
 	// path), so that Validate can point at it.
@@ -158,6 +162,48 @@ type Outbound struct {
 	Allow []string `yaml:"allow"`
 }
 
+// GCP configures the Google Cloud side of the catalog application: each
+// catalog's bucket, the Pub/Sub topic its notifications go to and the push
+// subscription that delivers them to wf. Names come from templates with the
+// placeholders {catalog} (the catalog id), {schema} (its tenant schema) and
+// {project}.
+type GCP struct {
+	// Project is the Google Cloud project that holds the buckets, topics
+	// and subscriptions. Empty: the gcp task types fail, saying so.
+	Project string `yaml:"project"`
+	// BucketTemplate names a catalog's bucket; it must hold {catalog} or
+	// {schema}, so that every catalog has its own.
+	BucketTemplate string `yaml:"bucket_template"`
+	// Location is where new buckets are created (a region, dual-region or
+	// multi-region such as EU).
+	Location string `yaml:"location"`
+	// LifecycleDeleteAfterDays, when positive, adds a lifecycle rule that
+	// deletes objects older than this many days.
+	LifecycleDeleteAfterDays int `yaml:"lifecycle_delete_after_days"`
+	// LifecycleArchiveAfterDays, when positive, adds a lifecycle rule that
+	// moves objects older than this many days to the ARCHIVE storage class.
+	LifecycleArchiveAfterDays int `yaml:"lifecycle_archive_after_days"`
+	// TopicTemplate names a catalog's Pub/Sub topic.
+	TopicTemplate string `yaml:"topic_template"`
+	// SubscriptionTemplate names the push subscription on that topic.
+	SubscriptionTemplate string `yaml:"subscription_template"`
+	// PushEndpoint is the address Pub/Sub pushes to: wf's /hooks/gcs as the
+	// internet reaches it (https://wf.example.com/hooks/gcs).
+	PushEndpoint string `yaml:"push_endpoint"`
+	// PushAudience is the audience of the push's OIDC token; empty means
+	// PushEndpoint.
+	PushAudience string `yaml:"push_audience"`
+	// PushServiceAccount is the service account whose OIDC token Pub/Sub
+	// attaches to each push; /hooks/gcs accepts only its tokens. Empty:
+	// /hooks/gcs answers 404.
+	PushServiceAccount string `yaml:"push_service_account"`
+	// ObjectPath is the path convention of a bucket's objects, by which a
+	// notification finds its asset: slash-separated segments, each a
+	// literal or {catalog} (must equal the catalog's id), {collection} or
+	// {file} (the rest of the name; last).
+	ObjectPath string `yaml:"object_path"`
+}
+
 // HTTP holds the HTTP server's limits.
 type HTTP struct {
 	// MaxBodyBytes is the largest request body accepted.
@@ -212,6 +258,13 @@ func Default() *Config {
 			PartitionsAhead:  3,
 		},
 		Report: Report{},
+		GCP: GCP{
+			BucketTemplate:       "wf-{project}-{catalog}",
+			Location:             "EU",
+			TopicTemplate:        "wf-{catalog}-storage",
+			SubscriptionTemplate: "wf-{catalog}-storage-push",
+			ObjectPath:           "{catalog}/{collection}/{file}",
+		},
 		HTTP: HTTP{
 			MaxBodyBytes: 1 << 20,
 			MaxJSONDepth: 64,

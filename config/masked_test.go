@@ -106,6 +106,18 @@ http:
     write_timeout: 1m
 outbound:
     allow: []
+gcp:
+    project: ""
+    bucket_template: wf-{project}-{catalog}
+    location: EU
+    lifecycle_delete_after_days: 0
+    lifecycle_archive_after_days: 0
+    topic_template: wf-{catalog}-storage
+    subscription_template: wf-{catalog}-storage-push
+    push_endpoint: ""
+    push_audience: ""
+    push_service_account: ""
+    object_path: '{catalog}/{collection}/{file}'
 `, string(b))
 }
 

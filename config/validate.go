@@ -145,6 +145,7 @@ func (c *Config) Validate() error {
 			add(field, "expected an absolute folder (Load resolves relative ones against the working folder), got %q", root)
 		}
 	}
+	c.validateGCP(add)
 	if c.HTTP.MaxBodyBytes < 1 {
 		add("http.max_body_bytes", "must be at least 1, got %d", c.HTTP.MaxBodyBytes)
 	}
@@ -278,4 +279,40 @@ func FormatDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// validateGCP checks the gcp section's templates, lifecycle ages, push
+// endpoint and object path convention.
+func (c *Config) validateGCP(add func(field, format string, args ...any)) {
+	g := c.GCP
+	for _, t := range []struct{ field, value string }{
+		{"gcp.bucket_template", g.BucketTemplate},
+		{"gcp.topic_template", g.TopicTemplate},
+		{"gcp.subscription_template", g.SubscriptionTemplate},
+	} {
+		if !strings.Contains(t.value, "{catalog}") && !strings.Contains(t.value, "{schema}") {
+			add(t.field, "must hold {catalog} or {schema}, so that every catalog has its own; got %q", t.value)
+		}
+	}
+	if g.LifecycleDeleteAfterDays < 0 {
+		add("gcp.lifecycle_delete_after_days", "must be 0 (no rule) or more, got %d", g.LifecycleDeleteAfterDays)
+	}
+	if g.LifecycleArchiveAfterDays < 0 {
+		add("gcp.lifecycle_archive_after_days", "must be 0 (no rule) or more, got %d", g.LifecycleArchiveAfterDays)
+	}
+	if g.PushEndpoint != "" {
+		if u, err := url.Parse(g.PushEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("gcp.push_endpoint", "expected an absolute https URL such as https://wf.example.com/hooks/gcs, got %q", g.PushEndpoint)
+		}
+	}
+	if g.PushServiceAccount != "" && !strings.Contains(g.PushServiceAccount, "@") {
+		add("gcp.push_service_account", "expected a service account's e-mail address, got %q", g.PushServiceAccount)
+	}
+	if g.PushServiceAccount != "" && g.PushAudience == "" && g.PushEndpoint == "" {
+		add("gcp.push_service_account", "needs gcp.push_endpoint or gcp.push_audience: the audience /hooks/gcs accepts in a push's token")
+	}
+	segs := strings.Split(g.ObjectPath, "/")
+	if !strings.Contains(g.ObjectPath, "{collection}") || segs[len(segs)-1] != "{file}" || strings.Count(g.ObjectPath, "{file}") != 1 {
+		add("gcp.object_path", "expected slash-separated segments with {collection} and ending in {file}, such as {catalog}/{collection}/{file}; got %q", g.ObjectPath)
+	}
 }

@@ -40,6 +40,17 @@ func TestValidate(t *testing.T) {
 		{"bucket scheme", func(c *Config) { c.Report.BucketURL = "s3://b/p" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder, got "s3://b/p"`},
 		{"bucket without bucket", func(c *Config) { c.Report.BucketURL = "gs:///p" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder: no bucket in "gs:///p"`},
 		{"relative file bucket", func(c *Config) { c.Report.BucketURL = "file://reports" }, `report.bucket_url: expected gs://bucket/prefix or file:///folder (an absolute path after file://), got "file://reports"`},
+		{"bucket template shared", func(c *Config) { c.GCP.BucketTemplate = "one-bucket" },
+			`gcp.bucket_template: must hold {catalog} or {schema}, so that every catalog has its own; got "one-bucket"`},
+		{"negative lifecycle", func(c *Config) { c.GCP.LifecycleDeleteAfterDays = -1 }, "gcp.lifecycle_delete_after_days: must be 0 (no rule) or more, got -1"},
+		{"push endpoint", func(c *Config) { c.GCP.PushEndpoint = "wf.example.com/hooks/gcs" },
+			`gcp.push_endpoint: expected an absolute https URL such as https://wf.example.com/hooks/gcs, got "wf.example.com/hooks/gcs"`},
+		{"push account", func(c *Config) {
+			c.GCP.PushServiceAccount, c.GCP.PushEndpoint = "push", "https://wf.example.com/hooks/gcs"
+		}, `gcp.push_service_account: expected a service account's e-mail address, got "push"`},
+		{"push without audience", func(c *Config) { c.GCP.PushServiceAccount = "push@p.iam.gserviceaccount.com" },
+			"gcp.push_service_account: needs gcp.push_endpoint or gcp.push_audience"},
+		{"object path", func(c *Config) { c.GCP.ObjectPath = "{catalog}/{file}" }, "gcp.object_path: expected slash-separated segments with {collection} and ending in {file}"},
 		{"empty local root", func(c *Config) { c.Files.LocalRoots = []string{"/srv/files", " "} }, "files.local_roots[1]: must not be empty"},
 		{"relative local root", func(c *Config) { c.Files.LocalRoots = []string{"files"} },
 			`files.local_roots[0]: expected an absolute folder (Load resolves relative ones against the working folder), got "files"`},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 
 	"github.com/wfhq/wf/engine/events"
@@ -59,9 +60,21 @@ func checkKind(errs spec.InputErrors, kind string, emptyOK bool) spec.InputError
 	return append(errs, spec.InputError{Pointer: "/kind", Message: "must be one of vector, raster, other"})
 }
 
+// EventNote adds fields to the payload of the asset event a change emits,
+// so that subscriptions can tell changes apart: gcs_storage_event notes
+// {"origin": "storage", "format": …} on the assets an upload made, and the
+// shipped subscriptions start ingestion for those only (an ingestion's own
+// record of its source carries no origin, so it starts nothing). A note
+// never replaces the asset's own fields.
+type EventNote map[string]any
+
 // assetPayload is the payload of every asset event.
-func assetPayload(a store.Asset) map[string]any {
-	p := map[string]any{"catalog_id": a.CatalogID, "asset_id": a.ID, "uri": a.URI, "kind": a.Kind, "status": a.Status}
+func assetPayload(a store.Asset, notes ...EventNote) map[string]any {
+	p := map[string]any{}
+	for _, n := range notes {
+		maps.Copy(p, n)
+	}
+	maps.Copy(p, map[string]any{"catalog_id": a.CatalogID, "asset_id": a.ID, "uri": a.URI, "kind": a.Kind, "status": a.Status})
 	if a.CollectionID != nil {
 		p["collection_id"] = *a.CollectionID
 	}
@@ -125,8 +138,9 @@ func (r *Registry) checkURI(tenant, uri string) error {
 
 // RecordAsset creates the asset or brings it up to date (URI, collection,
 // kind, active again) and emits asset.created or asset.updated, in one
-// transaction: what an ingestion does with its source.
-func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset) (store.Asset, error) {
+// transaction: what an ingestion does with its source. Notes go into the
+// event's payload.
+func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset, notes ...EventNote) (store.Asset, error) {
 	if errs := checkAsset(a); len(errs) > 0 {
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
@@ -141,7 +155,7 @@ func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset) (store.Ass
 		if created {
 			typ = EventAssetCreated
 		}
-		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out, notes...))
 	})
 	if err != nil {
 		return store.Asset{}, fmt.Errorf("error recording asset %q of catalog %q: %w", a.ID, a.CatalogID, err)
@@ -165,8 +179,9 @@ func (r *Registry) ListAssets(ctx context.Context, catalogID string, f store.Ass
 
 // UpdateAsset changes an asset's status, kind or metadata (merged) and
 // emits, in the same transaction, asset.archived or asset.deleted when the
-// status became archived or deleted, else asset.updated.
-func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p store.AssetPatch) (store.Asset, error) {
+// status became archived or deleted, else asset.updated. Notes go into the
+// event's payload.
+func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p store.AssetPatch, notes ...EventNote) (store.Asset, error) {
 	var errs spec.InputErrors
 	if p.Status != nil {
 		switch *p.Status {
@@ -198,7 +213,7 @@ func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p stor
 				typ = EventAssetDeleted
 			}
 		}
-		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out, notes...))
 	})
 	if err != nil {
 		return store.Asset{}, fmt.Errorf("error updating asset %q of catalog %q: %w", id, catalogID, err)

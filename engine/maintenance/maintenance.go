@@ -89,11 +89,19 @@ type Result struct {
 	// RemoteRunsPurged counts the records of remote runs whose claim ended
 	// without their worker finishing the task.
 	RemoteRunsPurged int
+	// InboxDeleted counts the records of pushed messages (tasks.inbox_messages)
+	// older than InboxWindow deleted.
+	InboxDeleted int64
 }
+
+// InboxWindow is how long the id of a message pushed to wf is remembered
+// (tasks.inbox_messages), so that its redelivery writes nothing: longer
+// than Pub/Sub keeps an unacknowledged message (at most 31 days).
+const InboxWindow = 32 * 24 * time.Hour
 
 func (r Result) changed() bool {
 	return r.PartitionsCreated > 0 || len(r.Dropped) > 0 || len(r.Deferred) > 0 ||
-		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0
+		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0 || r.InboxDeleted > 0
 }
 
 // Supervisor runs maintenance on the leader.
@@ -147,7 +155,7 @@ func monthStart(t time.Time) time.Time {
 }
 
 // RunOnce runs maintenance once as of now: partitions ahead, then retention
-// of tasks, events and schedule ticks.
+// of tasks, events, schedule ticks and pushed message ids.
 func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
 	created, err := s.cfg.Store.EnsurePartitionsWithin(ctx, now, s.cfg.PartitionsAhead+1, s.cfg.LockTimeout)
@@ -181,10 +189,20 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		return res, err
 	}
 	res.RemoteRunsPurged = int(purged)
+	for {
+		n, err := s.cfg.Store.PurgeInboxMessages(ctx, now.Add(-InboxWindow), s.cfg.BatchSize)
+		if err != nil {
+			return res, err
+		}
+		res.InboxDeleted += n
+		if n < int64(s.cfg.BatchSize) {
+			break
+		}
+	}
 	if res.changed() {
 		s.log.Info("maintenance", "partitions_created", res.PartitionsCreated, "dropped", res.Dropped,
 			"deferred", res.Deferred, "tasks_deleted", res.TasksDeleted, "events_deleted", res.EventsDeleted,
-			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged)
+			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged, "inbox_deleted", res.InboxDeleted)
 	}
 	return res, nil
 }

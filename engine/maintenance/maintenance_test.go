@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -302,4 +303,26 @@ func TestBusyTableDefersDrop(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, res.Dropped, "tasks.tasks_p2033_03")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM tasks.tasks`))
+}
+
+// TestInboxRetention forgets the ids of pushed messages older than
+// InboxWindow (in batches) and keeps the younger ones, whose redelivery must
+// still write nothing.
+func TestInboxRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := clock.Now()
+	b.exec(t, `
+INSERT INTO tasks.inbox_messages (source, message_id, event_id, received_at)
+SELECT 'gcs', 'm' || k, gen_random_uuid(), $1::timestamptz - $2::interval - k * interval '1 second'
+FROM generate_series(1, 25) k`, now, maintenance.InboxWindow.String())
+	b.exec(t, `
+INSERT INTO tasks.inbox_messages (source, message_id, event_id, received_at)
+SELECT 'gcs', 'young' || k, gen_random_uuid(), $1::timestamptz - $2::interval + k * interval '1 second'
+FROM generate_series(1, 5) k`, now, maintenance.InboxWindow.String())
+	res, err := b.supervisor(t, func(c *maintenance.Config) { c.BatchSize = 10 }).RunOnce(b.ctx, now)
+	require.NoError(t, err)
+	require.EqualValues(t, 25, res.InboxDeleted)
+	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM tasks.inbox_messages WHERE message_id LIKE 'young%'`))
+	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM tasks.inbox_messages`))
 }

@@ -93,11 +93,12 @@ func TestValidFixtures(t *testing.T) {
 
 func TestShippedSpecsAreValid(t *testing.T) {
 	t.Parallel()
-	// The shipped specs also name the builtins registered by catalog/webhooks
-	// and catalog/builtins.
+	// The shipped specs also name the builtins registered by catalog/webhooks,
+	// catalog/builtins and catalog/gcp.
 	opts := testOptions()
 	opts.Builtins = append(opts.Builtins, "event_dispatch", "webhook_delivery",
-		"ingestion", "export_features", "collection_drop", "catalog_drop", "gdal", "tiles_preseed")
+		"ingestion", "export_features", "collection_drop", "catalog_drop", "gdal", "tiles_preseed",
+		"gcp_provision", "gcp_catalog_cleanup", "gcs_storage_event")
 	set, err := Load(opts, "../../specs")
 	require.NoError(t, err)
 	for _, name := range []string{"noop", "sleep", "fail", "shell_echo"} {

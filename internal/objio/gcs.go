@@ -69,12 +69,18 @@ func (o *Opener) gcs(ctx context.Context) (*storage.Service, error) {
 }
 
 // gcsEndpoint returns the emulator endpoint to use, if any: Config.GCSEndpoint,
-// else the one STORAGE_EMULATOR_HOST names (host:port or a URL), as Google's
-// own clients do.
+// else the one STORAGE_EMULATOR_HOST names (see EmulatorEndpoint).
 func (o *Opener) gcsEndpoint() string {
 	if o.cfg.GCSEndpoint != "" {
 		return o.cfg.GCSEndpoint
 	}
+	return EmulatorEndpoint()
+}
+
+// EmulatorEndpoint returns the JSON API endpoint of the Cloud Storage
+// emulator STORAGE_EMULATOR_HOST names (host:port or a URL), as Google's
+// own clients read it, or "" when it is not set.
+func EmulatorEndpoint() string {
 	host := os.Getenv("STORAGE_EMULATOR_HOST")
 	if host == "" {
 		return ""

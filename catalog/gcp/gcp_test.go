@@ -1,0 +1,268 @@
+package gcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
+	storagev1 "google.golang.org/api/storage/v1"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/wfhq/wf/catalog/gcp"
+	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/gcptest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+const (
+	project = "test-project"
+	pushSA  = "push@test-project.iam.gserviceaccount.com"
+)
+
+// bundle is one test's database, cloud fakes and handlers.
+type bundle struct {
+	t        *testing.T
+	ctx      context.Context
+	store    *store.Store
+	catalogs *registry.Registry
+	gcs      *gcptest.Storage
+	ps       *gcptest.PubSub
+	h        *gcp.Handlers
+	settings config.GCP
+}
+
+func setup(t *testing.T, edit ...func(*config.GCP)) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	b := &bundle{t: t, ctx: context.Background(), store: st, catalogs: registry.New(st, events.NewEmitter(st)),
+		gcs: gcptest.NewStorage(t), ps: gcptest.NewPubSub(t)}
+	b.settings = config.Default().GCP
+	b.settings.Project = project
+	b.settings.PushEndpoint = "https://wf.example.com/hooks/gcs"
+	b.settings.PushServiceAccount = pushSA
+	b.settings.LifecycleDeleteAfterDays = 365
+	for _, e := range edit {
+		e(&b.settings)
+	}
+	b.h = b.handlers(b.settings)
+	return b
+}
+
+func (b *bundle) handlers(s config.GCP) *gcp.Handlers {
+	h, err := gcp.New(gcp.Deps{Store: b.store, Settings: s,
+		StorageOptions: []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(b.gcs.Endpoint)},
+		PubSubOptions:  b.ps.Options})
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// catalog registers a catalog with collections.
+func (b *bundle) catalog(id string, collections ...string) store.Catalog {
+	b.t.Helper()
+	c, err := b.catalogs.Create(b.ctx, registry.NewCatalog{ID: id})
+	require.NoError(b.t, err)
+	for _, col := range collections {
+		_, err := b.catalogs.AddCollection(b.ctx, registry.NewCollection{CatalogID: id, ID: col})
+		require.NoError(b.t, err)
+	}
+	return c
+}
+
+// run runs a handler on inputs as the tenant schema and decodes its outputs.
+func (b *bundle) run(h builtin.Handler, schema, inputs string) (map[string]any, error) {
+	b.t.Helper()
+	out, err := h(b.ctx, &wftype.Task{SchemaName: schema, Inputs: json.RawMessage(inputs)}, reporters.Discard{})
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	require.NoError(b.t, json.Unmarshal(out, &m))
+	return m, nil
+}
+
+func (b *bundle) mustRun(h builtin.Handler, schema, inputs string) map[string]any {
+	b.t.Helper()
+	m, err := b.run(h, schema, inputs)
+	require.NoError(b.t, err)
+	return m
+}
+
+func outcome(m map[string]any, resource string) string {
+	r, _ := m[resource].(map[string]any)
+	s, _ := r["outcome"].(string)
+	return s
+}
+
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	_, err := gcp.New(gcp.Deps{})
+	require.ErrorContains(t, err, "Store is required")
+	_, err = gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{ObjectPath: "{file}/{collection}"}})
+	require.ErrorContains(t, err, "{file} must be the last segment")
+	h, err := gcp.New(gcp.Deps{Store: store.New(nil)})
+	require.NoError(t, err)
+	reg := builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	for _, n := range gcp.Names() {
+		_, ok := reg.Lookup(n)
+		require.True(t, ok, n)
+	}
+}
+
+// TestProvision creates a catalog's resources, finds them on a second run,
+// and repairs drift on a third.
+func TestProvision(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cat := b.catalog("demo", "roads")
+	in := `{"catalog_id":"demo","schema_name":"s_demo"}`
+
+	out := b.mustRun(b.h.Provision, cat.SchemaName, in)
+	for _, r := range []string{"bucket", "topic", "notification", "subscription"} {
+		require.Equal(t, "created", outcome(out, r), r)
+	}
+	bucket := "wf-test-project-demo"
+	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo"}, b.gcs.BucketLabels(bucket))
+	iam, lifecycle := b.gcs.BucketMeta(bucket)
+	require.JSONEq(t, `{"uniformBucketLevelAccess":{"enabled":true}}`, string(iam))
+	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, string(lifecycle))
+
+	admin := b.ps.Client.TopicAdminClient
+	topic, err := admin.GetTopic(b.ctx, &pubsubpb.GetTopicRequest{Topic: "projects/test-project/topics/wf-demo-storage"})
+	require.NoError(t, err)
+	require.Equal(t, "s_demo", topic.Labels["wf-tenant"])
+	sub, err := b.ps.Client.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: "projects/test-project/subscriptions/wf-demo-storage-push"})
+	require.NoError(t, err)
+	require.Equal(t, topic.Name, sub.Topic)
+	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.PushEndpoint)
+	require.Equal(t, pushSA, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
+	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.GetOidcToken().Audience)
+	svc := b.storageClient()
+	nl, err := svc.Notifications.List(bucket).Do()
+	require.NoError(t, err)
+	require.Len(t, nl.Items, 1)
+	require.Equal(t, "//pubsub.googleapis.com/projects/test-project/topics/wf-demo-storage", nl.Items[0].Topic)
+	require.Equal(t, "JSON_API_V1", nl.Items[0].PayloadFormat)
+	require.ElementsMatch(t, []string{"OBJECT_FINALIZE", "OBJECT_DELETE", "OBJECT_ARCHIVE"}, nl.Items[0].EventTypes)
+	rec, err := b.store.GetGCPResources(b.ctx, "demo")
+	require.NoError(t, err)
+	require.Equal(t, bucket, rec.Bucket)
+	require.NotEmpty(t, rec.NotificationID)
+
+	// Again: everything is found as it should be.
+	out = b.mustRun(b.h.Provision, cat.SchemaName, in)
+	for _, r := range []string{"bucket", "topic", "notification", "subscription"} {
+		require.Equal(t, "found", outcome(out, r), r)
+	}
+
+	// Drift: a label, uniform access and the lifecycle changed by hand, the
+	// topic's labels removed, the push endpoint changed.
+	b.gcs.SetBucketMeta(bucket, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "team": "geo"},
+		json.RawMessage(`{"uniformBucketLevelAccess":{"enabled":false}}`), nil)
+	_, err = admin.UpdateTopic(b.ctx, &pubsubpb.UpdateTopicRequest{Topic: &pubsubpb.Topic{Name: topic.Name, Labels: map[string]string{"wf-managed": "true", "wf-tenant": "s_demo"}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels"}}})
+	require.NoError(t, err)
+	_, err = b.ps.Client.SubscriptionAdminClient.UpdateSubscription(b.ctx, &pubsubpb.UpdateSubscriptionRequest{
+		Subscription: &pubsubpb.Subscription{Name: sub.Name, PushConfig: &pubsubpb.PushConfig{PushEndpoint: "https://elsewhere.example.com/"}},
+		UpdateMask:   &fieldmaskpb.FieldMask{Paths: []string{"push_config"}}})
+	require.NoError(t, err)
+
+	out = b.mustRun(b.h.Provision, cat.SchemaName, in)
+	require.Equal(t, "fixed", outcome(out, "bucket"))
+	require.ElementsMatch(t, []any{"labels", "uniform_bucket_level_access", "lifecycle"}, out["bucket"].(map[string]any)["fixed"])
+	require.Equal(t, "fixed", outcome(out, "topic"))
+	require.Equal(t, "found", outcome(out, "notification"))
+	require.Equal(t, "fixed", outcome(out, "subscription"))
+	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo", "team": "geo"}, b.gcs.BucketLabels(bucket),
+		"a label of the user's stays")
+	iam, lifecycle = b.gcs.BucketMeta(bucket)
+	require.JSONEq(t, `{"uniformBucketLevelAccess":{"enabled":true}}`, string(iam))
+	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, string(lifecycle))
+	sub, err = b.ps.Client.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub.Name})
+	require.NoError(t, err)
+	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.PushEndpoint)
+	require.Equal(t, pushSA, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
+
+	// A notification configuration of wf's topic that is wrong is replaced.
+	_, err = svc.Notifications.Insert(bucket, &storagev1.Notification{Topic: "//pubsub.googleapis.com/" + topic.Name,
+		EventTypes: []string{"OBJECT_FINALIZE"}, PayloadFormat: "NONE"}).Do()
+	require.NoError(t, err)
+	out = b.mustRun(b.h.Provision, cat.SchemaName, in)
+	require.Equal(t, "fixed", outcome(out, "notification"))
+	nl, err = svc.Notifications.List(bucket).Do()
+	require.NoError(t, err)
+	require.Len(t, nl.Items, 1)
+	require.Equal(t, "JSON_API_V1", nl.Items[0].PayloadFormat)
+
+	out = b.mustRun(b.h.Provision, cat.SchemaName, in)
+	for _, r := range []string{"bucket", "topic", "notification", "subscription"} {
+		require.Equal(t, "found", outcome(out, r), r)
+	}
+}
+
+// storageClient is a client of the test's Cloud Storage.
+func (b *bundle) storageClient() *storagev1.Service {
+	b.t.Helper()
+	svc, err := storagev1.NewService(b.ctx, option.WithoutAuthentication(), option.WithEndpoint(b.gcs.Endpoint))
+	require.NoError(b.t, err)
+	return svc
+}
+
+// TestProvisionTenancy: a bucket or topic of another tenant, or one wf
+// did not make, is never adopted; inputs naming another tenant fail.
+func TestProvisionTenancy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(s *config.GCP) { s.BucketTemplate = "shared-bucket-{project}" + "{schema}" })
+	b.catalog("one")
+	b.catalog("two")
+	// Two templates that collide by hand: one's bucket pre-exists with
+	// another tenant's labels.
+	b.gcs.Fake.CreateBucketWithOpts(fakeBucket("shared-bucket-test-projects_two"))
+	b.gcs.SetBucketMeta("shared-bucket-test-projects_two", map[string]string{"wf-managed": "true", "wf-tenant": "s_other"}, nil, nil)
+	_, err := b.run(b.h.Provision, "s_two", `{"catalog_id":"two","schema_name":"s_two"}`)
+	require.ErrorContains(t, err, "is tenant s_other's, not s_two's")
+	require.True(t, wftype.IsPermanent(err))
+	require.Equal(t, "s_other", b.gcs.BucketLabels("shared-bucket-test-projects_two")["wf-tenant"], "nothing changed")
+
+	b.gcs.Fake.CreateBucketWithOpts(fakeBucket("shared-bucket-test-projects_one"))
+	_, err = b.run(b.h.Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
+	require.ErrorContains(t, err, "exists without wf's labels")
+	require.Nil(t, b.gcs.BucketLabels("shared-bucket-test-projects_one"))
+
+	// The task's tenant must be the catalog's.
+	_, err = b.run(b.h.Provision, "s_two", `{"catalog_id":"one","schema_name":"s_one"}`)
+	require.ErrorContains(t, err, "belongs to tenant s_one")
+	require.True(t, wftype.IsPermanent(err))
+
+	// A deleted catalog is skipped; so is everything without a project.
+	out := b.mustRun(b.h.Provision, "s_gone", `{"catalog_id":"gone","schema_name":"s_gone"}`)
+	require.Equal(t, "skipped", out["outcome"])
+	noProject := b.settings
+	noProject.Project = ""
+	out = b.mustRun(b.handlers(noProject).Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
+	require.Equal(t, "skipped", out["outcome"])
+	require.Contains(t, out["reason"], "gcp.project is not set")
+}
+
+func fakeBucket(name string) fakestorage.CreateBucketOpts {
+	return fakestorage.CreateBucketOpts{Name: name}
+}
+
+func registryCollection(catalogID, id, layerConfig string) registry.NewCollection {
+	return registry.NewCollection{CatalogID: catalogID, ID: id, LayerConfig: json.RawMessage(layerConfig)}
+}
