@@ -115,20 +115,29 @@ func (h *Handlers) Cleanup(ctx context.Context, task *wftype.Task, _ reporters.R
 
 // cleanCollection deletes the objects under a deleted collection's prefix.
 func (h *Handlers) cleanCollection(ctx context.Context, gcs *storage.Service, rec store.GCPResources, in cleanupInputs, out *cleanupOutputs) error {
-	b, err := gcs.Buckets.Get(rec.Bucket).Context(ctx).Do()
-	if httpStatus(err) == http.StatusNotFound {
-		return nil
-	}
-	if err != nil {
-		return gcsError("reading bucket "+rec.Bucket, err)
-	}
-	if ownerOf(b.Labels, rec.SchemaName) != ownedByTenant {
-		out.Refused = append(out.Refused, "bucket "+rec.Bucket)
-		return nil
+	if ok, err := tenantBucket(ctx, gcs, rec, out); !ok || err != nil {
+		return err
 	}
 	n, err := deleteObjects(ctx, gcs, rec.Bucket, h.paths.prefix(in.CatalogID, in.CollectionID))
 	out.ObjectsDeleted += n
 	return err
+}
+
+// tenantBucket reports whether rec's bucket exists and is labelled as rec's
+// tenant's; one that is not is listed as refused.
+func tenantBucket(ctx context.Context, gcs *storage.Service, rec store.GCPResources, out *cleanupOutputs) (bool, error) {
+	b, err := gcs.Buckets.Get(rec.Bucket).Context(ctx).Do()
+	if httpStatus(err) == http.StatusNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, gcsError("reading bucket "+rec.Bucket, err)
+	}
+	if ownerOf(b.Labels, rec.SchemaName) != ownedByTenant {
+		out.Refused = append(out.Refused, "bucket "+rec.Bucket)
+		return false, nil
+	}
+	return true, nil
 }
 
 // deleteObjects deletes every object (every generation) under prefix.
@@ -158,16 +167,8 @@ func deleteObjects(ctx context.Context, gcs *storage.Service, bucket, prefix str
 // cleanBucket deletes the bucket's notification configurations, its
 // objects and the bucket, when it is the tenant's.
 func cleanBucket(ctx context.Context, gcs *storage.Service, rec store.GCPResources, out *cleanupOutputs) error {
-	b, err := gcs.Buckets.Get(rec.Bucket).Context(ctx).Do()
-	if httpStatus(err) == http.StatusNotFound {
-		return nil
-	}
-	if err != nil {
-		return gcsError("reading bucket "+rec.Bucket, err)
-	}
-	if ownerOf(b.Labels, rec.SchemaName) != ownedByTenant {
-		out.Refused = append(out.Refused, "bucket "+rec.Bucket)
-		return nil
+	if ok, err := tenantBucket(ctx, gcs, rec, out); !ok || err != nil {
+		return err
 	}
 	list, err := gcs.Notifications.List(rec.Bucket).Context(ctx).Do()
 	if err != nil {
@@ -197,42 +198,49 @@ func cleanBucket(ctx context.Context, gcs *storage.Service, rec store.GCPResourc
 
 // cleanSubscription deletes the push subscription when it is the tenant's.
 func cleanSubscription(ctx context.Context, admin *psadmin.SubscriptionAdminClient, rec store.GCPResources, out *cleanupOutputs) error {
-	s, err := admin.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: rec.Subscription})
-	if status.Code(err) == codes.NotFound {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("error reading subscription %s: %w", rec.Subscription, err)
-	}
-	if ownerOf(s.Labels, rec.SchemaName) != ownedByTenant {
-		out.Refused = append(out.Refused, "subscription "+rec.Subscription)
-		return nil
-	}
-	err = admin.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: rec.Subscription})
-	if err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("error deleting subscription %s: %w", rec.Subscription, err)
-	}
-	out.SubscriptionDeleted = err == nil
-	return nil
+	var err error
+	out.SubscriptionDeleted, err = deleteLabelled(rec, out, "subscription", rec.Subscription,
+		func() (map[string]string, error) {
+			s, err := admin.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: rec.Subscription})
+			return s.GetLabels(), err
+		},
+		func() error {
+			return admin.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: rec.Subscription})
+		})
+	return err
 }
 
 // cleanTopic deletes the topic when it is the tenant's.
 func cleanTopic(ctx context.Context, admin *psadmin.TopicAdminClient, rec store.GCPResources, out *cleanupOutputs) error {
-	t, err := admin.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: rec.Topic})
+	var err error
+	out.TopicDeleted, err = deleteLabelled(rec, out, "topic", rec.Topic,
+		func() (map[string]string, error) {
+			t, err := admin.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: rec.Topic})
+			return t.GetLabels(), err
+		},
+		func() error { return admin.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: rec.Topic}) })
+	return err
+}
+
+// deleteLabelled deletes a Pub/Sub resource read by get when its labels say
+// it is rec's tenant's (else it is listed as refused); a resource already
+// gone is no error. It reports whether this call deleted it.
+func deleteLabelled(rec store.GCPResources, out *cleanupOutputs, kind, name string,
+	get func() (map[string]string, error), del func() error) (bool, error) {
+	labels, err := get()
 	if status.Code(err) == codes.NotFound {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("error reading topic %s: %w", rec.Topic, err)
+		return false, fmt.Errorf("error reading %s %s: %w", kind, name, err)
 	}
-	if ownerOf(t.Labels, rec.SchemaName) != ownedByTenant {
-		out.Refused = append(out.Refused, "topic "+rec.Topic)
-		return nil
+	if ownerOf(labels, rec.SchemaName) != ownedByTenant {
+		out.Refused = append(out.Refused, kind+" "+name)
+		return false, nil
 	}
-	err = admin.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: rec.Topic})
+	err = del()
 	if err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("error deleting topic %s: %w", rec.Topic, err)
+		return false, fmt.Errorf("error deleting %s %s: %w", kind, name, err)
 	}
-	out.TopicDeleted = err == nil
-	return nil
+	return err == nil, nil
 }

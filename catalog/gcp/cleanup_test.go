@@ -16,12 +16,12 @@ func (b *bundle) put(bucket, name string) {
 
 func (b *bundle) objects(bucket string) []string {
 	b.t.Helper()
-	objs, _, err := b.gcs.Fake.ListObjectsWithOptions(bucket, fakestorage.ListOptions{})
+	res, err := b.gcs.Fake.ListObjectsWithOptionsPaginated(bucket, fakestorage.ListOptions{})
 	if err != nil {
 		return nil
 	}
 	var names []string
-	for _, o := range objs {
+	for _, o := range res.Objects {
 		names = append(names, o.Name)
 	}
 	return names

@@ -227,11 +227,10 @@ func (b *bundle) storageClient() *storagev1.Service {
 // did not make, is never adopted; inputs naming another tenant fail.
 func TestProvisionTenancy(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(s *config.GCP) { s.BucketTemplate = "shared-bucket-{project}" + "{schema}" })
+	b := setup(t, func(s *config.GCP) { s.BucketTemplate = "shared-bucket-{project}{schema}" })
 	b.catalog("one")
 	b.catalog("two")
-	// Two templates that collide by hand: one's bucket pre-exists with
-	// another tenant's labels.
+	// The bucket of "two" exists already, labelled as another tenant's.
 	b.gcs.Fake.CreateBucketWithOpts(fakeBucket("shared-bucket-test-projects_two"))
 	b.gcs.SetBucketMeta("shared-bucket-test-projects_two", map[string]string{"wf-managed": "true", "wf-tenant": "s_other"}, nil, nil)
 	_, err := b.run(b.h.Provision, "s_two", `{"catalog_id":"two","schema_name":"s_two"}`)

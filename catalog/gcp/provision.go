@@ -175,7 +175,7 @@ func (h *Handlers) ensureBucket(ctx context.Context, gcs *storage.Service, name,
 	lifecycle := h.wantLifecycle()
 	b, err := gcs.Buckets.Get(name).Context(ctx).Do()
 	if httpStatus(err) == http.StatusNotFound {
-		b, err = gcs.Buckets.Insert(h.d.Settings.Project, &storage.Bucket{
+		_, err = gcs.Buckets.Insert(h.d.Settings.Project, &storage.Bucket{
 			Name: name, Location: h.d.Settings.Location, Labels: labels,
 			IamConfiguration: &storage.BucketIamConfiguration{UniformBucketLevelAccess: &storage.BucketIamConfigurationUniformBucketLevelAccess{Enabled: true}},
 			Lifecycle:        lifecycle,
