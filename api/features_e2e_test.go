@@ -138,6 +138,17 @@ func TestFeaturesEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]any{"read": 2.0, "created": 1.0, "versioned": 0.0, "unchanged": 0.0, "rejected": 1.0},
 		task["outputs"].(map[string]any)["features"])
 
+	// Each ingestion.completed started an elasticsearch task (specs/search.yaml),
+	// which indexed the collection into its index: 6 features, then the town.
+	require.Eventually(t, func() bool {
+		var done int
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks
+			WHERE task_type = 'elasticsearch' AND schema_name = 's_cat_a' AND status = 'COMPLETED'`).Scan(&done))
+		return done == 2
+	}, 30*time.Second, 50*time.Millisecond, "two elasticsearch tasks complete")
+	require.Len(t, b.es.Docs("wf-s_cat_a-regions"), 7)
+	require.Equal(t, "geo_shape", b.es.Mapping("wf-s_cat_a-regions")["properties"].(map[string]any)["geometry"].(map[string]any)["type"])
+
 	// Export the collection through the task API: a relative destination
 	// lands in the tenant's folder under the first of files.local_roots.
 	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{
@@ -160,6 +171,8 @@ func TestFeaturesEndToEnd(t *testing.T) {
 		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT to_regclass('s_cat_a.regions') IS NOT NULL`).Scan(&exists))
 		return !exists
 	}, 20*time.Second, 50*time.Millisecond, "the collection_drop task drops the feature table")
+	require.Eventually(t, func() bool { return len(b.es.Indices()) == 0 }, 20*time.Second, 50*time.Millisecond,
+		"the elasticsearch_drop task deletes the collection's index")
 }
 
 // copyFixture copies the admin regions fixture into folder.

@@ -26,6 +26,7 @@ import (
 	"github.com/wfhq/wf/api"
 	"github.com/wfhq/wf/catalog/builtins"
 	"github.com/wfhq/wf/catalog/gcp"
+	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
@@ -35,6 +36,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/esfake"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
@@ -142,6 +144,8 @@ type bundle struct {
 	root string
 	// files opens the files of tasks under root, as wf run's does.
 	files *objio.Opener
+	// es is the fake Elasticsearch the search handlers in reg index into.
+	es *esfake.Server
 }
 
 // tenantDir returns (and creates) the folder of tenant schema under the
@@ -187,9 +191,10 @@ func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 // name them: specs/events.yaml, specs/ingestion.yaml, specs/features.yaml,
 // specs/gcp.yaml) bound to the database, as wf run, wf serve and wf exec
 // bind them; local files are opened with files (limited to the bundle's
-// root); the gcp handlers use cloud (no project: they provision nothing).
-// Names reg already holds keep their handlers.
-func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps) {
+// root); the gcp handlers use cloud (no project: they provision nothing);
+// the search handlers index into es. Names reg already holds keep their
+// handlers.
+func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps, es *esfake.Server) {
 	t.Helper()
 	st := store.New(pool)
 	cloud.Store, cloud.Logger = st, quietLogger
@@ -197,7 +202,8 @@ func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs 
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = gh.Close() })
 	_ = gh.Register(reg)
-	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger})
+	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger,
+		Search: search.Settings{Addresses: []string{es.URL}}})
 	require.NoError(t, err)
 	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
@@ -235,7 +241,9 @@ func setup(t *testing.T, opts ...options) *bundle {
 	specs := loadSpecs(t, reg)
 	root := t.TempDir()
 	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
-	bindCatalog(t, reg, pool, specs, files, o.gcp)
+	es := esfake.New()
+	t.Cleanup(es.Close)
+	bindCatalog(t, reg, pool, specs, files, o.gcp, es)
 	var push *gcp.PushReceiver
 	if o.storagePush != nil {
 		push = o.storagePush(store.New(pool))
@@ -270,7 +278,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	router, err := gorillamux.NewRouter(&routed)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
-		router: router, doc: doc, reg: reg, root: root, files: files}
+		router: router, doc: doc, reg: reg, root: root, files: files, es: es}
 }
 
 // response is one answer, its body read.

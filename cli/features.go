@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/builtins"
 	"github.com/wfhq/wf/catalog/gcp"
+	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
@@ -46,7 +48,13 @@ func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func
 		if err != nil {
 			return err
 		}
-		features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: log, TileCacheURL: cfg.Tiles.CacheURL})
+		es := cfg.Elasticsearch
+		features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: log, TileCacheURL: cfg.Tiles.CacheURL,
+			// The cluster is the operator's, named in the configuration: it is
+			// reached wherever it is, outside outbound.allow.
+			Search: search.Settings{Addresses: es.Addresses, Username: es.Username, Password: es.Password, APIKey: es.APIKey,
+				IndexTemplate: es.IndexTemplate, FlushBytes: es.FlushBytes, Workers: es.Workers,
+				MaxRetries: cmp.Or(es.MaxRetries, -1)}}) // 0 in the configuration: no retries
 		if err != nil {
 			return err
 		}

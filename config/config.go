@@ -77,6 +77,10 @@ type Config struct {
 	// gcp_catalog_cleanup) and the storage notifications pushed to
 	// /hooks/gcs (gcs_storage_event).
 	GCP GCP `yaml:"gcp"`
+	// Elasticsearch is the cluster the elasticsearch task indexes into.
+	Elasticsearch Elasticsearch `yaml:"elasticsearch"`
+	// Warehouse declares the data warehouses dwh_join may read.
+	Warehouse Warehouse `yaml:"warehouse"`
 
 	// origins records where each value set by Load came from (by field
 	// path), so that Validate can point at it.
@@ -265,6 +269,12 @@ func Default() *Config {
 			SubscriptionTemplate: "wf-{catalog}-storage-push",
 			ObjectPath:           "{catalog}/{collection}/{file}",
 		},
+		Elasticsearch: Elasticsearch{
+			IndexTemplate: DefaultIndexTemplate,
+			FlushBytes:    5 << 20,
+			Workers:       2,
+			MaxRetries:    5,
+		},
 		HTTP: HTTP{
 			MaxBodyBytes: 1 << 20,
 			MaxJSONDepth: 64,
@@ -309,6 +319,15 @@ func (c *Config) clone() *Config {
 	out.Specs = append([]string(nil), c.Specs...)
 	out.Files.LocalRoots = append([]string(nil), c.Files.LocalRoots...)
 	out.Outbound.Allow = append([]string(nil), c.Outbound.Allow...)
+	out.Elasticsearch.Addresses = append([]string(nil), c.Elasticsearch.Addresses...)
+	if c.Warehouse.Connections != nil {
+		out.Warehouse.Connections = make([]WarehouseConnection, len(c.Warehouse.Connections))
+		for i, w := range c.Warehouse.Connections {
+			w.Catalogs = append([]string(nil), w.Catalogs...)
+			w.Tables = append([]string(nil), w.Tables...)
+			out.Warehouse.Connections[i] = w
+		}
+	}
 	out.Tokens = make([]Token, len(c.Tokens))
 	for i, t := range c.Tokens {
 		t.Catalogs = append([]string(nil), t.Catalogs...)

@@ -273,6 +273,13 @@ func (c *Config) applyFile(f *yamlFile) Errors {
 				continue
 			}
 			v = reflect.ValueOf(ts)
+		case warehousesType:
+			var ws []WarehouseConnection
+			if err := n.Decode(&ws); err != nil {
+				errs = append(errs, Error{Source: src, Field: l.key, Message: "expected " + l.expected()})
+				continue
+			}
+			v = reflect.ValueOf(ws)
 		case stringsType:
 			items := make([]string, 0, len(n.Content))
 			for _, item := range n.Content {

@@ -26,6 +26,8 @@ var (
 	durationType = reflect.TypeFor[time.Duration]()
 	tokensType   = reflect.TypeFor[[]Token]()
 	stringsType  = reflect.TypeFor[[]string]()
+	// warehousesType is warehouse.connections: a JSON array in WF_WAREHOUSE_CONNECTIONS.
+	warehousesType = reflect.TypeFor[[]WarehouseConnection]()
 )
 
 // leaves returns the table of Config's leaves in field order. It is built
@@ -118,7 +120,11 @@ func FlagName(key string) string {
 
 // secret reports whether the leaf's value must never be echoed.
 func (l leaf) secret() bool {
-	return l.key == "database_url" || l.key == "database.session_url" || l.typ == tokensType
+	switch l.key {
+	case "database_url", "database.session_url", "elasticsearch.password", "elasticsearch.api_key":
+		return true
+	}
+	return l.typ == tokensType || l.typ == warehousesType
 }
 
 // field returns the leaf's field in c.
@@ -135,6 +141,8 @@ func (l leaf) expected() string {
 		return `a list of tokens, each {name, role, token or token_sha256, catalogs}`
 	case l.typ == stringsType:
 		return "a list of strings"
+	case l.typ == warehousesType:
+		return "a list of connections, each {name, type, url or project, catalogs, tables}"
 	}
 	switch l.typ.Kind() {
 	case reflect.Int, reflect.Int64:
@@ -171,6 +179,13 @@ func (l leaf) parse(s string) (reflect.Value, error) {
 				`[{"name":"ci","role":"client","token":"…"}]: %w`, err)
 		}
 		v.Set(reflect.ValueOf(ts))
+	case l.typ == warehousesType:
+		ws, err := parseJSONList[WarehouseConnection](s)
+		if err != nil {
+			return v, fmt.Errorf("expected a JSON array of connections such as "+
+				`[{"name":"dwh","type":"postgres","url":"postgres://…","catalogs":["demo"],"tables":["public.sales"]}]: %w`, err)
+		}
+		v.Set(reflect.ValueOf(ws))
 	case l.typ == stringsType:
 		var items []string
 		for item := range strings.SplitSeq(s, ",") {
@@ -200,10 +215,13 @@ func (l leaf) parse(s string) (reflect.Value, error) {
 }
 
 // parseTokensJSON decodes a JSON array of tokens, refusing unknown fields.
-func parseTokensJSON(s string) ([]Token, error) {
+func parseTokensJSON(s string) ([]Token, error) { return parseJSONList[Token](s) }
+
+// parseJSONList decodes a JSON array, refusing unknown fields.
+func parseJSONList[T any](s string) ([]T, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
-	var ts []Token
+	var ts []T
 	if err := dec.Decode(&ts); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {

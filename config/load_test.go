@@ -214,6 +214,15 @@ var everyEnv = map[string]string{
 	"WF_GCP_PUSH_AUDIENCE":                "wf-hooks",
 	"WF_GCP_PUSH_SERVICE_ACCOUNT":         "push@my-project.iam.gserviceaccount.com",
 	"WF_GCP_OBJECT_PATH":                  "{collection}/{file}",
+	"WF_ELASTICSEARCH_ADDRESSES":          "https://es1:9200,https://es2:9200",
+	"WF_ELASTICSEARCH_USERNAME":           "wf",
+	"WF_ELASTICSEARCH_PASSWORD":           "es-secret",
+	"WF_ELASTICSEARCH_API_KEY":            "a2V5",
+	"WF_ELASTICSEARCH_INDEX_TEMPLATE":     "geo-{collection}-{schema}",
+	"WF_ELASTICSEARCH_FLUSH_BYTES":        "1048576",
+	"WF_ELASTICSEARCH_WORKERS":            "4",
+	"WF_ELASTICSEARCH_MAX_RETRIES":        "2",
+	"WF_WAREHOUSE_CONNECTIONS":            `[{"name":"dwh","type":"postgres","url":"postgres://u:pw@dwh/db","catalogs":["c1"],"tables":["public.sales"]}]`,
 }
 
 func TestEnvVarNames(t *testing.T) {
@@ -230,6 +239,9 @@ func TestEnvVarNames(t *testing.T) {
 		"WF_GCP_PROJECT", "WF_GCP_BUCKET_TEMPLATE", "WF_GCP_LOCATION", "WF_GCP_LIFECYCLE_DELETE_AFTER_DAYS",
 		"WF_GCP_LIFECYCLE_ARCHIVE_AFTER_DAYS", "WF_GCP_TOPIC_TEMPLATE", "WF_GCP_SUBSCRIPTION_TEMPLATE",
 		"WF_GCP_PUSH_ENDPOINT", "WF_GCP_PUSH_AUDIENCE", "WF_GCP_PUSH_SERVICE_ACCOUNT", "WF_GCP_OBJECT_PATH",
+		"WF_ELASTICSEARCH_ADDRESSES", "WF_ELASTICSEARCH_USERNAME", "WF_ELASTICSEARCH_PASSWORD", "WF_ELASTICSEARCH_API_KEY",
+		"WF_ELASTICSEARCH_INDEX_TEMPLATE", "WF_ELASTICSEARCH_FLUSH_BYTES", "WF_ELASTICSEARCH_WORKERS", "WF_ELASTICSEARCH_MAX_RETRIES",
+		"WF_WAREHOUSE_CONNECTIONS",
 	}, EnvVars())
 }
 

@@ -22,6 +22,14 @@ func (c *Config) Masked() *Config {
 	out := c.clone()
 	out.DatabaseURL = MaskDatabaseURL(c.DatabaseURL)
 	out.Database.SessionURL = MaskDatabaseURL(c.Database.SessionURL)
+	for i := range out.Warehouse.Connections {
+		out.Warehouse.Connections[i].URL = MaskDatabaseURL(out.Warehouse.Connections[i].URL)
+	}
+	for _, secret := range []*string{&out.Elasticsearch.Password, &out.Elasticsearch.APIKey} {
+		if *secret != "" {
+			*secret = Mask
+		}
+	}
 	for i := range out.Tokens {
 		if out.Tokens[i].Token != "" {
 			out.Tokens[i].Token = Mask

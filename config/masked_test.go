@@ -28,15 +28,22 @@ func TestMaskDatabaseURL(t *testing.T) {
 func TestMasked(t *testing.T) {
 	t.Parallel()
 	c, err := Load(Options{WorkDir: t.TempDir(), LookupEnv: envOf(map[string]string{
-		"WF_DATABASE_URL":         "postgres://wf:s3cret@db:5432/wf",
-		"WF_DATABASE_SESSION_URL": "postgres://wf:s3cret@db-direct:5432/wf",
-		"WF_TOKENS":               `[{"name":"ci","role":"client","catalogs":["c1"],"token":"0123456789abcdef"}]`,
+		"WF_DATABASE_URL":           "postgres://wf:s3cret@db:5432/wf",
+		"WF_DATABASE_SESSION_URL":   "postgres://wf:s3cret@db-direct:5432/wf",
+		"WF_TOKENS":                 `[{"name":"ci","role":"client","catalogs":["c1"],"token":"0123456789abcdef"}]`,
+		"WF_ELASTICSEARCH_PASSWORD": "es-s3cret",
+		"WF_ELASTICSEARCH_API_KEY":  "key-s3cret",
+		"WF_WAREHOUSE_CONNECTIONS":  `[{"name":"dwh","type":"postgres","url":"postgres://u:s3cret@dwh/db","catalogs":["*"],"tables":["public.*"]}]`,
 	})})
 	require.NoError(t, err)
 	m := c.Masked()
 	require.Equal(t, "postgres://wf:***@db:5432/wf", m.DatabaseURL)
 	require.Equal(t, "postgres://wf:***@db-direct:5432/wf", m.Database.SessionURL)
 	require.Equal(t, []Token{{Name: "ci", Role: RoleClient, Catalogs: []string{"c1"}, TokenSHA256: Mask}}, m.Tokens)
+	require.Equal(t, Mask, m.Elasticsearch.Password)
+	require.Equal(t, Mask, m.Elasticsearch.APIKey)
+	require.Equal(t, "postgres://u:***@dwh/db", m.Warehouse.Connections[0].URL)
+	require.Equal(t, "postgres://u:s3cret@dwh/db", c.Warehouse.Connections[0].URL, "the original keeps its secret")
 
 	// The original is untouched, and the copy shares nothing with it.
 	require.Equal(t, "postgres://wf:s3cret@db:5432/wf", c.DatabaseURL)
@@ -118,6 +125,17 @@ gcp:
     push_audience: ""
     push_service_account: ""
     object_path: '{catalog}/{collection}/{file}'
+elasticsearch:
+    addresses: []
+    username: ""
+    password: ""
+    api_key: ""
+    index_template: wf-{schema}-{collection}
+    flush_bytes: 5242880
+    workers: 2
+    max_retries: 5
+warehouse:
+    connections: []
 `, string(b))
 }
 

@@ -79,7 +79,14 @@ var patternWords = map[string]string{
 // isSecretPointer reports whether the value at ptr must never be echoed.
 func isSecretPointer(ptr string) bool {
 	last := ptr[strings.LastIndex(ptr, "/")+1:]
-	return ptr == "/database_url" || (strings.HasPrefix(ptr, "/tokens/") && strings.HasPrefix(last, "token"))
+	switch ptr {
+	case "/database_url", "/database/session_url", "/elasticsearch/password", "/elasticsearch/api_key":
+		return true
+	}
+	if strings.HasPrefix(ptr, "/warehouse/connections/") && last == "url" {
+		return true
+	}
+	return strings.HasPrefix(ptr, "/tokens/") && strings.HasPrefix(last, "token")
 }
 
 // violation turns one schema violation into errors placed in the file.

@@ -152,6 +152,8 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxJSONDepth < 1 || c.HTTP.MaxJSONDepth > 10000 {
 		add("http.max_json_depth", "must be from 1 to 10000, got %d", c.HTTP.MaxJSONDepth)
 	}
+	c.validateElasticsearch(add)
+	c.validateWarehouse(add)
 	return errs.orNil()
 }
 

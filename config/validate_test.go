@@ -62,6 +62,32 @@ func TestValidate(t *testing.T) {
 			c.Database.SessionURL = "mysql://u:pw@h/db"
 		}, "database.session_url: expected postgres://user:password@host:port/database or key=value pairs, got a mysql:// URL"},
 		{"database gibberish", func(c *Config) { c.DatabaseURL = "just-a-host" }, "database_url: expected postgres://user:password@host:port/database or key=value pairs"},
+		{"index template without schema", func(c *Config) { c.Elasticsearch.IndexTemplate = "geo-{collection}" },
+			`elasticsearch.index_template: must contain {schema} and {collection}, so that every tenant and collection has an index of its own; got "geo-{collection}"`},
+		{"index template upper case", func(c *Config) { c.Elasticsearch.IndexTemplate = "Geo-{schema}-{collection}" },
+			"elasticsearch.index_template: must be lower-case letters, digits"},
+		{"elasticsearch address", func(c *Config) { c.Elasticsearch.Addresses = []string{"es:9200"} },
+			`elasticsearch.addresses[0]: expected an http(s) URL such as https://es.internal:9200, got "es:9200"`},
+		{"elasticsearch workers", func(c *Config) { c.Elasticsearch.Workers = 0 }, "elasticsearch.workers: must be from 1 to 64, got 0"},
+		{"warehouse type", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "mysql", Catalogs: []string{"*"}, Tables: []string{"a.b"}}}
+		}, `warehouse.connections[0].type: expected one of postgres, bigquery, got "mysql"`},
+		{"warehouse postgres without url", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "postgres", Catalogs: []string{"*"}, Tables: []string{"a.b"}}}
+		}, "warehouse.connections[0].url: required for a postgres connection"},
+		{"warehouse bigquery without project", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Catalogs: []string{"*"}, Tables: []string{"a.b"}}}
+		}, "warehouse.connections[0].project: required for a bigquery connection"},
+		{"warehouse without catalogs", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Project: "p", Tables: []string{"a.b"}}}
+		}, `warehouse.connections[0].catalogs: must name the catalogs that may use the connection (or "*" for all)`},
+		{"warehouse table", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"}, Tables: []string{"sales"}}}
+		}, `warehouse.connections[0].tables[0]: expected schema.table, dataset.table or schema.*, got "sales"`},
+		{"warehouse duplicate", func(c *Config) {
+			w := WarehouseConnection{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"}, Tables: []string{"a.b"}}
+			c.Warehouse.Connections = []WarehouseConnection{w, w}
+		}, `warehouse.connections[1].name: duplicate name "w" (also warehouse.connections[0])`},
 		{"token without name", func(c *Config) { c.Tokens = []Token{{Role: RoleClient, Token: "0123456789abcdef"}} }, "tokens[0].name: required field is missing"},
 		{"token role", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: "root", Token: "0123456789abcdef"}} }, `tokens[0].role: expected one of client, worker, admin, got "root"`},
 		{"token neither", func(c *Config) { c.Tokens = []Token{{Name: "a", Role: RoleClient}} }, "tokens[0]: set token or token_sha256"},

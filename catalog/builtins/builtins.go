@@ -1,7 +1,8 @@
 // Package builtins binds the builtin handlers of feature data — ingestion
 // (catalog/ingest), export_features (catalog/export), collection_drop and
 // catalog_drop (catalog/collections), gdal (catalog/gdal), tiles_preseed
-// (catalog/tiles) — to their dependencies.
+// (catalog/tiles), elasticsearch and elasticsearch_drop (catalog/search) —
+// to their dependencies.
 //
 // Spec validation needs only the handler names (Names). New builds the
 // handlers from a Deps when the engine is built, so a missing dependency is
@@ -20,6 +21,7 @@ import (
 	"github.com/wfhq/wf/catalog/export"
 	"github.com/wfhq/wf/catalog/gdal"
 	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
@@ -32,7 +34,7 @@ import (
 // Names lists the handler names Register adds.
 func Names() []string {
 	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName,
-		gdal.HandlerName, tiles.HandlerName}
+		gdal.HandlerName, tiles.HandlerName, search.HandlerName, search.DropHandlerName}
 }
 
 // Deps are what the handlers need at run time.
@@ -61,6 +63,9 @@ type Deps struct {
 	// TileCacheURL is the tile cache tiles_preseed writes (tiles.cache_url):
 	// gs://bucket/prefix or file:///folder; "" means tiles.Config's default.
 	TileCacheURL string
+	// Search is the Elasticsearch cluster (elasticsearch.*); without
+	// addresses the search handlers index nothing and say so.
+	Search search.Settings
 }
 
 // Handlers are the handlers, bound to their dependencies.
@@ -70,6 +75,7 @@ type Handlers struct {
 	collect *collections.Handlers
 	gdal    *gdal.Handler
 	tiles   *tiles.Handler
+	search  *search.Handler
 }
 
 // New checks d and builds the handlers from it.
@@ -103,7 +109,11 @@ func New(d Deps) (*Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd, tiles: tiles.NewHandler(ts)}, nil
+	se, err := search.New(search.Config{Store: d.Store, Settings: d.Search})
+	if err != nil {
+		return nil, err
+	}
+	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd, tiles: tiles.NewHandler(ts), search: se}, nil
 }
 
 // Register adds the handlers to reg. A name reg already holds keeps
@@ -117,6 +127,8 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 		reg.Register(collections.CatalogDropName, h.DropCatalog),
 		reg.Register(gdal.HandlerName, h.GDAL),
 		reg.Register(tiles.HandlerName, h.PreseedTiles),
+		reg.Register(search.HandlerName, h.search.Index),
+		reg.Register(search.DropHandlerName, h.search.Drop),
 	)
 }
 

@@ -102,7 +102,11 @@ type current struct {
 // created), closes the replaced versions and COPYs the new ones straight
 // into the table. The external ids of one batch must be distinct. The
 // outcomes are in the order of versions; the transaction time is that of
-// every version written.
+// every version written. It is read once the advisory lock is held
+// (clock_timestamp, not the transaction's start), so the merges of one
+// table commit in transaction-time order: a reader that has seen a
+// transaction time has seen every version written before it, which the
+// search index's watermark relies on (ScanFeatureChanges).
 func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []FeatureVersion) ([]MergeOutcome, time.Time, error) {
 	if len(versions) == 0 {
 		return nil, time.Time{}, nil
@@ -122,7 +126,7 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		cur := make(map[string]current, len(versions))
 		b := &pgx.Batch{}
-		b.Queue(`SELECT now() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
+		b.Queue(`SELECT clock_timestamp() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&txTime)
 		})
 		b.Queue(checkGeometriesSQL, wkbs).Query(func(rows pgx.Rows) error {

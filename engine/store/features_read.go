@@ -60,7 +60,7 @@ func ValidityLiteral(from time.Time, to *time.Time) string {
 // order. ScanFeatures reads it through a cursor: one plan and one
 // snapshot for the whole scan, fetched a page at a time.
 const scanFeaturesSQL = `
-DECLARE wf_scan_features NO SCROLL CURSOR FOR
+DECLARE wf_scan NO SCROLL CURSOR FOR
 SELECT geoid, external_id, asset_id, geometry, properties, stats, geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at
 FROM %s
@@ -79,14 +79,41 @@ func (s *Store) ScanFeatures(ctx context.Context, t FeatureTable, f FeatureFilte
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return 0, err
 	}
-	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM wf_scan_features`, cmp.Or(f.BatchSize, 1000))
 	var x0, y0, x1, y1 *float64
 	if f.BBox != nil {
 		x0, y0, x1, y1 = &f.BBox[0], &f.BBox[1], &f.BBox[2], &f.BBox[3]
 	}
+	n, err := s.readCursor(ctx, nil, fmt.Sprintf(scanFeaturesSQL, t.ident()), f.BatchSize, func(rows pgx.Rows) error {
+		var r FeatureRow
+		if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.Geometry, &r.Properties, &r.Stats,
+			&r.GeometryHash, &r.AttributesHash, &r.ValidFrom, &r.ValidTo, &r.TransactionTime, &r.DeletedAt); err != nil {
+			return err
+		}
+		utcFeatureTimes(&r)
+		return fn(&r)
+	}, f.AsOf, x0, y0, x1, y1)
+	return n, wrap("reading features of "+t.String(), err)
+}
+
+// readCursor runs declare (a DECLARE wf_scan … CURSOR statement) with
+// args and hands every row it yields to fn, fetching batch rows (default
+// 1000) at a time, inside one read-only REPEATABLE READ transaction, so
+// the whole read sees one snapshot and memory never holds more than a
+// page. before, when set, runs first in that transaction (reading what
+// must belong to the same snapshot). It returns how many rows fn accepted;
+// an error from fn stops the read and is returned. It is the one cursor
+// loop of the store: every streaming read goes through it.
+func (s *Store) readCursor(ctx context.Context, before func(pgx.Tx) error, declare string, batch int, fn func(pgx.Rows) error, args ...any) (int64, error) {
+	fetch := fmt.Sprintf(`FETCH FORWARD %d FROM wf_scan`, cmp.Or(batch, 1000))
 	var n int64
 	scan := func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf(scanFeaturesSQL, t.ident()), f.AsOf, x0, y0, x1, y1); err != nil {
+		n = 0
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, declare, args...); err != nil {
 			return err
 		}
 		for {
@@ -96,15 +123,8 @@ func (s *Store) ScanFeatures(ctx context.Context, t FeatureTable, f FeatureFilte
 			}
 			got := 0
 			for rows.Next() {
-				var r FeatureRow
-				if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.Geometry, &r.Properties, &r.Stats,
-					&r.GeometryHash, &r.AttributesHash, &r.ValidFrom, &r.ValidTo, &r.TransactionTime, &r.DeletedAt); err != nil {
-					rows.Close()
-					return err
-				}
 				got++
-				utcFeatureTimes(&r)
-				if err := fn(&r); err != nil {
+				if err := fn(rows); err != nil {
 					rows.Close()
 					return err
 				}
@@ -115,19 +135,16 @@ func (s *Store) ScanFeatures(ctx context.Context, t FeatureTable, f FeatureFilte
 				return err
 			}
 			if got == 0 {
-				_, err := tx.Exec(ctx, `CLOSE wf_scan_features`)
+				_, err := tx.Exec(ctx, `CLOSE wf_scan`)
 				return err
 			}
 		}
 	}
-	var err error
 	if b, ok := s.db.(txBeginner); ok {
-		err = pgx.BeginTxFunc(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, scan)
-	} else {
-		// Already inside the caller's transaction: its snapshot is the scan's.
-		err = pgx.BeginFunc(ctx, s.db, scan)
+		return n, pgx.BeginTxFunc(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, scan)
 	}
-	return n, wrap("reading features of "+t.String(), err)
+	// Already inside the caller's transaction: its snapshot is the read's.
+	return n, pgx.BeginFunc(ctx, s.db, scan)
 }
 
 // txBeginner is a DBTX that can start a transaction with options (a pool

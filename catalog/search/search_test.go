@@ -1,0 +1,331 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/search"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/esfake"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// collector keeps the reported envelopes.
+type collector struct {
+	mu   sync.Mutex
+	envs []reporters.Envelope
+}
+
+func (c *collector) Report(_ context.Context, env reporters.Envelope) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.envs = append(c.envs, env)
+	return nil
+}
+func (c *collector) Finish(context.Context) (map[string]any, error) { return nil, nil }
+
+// byStatus counts the envelopes of each status.
+func (c *collector) byStatus() map[reporters.RecordStatus]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[reporters.RecordStatus]int{}
+	for _, e := range c.envs {
+		out[e.Status]++
+	}
+	return out
+}
+
+// bundle is one test's database, a collection cat/towns of tenant s_cat
+// and a fake Elasticsearch.
+type bundle struct {
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	store  *store.Store
+	es     *esfake.Server
+	search *search.Handler
+	ingest *ingest.Handler
+	dir    string
+}
+
+func setup(t *testing.T, layerConfig string) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	ctx := context.Background()
+	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
+	require.NoError(t, err)
+	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "towns", LayerConfig: json.RawMessage(layerConfig)})
+	require.NoError(t, err)
+	in, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	es := esfake.New()
+	t.Cleanup(es.Close)
+	h, err := search.New(search.Config{Store: st, Settings: search.Settings{
+		Addresses: []string{es.URL}, FlushBytes: 2048, MaxRetries: 3,
+		Backoff: func(int) time.Duration { return time.Millisecond },
+	}})
+	require.NoError(t, err)
+	return &bundle{ctx: ctx, pool: pool, store: st, es: es, search: h, ingest: in, dir: t.TempDir()}
+}
+
+// task returns a task of tenant s_cat with inputs.
+func task(t *testing.T, inputs map[string]any) *wftype.Task {
+	t.Helper()
+	raw, err := json.Marshal(inputs)
+	require.NoError(t, err)
+	id, ts, err := store.NewID()
+	require.NoError(t, err)
+	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: raw}
+}
+
+// load ingests NDJSON lines into cat/towns, valid from validFrom.
+func (b *bundle) load(t *testing.T, validFrom string, lines ...string) {
+	t.Helper()
+	f := filepath.Join(b.dir, "towns.ndjson")
+	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	_, err := b.ingest.Handle(b.ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "towns",
+		"source": f, "format": "ndjson", "id_attribute": "code", "validity_start": validFrom}), &collector{})
+	require.NoError(t, err)
+}
+
+// index runs the elasticsearch handler and decodes its outputs.
+func (b *bundle) index(t *testing.T, inputs map[string]any) (search.Outputs, *collector, error) {
+	t.Helper()
+	rep := &collector{}
+	raw, err := b.search.Index(b.ctx, task(t, inputs), rep)
+	var out search.Outputs
+	if err == nil {
+		require.NoError(t, json.Unmarshal(raw, &out))
+	}
+	return out, rep, err
+}
+
+func town(code string, pop any, x float64) string {
+	b, _ := json.Marshal(map[string]any{"type": "Feature", "properties": map[string]any{"code": code, "name": "Town " + code, "pop": pop},
+		"geometry": map[string]any{"type": "Point", "coordinates": []float64{x, 45}}})
+	return string(b)
+}
+
+var towns = map[string]any{"catalog_id": "cat", "collection_id": "towns"}
+
+func TestIndexFullThenIncremental(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{"fields": {"pop": "integer", "name": "text"}}`)
+	b.load(t, "2024-01-01T00:00:00Z", town("T1", 100, 7.1), town("T2", 200, 7.2), town("T3", 300, 7.3))
+
+	out, rep, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.Equal(t, "wf-s_cat-towns", out.Index)
+	require.True(t, out.Full, "the first run sends everything")
+	require.Equal(t, int64(3), out.Indexed)
+	require.Equal(t, int64(3), out.Documents, "_count after _refresh")
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 3}, rep.byStatus())
+	require.NotNil(t, out.Watermark)
+
+	// The mapping: geometry as geo_shape, declared fields typed, identity as keywords.
+	props := b.es.Mapping(out.Index)["properties"].(map[string]any)
+	require.Equal(t, "geo_shape", props["geometry"].(map[string]any)["type"])
+	require.Equal(t, "keyword", props["geoid"].(map[string]any)["type"])
+	typed := props["properties"].(map[string]any)["properties"].(map[string]any)
+	require.Equal(t, map[string]any{"pop": map[string]any{"type": "long"}, "name": map[string]any{"type": "text"}}, typed)
+
+	// A document per feature, by geoid, with its GeoJSON geometry.
+	docs := b.es.Docs(out.Index)
+	require.Len(t, docs, 3)
+	for id, raw := range docs {
+		var d map[string]any
+		require.NoError(t, json.Unmarshal(raw, &d))
+		require.Equal(t, id, d["geoid"])
+		require.Equal(t, "Point", d["geometry"].(map[string]any)["type"])
+	}
+
+	// Nothing changed: nothing sent.
+	requests := b.es.BulkRequests()
+	out2, rep, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.False(t, out2.Full)
+	require.Equal(t, int64(0), out2.Indexed)
+	require.Equal(t, int64(3), out2.Documents)
+	require.Equal(t, requests, b.es.BulkRequests(), "no _bulk request for no change")
+	require.Empty(t, rep.envs)
+	require.Equal(t, out.Watermark, out2.Watermark)
+
+	// T2 changes, T4 is new: only they are sent; T2's document is replaced.
+	b.load(t, "2025-01-01T00:00:00Z", town("T1", 100, 7.1), town("T2", 250, 7.2), town("T4", 400, 7.4))
+	out3, rep, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.False(t, out3.Full)
+	require.Equal(t, int64(2), out3.Indexed)
+	require.Equal(t, int64(4), out3.Documents)
+	require.True(t, out3.Watermark.After(*out2.Watermark))
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2}, rep.byStatus())
+	pops := map[string]float64{}
+	for _, raw := range b.es.Docs(out.Index) {
+		var d struct {
+			ExternalID string `json:"external_id"`
+			Properties struct {
+				Pop float64 `json:"pop"`
+			} `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &d))
+		pops[d.ExternalID] = d.Properties.Pop
+	}
+	require.Equal(t, map[string]float64{"T1": 100, "T2": 250, "T3": 300, "T4": 400}, pops)
+
+	// full: true sends everything again; external versions keep the documents as they are.
+	out4, _, err := b.index(t, map[string]any{"catalog_id": "cat", "collection_id": "towns", "full": true})
+	require.NoError(t, err)
+	require.True(t, out4.Full)
+	require.Equal(t, int64(4), out4.Indexed)
+	require.Equal(t, int64(4), out4.Documents)
+}
+
+func TestIndexDeletesClosedFeatures(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{}`)
+	b.load(t, "2024-01-01T00:00:00Z", town("T1", 1, 7.1), town("T2", 2, 7.2))
+	out, _, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), out.Documents)
+	// A feature whose versions are all closed (deleted) loses its document.
+	table, err := store.NewFeatureTable("s_cat", "towns")
+	require.NoError(t, err)
+	closeFeature(t, b, table, "T2")
+	out, rep, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), out.Deleted)
+	require.Equal(t, int64(1), out.Documents)
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 1}, rep.byStatus())
+}
+
+func TestIndexItemErrorsAndRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{"fields": {"pop": "integer"}}`)
+	b.load(t, "2024-01-01T00:00:00Z", town("T1", 1, 7.1), town("T2", "many", 7.2), town("T3", 3, 7.3))
+	geoids := geoidsOf(t, b)
+
+	// T1 is answered 429 then 503, a whole request 429: all retried.
+	b.es.FailItem(geoids["T1"], http.StatusTooManyRequests, http.StatusServiceUnavailable)
+	b.es.RejectBulk(http.StatusTooManyRequests)
+	out, rep, err := b.index(t, towns)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), out.Indexed)
+	require.Equal(t, int64(1), out.Failed, "T2's pop does not fit its integer mapping")
+	require.Equal(t, int64(2), out.Documents)
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2, reporters.RecordFailed: 1}, rep.byStatus())
+	for _, e := range rep.envs {
+		if e.Status == reporters.RecordFailed {
+			require.Equal(t, "T2", e.Record.System[reporters.SystemExternalID])
+			require.Contains(t, *e.Message, "document_parsing_exception")
+			require.Contains(t, *e.Message, "[properties.pop]")
+		}
+	}
+
+	// An item refused beyond the retries fails the run, which keeps its
+	// watermark, so the next run sends it again.
+	b.load(t, "2025-01-01T00:00:00Z", town("T3", 33, 7.3))
+	geoids = geoidsOf(t, b)
+	b.es.FailItem(geoids["T3"], 503, 503, 503, 503)
+	_, _, err = b.index(t, towns)
+	require.ErrorContains(t, err, "still refused with 429 or 5xx after 3 retries")
+	require.False(t, wftype.IsPermanent(err), "retried by the engine")
+	state, found, err := b.store.GetSearchIndex(b.ctx, "wf-s_cat-towns")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, out.Watermark, state.Watermark)
+	out, _, err = b.index(t, towns)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), out.Indexed)
+}
+
+func TestDropAndTenancy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{}`)
+	b.load(t, "2024-01-01T00:00:00Z", town("T1", 1, 7.1))
+	_, _, err := b.index(t, towns)
+	require.NoError(t, err)
+
+	// Another tenant's task cannot index this catalog.
+	other := task(t, towns)
+	other.SchemaName = "s_other"
+	_, err = b.search.Index(b.ctx, other, &collector{})
+	require.ErrorContains(t, err, `the task belongs to tenant "s_other"`)
+	require.True(t, wftype.IsPermanent(err))
+
+	drop := func() search.DropOutputs {
+		raw, err := b.search.Drop(b.ctx, &wftype.Task{SchemaName: wftype.SystemSchema,
+			Inputs: json.RawMessage(`{"catalog_id":"cat","schema_name":"s_cat","collections":["towns"]}`)}, &collector{})
+		require.NoError(t, err)
+		var out search.DropOutputs
+		require.NoError(t, json.Unmarshal(raw, &out))
+		return out
+	}
+	require.Equal(t, []string{"wf-s_cat-towns"}, drop().Deleted)
+	require.Empty(t, b.es.Indices())
+	_, found, err := b.store.GetSearchIndex(b.ctx, "wf-s_cat-towns")
+	require.NoError(t, err)
+	require.False(t, found, "the watermark is forgotten with the index")
+	require.Equal(t, []string{"wf-s_cat-towns"}, drop().Absent, "a second drop finds nothing and succeeds")
+}
+
+func TestNoClusterConfigured(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{}`)
+	h, err := search.New(search.Config{Store: b.store})
+	require.NoError(t, err)
+	raw, err := h.Index(b.ctx, task(t, towns), &collector{})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "elasticsearch.addresses")
+}
+
+func TestMappingErrors(t *testing.T) {
+	t.Parallel()
+	_, err := search.Mapping(json.RawMessage(`{"fields": {"pop": "bigint"}}`))
+	require.ErrorContains(t, err, `layer_config.fields.pop: type "bigint" is not one of`)
+	_, err = search.Mapping(json.RawMessage(`{"fields": ["pop"]}`))
+	require.ErrorContains(t, err, "layer_config.fields must map property names to types")
+	m, err := search.Mapping(nil)
+	require.NoError(t, err)
+	require.Equal(t, true, m["dynamic"])
+}
+
+// geoidsOf reads the geoid of every feature of cat/towns by external id.
+func geoidsOf(t *testing.T, b *bundle) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT DISTINCT external_id, geoid::text FROM s_cat.towns`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var ext, id string
+		require.NoError(t, rows.Scan(&ext, &id))
+		out[ext] = id
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// closeFeature marks a feature's current version deleted, as a deletion
+// of features would.
+func closeFeature(t *testing.T, b *bundle, table store.FeatureTable, externalID string) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `UPDATE `+table.Schema+`.`+table.Collection+
+		` SET deleted_at = clock_timestamp() WHERE external_id = $1 AND upper_inf(validity)`, externalID)
+	require.NoError(t, err)
+}

@@ -1,0 +1,374 @@
+// Package bqfake is an in-process BigQuery for tests: an HTTP server that
+// speaks the documented REST endpoints (bigquery/v2) that the official
+// client (cloud.google.com/go/bigquery) calls to read a table and run a
+// query, with BigQuery's JSON shapes and error bodies:
+//
+//   - tables.get: GET projects/{p}/datasets/{d}/tables/{t} (the schema);
+//   - jobs.query: POST projects/{p}/queries (the client's fast path), the
+//     first page of rows with a pageToken, or jobComplete false when the
+//     fake is told to make the client wait;
+//   - jobs.insert: POST projects/{p}/jobs, and jobs.get: GET
+//     projects/{p}/jobs/{id} (the client's job path);
+//   - jobs.getQueryResults: GET projects/{p}/queries/{id}, page by page
+//     (pageToken, maxResults), polled until the job is complete;
+//   - tabledata.list: GET projects/{p}/datasets/{d}/tables/{t}/data.
+//
+// The only SQL it evaluates is what the dwh_join task sends:
+// SELECT `c1`, `c2`, … FROM `project.dataset.table` WHERE `k` IS NOT NULL
+// ORDER BY `k`, INTEGER keys ordered numerically and STRING keys byte by
+// byte, as BigQuery orders them. Any other query answers 400 invalidQuery.
+package bqfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Field is one column of a table's schema.
+type Field struct {
+	Name string `json:"name"`
+	// Type is a BigQuery type: INTEGER, STRING, FLOAT, BOOLEAN, NUMERIC, DATE, TIMESTAMP, ….
+	Type string `json:"type"`
+	Mode string `json:"mode,omitempty"`
+}
+
+// Server is a running fake.
+type Server struct {
+	*httptest.Server
+
+	mu     sync.Mutex
+	tables map[string]*table // "project.dataset.table"
+	jobs   map[string]*job
+	nextID int
+	// pageSize is the most rows a page holds when the request sets none.
+	pageSize int
+	// polls makes new queries incomplete for this many getQueryResults calls.
+	polls int
+	// requests counts requests by "METHOD path-kind".
+	requests map[string]int
+}
+
+type table struct {
+	fields []Field
+	rows   [][]any // values as JSON-able Go values; nil is NULL
+}
+
+type job struct {
+	project, id string
+	fields      []Field
+	rows        [][]any
+	pendingPoll int
+}
+
+// New starts a fake BigQuery on loopback; its URL is the client's endpoint.
+func New() *Server {
+	s := &Server{tables: map[string]*table{}, jobs: map[string]*job{}, pageSize: 1000, requests: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// AddTable creates project.dataset.table with a schema and rows (one value
+// per field: int64 for INTEGER, string for STRING, float64, bool, nil).
+func (s *Server) AddTable(project, dataset, name string, fields []Field, rows [][]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tables[project+"."+dataset+"."+name] = &table{fields: fields, rows: rows}
+}
+
+// SetPageSize sets the most rows a page holds when the client asks no size.
+func (s *Server) SetPageSize(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pageSize = n
+}
+
+// SlowQueries makes every new query incomplete for n polls, as a long
+// query would be: the client must wait through jobs.getQueryResults.
+func (s *Server) SlowQueries(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.polls = n
+}
+
+// Requests returns how many requests of a kind arrived: "tables.get",
+// "jobs.query", "jobs.insert", "jobs.get", "jobs.getQueryResults",
+// "tabledata.list".
+func (s *Server) Requests(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[kind]
+}
+
+var (
+	tablePath   = regexp.MustCompile(`^projects/([^/]+)/datasets/([^/]+)/tables/([^/]+)$`)
+	dataPath    = regexp.MustCompile(`^projects/([^/]+)/datasets/([^/]+)/tables/([^/]+)/data$`)
+	queriesPath = regexp.MustCompile(`^projects/([^/]+)/queries$`)
+	resultsPath = regexp.MustCompile(`^projects/([^/]+)/queries/([^/]+)$`)
+	jobsPath    = regexp.MustCompile(`^projects/([^/]+)/jobs$`)
+	jobPath     = regexp.MustCompile(`^projects/([^/]+)/jobs/([^/]+)$`)
+	// selectSQL is the one query shape the fake evaluates.
+	selectSQL = regexp.MustCompile("^SELECT ((?:`[^`]+`(?:, )?)+) FROM `([^`]+)` WHERE `([^`]+)` IS NOT NULL ORDER BY `([^`]+)`$")
+)
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/"), "bigquery/v2/")
+	switch {
+	case r.Method == http.MethodGet && tablePath.MatchString(p):
+		s.requests["tables.get"]++
+		m := tablePath.FindStringSubmatch(p)
+		t := s.tables[m[1]+"."+m[2]+"."+m[3]]
+		if t == nil {
+			apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Table %s:%s.%s", m[1], m[2], m[3]))
+			return
+		}
+		write(w, map[string]any{"kind": "bigquery#table", "id": m[1] + ":" + m[2] + "." + m[3], "type": "TABLE",
+			"tableReference": map[string]any{"projectId": m[1], "datasetId": m[2], "tableId": m[3]},
+			"schema": map[string]any{"fields": t.fields}, "numRows": strconv.Itoa(len(t.rows))})
+	case r.Method == http.MethodGet && dataPath.MatchString(p):
+		s.requests["tabledata.list"]++
+		m := dataPath.FindStringSubmatch(p)
+		t := s.tables[m[1]+"."+m[2]+"."+m[3]]
+		if t == nil {
+			apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Table %s:%s.%s", m[1], m[2], m[3]))
+			return
+		}
+		page, token, err := s.page(t.rows, r)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, "invalid", err.Error())
+			return
+		}
+		write(w, map[string]any{"kind": "bigquery#tableDataList", "totalRows": strconv.Itoa(len(t.rows)),
+			"rows": encodeRows(t.fields, page), "pageToken": token})
+	case r.Method == http.MethodPost && queriesPath.MatchString(p):
+		s.requests["jobs.query"]++
+		var req struct {
+			Query        string `json:"query"`
+			UseLegacySQL *bool  `json:"useLegacySql"`
+			MaxResults   int    `json:"maxResults"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			apiError(w, http.StatusBadRequest, "invalid", "Invalid JSON payload received. "+err.Error())
+			return
+		}
+		j, status, reason, msg := s.startQuery(queriesPath.FindStringSubmatch(p)[1], req.Query, req.UseLegacySQL)
+		if j == nil {
+			apiError(w, status, reason, msg)
+			return
+		}
+		s.results(w, j, r)
+	case r.Method == http.MethodPost && jobsPath.MatchString(p):
+		s.requests["jobs.insert"]++
+		var req struct {
+			JobReference  struct{ JobID string } `json:"jobReference"`
+			Configuration struct {
+				Query struct {
+					Query        string `json:"query"`
+					UseLegacySQL *bool  `json:"useLegacySql"`
+				} `json:"query"`
+			} `json:"configuration"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			apiError(w, http.StatusBadRequest, "invalid", "Invalid JSON payload received. "+err.Error())
+			return
+		}
+		j, status, reason, msg := s.startQuery(jobsPath.FindStringSubmatch(p)[1], req.Configuration.Query.Query, req.Configuration.Query.UseLegacySQL)
+		if j == nil {
+			apiError(w, status, reason, msg)
+			return
+		}
+		write(w, s.jobResource(j))
+	case r.Method == http.MethodGet && jobPath.MatchString(p):
+		s.requests["jobs.get"]++
+		j := s.jobs[jobPath.FindStringSubmatch(p)[2]]
+		if j == nil {
+			apiError(w, http.StatusNotFound, "notFound", "Not found: Job "+p)
+			return
+		}
+		write(w, s.jobResource(j))
+	case r.Method == http.MethodGet && resultsPath.MatchString(p):
+		s.requests["jobs.getQueryResults"]++
+		j := s.jobs[resultsPath.FindStringSubmatch(p)[2]]
+		if j == nil {
+			apiError(w, http.StatusNotFound, "notFound", "Not found: Job "+p)
+			return
+		}
+		if j.pendingPoll > 0 {
+			j.pendingPoll--
+		}
+		s.results(w, j, r)
+	default:
+		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("bqfake does not serve %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// startQuery evaluates a query into a job, or says why it cannot.
+func (s *Server) startQuery(project, sql string, legacy *bool) (*job, int, string, string) {
+	if legacy != nil && *legacy {
+		return nil, http.StatusBadRequest, "invalidQuery", "bqfake runs GoogleSQL only (useLegacySql: false)"
+	}
+	m := selectSQL.FindStringSubmatch(strings.TrimSpace(sql))
+	if m == nil || m[3] != m[4] {
+		return nil, http.StatusBadRequest, "invalidQuery", "bqfake evaluates only SELECT `c`, … FROM `p.d.t` WHERE `k` IS NOT NULL ORDER BY `k`; got: " + sql
+	}
+	t := s.tables[m[2]]
+	if t == nil {
+		return nil, http.StatusNotFound, "notFound", "Not found: Table " + m[2] + " was not found"
+	}
+	var cols []int
+	var fields []Field
+	for _, name := range strings.Split(m[1], ", ") {
+		name = strings.Trim(name, "`")
+		i := slices.IndexFunc(t.fields, func(f Field) bool { return f.Name == name })
+		if i < 0 {
+			return nil, http.StatusBadRequest, "invalidQuery", "Unrecognized name: " + name
+		}
+		cols, fields = append(cols, i), append(fields, t.fields[i])
+	}
+	key := slices.IndexFunc(t.fields, func(f Field) bool { return f.Name == m[3] })
+	if key < 0 {
+		return nil, http.StatusBadRequest, "invalidQuery", "Unrecognized name: " + m[3]
+	}
+	var rows [][]any
+	for _, r := range t.rows {
+		if r[key] == nil {
+			continue
+		}
+		out := make([]any, len(cols))
+		for i, c := range cols {
+			out[i] = r[c]
+		}
+		rows = append(rows, append(out, r[key]))
+	}
+	slices.SortStableFunc(rows, func(a, b []any) int {
+		x, y := a[len(a)-1], b[len(b)-1]
+		if xi, ok := x.(int64); ok {
+			yi, _ := y.(int64)
+			return cmpInt(xi, yi)
+		}
+		return strings.Compare(fmt.Sprint(x), fmt.Sprint(y))
+	})
+	for i := range rows {
+		rows[i] = rows[i][:len(cols)]
+	}
+	s.nextID++
+	j := &job{project: project, id: fmt.Sprintf("bqfake_job_%d", s.nextID), fields: fields, rows: rows, pendingPoll: s.polls}
+	s.jobs[j.id] = j
+	return j, 0, "", ""
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// jobResource is a job as jobs.get shows it.
+func (s *Server) jobResource(j *job) map[string]any {
+	state := "DONE"
+	if j.pendingPoll > 0 {
+		state = "RUNNING"
+	}
+	return map[string]any{"kind": "bigquery#job", "id": j.project + ":US." + j.id,
+		"jobReference":  map[string]any{"projectId": j.project, "jobId": j.id, "location": "US"},
+		"configuration": map[string]any{"jobType": "QUERY", "query": map[string]any{"query": "", "useLegacySql": false}},
+		"status":        map[string]any{"state": state},
+		"statistics":    map[string]any{"query": map[string]any{"totalBytesProcessed": "0"}}}
+}
+
+// results answers jobs.query or jobs.getQueryResults: one page of a
+// complete job, or jobComplete false.
+func (s *Server) results(w http.ResponseWriter, j *job, r *http.Request) {
+	ref := map[string]any{"projectId": j.project, "jobId": j.id, "location": "US"}
+	if j.pendingPoll > 0 {
+		write(w, map[string]any{"kind": "bigquery#queryResponse", "jobReference": ref, "jobComplete": false})
+		return
+	}
+	page, token, err := s.page(j.rows, r)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "invalid", err.Error())
+		return
+	}
+	write(w, map[string]any{"kind": "bigquery#queryResponse", "jobReference": ref, "jobComplete": true,
+		"schema": map[string]any{"fields": j.fields}, "totalRows": strconv.Itoa(len(j.rows)),
+		"rows": encodeRows(j.fields, page), "pageToken": token})
+}
+
+// page cuts rows by the request's pageToken (an offset), startIndex and
+// maxResults.
+func (s *Server) page(rows [][]any, r *http.Request) ([][]any, string, error) {
+	q := r.URL.Query()
+	start := 0
+	if t := q.Get("pageToken"); t != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(t, "offset-"))
+		if err != nil || !strings.HasPrefix(t, "offset-") || n < 0 || n > len(rows) {
+			return nil, "", fmt.Errorf("invalid page token %q", t)
+		}
+		start = n
+	} else if si := q.Get("startIndex"); si != "" {
+		n, err := strconv.Atoi(si)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("invalid startIndex %q", si)
+		}
+		start = min(n, len(rows))
+	}
+	size := s.pageSize
+	if mr := q.Get("maxResults"); mr != "" {
+		if n, err := strconv.Atoi(mr); err == nil && n >= 0 {
+			size = min(n, s.pageSize)
+		}
+	}
+	end := min(start+size, len(rows))
+	token := ""
+	if end < len(rows) {
+		token = "offset-" + strconv.Itoa(end)
+	}
+	return rows[start:end], token, nil
+}
+
+// encodeRows writes rows as the REST API does: {"f": [{"v": "…"}]},
+// every scalar as a string, NULL as null.
+func encodeRows(fields []Field, rows [][]any) []any {
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		cells := make([]any, len(r))
+		for k, v := range r {
+			if v == nil {
+				cells[k] = map[string]any{"v": nil}
+				continue
+			}
+			switch x := v.(type) {
+			case float64:
+				cells[k] = map[string]any{"v": strconv.FormatFloat(x, 'g', -1, 64)}
+			default:
+				cells[k] = map[string]any{"v": fmt.Sprint(x)}
+			}
+		}
+		out[i] = map[string]any{"f": cells}
+	}
+	return out
+}
+
+// apiError writes Google's error body.
+func apiError(w http.ResponseWriter, status int, reason, message string) {
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": status, "message": message,
+		"errors": []any{map[string]any{"reason": reason, "message": message, "domain": "global"}}, "status": http.StatusText(status)}})
+}
+
+func write(w http.ResponseWriter, body any) {
+	_ = json.NewEncoder(w).Encode(body)
+}
