@@ -254,19 +254,19 @@ func collectFields(props any, prefix string, out map[string]string) error {
 	}
 	m, ok := props.(map[string]any)
 	if !ok {
-		return fmt.Errorf("Expected map for property [properties] on field [%s] but got a %T", prefix, props)
+		return fmt.Errorf("failed to parse mapping: expected map for property [properties] on field [%s] but got a %T", prefix, props)
 	}
 	for name, def := range m {
 		d, ok := def.(map[string]any)
 		if !ok {
-			return fmt.Errorf("Expected map for property [fields] on field [%s]", prefix+name)
+			return fmt.Errorf("failed to parse mapping: expected map for property [fields] on field [%s]", prefix+name)
 		}
 		typ, _ := d["type"].(string)
 		if typ == "" && d["properties"] != nil {
 			typ = "object"
 		}
 		if !knownTypes[typ] {
-			return fmt.Errorf("No handler for type [%v] declared on field [%s]", d["type"], prefix+name)
+			return fmt.Errorf("failed to parse mapping: no handler for type [%v] declared on field [%s]", d["type"], prefix+name)
 		}
 		out[prefix+name] = typ
 		if typ == "object" {
