@@ -45,10 +45,14 @@ func TestSnoozeKeepsRetries(t *testing.T) {
 	waitRuns := func(n int32) wftype.Task {
 		var tk wftype.Task
 		require.Eventually(t, func() bool {
+			// The count first: a run counts itself before its outcome is
+			// written, so a task read after it is that run's outcome (or
+			// still ACTIVE), never the previous one's.
+			ran := runs.Load()
 			var err error
 			tk, err = b.store.GetTask(b.ctx, ids[0])
 			require.NoError(t, err)
-			return runs.Load() == n && tk.Status == wftype.StatusPending && tk.OwnerID == nil
+			return ran == n && tk.Status == wftype.StatusPending && tk.OwnerID == nil
 		}, 20*time.Second, 5*time.Millisecond)
 		return tk
 	}
