@@ -149,11 +149,11 @@ func TestClientAgainstServer(t *testing.T) {
 	require.NoError(t, clientDo(base, "/catalogs", `{"catalog_id": "go-cat"}`))
 	require.NoError(t, clientDo(base, "/catalogs/go-cat/collections", `{"collection_id": "roads"}`))
 	ing, err := client.SubmitIngestion(ctx, "go-cat", "roads", wfclient.IngestionRequest{
-		Source: "file:///nowhere.geojson", Format: "geojson", IDAttribute: "id", AssetID: "roads-1"})
+		Source: "roads.geojson", Format: "geojson", IDAttribute: "id", AssetID: "roads-1"})
 	require.NoError(t, err)
 	require.NotEmpty(t, ing.TaskID)
 	_, err = client.SubmitIngestion(ctx, "go-cat", "nope", wfclient.IngestionRequest{
-		Source: "file:///x.geojson", Format: "geojson", IDAttribute: "id", AssetID: "a"})
+		Source: "x.geojson", Format: "geojson", IDAttribute: "id", AssetID: "a"})
 	require.True(t, wfclient.IsNotFound(err), "%v", err)
 
 	// Admin: pause, bulk, resume; a client token may not.

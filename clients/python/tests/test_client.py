@@ -84,12 +84,17 @@ class ClientTest(unittest.TestCase):
         cat = f"py-{time.time_ns() % 10**9}"
         self.client.request("POST", "/catalogs", {"catalog_id": cat})
         self.client.request("POST", f"/catalogs/{cat}/collections", {"collection_id": "roads"})
-        sub = self.client.submit_ingestion(cat, "roads", "file:///nonexistent.geojson", format="geojson",
+        sub = self.client.submit_ingestion(cat, "roads", "roads.geojson", format="geojson",
                                            id_attribute="id", asset_id="roads-1")
         self.assertTrue(sub.task_id)
         self.assertEqual(self.client.get(sub.task_id).task_type, "ingestion")
+        with self.assertRaises(WFError) as cm:
+            self.client.submit_ingestion(cat, "roads", "file:///etc/passwd", format="geojson", id_attribute="id",
+                                         asset_id="a")
+        self.assertEqual(cm.exception.status, 400, "a file outside the tenant's folder")
+        self.assertTrue(any(e.get("pointer") == "/source" for e in cm.exception.errors), cm.exception.errors)
         with self.assertRaises(NotFound):
-            self.client.submit_ingestion(cat, "nope", "file:///x.geojson", format="geojson", id_attribute="id",
+            self.client.submit_ingestion(cat, "nope", "x.geojson", format="geojson", id_attribute="id",
                                          asset_id="a")
 
     def test_admin_pause_and_bulk(self):
