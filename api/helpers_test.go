@@ -22,6 +22,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/api"
 	"github.com/wfhq/wf/catalog/builtins"
@@ -172,6 +173,7 @@ type options struct {
 	gcp gcp.Deps
 	// storagePush, when set, builds the /hooks/gcs receiver on the test's store.
 	storagePush func(*store.Store) *gcp.PushReceiver
+	tracer      trace.TracerProvider
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
@@ -263,6 +265,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(), StoragePush: push,
+		TracerProvider: o.tracer,
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -1,14 +1,21 @@
 package api
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"path"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/wfhq/wf/api/ui"
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/internal/tracing"
 )
 
 // handlerFunc is an API operation: it writes its answer and returns nil, or
@@ -112,7 +119,7 @@ func (s *Server) routes() http.Handler {
 // wrap authenticates and authorises a request, then runs the operation and
 // turns its error into a problem document.
 func (s *Server) wrap(rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p *principal
 		if rt.roles != nil {
 			var prob *problem
@@ -131,6 +138,34 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if err := rt.handle(w, r, p); err != nil {
 			writeProblem(w, r, s.toProblem(r, err))
+		}
+	})
+	if s.cfg.TracerProvider == nil || rt.roles == nil {
+		// Tracing off, or a public route (health, metrics, the OpenAPI
+		// document: probes and scrapes would each start a trace).
+		return h
+	}
+	return s.traced(rt, h)
+}
+
+// traced gives each request of rt a server span named after the route
+// ("POST /tasks"), in the trace of the caller's traceparent header when it
+// sends one: the tasks and events the request creates keep its context.
+func (s *Server) traced(rt route, next http.Handler) http.Handler {
+	tracer := tracing.Tracer(s.cfg.TracerProvider)
+	name := rt.method + " " + rt.pattern
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := tracing.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			attribute.String("http.request.method", r.Method), attribute.String("http.route", rt.pattern),
+			attribute.String("url.path", r.URL.Path)))
+		defer span.End()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		status := cmp.Or(sw.status, http.StatusOK)
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
 		}
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/catalog/registry"
@@ -95,6 +96,10 @@ type Config struct {
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string
 	Logger  *slog.Logger
+	// TracerProvider, when set (tracing on), gives every authenticated
+	// route a server span that continues the caller's traceparent; the
+	// tasks and events a request creates keep its context. Nil: off.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the HTTP API.
@@ -155,10 +160,13 @@ func New(cfg Config) (*Server, error) {
 	em := cfg.Emitter
 	if em == nil {
 		em = events.NewEmitter(st)
+		if cfg.TracerProvider != nil {
+			em = em.WithTracing()
+		}
 	}
 	cl := cfg.Client
 	if cl == nil {
-		cl = client.New(st, cfg.Specs)
+		cl = client.New(st, cfg.Specs).WithTracerProvider(cfg.TracerProvider)
 	}
 	s := &Server{
 		cfg:      cfg,

@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/cli/bench"
+	"github.com/wfhq/wf/internal/buildinfo"
+	"github.com/wfhq/wf/internal/tracing"
 )
 
 // benchCommand is `wf bench`: measure wf on a PostgreSQL of its own (or in a
@@ -132,6 +134,13 @@ func runBench(c *cli.Context, m bench.Mode) error {
 	}
 	ctx, cancel := benchContext(c)
 	defer cancel()
+	// OTEL_* turn tracing on for the in-process engine: its cost.
+	tp, stopTracing, err := tracing.FromEnv(ctx, "wf-bench", buildinfo.Read().Version)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer stopTracing(context.WithoutCancel(ctx)) //nolint:errcheck
+	cfg.TracerProvider = tp
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("bench %s: %v", m, err), ExitFailure)

@@ -16,6 +16,7 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/internal/objio"
@@ -48,13 +49,20 @@ func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func
 		if err != nil {
 			return err
 		}
+		// The events the builtins emit (ingestion.completed, asset.updated)
+		// stay in the run's trace when the engine traces.
+		em := events.NewEmitter(st)
+		if cl.Traced() {
+			em = em.WithTracing()
+		}
 		es := cfg.Elasticsearch
 		features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: log, TileCacheURL: cfg.Tiles.CacheURL,
 			// The cluster is the operator's, named in the configuration: it is
 			// reached wherever it is, outside outbound.allow.
 			Search: search.Settings{Addresses: es.Addresses, Username: es.Username, Password: es.Password, APIKey: es.APIKey,
 				IndexTemplate: es.IndexTemplate, FlushBytes: es.FlushBytes, Workers: es.Workers,
-				MaxRetries: cmp.Or(es.MaxRetries, -1)}}) // 0 in the configuration: no retries
+				MaxRetries: cmp.Or(es.MaxRetries, -1)}, // 0 in the configuration: no retries
+			Emitter: em})
 		if err != nil {
 			return err
 		}

@@ -3,15 +3,19 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/buildinfo"
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -29,6 +33,9 @@ type runtime struct {
 	store *store.Store
 	// reporterHook builds the reporters of one task.
 	reporterHook func(*wftype.Task) (reporters.Reporter, error)
+	// tracer is the OpenTelemetry tracer provider of the OTEL_* variables;
+	// nil when tracing is off (internal/tracing).
+	tracer trace.TracerProvider
 }
 
 // runtimeOptions is where the commands' start-ups differ.
@@ -80,10 +87,22 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook}
+	tracer, stopTracing, err := tracing.FromEnv(ctx, cfg.Name, buildinfo.Read().Version)
+	if err != nil {
+		closeReporters(factory, log)
+		closeDatabase()
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook, tracer: tracer}
 	cleanup := func() {
 		closeReporters(factory, log)
 		closeDatabase()
+		// The spans still buffered go out now, within a few seconds.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("could not export the last spans", "err", err)
+		}
 	}
 	return rt, cleanup, nil
 }
@@ -121,7 +140,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 		Retention: maintenance.Retention{
 			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
 		},
-		Reporters: rt.reporterHook, Logger: rt.log,
+		Reporters: rt.reporterHook, Logger: rt.log, TracerProvider: rt.tracer,
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

@@ -110,7 +110,8 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
-		StoragePush: push,
+		StoragePush:    push,
+		TracerProvider: rt.tracer,
 	})
 	if err != nil {
 		return nil, err

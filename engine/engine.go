@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
@@ -137,6 +138,10 @@ type Config struct {
 	LeaderServices []Service
 	Clock          clock.Clock
 	Logger         *slog.Logger
+	// TracerProvider traces enqueues, runs and consumed events
+	// (internal/tracing: tracing.FromEnv builds it from the OTEL_*
+	// variables). Nil means tracing is off.
+	TracerProvider trace.TracerProvider
 }
 
 // Service is the one shape of a long-running part of the engine: a name,
@@ -191,6 +196,9 @@ func New(cfg Config) (*Engine, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
 	e.emitter = events.NewEmitter(e.store)
+	if cfg.TracerProvider != nil {
+		e.emitter = e.emitter.WithTracing()
+	}
 	if err := e.buildRunners(); err != nil {
 		return nil, err
 	}
@@ -216,6 +224,7 @@ func New(cfg Config) (*Engine, error) {
 		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules,
 		Slots: cfg.Slots, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace,
 		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: e.observer(),
+		TracerProvider: cfg.TracerProvider,
 	})
 	if err != nil {
 		return nil, err
@@ -246,7 +255,7 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) buildRunners() error {
 	cfg := e.cfg
 	if cfg.Specs == nil {
-		e.client = client.New(e.store, &spec.Set{})
+		e.client = client.New(e.store, &spec.Set{}).WithTracerProvider(cfg.TracerProvider)
 		e.runners, e.rules = cfg.Runners, cfg.Rules
 		if e.rules == nil {
 			e.rules = execution.Rules{}
@@ -258,7 +267,7 @@ func (e *Engine) buildRunners() error {
 		}
 		return nil
 	}
-	e.client = client.New(e.store, cfg.Specs)
+	e.client = client.New(e.store, cfg.Specs).WithTracerProvider(cfg.TracerProvider)
 	if cfg.Files != nil {
 		e.client = e.client.WithFiles(cfg.Files)
 	}
@@ -341,7 +350,8 @@ func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
 		if len(cfg.Specs.Subscriptions()) > 0 {
-			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger})
+			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger,
+				TracerProvider: cfg.TracerProvider})
 			if err != nil {
 				return fmt.Errorf("error creating engine: %w", err)
 			}

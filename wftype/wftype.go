@@ -84,6 +84,10 @@ type Task struct {
 	// Snoozes counts the runs whose handler answered "come back later"
 	// (see SnoozeError): they put the task back without counting a retry.
 	Snoozes int `json:"snoozes"`
+	// Traceparent is the W3C trace context the task was enqueued in ("" when
+	// tracing was off): the engine's spans for its claim, run and finish
+	// continue that trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Attempt is one ended run of a task, as its attempt history keeps it (the

@@ -19,6 +19,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Mode is what a run measures.
@@ -98,6 +100,11 @@ type Config struct {
 	// CPUProfile, when set, receives a CPU profile of the work phase of an
 	// in-process run (go tool pprof).
 	CPUProfile string
+
+	// TracerProvider traces the in-process engine and its enqueues
+	// (tracing's cost: the OTEL_* variables turn it on for wf bench); nil
+	// means off.
+	TracerProvider trace.TracerProvider
 
 	// Logger receives progress lines; nil discards them.
 	Logger *slog.Logger

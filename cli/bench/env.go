@@ -276,7 +276,7 @@ func (e *env) serveHTTP() (string, error) {
 
 // client returns an enqueueing client on pool.
 func (e *env) client(pool *pgxpool.Pool) *client.Client {
-	return client.New(store.New(pool), e.specs)
+	return client.New(store.New(pool), e.specs).WithTracerProvider(e.cfg.TracerProvider)
 }
 
 // tearDown closes, drops and removes what setUp made, last first.

@@ -71,6 +71,7 @@ func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error
 	eng, err := engine.New(engine.Config{
 		Name: serviceName, Pool: w.pool, Specs: e.specs,
 		Slots: e.cfg.Slots, PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger,
+		TracerProvider: e.cfg.TracerProvider,
 	})
 	if err != nil {
 		w.pool.Close()

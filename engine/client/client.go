@@ -6,6 +6,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +15,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -56,6 +60,10 @@ type Request struct {
 	Priority *int
 	// RunAfter delays the task; nil means now.
 	RunAfter *time.Time
+	// Traceparent is the trace context to store with the task; "" means
+	// that of the enqueue's span (see Client.WithTracerProvider). When
+	// every request of a call gives one, the call starts no span of its own.
+	Traceparent string
 }
 
 // Result is the outcome of one request.
@@ -68,9 +76,11 @@ type Result struct {
 
 // Client enqueues tasks of the spec set's types.
 type Client struct {
-	store *store.Store
-	specs *spec.Set
-	files Files // nil: file inputs are checked only when the task runs
+	store  *store.Store
+	specs  *spec.Set
+	files  Files // nil: file inputs are checked only when the task runs
+	tracer trace.Tracer
+	traced bool // a tracer provider was given: store trace contexts
 }
 
 // Files checks the inputs a task type's spec declares as files (files:)
@@ -103,8 +113,21 @@ func (c *Client) CheckFile(tenant, loc string) error {
 
 // New returns a client that writes through st (on a pool) for specs.
 func New(st *store.Store, specs *spec.Set) *Client {
-	return &Client{store: st, specs: specs}
+	return &Client{store: st, specs: specs, tracer: tracing.Tracer(nil)}
 }
+
+// WithTracerProvider returns a copy of the client that traces each enqueue
+// with tp (a span "wf.enqueue", whose context every task it creates keeps:
+// see internal/tracing). A nil tp turns tracing off.
+func (c *Client) WithTracerProvider(tp trace.TracerProvider) *Client {
+	cc := *c
+	cc.tracer, cc.traced = tracing.Tracer(tp), tp != nil
+	return &cc
+}
+
+// Traced reports whether the client stores trace contexts (a tracer
+// provider was given): code that emits events beside it traces alike.
+func (c *Client) Traced() bool { return c.traced }
 
 // Specs returns the spec set the client validates against.
 func (c *Client) Specs() *spec.Set { return c.specs }
@@ -153,12 +176,31 @@ func (c *Client) EnqueueManyIn(ctx context.Context, st *store.Store, reqs []Requ
 	return c.enqueue(ctx, st, reqs)
 }
 
-func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) ([]Result, error) {
+func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (_ []Result, err error) {
+	// A caller that gives every task its trace context (the event
+	// consumer: each event's span) has made the spans that enqueue them.
+	given := len(reqs) > 0
+	for _, r := range reqs {
+		given = given && r.Traceparent != ""
+	}
+	if c.traced && !given && len(reqs) > 0 {
+		var span trace.Span
+		ctx, span = c.tracer.Start(ctx, "wf.enqueue "+reqs[0].TaskType, trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("wf.task_type", reqs[0].TaskType), attribute.Int("wf.tasks", len(reqs))))
+		defer func() { tracing.End(span, err) }()
+	}
+	traceparent := ""
+	if c.traced {
+		traceparent = tracing.Traceparent(ctx)
+	}
 	tasks := make([]store.NewTask, len(reqs))
 	for i, req := range reqs {
 		nt, err := c.prepare(req)
 		if err != nil {
 			return nil, err
+		}
+		if c.traced {
+			nt.Traceparent = cmp.Or(req.Traceparent, traceparent)
 		}
 		tasks[i] = nt
 	}

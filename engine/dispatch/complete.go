@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
@@ -123,6 +125,14 @@ func (d *Dispatcher) flush(batch []result) {
 	for i := range batch {
 		if done[batch[i].task.ID] {
 			execution.LogOutcome(context.Background(), d.log, &batch[i].task, outcomes[i])
+		}
+		if sc := batch[i].span; sc.IsValid() {
+			// The outcome's write, in the run's trace.
+			_, span := d.tracer.Start(trace.ContextWithSpanContext(context.Background(), sc), "wf.finish "+batch[i].task.TaskType,
+				trace.WithTimestamp(batch[i].queued), trace.WithAttributes(
+					attribute.String("wf.task_id", batch[i].task.ID.String()), attribute.String("wf.status", string(statuses[i])),
+					attribute.Bool("wf.written", done[batch[i].task.ID]), attribute.Int("wf.batch", len(batch))))
+			span.End()
 		}
 	}
 	if d.cfg.Observer != nil {

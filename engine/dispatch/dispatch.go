@@ -27,11 +27,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -74,16 +77,21 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, when set, is told about claims and outcomes (metrics).
 	Observer execution.Observer
+	// TracerProvider traces the tasks that carry a trace context (see
+	// internal/tracing): spans wf.claim, wf.run and wf.finish in the trace
+	// they were enqueued in. Nil means tracing is off.
+	TracerProvider trace.TracerProvider
 }
 
 // Dispatcher claims and runs tasks. Create it with New and call Run once.
 type Dispatcher struct {
-	cfg   Config
-	log   *slog.Logger
-	waker *signalbus.Waker
-	rules execution.Rules
-	types []string
-	done  chan result
+	cfg    Config
+	log    *slog.Logger
+	tracer trace.Tracer
+	waker  *signalbus.Waker
+	rules  execution.Rules
+	types  []string
+	done   chan result
 
 	mu      sync.Mutex
 	running map[uuid.UUID]*run
@@ -123,6 +131,8 @@ type run struct {
 	leaseUntil time.Time
 	shutdown   bool // cancelled by shutdown: hand back, count nothing
 	ended      bool // the runner returned: the outcome is being queued
+	// span is the context of the run's span when the task is traced.
+	span trace.SpanContext
 }
 
 type result struct {
@@ -131,6 +141,11 @@ type result struct {
 	outputs json.RawMessage
 	err     error
 	ran     time.Duration
+	// span is the run's span context when the task is traced: the
+	// completer's "wf.finish" span joins it, from queued (wall time) to the
+	// write.
+	span   trace.SpanContext
+	queued time.Time
 }
 
 var (
@@ -156,6 +171,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg:     cfg,
 		log:     cfg.Logger.With("owner", cfg.Owner),
+		tracer:  tracing.Tracer(cfg.TracerProvider),
 		waker:   signalbus.NewWaker(),
 		rules:   execution.Rules{},
 		done:    make(chan result, cfg.FlushSize*2),
@@ -289,12 +305,34 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 				return
 			}
 		}
-		outputs, err := execution.Execute(runCtx, execution.Run{
+		ctx, span := d.traceRun(runCtx, &r.task)
+		outputs, err := execution.Execute(ctx, execution.Run{
 			Task: &r.task, Runner: runner, Reporters: d.cfg.Reporters, Logger: d.log,
 		})
+		if span != nil {
+			tracing.End(span, err)
+			r.span = span.SpanContext()
+		}
 		cancel(nil)
 		d.finish(r, outputs, err)
 	})
+}
+
+// traceRun continues the trace a task was enqueued in: a "wf.claim" span
+// marks the claim, and the run gets a "wf.run" span, whose context ctx then
+// carries to the runner (the exec runner's TRACEPARENT, the http runner's
+// traceparent header). An untraced task (tracing off when it was enqueued)
+// gets no span: span is nil and ctx unchanged.
+func (d *Dispatcher) traceRun(ctx context.Context, t *wftype.Task) (context.Context, trace.Span) {
+	if t.Traceparent == "" {
+		return ctx, nil
+	}
+	ctx = tracing.WithTraceparent(ctx, t.Traceparent)
+	attrs := trace.WithAttributes(attribute.String("wf.task_id", t.ID.String()), attribute.String("wf.task_type", t.TaskType),
+		attribute.String("wf.schema_name", t.SchemaName), attribute.Int("wf.attempt", t.Attempts), attribute.String("wf.owner", d.cfg.Owner))
+	_, claim := d.tracer.Start(ctx, "wf.claim "+t.TaskType, attrs)
+	claim.End()
+	return d.tracer.Start(ctx, "wf.run "+t.TaskType, trace.WithSpanKind(trace.SpanKindConsumer), attrs)
 }
 
 // finish queues the outcome for the batched write, then frees the slot.
@@ -322,7 +360,11 @@ func (d *Dispatcher) finish(r *run, outputs json.RawMessage, err error) {
 		return
 	}
 	defer d.queuing.Done()
-	d.done <- result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: d.cfg.Clock.Now().Sub(r.started)}
+	res := result{task: r.task, rule: r.rule, outputs: outputs, err: err, ran: d.cfg.Clock.Now().Sub(r.started), span: r.span}
+	if r.span.IsValid() {
+		res.queued = time.Now() // wall time: a span's
+	}
+	d.done <- res
 }
 
 // freeSlot forgets a run whose outcome is queued (or dropped) and wakes the

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
 )
 
 // Consumer defaults.
@@ -54,6 +57,10 @@ type ConsumerConfig struct {
 	Interval time.Duration
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// TracerProvider traces each consumed event that carries a trace
+	// context (a span "wf.event", in the trace it was emitted in, whose
+	// context the tasks it creates keep); nil means tracing is off.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultEventBackoff is the default retry delay of a failed event: 1s,
@@ -98,8 +105,9 @@ type ConsumerResult struct {
 // An event that no subscription matches is consumed (deleted) with no task:
 // one spec set per database is assumed.
 type Consumer struct {
-	cfg ConsumerConfig
-	log *slog.Logger
+	cfg    ConsumerConfig
+	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 // NewConsumer fills defaults, validates cfg and returns a Consumer.
@@ -123,7 +131,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
 			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)
 	}
-	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer")}, nil
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer"), tracer: tracing.Tracer(cfg.TracerProvider)}, nil
 }
 
 // Run consumes events until ctx ends: at once, on every EventQueued signal
@@ -209,6 +217,19 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 	for i, ev := range claimed {
 		plans[i] = c.plan(ev)
 		tasks = tasks || len(plans[i].reqs) > 0
+		if ev.Traceparent != "" {
+			// The event's span, in the trace it was emitted in: its
+			// tasks keep this span's context.
+			_, span := c.tracer.Start(tracing.WithTraceparent(ctx, ev.Traceparent), "wf.event "+ev.EventType,
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+					attribute.String("wf.event_id", ev.ID.String()), attribute.String("wf.event_type", ev.EventType),
+					attribute.Int("wf.tasks", len(plans[i].reqs))))
+			tp := tracing.Traceparent(trace.ContextWithSpan(ctx, span))
+			for j := range plans[i].reqs {
+				plans[i].reqs[j].Traceparent = tp
+			}
+			defer func() { tracing.End(span, plans[i].err) }()
+		}
 	}
 	if tasks {
 		if err := c.ensurePartitions(ctx); err != nil {

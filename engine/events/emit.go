@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
 )
 
 // Scopes an event may have.
@@ -53,11 +54,22 @@ var eventTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$`)
 
 // Emitter writes events to the outbox.
 type Emitter struct {
-	store *store.Store
+	store  *store.Store
+	traced bool // store the trace context of the emitting span
 }
 
 // NewEmitter returns an emitter writing through st (on a pool).
 func NewEmitter(st *store.Store) *Emitter { return &Emitter{store: st} }
+
+// WithTracing returns a copy of the emitter that stores, with each event,
+// the trace context of the span it is emitted in, so that the tasks its
+// subscriptions create continue that trace (see internal/tracing). Without
+// it (tracing off) no trace context is stored.
+func (e *Emitter) WithTracing() *Emitter {
+	c := *e
+	c.traced = true
+	return &c
+}
 
 // Emit writes one event in its own transaction.
 func (e *Emitter) Emit(ctx context.Context, ev Event) (Result, error) {
@@ -150,11 +162,18 @@ func Validate(ev Event) (store.NewEvent, error) {
 
 func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Result, error) {
 	rows := make([]store.NewEvent, len(evs))
+	// The span the events are emitted in (a request's, a task run's): the
+	// tasks their subscriptions create continue its trace.
+	traceparent := ""
+	if e.traced {
+		traceparent = tracing.Traceparent(ctx)
+	}
 	for i, ev := range evs {
 		row, err := Validate(ev)
 		if err != nil {
 			return nil, err
 		}
+		row.Traceparent = traceparent
 		rows[i] = row
 	}
 	// On the store's pool, never inside a caller's transaction.

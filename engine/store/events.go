@@ -26,6 +26,9 @@ type Event struct {
 	OwnerID        *string         `json:"owner_id,omitempty"`
 	Error          *string         `json:"error,omitempty"`
 	DeadLetteredAt *time.Time      `json:"dead_lettered_at,omitempty"`
+	// Traceparent is the W3C trace context the event was emitted in ("" when
+	// tracing was off): the tasks its subscriptions create continue it.
+	Traceparent string `json:"-"`
 }
 
 // Event statuses.
@@ -37,13 +40,13 @@ const (
 
 // eventColumns is the column list every event query returns, in scanEvent's order.
 const eventColumns = `event_id, created_at, event_type, scope, schema_name, payload, status, dedup_key,
-    attempts, run_after, locked_until, owner_id, error, dead_lettered_at`
+    attempts, run_after, locked_until, owner_id, error, dead_lettered_at, coalesce(traceparent, '') AS traceparent`
 
 func scanEvent(row pgx.Row) (Event, error) {
 	var e Event
 	var payload []byte
 	err := row.Scan(&e.ID, &e.CreatedAt, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.Status, &e.DedupKey,
-		&e.Attempts, &e.RunAfter, &e.LockedUntil, &e.OwnerID, &e.Error, &e.DeadLetteredAt)
+		&e.Attempts, &e.RunAfter, &e.LockedUntil, &e.OwnerID, &e.Error, &e.DeadLetteredAt, &e.Traceparent)
 	if err != nil {
 		return e, err
 	}
@@ -66,6 +69,9 @@ type NewEvent struct {
 	SchemaName string
 	Payload    json.RawMessage
 	DedupKey   string // "" means no deduplication
+	// Traceparent is the W3C trace context of the span that emitted the
+	// event ("" when tracing is off).
+	Traceparent string
 }
 
 // EventInsertResult is the outcome of inserting one NewEvent.
@@ -86,8 +92,8 @@ type EventInsertResult struct {
 const insertEventsSQL = `
 WITH input AS (
     SELECT *
-    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[])
-         AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key)
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $9::text[])
+         AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent)
 ),
 dedup AS (
     INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
@@ -96,8 +102,8 @@ dedup AS (
     RETURNING event_id
 ),
 inserted AS (
-    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, dedup_key)
-    SELECT i.event_id, i.created_at, i.event_type, i.scope, i.schema_name, i.payload, i.dedup_key
+    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent)
+    SELECT i.event_id, i.created_at, i.event_type, i.scope, i.schema_name, i.payload, i.dedup_key, i.traceparent
     FROM input i
     WHERE i.dedup_key IS NULL OR i.event_id IN (SELECT event_id FROM dedup)
     RETURNING ` + eventColumns + `
@@ -111,7 +117,7 @@ SELECT ` + eventColumns + ` FROM inserted, notified`
 // pairs: a key is only ever compared within its tenant.
 const existingEventsByDedupSQL = `
 SELECT d.schema_name, d.dedup_key, e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
-       e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at
+       e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at, coalesce(e.traceparent, '')
 FROM unnest($1::text[], $2::text[]) AS k(schema_name, dedup_key)
 JOIN tasks.event_dedup d ON d.schema_name = k.schema_name AND d.dedup_key = k.dedup_key
 JOIN tasks.events e ON e.event_id = d.event_id AND e.created_at = d.event_created_at`
@@ -131,6 +137,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	types, scopes, schemas := make([]string, n), make([]string, n), make([]string, n)
 	payloads := make([][]byte, n)
 	dedups := make([]*string, n)
+	traces := make([]*string, n)
 	for i := range events {
 		e := &events[i]
 		if e.ID == uuid.Nil {
@@ -153,8 +160,12 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 			k := e.DedupKey
 			dedups[i] = &k
 		}
+		if e.Traceparent != "" {
+			tp := e.Traceparent
+			traces[i] = &tp
+		}
 	}
-	inserted, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events)
+	inserted, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces)
 	if err != nil {
 		return nil, err
 	}

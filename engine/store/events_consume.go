@@ -38,7 +38,7 @@ SET status       = 'PROCESSING',
 FROM c
 WHERE e.event_id = c.event_id AND e.created_at = c.created_at
 RETURNING e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
-          e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at`
+          e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at, coalesce(e.traceparent, '')`
 
 // ClaimEvents moves up to Limit due PENDING events to PROCESSING, owned by
 // Owner until the lease ends, and returns them oldest first. Each claim

@@ -16,23 +16,27 @@ import (
 // taskColumns is the column list every task query returns, in scanTask's order.
 const taskColumns = `task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, dedup_key,
     inputs, outputs, progress, error, priority, retry_count, max_retries, attempts, owner_id,
-    run_after, locked_until, started_at, finished_at, last_heartbeat_at, snoozes`
+    run_after, locked_until, started_at, finished_at, last_heartbeat_at, snoozes, traceparent`
 
 // taskColumnsT is taskColumns qualified with the alias t.
 const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execution_mode, t.task_type, t.status, t.dedup_key,
     t.inputs, t.outputs, t.progress, t.error, t.priority, t.retry_count, t.max_retries, t.attempts, t.owner_id,
-    t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at, t.snoozes`
+    t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at, t.snoozes, t.traceparent`
 
 func scanTask(row pgx.Row) (wftype.Task, error) {
 	var t wftype.Task
 	var id [16]byte // scanned as bytes: a uuid.UUID (an sql.Scanner) would go through text
 	var scope, mode, status string
 	var inputs, outputs, progress []byte
+	var traceparent *string
 	err := row.Scan(&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
 		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
-		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes)
+		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes, &traceparent)
 	if err != nil {
 		return t, err
+	}
+	if traceparent != nil {
+		t.Traceparent = *traceparent
 	}
 	t.ID = id
 	t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
@@ -64,6 +68,9 @@ type NewTask struct {
 	Priority      int
 	MaxRetries    int
 	RunAfter      *time.Time // nil means now
+	// Traceparent is the W3C trace context of the span that enqueued the
+	// task ("" when tracing is off): the engine continues its trace.
+	Traceparent string
 }
 
 // InsertResult is the outcome of inserting one NewTask.
@@ -84,8 +91,9 @@ const insertTasksSQL = `
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-                $7::text[], $8::jsonb[], $9::smallint[], $10::int[], $11::timestamptz[])
-         AS i(task_id, ts, schema_name, scope, execution_mode, task_type, dedup_key, inputs, priority, max_retries, run_after)
+                $7::text[], $8::jsonb[], $9::smallint[], $10::int[], $11::timestamptz[], $13::text[])
+         AS i(task_id, ts, schema_name, scope, execution_mode, task_type, dedup_key, inputs, priority, max_retries, run_after,
+              traceparent)
 ),
 dedup AS (
     INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
@@ -95,9 +103,9 @@ dedup AS (
 ),
 inserted AS (
     INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, dedup_key,
-                             inputs, priority, max_retries, run_after)
+                             inputs, priority, max_retries, run_after, traceparent)
     SELECT i.task_id, i.ts, i.schema_name, i.scope, i.execution_mode, i.task_type, i.dedup_key,
-           i.inputs, i.priority, i.max_retries, coalesce(i.run_after, now())
+           i.inputs, i.priority, i.max_retries, coalesce(i.run_after, now()), i.traceparent
     FROM input i
     WHERE i.dedup_key IS NULL OR i.task_id IN (SELECT task_id FROM dedup)
     RETURNING ` + taskColumns + `
@@ -135,6 +143,7 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 	prios := make([]int16, n)
 	maxRetries := make([]int32, n)
 	runAfter := make([]*time.Time, n)
+	traces := make([]*string, n)
 	for i := range tasks {
 		t := &tasks[i]
 		if t.ID == uuid.Nil {
@@ -158,9 +167,13 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 			inputs[i] = []byte("{}")
 		}
 		prios[i], maxRetries[i], runAfter[i] = int16(t.Priority), int32(t.MaxRetries), t.RunAfter
+		if t.Traceparent != "" {
+			tp := t.Traceparent
+			traces[i] = &tp
+		}
 	}
 	inserted, err := queryAll(ctx, s.db, "inserting tasks", insertTasksSQL, scanTask, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
-		maxRetries, runAfter, s.channels.TaskQueued)
+		maxRetries, runAfter, s.channels.TaskQueued, traces)
 	if err != nil {
 		return nil, err
 	}

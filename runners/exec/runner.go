@@ -7,7 +7,8 @@
 //   - environment: the parent's environment, then the handler's configured
 //     Env, then WF_TASK_ID, WF_TASK_TYPE, WF_SCHEMA_NAME, WF_ATTEMPT and
 //     WF_RECORDS_FD=3 (later entries win, so the WF_ values cannot be
-//     overridden by configuration).
+//     overridden by configuration), and TRACEPARENT (the W3C trace context
+//     of the run's span) when the run is traced.
 //   - file descriptor 3 (named by WF_RECORDS_FD): per-record results, one
 //     envelope per line as a JSON object (reporters.Envelope, whose contract
 //     is schemas/envelope.schema.json), reported to the task's reporters as
@@ -73,6 +74,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -292,7 +294,7 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 		feeding.Wait()
 	}()
 
-	cmd, err := command(h, r.env(h, task))
+	cmd, err := command(h, r.env(ctx, h, task))
 	if err != nil {
 		p.closeChild()
 		return nil, fmt.Errorf("error starting command %q: %w", h.Command[0], err)
@@ -403,11 +405,16 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 }
 
 // env returns the child's environment: the parent's, the handler's, then the
-// task's WF_ variables (later entries win in os/exec).
-func (r *Runner) env(h Handler, task *wftype.Task) []string {
+// task's WF_ variables and, when the run is traced, TRACEPARENT, the W3C
+// trace context of the run's span, for the child's own spans (later entries
+// win in os/exec).
+func (r *Runner) env(ctx context.Context, h Handler, task *wftype.Task) []string {
 	env := os.Environ()
 	for _, name := range slices.Sorted(maps.Keys(h.Env)) {
 		env = append(env, name+"="+h.Env[name])
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		env = append(env, "TRACEPARENT="+tp)
 	}
 	return append(env,
 		"WF_TASK_ID="+task.ID.String(),

@@ -49,6 +49,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -295,6 +298,8 @@ func (r *Runner) post(ctx context.Context, ep endpoint, task *wftype.Task) (json
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Idempotency-Key", task.ID.String())
 	req.Header.Set("X-WF-Attempt", strconv.Itoa(task.Attempts))
+	// The run's span, when traced: the endpoint's spans join its trace.
+	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header))
 
 	resp, err := r.client.Do(req)
 	if err != nil {
