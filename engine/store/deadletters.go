@@ -93,7 +93,7 @@ requeued AS (
            OR EXISTS (SELECT 1 FROM tasks.event_dedup d
                       WHERE d.schema_name = t.schema_name AND d.dedup_key = t.dedup_key AND d.event_id = t.event_id))
     RETURNING e.event_id, e.created_at, e.event_type, e.scope, e.schema_name, e.payload, e.status, e.dedup_key,
-              e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at
+              e.attempts, e.run_after, e.locked_until, e.owner_id, e.error, e.dead_lettered_at, coalesce(e.traceparent, '') AS traceparent
 ),
 notified AS (SELECT count(pg_notify($3, event_type)) AS n FROM requeued)
 SELECT r.* FROM requeued r, notified`
