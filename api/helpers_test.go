@@ -262,7 +262,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		{Name: "worker-sleep", Role: config.RoleWorker, TaskTypes: []string{"sleep"}, TokenSHA256: config.HashToken(tokWorkerSleep)},
 	}
 	srv, err := api.New(api.Config{
-		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
+		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(), StoragePush: push,
 		TracerProvider: o.tracer,
