@@ -62,7 +62,7 @@ func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func
 			Search: search.Settings{Addresses: es.Addresses, Username: es.Username, Password: es.Password, APIKey: es.APIKey,
 				IndexTemplate: es.IndexTemplate, FlushBytes: es.FlushBytes, Workers: es.Workers,
 				MaxRetries: cmp.Or(es.MaxRetries, -1)}, // 0 in the configuration: no retries
-			Emitter: em})
+			Emitter: em, Warehouses: cfg.Warehouse.Connections})
 		if err != nil {
 			return err
 		}

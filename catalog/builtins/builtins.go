@@ -1,8 +1,8 @@
 // Package builtins binds the builtin handlers of feature data — ingestion
 // (catalog/ingest), export_features (catalog/export), collection_drop and
 // catalog_drop (catalog/collections), gdal (catalog/gdal), tiles_preseed
-// (catalog/tiles), elasticsearch and elasticsearch_drop (catalog/search) —
-// to their dependencies.
+// (catalog/tiles), elasticsearch and elasticsearch_drop (catalog/search),
+// dwh_join (catalog/warehouse) — to their dependencies.
 //
 // Spec validation needs only the handler names (Names). New builds the
 // handlers from a Deps when the engine is built, so a missing dependency is
@@ -23,6 +23,8 @@ import (
 	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/catalog/tiles"
+	"github.com/wfhq/wf/catalog/warehouse"
+	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
@@ -34,7 +36,7 @@ import (
 // Names lists the handler names Register adds.
 func Names() []string {
 	return []string{ingest.HandlerName, export.HandlerName, collections.CollectionDropName, collections.CatalogDropName,
-		gdal.HandlerName, tiles.HandlerName, search.HandlerName, search.DropHandlerName}
+		gdal.HandlerName, tiles.HandlerName, search.HandlerName, search.DropHandlerName, warehouse.HandlerName}
 }
 
 // Deps are what the handlers need at run time.
@@ -66,6 +68,9 @@ type Deps struct {
 	// Search is the Elasticsearch cluster (elasticsearch.*); without
 	// addresses the search handlers index nothing and say so.
 	Search search.Settings
+	// Warehouses are the declared warehouse connections (warehouse.connections)
+	// that dwh_join may read.
+	Warehouses []config.WarehouseConnection
 }
 
 // Handlers are the handlers, bound to their dependencies.
@@ -76,6 +81,7 @@ type Handlers struct {
 	gdal    *gdal.Handler
 	tiles   *tiles.Handler
 	search  *search.Handler
+	dwh     *warehouse.Handler
 }
 
 // New checks d and builds the handlers from it.
@@ -113,7 +119,11 @@ func New(d Deps) (*Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd, tiles: tiles.NewHandler(ts), search: se}, nil
+	wh, err := warehouse.New(warehouse.Config{Store: d.Store, Objects: d.Objects, Connections: d.Warehouses})
+	if err != nil {
+		return nil, err
+	}
+	return &Handlers{ingest: in, export: ex, collect: co, gdal: gd, tiles: tiles.NewHandler(ts), search: se, dwh: wh}, nil
 }
 
 // Register adds the handlers to reg. A name reg already holds keeps
@@ -129,6 +139,7 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 		reg.Register(tiles.HandlerName, h.PreseedTiles),
 		reg.Register(search.HandlerName, h.search.Index),
 		reg.Register(search.DropHandlerName, h.search.Drop),
+		reg.Register(warehouse.HandlerName, h.dwh.Handle),
 	)
 }
 

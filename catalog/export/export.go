@@ -9,13 +9,13 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -130,10 +130,6 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, err
 	}
-	contentType := "application/x-ndjson"
-	if in.Format == FormatGeoJSON {
-		contentType = "application/geo+json"
-	}
 	// The destination is written as the task's tenant: a local one only in
 	// the tenant's folder under the roots.
 	objs, err := h.cfg.Objects.Tenant(task.SchemaName)
@@ -143,7 +139,7 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, wftype.Permanent(err)
 	}
-	w, err := objs.Create(ctx, in.Destination, contentType)
+	w, err := objs.Create(ctx, in.Destination, ContentType(in.Format))
 	if err != nil {
 		if errors.Is(err, objio.ErrInvalid) || errors.Is(err, objio.ErrForbidden) {
 			return nil, wftype.Permanent(err)
@@ -162,38 +158,19 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 }
 
 // write streams the selected features to w.
-func (h *Handler) write(ctx context.Context, t store.FeatureTable, in Inputs, w *objio.Writer, rep reporters.Reporter) (int64, error) {
-	bw := bufio.NewWriterSize(w, 256<<10)
+func (h *Handler) write(ctx context.Context, t store.FeatureTable, in Inputs, w io.Writer, rep reporters.Reporter) (int64, error) {
+	fw, err := NewWriter(w, in.Format, nil)
+	if err != nil {
+		return 0, err
+	}
 	filter := store.FeatureFilter{AsOf: in.AsOf, BatchSize: h.cfg.BatchSize}
 	if in.BBox != nil {
 		filter.BBox = &[4]float64{in.BBox[0], in.BBox[1], in.BBox[2], in.BBox[3]}
 	}
-	geojson := in.Format == FormatGeoJSON
-	if geojson {
-		if _, err := bw.WriteString(`{"type":"FeatureCollection","features":[` + "\n"); err != nil {
-			return 0, err
-		}
-	}
-	var line []byte
-	var count int64
 	n, err := h.cfg.Store.ScanFeatures(ctx, t, filter, func(r *store.FeatureRow) error {
-		var err error
-		line, err = AppendFeature(line[:0], r)
-		if err != nil {
+		if err := fw.Write(r, nil); err != nil {
 			return err
 		}
-		if geojson && count > 0 {
-			if _, err := bw.WriteString(",\n"); err != nil {
-				return err
-			}
-		}
-		if !geojson {
-			line = append(line, '\n')
-		}
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
-		count++
 		return rep.Report(ctx, reporters.Success(reporters.Record{
 			Type: "Feature", ID: r.GeoID.String(),
 			System: map[string]any{reporters.SystemGeoID: r.GeoID.String(), reporters.SystemExternalID: r.ExternalID},
@@ -202,12 +179,7 @@ func (h *Handler) write(ctx context.Context, t store.FeatureTable, in Inputs, w 
 	if err != nil {
 		return n, err
 	}
-	if geojson {
-		if _, err := bw.WriteString("\n]}\n"); err != nil {
-			return n, err
-		}
-	}
-	return n, bw.Flush()
+	return n, fw.Close()
 }
 
 // exportSystem is the system member of an exported feature.

@@ -98,7 +98,7 @@ func TestShippedSpecsAreValid(t *testing.T) {
 	opts := testOptions()
 	opts.Builtins = append(opts.Builtins, "event_dispatch", "webhook_delivery",
 		"ingestion", "export_features", "collection_drop", "catalog_drop", "gdal", "tiles_preseed",
-		"gcp_provision", "gcp_catalog_cleanup", "gcs_storage_event", "elasticsearch", "elasticsearch_drop")
+		"gcp_provision", "gcp_catalog_cleanup", "gcs_storage_event", "elasticsearch", "elasticsearch_drop", "dwh_join")
 	set, err := Load(opts, "../../specs")
 	require.NoError(t, err)
 	for _, name := range []string{"noop", "sleep", "fail", "shell_echo"} {

@@ -133,7 +133,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		write(w, map[string]any{"kind": "bigquery#table", "id": m[1] + ":" + m[2] + "." + m[3], "type": "TABLE",
 			"tableReference": map[string]any{"projectId": m[1], "datasetId": m[2], "tableId": m[3]},
-			"schema": map[string]any{"fields": t.fields}, "numRows": strconv.Itoa(len(t.rows))})
+			"schema":         map[string]any{"fields": t.fields}, "numRows": strconv.Itoa(len(t.rows))})
 	case r.Method == http.MethodGet && dataPath.MatchString(p):
 		s.requests["tabledata.list"]++
 		m := dataPath.FindStringSubmatch(p)

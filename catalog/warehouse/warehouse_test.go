@@ -1,0 +1,318 @@
+package warehouse_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/warehouse"
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/bqfake"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/objio"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// collector keeps the reported envelopes.
+type collector struct {
+	mu   sync.Mutex
+	envs []reporters.Envelope
+}
+
+func (c *collector) Report(_ context.Context, env reporters.Envelope) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.envs = append(c.envs, env)
+	return nil
+}
+func (c *collector) Finish(context.Context) (map[string]any, error) { return nil, nil }
+
+// bundle is one test's database with the collection cat/parcels of tenant
+// s_cat, a warehouse table dwh.owners in the same database (another
+// schema), and a fake BigQuery with the same rows as dataset.owners.
+type bundle struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	st   *store.Store
+	root string
+	bq   *bqfake.Server
+	url  string
+}
+
+// parcels are the features: pid is the integer key (P4's is not one), code the string key.
+var parcels = []string{
+	`{"type":"Feature","properties":{"id":"P1","pid":1,"code":"a"},"geometry":{"type":"Point","coordinates":[7.1,45]}}`,
+	`{"type":"Feature","properties":{"id":"P2","pid":"2","code":"B"},"geometry":{"type":"Point","coordinates":[7.2,45]}}`,
+	`{"type":"Feature","properties":{"id":"P3","pid":3,"code":"é"},"geometry":{"type":"Point","coordinates":[7.3,45]}}`,
+	`{"type":"Feature","properties":{"id":"P4","pid":"abc","code":"Z"},"geometry":{"type":"Point","coordinates":[7.4,45]}}`,
+	`{"type":"Feature","properties":{"id":"P5","code":"zz"},"geometry":{"type":"Point","coordinates":[7.5,45]}}`,
+}
+
+// owners are the warehouse rows: pid 1 twice, 2, 5 (no feature), a null.
+var owners = [][]any{
+	{int64(1), "a", "Ada", 10.5},
+	{int64(1), "a", "Alan", 11.0},
+	{int64(2), "B", "Bob", nil},
+	{int64(5), "Z", "Eve", 3.0},
+	{nil, "q", "Nobody", 1.0},
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	ctx := context.Background()
+	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
+	require.NoError(t, err)
+	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "parcels"})
+	require.NoError(t, err)
+	in, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	root := t.TempDir()
+	src := filepath.Join(root, "parcels.ndjson")
+	require.NoError(t, os.WriteFile(src, []byte(strings.Join(parcels, "\n")+"\n"), 0o644))
+	_, err = in.Handle(ctx, task(t, "s_cat", map[string]any{"catalog_id": "cat", "collection_id": "parcels",
+		"source": src, "format": "ndjson", "id_attribute": "id"}), &collector{})
+	require.NoError(t, err)
+
+	// The warehouse: a schema of its own in the test database.
+	_, err = pool.Exec(ctx, `CREATE SCHEMA dwh;
+		CREATE TABLE dwh.owners (pid bigint, code text, owner text, share float8, since date DEFAULT '2024-03-01', tags numeric[]);
+		CREATE TABLE dwh.other (pid bigint)`)
+	require.NoError(t, err)
+	for _, o := range owners {
+		_, err = pool.Exec(ctx, `INSERT INTO dwh.owners (pid, code, owner, share) VALUES ($1, $2, $3, $4)`, o...)
+		require.NoError(t, err)
+	}
+	bq := bqfake.New()
+	t.Cleanup(bq.Close)
+	bq.AddTable("proj", "sales", "owners", []bqfake.Field{{Name: "pid", Type: "INTEGER"}, {Name: "code", Type: "STRING"},
+		{Name: "owner", Type: "STRING"}, {Name: "share", Type: "FLOAT"}}, owners)
+	return &bundle{ctx: ctx, pool: pool, st: st, root: root, bq: bq, url: pool.Config().ConnString()}
+}
+
+// handler returns a dwh_join handler with the bundle's connections: "pg"
+// (dwh.owners for catalog cat) and "bq" (sales.* for every catalog).
+func (b *bundle) handler(t *testing.T, mod func(*warehouse.Config)) *warehouse.Handler {
+	t.Helper()
+	cfg := warehouse.Config{Store: b.st, Objects: objio.New(objio.Config{LocalRoots: []string{b.root}}),
+		Connections: []config.WarehouseConnection{
+			{Name: "pg", Type: config.WarehousePostgres, URL: b.url, Catalogs: []string{"cat"}, Tables: []string{"dwh.owners"}},
+			{Name: "bq", Type: config.WarehouseBigQuery, Project: "proj", Endpoint: b.bq.URL, Catalogs: []string{"*"}, Tables: []string{"sales.*"}},
+		}, BatchSize: 2}
+	if mod != nil {
+		mod(&cfg)
+	}
+	h, err := warehouse.New(cfg)
+	require.NoError(t, err)
+	return h
+}
+
+func task(t *testing.T, schema string, inputs map[string]any) *wftype.Task {
+	t.Helper()
+	raw, err := json.Marshal(inputs)
+	require.NoError(t, err)
+	id, ts, err := store.NewID()
+	require.NoError(t, err)
+	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: schema, Inputs: raw}
+}
+
+// join runs the handler with inputs over cat/parcels.
+func (b *bundle) join(t *testing.T, h *warehouse.Handler, inputs map[string]any) (warehouse.Outputs, *collector, error) {
+	t.Helper()
+	inputs["catalog_id"], inputs["collection_id"] = "cat", "parcels"
+	rep := &collector{}
+	raw, err := h.Handle(b.ctx, task(t, "s_cat", inputs), rep)
+	var out warehouse.Outputs
+	if err == nil {
+		require.NoError(t, json.Unmarshal(raw, &out))
+	}
+	return out, rep, err
+}
+
+// lines reads an NDJSON file's objects.
+func (b *bundle) lines(t *testing.T, name string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(b.root, "s_cat", name))
+	require.NoError(t, err)
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		out = append(out, m)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// ownersOf maps each exported feature's id to its owners, in order.
+func ownersOf(feats []map[string]any) map[string][]any {
+	out := map[string][]any{}
+	for _, f := range feats {
+		p := f["properties"].(map[string]any)
+		out[p["id"].(string)] = append(out[p["id"].(string)], p["owner"])
+	}
+	return out
+}
+
+func TestInnerJoinPostgresIntegerKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	out, rep, err := b.join(t, b.handler(t, nil), map[string]any{"connection": "pg", "table": "dwh.owners", "key": "pid",
+		"destination": "joined.ndjson", "unmatched_destination": "unmatched.ndjson"})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), out.Features)
+	require.Equal(t, int64(2), out.Matched, "P1 and P2 (its key is the string \"2\")")
+	require.Equal(t, int64(3), out.Written, "P1 once per owner")
+	require.Equal(t, int64(1), out.Unmatched, "P3")
+	require.Equal(t, int64(2), out.Rejected, "P4's key is not an integer, P5 has none")
+	require.Equal(t, int64(4), out.Rows, "the null key is not read")
+	require.Equal(t, int64(1), out.UnmatchedKeys)
+	require.Equal(t, []string{"3"}, out.UnmatchedSample.Features)
+	require.Equal(t, []string{"5"}, out.UnmatchedSample.Warehouse)
+
+	feats := b.lines(t, "joined.ndjson")
+	require.Equal(t, map[string][]any{"P1": {"Ada", "Alan"}, "P2": {"Bob"}}, ownersOf(feats))
+	p2 := feats[2]["properties"].(map[string]any)
+	require.Equal(t, map[string]any{"id": "P2", "pid": "2", "code": "B", "owner": "Bob", "share": nil, "since": "2024-03-01", "tags": nil}, p2,
+		"every column but the key, typed as PostgreSQL writes JSON")
+	require.Equal(t, []map[string]any{{"side": "features", "key": "3"}, {"side": "warehouse", "key": "5"}}, b.lines(t, "unmatched.ndjson"))
+
+	statuses := map[reporters.RecordStatus]int{}
+	for _, e := range rep.envs {
+		statuses[e.Status]++
+		if e.Record.System[reporters.SystemExternalID] == "P4" {
+			require.Contains(t, *e.Message, `property "pid" is "abc"; the key column pid is bigint: want an integer`)
+		}
+	}
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2, reporters.RecordRejected: 3}, statuses)
+}
+
+func TestLeftJoinCSVAndStringKeyOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.handler(t, nil)
+	out, _, err := b.join(t, h, map[string]any{"connection": "pg", "table": "dwh.owners", "key": "code",
+		"join": "left", "columns": []string{"owner", "share"}, "prefix": "dwh_", "format": "csv", "destination": "joined.csv"})
+	require.NoError(t, err)
+	// Keys sort byte by byte on both sides: "B" < "Z" < "a" < "q" < "zz" < "é".
+	require.Equal(t, int64(5), out.Features)
+	require.Equal(t, int64(3), out.Matched, "a, B, Z")
+	require.Equal(t, int64(2), out.Unmatched, "é and zz")
+	require.Equal(t, int64(6), out.Written, "a twice, B, Z, and the unmatched ones once")
+	require.Equal(t, []string{"q"}, out.UnmatchedSample.Warehouse)
+	f, err := os.Open(filepath.Join(b.root, "s_cat", "joined.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, []string{"geoid", "external_id", "wkt", "dwh_owner", "dwh_share", "properties"}, records[0])
+	byID := map[string][]string{}
+	for _, r := range records[1:] {
+		byID[r[1]] = append(byID[r[1]], r[3]+"|"+r[4])
+		require.Contains(t, r[2], "POINT(")
+	}
+	require.Equal(t, map[string][]string{"P1": {"Ada|10.5", "Alan|11"}, "P2": {"Bob|"}, "P4": {"Eve|3"}, "P3": {"|"}, "P5": {"|"}}, byID)
+
+	// The same join from BigQuery, a row a page and the query slow to
+	// finish: the same result.
+	b.bq.SetPageSize(1)
+	b.bq.SlowQueries(2)
+	out2, _, err := b.join(t, h, map[string]any{"connection": "bq", "table": "sales.owners", "key": "code",
+		"join": "left", "columns": []string{"owner", "share"}, "prefix": "dwh_", "format": "csv", "destination": "joined-bq.csv"})
+	require.NoError(t, err)
+	out2.Connection, out2.Warehouse, out2.Destination = out.Connection, out.Warehouse, out.Destination
+	require.Equal(t, out, out2)
+	require.Greater(t, b.bq.Requests("jobs.getQueryResults"), 2, "paged and polled")
+}
+
+func TestBigQueryIntegerKeyGeoJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	out, _, err := b.join(t, b.handler(t, nil), map[string]any{"connection": "bq", "table": "sales.owners", "key": "pid",
+		"format": "geojson", "destination": "joined.geojson"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), out.Matched)
+	require.Equal(t, int64(3), out.Written)
+	raw, err := os.ReadFile(filepath.Join(b.root, "s_cat", "joined.geojson"))
+	require.NoError(t, err)
+	var fc struct {
+		Type     string           `json:"type"`
+		Features []map[string]any `json:"features"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &fc))
+	require.Equal(t, "FeatureCollection", fc.Type)
+	require.Equal(t, map[string][]any{"P1": {"Ada", "Alan"}, "P2": {"Bob"}}, ownersOf(fc.Features))
+	require.Equal(t, 10.5, fc.Features[0]["properties"].(map[string]any)["share"])
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.handler(t, nil)
+	for name, tc := range map[string]struct {
+		inputs map[string]any
+		want   string
+	}{
+		"table not allowed": {map[string]any{"connection": "pg", "table": "dwh.other", "key": "pid", "destination": "x.ndjson"},
+			`catalog cat may not read dwh.other through connection "pg"`},
+		"unknown connection": {map[string]any{"connection": "nope", "table": "dwh.owners", "key": "pid", "destination": "x.ndjson"},
+			`through connection "nope" (warehouse.connections allows it only pg, bq, with the tables listed there)`},
+		"no such column": {map[string]any{"connection": "pg", "table": "dwh.owners", "key": "parcel", "destination": "x.ndjson"},
+			`dwh.owners has no column "parcel"; its columns are pid, code, owner, share, since, tags`},
+		"key type": {map[string]any{"connection": "pg", "table": "dwh.owners", "key": "share", "destination": "x.ndjson"},
+			"the key column dwh.owners.share is of type double precision; a key must be an integer or a string column"},
+		"no such table": {map[string]any{"connection": "bq", "table": "sales.nothing", "key": "pid", "destination": "x.ndjson"},
+			"no such table sales.nothing in BigQuery project proj"},
+		"destination outside": {map[string]any{"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "/etc/x.ndjson"},
+			"outside the files of tenant s_cat"},
+		"bad format": {map[string]any{"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "x", "format": "xml"},
+			`"format" is "xml", want ndjson, geojson or csv`},
+	} {
+		_, _, err := b.join(t, h, tc.inputs)
+		require.ErrorContains(t, err, tc.want, name)
+		require.True(t, wftype.IsPermanent(err), name)
+	}
+	_, err := os.Stat(filepath.Join(b.root, "s_cat", "x.ndjson"))
+	require.True(t, os.IsNotExist(err), "a refused join writes nothing")
+
+	// Another tenant's task cannot join this catalog's features.
+	_, err = h.Handle(b.ctx, task(t, "s_other", map[string]any{"catalog_id": "cat", "collection_id": "parcels",
+		"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "y.ndjson"}), &collector{})
+	require.ErrorContains(t, err, `the task belongs to tenant "s_other"`)
+
+	// A catalog without a connection of its own is told so, and nothing about others'.
+	_, err = b.st.CreateCatalog(b.ctx, store.NewCatalog{ID: "cat2", SchemaName: "s_cat2"})
+	require.NoError(t, err)
+	_, err = b.st.CreateCollection(b.ctx, store.NewCollection{CatalogID: "cat2", ID: "parcels"})
+	require.NoError(t, err)
+	h2 := b.handler(t, func(c *warehouse.Config) { c.Connections = c.Connections[:1] })
+	_, err = h2.Handle(b.ctx, task(t, "s_cat2", map[string]any{"catalog_id": "cat2", "collection_id": "parcels",
+		"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "y.ndjson"}), &collector{})
+	require.ErrorContains(t, err, "warehouse.connections allows it no connection")
+
+	// One key with more rows than the join may hold.
+	h3 := b.handler(t, func(c *warehouse.Config) { c.MaxGroupRows = 1 })
+	_, _, err = b.join(t, h3, map[string]any{"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "z.ndjson"})
+	require.ErrorContains(t, err, "key 1 has more than 1 rows in dwh.owners")
+	require.True(t, wftype.IsPermanent(err))
+	_, err = os.Stat(filepath.Join(b.root, "s_cat", "z.ndjson"))
+	require.True(t, os.IsNotExist(err), "a failed join leaves no partial export")
+}
