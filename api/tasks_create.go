@@ -9,6 +9,7 @@ import (
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -79,7 +80,8 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 			return err
 		}
 		v := s.newSubmissionView(task, dedup)
-		v.Outputs, v.Error = nullableJSON(task.Outputs), task.Error
+		shown := redact.Task(task)
+		v.Outputs, v.Error = nullableJSON(shown.Outputs), shown.Error
 		w.Header().Set("Location", v.StatusURL)
 		writeJSON(w, http.StatusOK, v)
 		return nil

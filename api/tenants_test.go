@@ -317,3 +317,47 @@ func TestOutboundRefused(t *testing.T) {
 		require.Equal(t, words[0], w)
 	}
 }
+
+// TestCredentialsRedacted: credentials inside a source URL (a password, a
+// signed or token query parameter) are not shown: not in the task's inputs
+// or error over the API (to the tenant itself, or an admin), not in its
+// attempt history, not in the task.failed events; the stored inputs keep
+// them, since the handler needs them.
+func TestCredentialsRedacted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startFeatureEngine(t, b, t.TempDir())
+	b.createCatalog("cat-a", "regions")
+	// A private address: refused, so the task fails with the URL in its error.
+	source := "https://alice:pa55word@10.1.2.3/a.geojson?X-Goog-Signature=5ec7e7&token=t0ken&page=2"
+	body := map[string]any{"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "A"}
+	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	statusURL := res.json(t)["status_url"].(string)
+	var task map[string]any
+	require.Eventually(t, func() bool {
+		task = b.do("GET", statusURL, tokClientLimited, nil).json(t)
+		return task["error"] != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, http.StatusOK, b.do("POST", statusURL+"/cancel", tokClientLimited, nil).status)
+	b.idle()
+	for _, tok := range []string{tokClientLimited, tokAdmin} {
+		shown := string(b.do("GET", statusURL, tok, nil).body)
+		list := string(b.do("GET", "/tasks?task_type=ingestion", tok, nil).body)
+		for _, secret := range []string{"pa55word", "5ec7e7", "t0ken"} {
+			require.NotContains(t, shown, secret)
+			require.NotContains(t, list, secret)
+		}
+		require.Contains(t, shown, `alice:REDACTED@10.1.2.3/a.geojson?X-Goog-Signature=REDACTED\u0026token=REDACTED\u0026page=2`)
+	}
+	var stored, events string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT inputs->>'source' FROM tasks.tasks WHERE task_type = 'ingestion'`).Scan(&stored))
+	require.Equal(t, source, stored, "the handler still has them")
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(string_agg(payload::text, ' '), '') FROM tasks.events`).Scan(&events))
+	var errs string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(error, '') || attempt_log::text FROM tasks.tasks WHERE task_type = 'ingestion'`).Scan(&errs))
+	for _, secret := range []string{"pa55word", "5ec7e7", "t0ken"} {
+		require.NotContains(t, events, secret)
+		require.NotContains(t, errs, secret, "the stored error and attempt history hold no credentials")
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -54,7 +55,7 @@ type attemptView struct {
 // to workers and admins only, as a task's owner_id is.
 func newAttemptViews(as []wftype.Attempt, p *principal) []attemptView {
 	out := make([]attemptView, 0, len(as))
-	for _, a := range as {
+	for _, a := range redact.Attempts(as) {
 		v := attemptView{Attempt: a.Attempt, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt.UTC(), Outcome: string(a.Outcome), Error: a.Error}
 		if a.Outcome == wftype.StatusPending {
 			v.Outcome = "RETRIED"
@@ -67,9 +68,11 @@ func newAttemptViews(as []wftype.Attempt, p *principal) []attemptView {
 	return out
 }
 
-// newTaskView converts a task row. The lease (owner_id) is shown to workers
+// newTaskView converts a task row, credentials in its URLs redacted
+// (internal/redact). The lease (owner_id) is shown to workers
 // and admins only: a client has no use for instance names.
 func (s *Server) newTaskView(t wftype.Task, p *principal) taskView {
+	t = redact.Task(t) // credentials in URLs are not shown
 	v := taskView{
 		TaskID: t.ID.String(), TaskType: t.TaskType, SchemaName: t.SchemaName, Scope: string(t.Scope),
 		ExecutionMode: string(t.ExecutionMode), Status: string(t.Status), DedupKey: t.DedupKey,

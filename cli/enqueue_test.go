@@ -99,3 +99,35 @@ files: [source]
 	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
 	require.Len(t, list.Tasks, 2, "a refused enqueue creates nothing")
 }
+
+// TestTasksShowRedacts: wf tasks show and list do not print credentials
+// inside URLs of a task's inputs or dedup key.
+func TestTasksShowRedacts(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"fetch.yaml": `kind: TaskType
+name: fetch
+handler: {builtin: noop}
+inputs:
+  type: object
+  properties:
+    url: {type: string}
+dedup_key: 'inputs.url'
+`})
+	code, out, errOut := e.run("enqueue", "--format", "json", "-i", "url=https://bob:hunter2@files.example.com/a.csv?token=t0k3n", "fetch")
+	require.Equal(t, ExitOK, code, errOut)
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+	for _, args := range [][]string{
+		{"tasks", "show", created.TaskID}, {"tasks", "show", "--format", "json", created.TaskID}, {"tasks", "list", "--format", "json"},
+	} {
+		code, out, errOut := e.run(args...)
+		require.Equal(t, ExitOK, code, errOut)
+		require.NotContains(t, out, "hunter2", args)
+		require.NotContains(t, out, "t0k3n", args)
+	}
+	code, out, _ = e.run("tasks", "show", created.TaskID)
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "https://bob:REDACTED@files.example.com/a.csv?token=REDACTED")
+}

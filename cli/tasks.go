@@ -17,6 +17,7 @@ import (
 
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -179,6 +180,9 @@ func tasksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	if err != nil {
 		return storeError(err)
 	}
+	for i := range tasks {
+		tasks[i] = redact.Task(tasks[i]) // credentials in URLs are not shown
+	}
 	return listPage[wftype.Task]{
 		key: "tasks", rows: tasks, limit: lf.limit, id: func(t wftype.Task) uuid.UUID { return t.ID },
 		header: "TASK ID\tTYPE\tSCHEMA\tSTATUS\tATTEMPTS\tCREATED",
@@ -201,6 +205,8 @@ func tasksShow(c *cli.Context, st *store.Store, id uuid.UUID) error {
 	if err != nil {
 		return storeError(err)
 	}
+	// Credentials in URLs are not shown (internal/redact).
+	t, attempts = redact.Task(t), redact.Attempts(attempts)
 	if format == formatJSON {
 		return writeJSON(c.App.Writer, struct {
 			wftype.Task

@@ -30,6 +30,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/wftype"
 )
@@ -236,7 +237,7 @@ func (h *Handler) recordSource(ctx context.Context, in Inputs) error {
 func (h *Handler) emitCompleted(ctx context.Context, task *wftype.Task, out Outputs) error {
 	payload, err := json.Marshal(map[string]any{
 		"task_id": task.ID, "catalog_id": out.CatalogID, "collection_id": out.CollectionID,
-		"table": out.Table, "source": out.Source, "features": out.Features,
+		"table": out.Table, "source": redact.URL(out.Source), "features": out.Features, // events are shown to anyone: no credentials
 	})
 	if err != nil {
 		return fmt.Errorf("error encoding %s: %w", EventCompleted, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -67,8 +68,11 @@ func Outcome(task *wftype.Task, rule Rule, outputs json.RawMessage, runErr error
 	return o
 }
 
-// boundError cuts an error's text to MaxErrorLen.
+// boundError is an error text as it is stored, logged and sent in
+// task.failed events, where anyone may read it: credentials in URLs
+// redacted (internal/redact), at most MaxErrorLen bytes.
 func boundError(msg string) string {
+	msg = redact.String(msg)
 	if len(msg) > MaxErrorLen {
 		return msg[:MaxErrorLen] + "…"
 	}
