@@ -283,6 +283,22 @@ func TestTenantDedup(t *testing.T) {
 	require.Equal(t, 2, n)
 }
 
+// ingestUntilError submits an ingestion into cat-a/regions as client-a and
+// waits until its task records an error; it returns the status URL and
+// the task.
+func (b *bundle) ingestUntilError(body map[string]any) (string, map[string]any) {
+	b.t.Helper()
+	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
+	require.Equal(b.t, http.StatusAccepted, res.status, string(res.body))
+	statusURL := res.json(b.t)["status_url"].(string)
+	var task map[string]any
+	require.Eventually(b.t, func() bool {
+		task = b.do("GET", statusURL, tokClientLimited, nil).json(b.t)
+		return task["error"] != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	return statusURL, task
+}
+
 // TestOutboundRefused: an ingestion source on loopback, a private network or
 // the cloud metadata address is refused when the task runs, and a refused
 // address, a closed port and an open one fail with the same words, so a
@@ -301,14 +317,7 @@ func TestOutboundRefused(t *testing.T) {
 	var words []string
 	for _, addr := range []string{"169.254.169.254:80", "10.0.0.1:80", open, closed} {
 		body := map[string]any{"source": "http://" + addr + "/latest/meta-data.geojson", "format": "geojson", "id_attribute": "code", "asset_id": "A"}
-		res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
-		require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-		statusURL := res.json(t)["status_url"].(string)
-		var task map[string]any
-		require.Eventually(t, func() bool {
-			task = b.do("GET", statusURL, tokClientLimited, nil).json(t)
-			return task["error"] != nil
-		}, 30*time.Second, 20*time.Millisecond)
+		statusURL, task := b.ingestUntilError(body)
 		words = append(words, strings.ReplaceAll(task["error"].(string), addr, "ADDR"))
 		require.Equal(t, http.StatusOK, b.do("POST", statusURL+"/cancel", tokClientLimited, nil).status)
 	}
@@ -331,14 +340,7 @@ func TestCredentialsRedacted(t *testing.T) {
 	// A private address: refused, so the task fails with the URL in its error.
 	source := "https://alice:pa55word@10.1.2.3/a.geojson?X-Goog-Signature=5ec7e7&token=t0ken&page=2"
 	body := map[string]any{"source": source, "format": "geojson", "id_attribute": "code", "asset_id": "A"}
-	res := b.do("POST", "/ingestion/cat-a/regions", tokClientLimited, body)
-	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-	statusURL := res.json(t)["status_url"].(string)
-	var task map[string]any
-	require.Eventually(t, func() bool {
-		task = b.do("GET", statusURL, tokClientLimited, nil).json(t)
-		return task["error"] != nil
-	}, 30*time.Second, 20*time.Millisecond)
+	statusURL, _ := b.ingestUntilError(body)
 	require.Equal(t, http.StatusOK, b.do("POST", statusURL+"/cancel", tokClientLimited, nil).status)
 	b.idle()
 	for _, tok := range []string{tokClientLimited, tokAdmin} {

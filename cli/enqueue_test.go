@@ -57,13 +57,19 @@ func TestEnqueueDelayed(t *testing.T) {
 		require.Equal(t, ExitUsage, code, errOut)
 		require.Contains(t, errOut, args)
 	}
-	code, out, errOut = e.run("tasks", "list", "--format", "json")
-	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, 3, e.taskCount(), "a refused enqueue creates nothing")
+}
+
+// taskCount is how many tasks wf tasks list shows.
+func (e *wfEnv) taskCount() int {
+	e.t.Helper()
+	code, out, errOut := e.run("tasks", "list", "--format", "json")
+	require.Equal(e.t, ExitOK, code, errOut)
 	var list struct {
 		Tasks []any `json:"tasks"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
-	require.Len(t, list.Tasks, 3, "a refused enqueue creates nothing")
+	require.NoError(e.t, json.Unmarshal([]byte(out), &list), out)
+	return len(list.Tasks)
 }
 
 // TestEnqueueFiles: the inputs a task type declares as files (files:) are
@@ -91,13 +97,7 @@ files: [source]
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = e.run("enqueue", "-i", "source="+e.data+"/files/system/data.csv", "fetch")
 	require.Equal(t, ExitOK, code, errOut)
-	code, out, errOut := e.run("tasks", "list", "--format", "json")
-	require.Equal(t, ExitOK, code, errOut)
-	var list struct {
-		Tasks []any `json:"tasks"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
-	require.Len(t, list.Tasks, 2, "a refused enqueue creates nothing")
+	require.Equal(t, 2, e.taskCount(), "a refused enqueue creates nothing")
 }
 
 // TestTasksShowRedacts: wf tasks show and list do not print credentials
