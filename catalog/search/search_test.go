@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,35 +20,11 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/esfake"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/runnertest"
 	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
-
-// collector keeps the reported envelopes.
-type collector struct {
-	mu   sync.Mutex
-	envs []reporters.Envelope
-}
-
-func (c *collector) Report(_ context.Context, env reporters.Envelope) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.envs = append(c.envs, env)
-	return nil
-}
-func (c *collector) Finish(context.Context) (map[string]any, error) { return nil, nil }
-
-// byStatus counts the envelopes of each status.
-func (c *collector) byStatus() map[reporters.RecordStatus]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[reporters.RecordStatus]int{}
-	for _, e := range c.envs {
-		out[e.Status]++
-	}
-	return out
-}
 
 // bundle is one test's database, a collection cat/towns of tenant s_cat
 // and a fake Elasticsearch.
@@ -100,14 +75,14 @@ func (b *bundle) load(t *testing.T, validFrom string, lines ...string) {
 	f := filepath.Join(b.dir, "towns.ndjson")
 	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 	_, err := b.ingest.Handle(b.ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "towns",
-		"source": f, "format": "ndjson", "id_attribute": "code", "validity_start": validFrom}), &collector{})
+		"source": f, "format": "ndjson", "id_attribute": "code", "validity_start": validFrom}), &runnertest.Recorder{})
 	require.NoError(t, err)
 }
 
 // index runs the elasticsearch handler and decodes its outputs.
-func (b *bundle) index(t *testing.T, inputs map[string]any) (search.Outputs, *collector, error) {
+func (b *bundle) index(t *testing.T, inputs map[string]any) (search.Outputs, *runnertest.Recorder, error) {
 	t.Helper()
-	rep := &collector{}
+	rep := &runnertest.Recorder{}
 	raw, err := b.search.Index(b.ctx, task(t, inputs), rep)
 	var out search.Outputs
 	if err == nil {
@@ -135,7 +110,7 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.True(t, out.Full, "the first run sends everything")
 	require.Equal(t, int64(3), out.Indexed)
 	require.Equal(t, int64(3), out.Documents, "_count after _refresh")
-	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 3}, rep.byStatus())
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 3}, rep.ByStatus())
 	require.NotNil(t, out.Watermark)
 
 	// The mapping: geometry as geo_shape, declared fields typed, identity as keywords.
@@ -163,7 +138,7 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.Equal(t, int64(0), out2.Indexed)
 	require.Equal(t, int64(3), out2.Documents)
 	require.Equal(t, requests, b.es.BulkRequests(), "no _bulk request for no change")
-	require.Empty(t, rep.envs)
+	require.Empty(t, rep.Envelopes())
 	require.Equal(t, out.Watermark, out2.Watermark)
 
 	// T2 changes, T4 is new: only they are sent; T2's document is replaced.
@@ -174,7 +149,7 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.Equal(t, int64(2), out3.Indexed)
 	require.Equal(t, int64(4), out3.Documents)
 	require.True(t, out3.Watermark.After(*out2.Watermark))
-	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2}, rep.byStatus())
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2}, rep.ByStatus())
 	pops := map[string]float64{}
 	for _, raw := range b.es.Docs(out.Index) {
 		var d struct {
@@ -211,7 +186,7 @@ func TestIndexDeletesClosedFeatures(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), out.Deleted)
 	require.Equal(t, int64(1), out.Documents)
-	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 1}, rep.byStatus())
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 1}, rep.ByStatus())
 }
 
 func TestIndexItemErrorsAndRetries(t *testing.T) {
@@ -228,8 +203,8 @@ func TestIndexItemErrorsAndRetries(t *testing.T) {
 	require.Equal(t, int64(2), out.Indexed)
 	require.Equal(t, int64(1), out.Failed, "T2's pop does not fit its integer mapping")
 	require.Equal(t, int64(2), out.Documents)
-	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2, reporters.RecordFailed: 1}, rep.byStatus())
-	for _, e := range rep.envs {
+	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2, reporters.RecordFailed: 1}, rep.ByStatus())
+	for _, e := range rep.Envelopes() {
 		if e.Status == reporters.RecordFailed {
 			require.Equal(t, "T2", e.Record.System[reporters.SystemExternalID])
 			require.Contains(t, *e.Message, "document_parsing_exception")
@@ -264,13 +239,13 @@ func TestDropAndTenancy(t *testing.T) {
 	// Another tenant's task cannot index this catalog.
 	other := task(t, towns)
 	other.SchemaName = "s_other"
-	_, err = b.search.Index(b.ctx, other, &collector{})
+	_, err = b.search.Index(b.ctx, other, &runnertest.Recorder{})
 	require.ErrorContains(t, err, `the task belongs to tenant "s_other"`)
 	require.True(t, wftype.IsPermanent(err))
 
 	drop := func() search.DropOutputs {
 		raw, err := b.search.Drop(b.ctx, &wftype.Task{SchemaName: wftype.SystemSchema,
-			Inputs: json.RawMessage(`{"catalog_id":"cat","schema_name":"s_cat","collections":["towns"]}`)}, &collector{})
+			Inputs: json.RawMessage(`{"catalog_id":"cat","schema_name":"s_cat","collections":["towns"]}`)}, &runnertest.Recorder{})
 		require.NoError(t, err)
 		var out search.DropOutputs
 		require.NoError(t, json.Unmarshal(raw, &out))
@@ -289,7 +264,7 @@ func TestNoClusterConfigured(t *testing.T) {
 	b := setup(t, `{}`)
 	h, err := search.New(search.Config{Store: b.store})
 	require.NoError(t, err)
-	raw, err := h.Index(b.ctx, task(t, towns), &collector{})
+	raw, err := h.Index(b.ctx, task(t, towns), &runnertest.Recorder{})
 	require.NoError(t, err)
 	require.Contains(t, string(raw), "elasticsearch.addresses")
 }

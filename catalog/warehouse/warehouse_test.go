@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,24 +22,11 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/runnertest"
 	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
-
-// collector keeps the reported envelopes.
-type collector struct {
-	mu   sync.Mutex
-	envs []reporters.Envelope
-}
-
-func (c *collector) Report(_ context.Context, env reporters.Envelope) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.envs = append(c.envs, env)
-	return nil
-}
-func (c *collector) Finish(context.Context) (map[string]any, error) { return nil, nil }
 
 // bundle is one test's database with the collection cat/parcels of tenant
 // s_cat, a warehouse table dwh.owners in the same database (another
@@ -87,7 +73,7 @@ func setup(t *testing.T) *bundle {
 	src := filepath.Join(root, "parcels.ndjson")
 	require.NoError(t, os.WriteFile(src, []byte(strings.Join(parcels, "\n")+"\n"), 0o644))
 	_, err = in.Handle(ctx, task(t, "s_cat", map[string]any{"catalog_id": "cat", "collection_id": "parcels",
-		"source": src, "format": "ndjson", "id_attribute": "id"}), &collector{})
+		"source": src, "format": "ndjson", "id_attribute": "id"}), &runnertest.Recorder{})
 	require.NoError(t, err)
 
 	// The warehouse: a schema of its own in the test database.
@@ -133,10 +119,10 @@ func task(t *testing.T, schema string, inputs map[string]any) *wftype.Task {
 }
 
 // join runs the handler with inputs over cat/parcels.
-func (b *bundle) join(t *testing.T, h *warehouse.Handler, inputs map[string]any) (warehouse.Outputs, *collector, error) {
+func (b *bundle) join(t *testing.T, h *warehouse.Handler, inputs map[string]any) (warehouse.Outputs, *runnertest.Recorder, error) {
 	t.Helper()
 	inputs["catalog_id"], inputs["collection_id"] = "cat", "parcels"
-	rep := &collector{}
+	rep := &runnertest.Recorder{}
 	raw, err := h.Handle(b.ctx, task(t, "s_cat", inputs), rep)
 	var out warehouse.Outputs
 	if err == nil {
@@ -196,7 +182,7 @@ func TestInnerJoinPostgresIntegerKey(t *testing.T) {
 	require.Equal(t, []map[string]any{{"side": "features", "key": "3"}, {"side": "warehouse", "key": "5"}}, b.lines(t, "unmatched.ndjson"))
 
 	statuses := map[reporters.RecordStatus]int{}
-	for _, e := range rep.envs {
+	for _, e := range rep.Envelopes() {
 		statuses[e.Status]++
 		if e.Record.System[reporters.SystemExternalID] == "P4" {
 			require.Contains(t, *e.Message, `property "pid" is "abc"; the key column pid is bigint: want an integer`)
@@ -295,7 +281,7 @@ func TestRefusals(t *testing.T) {
 
 	// Another tenant's task cannot join this catalog's features.
 	_, err = h.Handle(b.ctx, task(t, "s_other", map[string]any{"catalog_id": "cat", "collection_id": "parcels",
-		"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "y.ndjson"}), &collector{})
+		"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "y.ndjson"}), &runnertest.Recorder{})
 	require.ErrorContains(t, err, `the task belongs to tenant "s_other"`)
 
 	// A catalog without a connection of its own is told so, and nothing about others'.
@@ -305,7 +291,7 @@ func TestRefusals(t *testing.T) {
 	require.NoError(t, err)
 	h2 := b.handler(t, func(c *warehouse.Config) { c.Connections = c.Connections[:1] })
 	_, err = h2.Handle(b.ctx, task(t, "s_cat2", map[string]any{"catalog_id": "cat2", "collection_id": "parcels",
-		"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "y.ndjson"}), &collector{})
+		"connection": "pg", "table": "dwh.owners", "key": "pid", "destination": "y.ndjson"}), &runnertest.Recorder{})
 	require.ErrorContains(t, err, "warehouse.connections allows it no connection")
 
 	// One key with more rows than the join may hold.

@@ -182,6 +182,17 @@ func (r *Recorder) Envelopes() []reporters.Envelope {
 	return append([]reporters.Envelope(nil), r.envelopes...)
 }
 
+// ByStatus counts the envelopes reported so far by record status.
+func (r *Recorder) ByStatus() map[reporters.RecordStatus]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[reporters.RecordStatus]int{}
+	for _, e := range r.envelopes {
+		out[e.Status]++
+	}
+	return out
+}
+
 // NewTask returns an ACTIVE task row of the given mode and type, as the
 // dispatcher hands it to a runner.
 func NewTask(mode wftype.ExecutionMode, taskType string) *wftype.Task {
