@@ -71,6 +71,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 			tasksCommand(),
 			eventsCommand(),
 			webhooksCommand(),
+			secretsCommand(),
 			execCommand(),
 			serveCommand(),
 			catalogsCommand(),

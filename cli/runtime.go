@@ -15,6 +15,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/buildinfo"
+	"github.com/wfhq/wf/internal/secretbox"
 	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
@@ -36,6 +37,8 @@ type runtime struct {
 	// tracer is the OpenTelemetry tracer provider of the OTEL_* variables;
 	// nil when tracing is off (internal/tracing).
 	tracer trace.TracerProvider
+	// secrets are the keys of WF_SECRET_KEY; nil keeps secrets clear.
+	secrets *secretbox.Keyring
 }
 
 // runtimeOptions is where the commands' start-ups differ.
@@ -59,6 +62,10 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		return nil, nil, err
 	}
 	log := newLogger(cfg, c.App.ErrWriter)
+	keys, err := secretKeys()
+	if err != nil {
+		return nil, nil, err
+	}
 	specs, err := loadSpecs(c, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +88,11 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, err
 	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
+	st := store.New(pool).WithChannels(storeChannels(cfg)).WithSecrets(keys)
+	if err := checkSecretKeys(ctx, st, keys, log); err != nil {
+		closeDatabase()
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
 	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
 	if err != nil {
 		closeDatabase()
@@ -93,7 +104,7 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook, tracer: tracer}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook, tracer: tracer, secrets: keys}
 	cleanup := func() {
 		closeReporters(factory, log)
 		closeDatabase()
@@ -131,7 +142,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
 	eng, err := engine.New(engine.Config{
-		Name: cfg.Name, Owner: owner, Pool: rt.pool, SessionConnConfig: session, Channels: storeChannels(cfg),
+		Name: cfg.Name, Owner: owner, Pool: rt.pool, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
 		Slots:                    cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,

@@ -148,8 +148,12 @@ func webhooksAdd(c *cli.Context) error {
 	if err := checkWebhookHost(c); err != nil {
 		return err
 	}
+	keys, err := secretKeys()
+	if err != nil {
+		return err
+	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
-		w, err := store.New(pool).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})
+		w, err := store.New(pool).WithSecrets(keys).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})
 		if err != nil {
 			return storeError(err)
 		}
@@ -191,7 +195,11 @@ func webhooksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	subs, err := store.New(pool).ListWebhookSubscribers(c.Context)
+	keys, err := secretKeys()
+	if err != nil {
+		return err
+	}
+	subs, err := store.New(pool).WithSecrets(keys).ListWebhookSubscribers(c.Context)
 	if err != nil {
 		return storeError(err)
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/secretbox"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/runners/builtin"
@@ -68,6 +69,9 @@ type Config struct {
 	Owner string
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
+	// Secrets encrypts and decrypts the webhook secrets in the database;
+	// nil keeps them clear (secretbox.FromEnv reads WF_SECRET_KEY).
+	Secrets *secretbox.Keyring
 	// SessionConnConfig opens the leader election's connection, which holds
 	// session state (the advisory lock, LISTEN) for as long as it leads: a
 	// connection straight to PostgreSQL when Pool goes through a
@@ -194,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg.PartitionsAhead = cmp.Or(cfg.PartitionsAhead, DefaultPartitionsAhead)
 	cfg.Clock = clock.Or(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels)}
+	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels).WithSecrets(cfg.Secrets)}
 	e.emitter = events.NewEmitter(e.store)
 	if cfg.TracerProvider != nil {
 		e.emitter = e.emitter.WithTracing()

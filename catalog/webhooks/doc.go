@@ -36,11 +36,13 @@
 //
 // # Secrets
 //
-// A subscriber's secret must be readable by wf to sign, so it is stored as
-// given in tasks.webhook_subscribers. What protects it is what protects the
-// rest of wf's data: PostgreSQL's access control (only wf's role reads the
-// table; PUBLIC gets nothing), TLS to the database, and the encryption of
-// the disks and backups. wf takes it from an environment variable or a file
+// A subscriber's secret must be readable by wf to sign. With WF_SECRET_KEY
+// set, the store keeps it encrypted in tasks.webhook_subscribers
+// (internal/secretbox: AES-256-GCM with a key id, rotated by `wf secrets
+// rotate`) and hands the handlers the clear secret; without a key it is
+// stored as given. Beside that, PostgreSQL's access control (only wf's role
+// reads the table; PUBLIC gets nothing), TLS to the database, and the
+// encryption of the disks and backups protect it. wf takes it from an environment variable or a file
 // (never the command line, where ps shows it) and never prints it back:
 // `wf webhooks list` shows a SHA-256 fingerprint. Rotate a secret by adding
 // the subscriber again with a new one and removing the old entry.

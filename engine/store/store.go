@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wfhq/wf/internal/secretbox"
 )
 
 // DBTX is what the store runs statements on: a pool, a connection or a
@@ -55,6 +57,9 @@ type Store struct {
 	// every copy of the store (WithTx, WithChannels): one cache per process
 	// for tasks and events alike (see EnsureMonths).
 	months *monthCache
+	// secrets seals the secrets the store writes and opens those it reads
+	// (webhook signing secrets); nil keeps them clear.
+	secrets *secretbox.Keyring
 }
 
 // New returns a store on db with the default channel names.
@@ -66,6 +71,16 @@ func New(db DBTX) *Store {
 func (s *Store) WithChannels(c Channels) *Store {
 	cp := *s
 	cp.channels = c
+	return &cp
+}
+
+// WithSecrets returns a copy of the store that encrypts the secrets it
+// writes under k's current key and decrypts those it reads with any of k's
+// keys. Without it (or with nil) secrets are written clear and a sealed one
+// read is an error.
+func (s *Store) WithSecrets(k *secretbox.Keyring) *Store {
+	cp := *s
+	cp.secrets = k
 	return &cp
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wfhq/wf/internal/secretbox"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -37,11 +38,18 @@ type NewWebhookSubscriber struct {
 
 const webhookColumns = `subscriber_id, url, secret, event_types, signature, created_at`
 
-func scanWebhook(row pgx.Row) (WebhookSubscriber, error) {
+// scanWebhook reads one subscriber and decrypts its secret.
+func (s *Store) scanWebhook(row pgx.Row) (WebhookSubscriber, error) {
 	var w WebhookSubscriber
 	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.EventTypes, &w.Signature, &w.CreatedAt)
+	if err != nil {
+		return w, err
+	}
 	w.CreatedAt = w.CreatedAt.UTC()
-	return w, err
+	if w.Secret, err = s.secrets.Open(w.Secret); err != nil {
+		return w, fmt.Errorf("webhook subscriber %s: %w", w.ID, err)
+	}
+	return w, nil
 }
 
 // InsertWebhookSubscriber adds a subscriber with a new UUIDv7 id.
@@ -50,11 +58,15 @@ func (s *Store) InsertWebhookSubscriber(ctx context.Context, n NewWebhookSubscri
 	if err != nil {
 		return WebhookSubscriber{}, err
 	}
+	secret, err := s.secrets.Seal(n.Secret)
+	if err != nil {
+		return WebhookSubscriber{}, err
+	}
 	const q = `
 INSERT INTO tasks.webhook_subscribers (subscriber_id, url, secret, event_types, signature)
 VALUES ($1, $2, $3, $4, coalesce(nullif($5, ''), 'wf'))
 RETURNING ` + webhookColumns
-	w, err := scanWebhook(s.db.QueryRow(ctx, q, id, n.URL, n.Secret, n.EventTypes, n.Signature))
+	w, err := s.scanWebhook(s.db.QueryRow(ctx, q, id, n.URL, secret, n.EventTypes, n.Signature))
 	return w, wrap("adding webhook subscriber", err)
 }
 
@@ -68,7 +80,7 @@ func (s *Store) ListWebhookSubscribers(ctx context.Context) ([]WebhookSubscriber
 	defer rows.Close()
 	var out []WebhookSubscriber
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := s.scanWebhook(rows)
 		if err != nil {
 			return nil, wrap("reading webhook subscribers", err)
 		}
@@ -79,7 +91,7 @@ func (s *Store) ListWebhookSubscribers(ctx context.Context) ([]WebhookSubscriber
 
 // GetWebhookSubscriber returns one subscriber, or ErrNotFound.
 func (s *Store) GetWebhookSubscriber(ctx context.Context, id uuid.UUID) (WebhookSubscriber, error) {
-	w, err := scanWebhook(s.db.QueryRow(ctx, `SELECT `+webhookColumns+` FROM tasks.webhook_subscribers WHERE subscriber_id = $1`, id))
+	w, err := s.scanWebhook(s.db.QueryRow(ctx, `SELECT `+webhookColumns+` FROM tasks.webhook_subscribers WHERE subscriber_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w, fmt.Errorf("webhook subscriber %s: %w", id, wftype.ErrNotFound)
 	}
@@ -97,4 +109,70 @@ func (s *Store) DeleteWebhookSubscriber(ctx context.Context, id uuid.UUID) error
 		return fmt.Errorf("webhook subscriber %s: %w", id, wftype.ErrNotFound)
 	}
 	return nil
+}
+
+// CountSealedWebhookSecrets counts the subscribers whose secret is stored
+// encrypted, so a start without keys can refuse a database that needs them.
+func (s *Store) CountSealedWebhookSecrets(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM tasks.webhook_subscribers WHERE secret LIKE 'v1:%'`).Scan(&n)
+	return n, wrap("counting encrypted webhook secrets", err)
+}
+
+// RotateWebhookSecrets re-encrypts, in one transaction, every subscriber's
+// secret not already sealed under the current key (clear ones included),
+// and returns how many it rewrote. Run again, it rewrites none. The store
+// needs keys (WithSecrets).
+func (s *Store) RotateWebhookSecrets(ctx context.Context) (int, error) {
+	if s.secrets == nil {
+		return 0, errors.New("error rotating webhook secrets: no key is configured (set " + secretbox.EnvKey + ")")
+	}
+	n := 0
+	err := s.InTx(ctx, func(tx *Store) error {
+		// The rows are locked: a subscriber added meanwhile waits, one
+		// removed meanwhile is not rewritten.
+		rows, err := tx.db.Query(ctx, `SELECT subscriber_id, secret FROM tasks.webhook_subscribers ORDER BY subscriber_id FOR UPDATE`)
+		if err != nil {
+			return wrap("reading webhook secrets", err)
+		}
+		type stored struct {
+			id     uuid.UUID
+			secret string
+		}
+		var all []stored
+		for rows.Next() {
+			var r stored
+			if err := rows.Scan(&r.id, &r.secret); err != nil {
+				rows.Close()
+				return wrap("reading webhook secrets", err)
+			}
+			all = append(all, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return wrap("reading webhook secrets", err)
+		}
+		for _, r := range all {
+			if secretbox.KeyID(r.secret) == s.secrets.Current() {
+				continue
+			}
+			clear, err := s.secrets.Open(r.secret)
+			if err != nil {
+				return fmt.Errorf("webhook subscriber %s: %w", r.id, err)
+			}
+			sealed, err := s.secrets.Seal(clear)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.db.Exec(ctx, `UPDATE tasks.webhook_subscribers SET secret = $2 WHERE subscriber_id = $1`, r.id, sealed); err != nil {
+				return wrap("re-encrypting webhook secret", err)
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }

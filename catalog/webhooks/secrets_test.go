@@ -1,0 +1,111 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/catalog/webhooks"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/secretbox"
+	"github.com/wfhq/wf/wftype"
+)
+
+// TestRotateEncryptsStoredSecrets: secrets stored clear (no key) are
+// re-encrypted by RotateWebhookSecrets, the column then holds no clear
+// secret, deliveries still verify at the receiver, a second rotation
+// changes nothing, a new key takes over with the old one listed, and a
+// store without keys refuses to read them.
+func TestRotateEncryptsStoredSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
+	require.NoError(t, err)
+	pool := dbtest.NewPool(t)
+	clear := store.New(pool)
+	const secret = "rotate-me-0123456789"
+	standard := "whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-key-0123456789abcdef"))
+	recv := newReceiver(t, secret, 200)
+	sub, err := clear.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{URL: recv.URL, Secret: secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+	std, err := clear.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{URL: recv.URL, Secret: standard, EventTypes: []string{"catalog.*"}, Signature: webhooks.SchemeStandard})
+	require.NoError(t, err)
+	stored := func(id uuid.UUID) string {
+		var s string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT secret FROM tasks.webhook_subscribers WHERE subscriber_id = $1`, id).Scan(&s))
+		return s
+	}
+	require.Equal(t, secret, stored(sub.ID), "without a key secrets stay clear")
+
+	k1 := "k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("1", 32)))
+	k2 := "k2:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("2", 32)))
+	keys1, err := secretbox.Parse(k1)
+	require.NoError(t, err)
+	st := store.New(pool).WithSecrets(keys1)
+	n, err := st.RotateWebhookSecrets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for _, id := range []uuid.UUID{sub.ID, std.ID} {
+		s := stored(id)
+		require.True(t, strings.HasPrefix(s, "v1:k1:"), s)
+		require.NotContains(t, s, secret)
+		require.NotContains(t, s, strings.TrimPrefix(standard, "whsec_"))
+	}
+	n, err = st.RotateWebhookSecrets(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a second rotation rewrites nothing")
+	got, err := st.GetWebhookSubscriber(ctx, std.ID)
+	require.NoError(t, err)
+	require.Equal(t, standard, got.Secret)
+
+	// Deliveries sign with the decrypted secret: the receiver verifies.
+	deliver := func(st *store.Store) error {
+		h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set), HTTP: loopbackHTTP(t)})
+		require.NoError(t, err)
+		id, _, err := store.NewID()
+		require.NoError(t, err)
+		in, err := json.Marshal(map[string]any{"subscriber_id": sub.ID.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
+		require.NoError(t, err)
+		_, err = h.Deliver(ctx, &wftype.Task{ID: id, Inputs: in, Attempts: 1}, nil)
+		return err
+	}
+	require.NoError(t, deliver(st))
+	_, valid := recv.counts()
+	require.Equal(t, 1, valid)
+
+	// Without keys, a sealed secret is an error, never sent.
+	_, err = clear.GetWebhookSubscriber(ctx, sub.ID)
+	require.ErrorIs(t, err, secretbox.ErrNoKey)
+	require.Error(t, deliver(clear))
+	n, err = clear.CountSealedWebhookSecrets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
+	// A new current key, the old one listed: still readable, then rotated.
+	keys2, err := secretbox.Parse(k2 + "," + k1)
+	require.NoError(t, err)
+	st2 := store.New(pool).WithSecrets(keys2)
+	n, err = st2.RotateWebhookSecrets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.True(t, strings.HasPrefix(stored(sub.ID), "v1:k2:"))
+	only2, err := secretbox.Parse(k2)
+	require.NoError(t, err)
+	require.NoError(t, deliver(store.New(pool).WithSecrets(only2)))
+	_, valid = recv.counts()
+	require.Equal(t, 2, valid)
+
+	// Added with a key, a secret is stored sealed from the start.
+	added, err := st2.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{URL: recv.URL, Secret: secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+	require.Equal(t, secret, added.Secret)
+	require.True(t, strings.HasPrefix(stored(added.ID), "v1:k2:"))
+}
