@@ -2,7 +2,6 @@ package webhooks_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,11 +28,7 @@ func TestBadURLKeepsCredentialsOut(t *testing.T) {
 	s, err := st.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{
 		URL: "https://hook:hunter2@exa mple.com/in", Secret: "s", EventTypes: []string{"catalog.*"}})
 	require.NoError(t, err)
-	id, _, err := store.NewID()
-	require.NoError(t, err)
-	in, err := json.Marshal(map[string]any{"subscriber_id": s.ID.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
-	require.NoError(t, err)
-	_, err = h.Deliver(ctx, &wftype.Task{ID: id, Inputs: in, Attempts: 1}, nil)
+	err = deliverOnce(t, h, s.ID)
 	require.Error(t, err)
 	require.True(t, wftype.IsPermanent(err), "%v", err)
 	require.NotContains(t, err.Error(), "hunter2")

@@ -70,12 +70,7 @@ func TestRotateEncryptsStoredSecrets(t *testing.T) {
 	deliver := func(st *store.Store) error {
 		h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set), HTTP: loopbackHTTP(t)})
 		require.NoError(t, err)
-		id, _, err := store.NewID()
-		require.NoError(t, err)
-		in, err := json.Marshal(map[string]any{"subscriber_id": sub.ID.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
-		require.NoError(t, err)
-		_, err = h.Deliver(ctx, &wftype.Task{ID: id, Inputs: in, Attempts: 1}, nil)
-		return err
+		return deliverOnce(t, h, sub.ID)
 	}
 	require.NoError(t, deliver(st))
 	_, valid := recv.counts()
@@ -108,4 +103,16 @@ func TestRotateEncryptsStoredSecrets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, secret, added.Secret)
 	require.True(t, strings.HasPrefix(stored(added.ID), "v1:k2:"))
+}
+
+// deliverOnce runs the webhook_delivery handler once, in a task's first
+// attempt, for a catalog.created event to the subscriber id.
+func deliverOnce(t *testing.T, h *webhooks.Handlers, id uuid.UUID) error {
+	t.Helper()
+	taskID, _, err := store.NewID()
+	require.NoError(t, err)
+	in, err := json.Marshal(map[string]any{"subscriber_id": id.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
+	require.NoError(t, err)
+	_, err = h.Deliver(context.Background(), &wftype.Task{ID: taskID, Inputs: in, Attempts: 1}, nil)
+	return err
 }
