@@ -72,6 +72,17 @@ class HandlerProtocol(unittest.TestCase):
     def test_parse_time_nanoseconds(self):
         self.assertEqual(parse_time("2026-01-01T00:00:00.123456789Z").microsecond, 123456)
 
+    def test_parse_time_keeps_the_zone(self):
+        # Go trims trailing zeros of the fraction, so times of one task come
+        # with and without one; all must be aware and comparable.
+        with_fraction = parse_time("2026-01-01T00:00:00.5Z")
+        whole = parse_time("2026-01-01T00:00:01Z")
+        offset = parse_time("2026-01-01T01:00:00.25+01:00")
+        for t in (with_fraction, whole, offset):
+            self.assertIsNotNone(t.tzinfo, t)
+        self.assertEqual((whole - with_fraction).total_seconds(), 0.5)
+        self.assertEqual((with_fraction - offset).total_seconds(), 0.25)
+
 
 if __name__ == "__main__":
     unittest.main()

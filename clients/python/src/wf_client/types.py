@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Literal, Optional
@@ -22,7 +24,7 @@ def parse_time(value: Optional[str]) -> Optional[datetime]:
     # Python before 3.11 takes at most 6 fractional digits.
     if "." in text:
         head, _, rest = text.partition(".")
-        digits = "".join(ch for ch in rest if ch.isdigit())
+        digits = "".join(itertools.takewhile(str.isdigit, rest))
         zone = rest[len(digits):]
         text = head + "." + digits[:6].ljust(6, "0") + zone
     return datetime.fromisoformat(text)
