@@ -26,7 +26,8 @@ run: postgres build ## run `wf run` on a local PostgreSQL of its own (data in ./
 # the whole tree a second time (that doubled CI's compile time).
 test: export CGO_ENABLED = 0
 test: export GOFLAGS = -trimpath
-test: postgres chromium datefudge ## run every test against one throwaway PostgreSQL, the dashboard's in headless Chromium (installs what is missing)
+test: export WF_TEST_REQUIRE_PYTHON = 1
+test: postgres chromium datefudge python ## run every test against one throwaway PostgreSQL, the dashboard's in headless Chromium (installs what is missing)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@mkdir -p bin/test-output
@@ -124,6 +125,18 @@ postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major ve
 	echo "installing$$missing (apt-get install)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
+.PHONY: python
+python: ## install Debian's python3 with setuptools, wheel, venv and pip when missing: the Python client is pip-installed offline in make test
+	@for p in python3 /usr/bin/python3; do \
+	    $$p -c 'import setuptools, wheel, venv, pip' >/dev/null 2>&1 && exit 0; \
+	done; \
+	if [ "$$(id -u)" != 0 ]; then \
+	    echo "python3 cannot build the Python client offline: run 'sudo apt-get install -y python3 python3-venv python3-setuptools python3-wheel python3-pip'"; exit 1; \
+	fi; \
+	echo "installing python3 with setuptools, wheel, venv and pip (apt-get install)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv python3-setuptools python3-wheel python3-pip >/dev/null
 
 .PHONY: chromium
 chromium: ## install Debian's chromium (for the dashboard's browser tests) when it is missing (apt-get, as root)

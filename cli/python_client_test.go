@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -26,13 +27,8 @@ import (
 // schemes.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed: the Python client's tests (clients/python) need it")
-	}
-	root, err := filepath.Abs("../clients/python")
-	require.NoError(t, err)
-	handler := filepath.Join(root, "tests", "handler_example.py")
+	python, tests, version := installPythonClient(t)
+	handler := filepath.Join(tests, "handler_example.py")
 	e := newWFEnv(t, map[string]string{"py.yaml": fmt.Sprintf(`
 kind: TaskType
 name: py_echo
@@ -99,12 +95,87 @@ max_retries: 0
 	vectorsFile := filepath.Join(t.TempDir(), "vectors.json")
 	require.NoError(t, os.WriteFile(vectorsFile, vectors, 0o600))
 
-	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-v", "-s", "tests")
-	cmd.Dir = root
+	cmd := exec.CommandContext(t.Context(), python, "-m", "unittest", "discover", "-v", "-s", tests)
+	cmd.Dir = filepath.Dir(tests)
 	cmd.Env = append(os.Environ(), "WF_URL="+base, "WF_ADMIN_TOKEN="+admin, "WF_CLIENT_TOKEN="+client,
-		"WF_WEBHOOK_VECTORS="+vectorsFile, "PYTHONDONTWRITEBYTECODE=1")
+		"WF_WEBHOOK_VECTORS="+vectorsFile, "PYTHONDONTWRITEBYTECODE=1",
+		"WF_CLIENT_INSTALLED=1", "WF_CLIENT_VERSION="+version)
 	out, err := cmd.CombinedOutput()
 	t.Logf("python3 -m unittest:\n%s", out)
 	require.NoError(t, err, "the Python client's tests failed")
 	require.NotContains(t, string(out), "skipped", "every Python test ran against the server")
+}
+
+// installPythonClient installs clients/python as a user would, with
+// `pip install` into a fresh virtual environment, offline (--no-index: no
+// package index is reachable from our machines) and with the build backend
+// the interpreter already has (--no-build-isolation: setuptools and wheel,
+// Debian's python3-setuptools and python3-wheel, which make test installs).
+// It returns the environment's interpreter, a copy of the unittest suite kept
+// apart from the package's source (so only the installed copy can be
+// imported) and the version pyproject.toml declares.
+//
+// Without an interpreter that can build the package the test is skipped,
+// unless WF_TEST_REQUIRE_PYTHON is set (make test sets it): then it fails.
+func installPythonClient(t *testing.T) (python, tests, version string) {
+	t.Helper()
+	base := pythonWithBuildBackend(t)
+	if base == "" {
+		const why = "no python3 with setuptools, wheel and venv (Debian: python3-setuptools python3-wheel python3-venv; make test installs them)"
+		if os.Getenv("WF_TEST_REQUIRE_PYTHON") != "" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	root, err := filepath.Abs("../clients/python")
+	require.NoError(t, err)
+	project, err := os.ReadFile(filepath.Join(root, "pyproject.toml"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^version\s*=\s*"([^"]+)"`).FindSubmatch(project)
+	require.NotNil(t, m, "pyproject.toml declares no version")
+	version = string(m[1])
+
+	// pip builds in the source folder (build/, *.egg-info): it gets a copy,
+	// so the checkout stays clean and parallel runs never share one.
+	dir := t.TempDir()
+	src, tests := filepath.Join(dir, "src"), filepath.Join(dir, "tests")
+	require.NoError(t, os.CopyFS(src, os.DirFS(root)))
+	require.NoError(t, os.RemoveAll(filepath.Join(src, "tests")))
+	require.NoError(t, os.CopyFS(tests, os.DirFS(filepath.Join(root, "tests"))))
+
+	venv := filepath.Join(dir, "venv")
+	run := func(name string, args ...string) {
+		cmd := exec.CommandContext(t.Context(), name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s %v:\n%s", name, args, out)
+	}
+	// --system-site-packages: the environment sees the interpreter's own
+	// setuptools, wheel and pip, and pip installs into the environment.
+	run(base, "-m", "venv", "--system-site-packages", "--without-pip", venv)
+	python = filepath.Join(venv, "bin", "python")
+	run(python, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-cache-dir", src)
+	return python, tests, version
+}
+
+// pythonWithBuildBackend returns the first python3 that can make a virtual
+// environment and build the package offline (WF_TEST_PYTHON, python3 on the
+// PATH, Debian's /usr/bin/python3), or "" when there is none.
+func pythonWithBuildBackend(t *testing.T) string {
+	candidates := []string{os.Getenv("WF_TEST_PYTHON")}
+	if p, err := exec.LookPath("python3"); err == nil {
+		candidates = append(candidates, p)
+	}
+	candidates = append(candidates, "/usr/bin/python3")
+	for _, p := range candidates {
+		if p == "" {
+			continue
+		}
+		cmd := exec.CommandContext(t.Context(), p, "-c", "import setuptools, wheel, venv, pip")
+		if cmd.Run() == nil {
+			return p
+		}
+	}
+	return ""
 }

@@ -4,7 +4,10 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# WF_CLIENT_INSTALLED=1 tests the copy pip installed (TestPythonClient does);
+# otherwise the checkout's src/ is imported.
+if not os.environ.get("WF_CLIENT_INSTALLED"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 from wf_client.handler import Permanent, Snooze, run  # noqa: E402
 

@@ -8,7 +8,10 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# WF_CLIENT_INSTALLED=1 tests the copy pip installed (TestPythonClient does);
+# otherwise the checkout's src/ is imported.
+if not os.environ.get("WF_CLIENT_INSTALLED"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 from wf_client import AsyncClient, Client, Conflict, NotFound, WaitTimeout, WFError  # noqa: E402
 from wf_client import webhooks  # noqa: E402

@@ -8,7 +8,10 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "src"))
+# WF_CLIENT_INSTALLED=1 tests the copy pip installed (TestPythonClient does);
+# otherwise the checkout's src/ is imported.
+if not os.environ.get("WF_CLIENT_INSTALLED"):
+    sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from wf_client import webhooks  # noqa: E402
 from wf_client.types import parse_time  # noqa: E402
@@ -82,6 +85,21 @@ class HandlerProtocol(unittest.TestCase):
             self.assertIsNotNone(t.tzinfo, t)
         self.assertEqual((whole - with_fraction).total_seconds(), 0.5)
         self.assertEqual((with_fraction - offset).total_seconds(), 0.25)
+
+
+@unittest.skipUnless(os.environ.get("WF_CLIENT_INSTALLED"), "WF_CLIENT_INSTALLED is not set: the checkout's src/ is under test")
+class InstalledCopy(unittest.TestCase):
+    def test_imports_the_installed_package(self):
+        # pip install put wf_client in this interpreter's environment, with
+        # its type marker, and nothing was imported from a checkout.
+        import wf_client
+
+        here = os.path.realpath(wf_client.__file__)
+        self.assertTrue(here.startswith(os.path.realpath(sys.prefix) + os.sep), here)
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(here), "py.typed")))
+        from importlib import metadata
+
+        self.assertEqual(metadata.version("wf-client"), os.environ["WF_CLIENT_VERSION"])
 
 
 if __name__ == "__main__":
