@@ -55,7 +55,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, p *prin
 		if err != nil {
 			return err
 		}
-		lv := pageOf(rows, limit, func(t wftype.Task) taskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
+		lv := pageOf(rows, limit, func(t wftype.Task) wftype.TaskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
 			at := last.Timestamp
 			if last.FinishedAt != nil {
 				at = *last.FinishedAt

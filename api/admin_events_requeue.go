@@ -1,11 +1,6 @@
 package api
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/wfhq/wf/wftype"
-)
+import "net/http"
 
 // requeueEvent answers POST /admin/events/{event_id}/requeue (admin only): a
 // DEAD_LETTER event goes back to PENDING with its attempts reset, and the
@@ -17,11 +12,8 @@ func (s *Server) requeueEvent(w http.ResponseWriter, r *http.Request, _ *princip
 		return prob
 	}
 	e, err := s.store.RequeueEvent(r.Context(), id.UUID)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return notFound("no event %s", id.UUID)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, notFound("no event %s", id.UUID))
 	}
 	writeJSON(w, http.StatusOK, newEventView(e))
 	return nil

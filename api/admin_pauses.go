@@ -86,11 +86,8 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, p *principa
 		return prob
 	}
 	pause, err := s.store.ResumeQueue(r.Context(), kind, name)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return notFound("%s %q is not paused", kind, name)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, notFound("%s %q is not paused", kind, name))
 	}
 	s.log.Info("resumed", "kind", kind, "name", name, "by", p.name)
 	writeJSON(w, http.StatusOK, newPauseView(pause))

@@ -3,27 +3,10 @@ package api
 import (
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
-
-// bulkTasksRequest is the body of the bulk task routes (schema
-// BulkTasksRequest): which tasks, how many per call, and whether to only
-// count them.
-type bulkTasksRequest struct {
-	Statuses    []string   `json:"status"`
-	TaskTypes   []string   `json:"task_type"`
-	SchemaNames []string   `json:"schema_name"`
-	CreatedFrom *time.Time `json:"created_from"`
-	CreatedTo   *time.Time `json:"created_to"`
-	Limit       int        `json:"limit"`
-	DryRun      bool       `json:"dry_run"`
-	// All must be true to match without a task type, tenant or creation
-	// time: a forgotten filter must not cancel the whole queue.
-	All bool `json:"all"`
-}
 
 // bulkCancelView answers a bulk cancel (schema BulkCancel).
 type bulkCancelView struct {
@@ -33,41 +16,42 @@ type bulkCancelView struct {
 	More      bool   `json:"more"`
 }
 
-// match checks the request and turns it into a store match: statuses
-// among allowed (default defaults), a filter or all, a limit of 1 to 10000.
-func (req bulkTasksRequest) match(allowed, defaults []wftype.TaskStatus) (store.TaskMatch, *problem) {
-	m := store.TaskMatch{TaskTypes: req.TaskTypes, CreatedFrom: req.CreatedFrom, CreatedTo: req.CreatedTo, Limit: req.Limit}
-	for _, st := range req.Statuses {
-		if !slices.Contains(allowed, wftype.TaskStatus(st)) {
+// bulkMatch checks a bulk request (schema BulkTasksRequest) and turns it
+// into a store match: statuses among allowed (default defaults), a filter
+// or all, a limit of 1 to 10000.
+func bulkMatch(req wftype.BulkTasksRequest, allowed, defaults []wftype.TaskStatus) (store.TaskMatch, *problem) {
+	m := store.TaskMatch{TaskTypes: req.TaskType, CreatedFrom: req.CreatedFrom, CreatedTo: req.CreatedTo, Limit: req.Limit}
+	for _, st := range req.Status {
+		if !slices.Contains(allowed, st) {
 			return m, fieldProblem("/status", "must hold only "+statusList(allowed))
 		}
-		m.Statuses = append(m.Statuses, wftype.TaskStatus(st))
+		m.Statuses = append(m.Statuses, st)
 	}
 	if len(m.Statuses) == 0 {
 		m.Statuses = defaults
 	}
-	if len(req.SchemaNames) > 0 {
-		m.SchemaNames = req.SchemaNames
+	if len(req.SchemaName) > 0 {
+		m.SchemaNames = req.SchemaName
 	}
 	switch {
 	case req.Limit < 0 || req.Limit > 10000:
 		return m, fieldProblem("/limit", "must be from 1 to 10000")
 	case req.CreatedFrom != nil && req.CreatedTo != nil && !req.CreatedFrom.Before(*req.CreatedTo):
 		return m, fieldProblem("/created_to", "must be after created_from")
-	case !req.All && len(req.TaskTypes) == 0 && len(req.SchemaNames) == 0 && req.CreatedFrom == nil && req.CreatedTo == nil:
+	case !req.All && len(req.TaskType) == 0 && len(req.SchemaName) == 0 && req.CreatedFrom == nil && req.CreatedTo == nil:
 		return m, fieldProblem("/all", "give task_type, schema_name, created_from or created_to, or all: true to match every task")
 	}
 	return m, nil
 }
 
-// decodeBulk reads a bulk request's body and match (see match); for a dry
+// decodeBulk reads a bulk request's body and match (see bulkMatch); for a dry
 // run it also counts the matches, returned as matched (nil otherwise).
 func (s *Server) decodeBulk(w http.ResponseWriter, r *http.Request, allowed, defaults []wftype.TaskStatus) (
-	req bulkTasksRequest, m store.TaskMatch, matched *int64, err error) {
+	req wftype.BulkTasksRequest, m store.TaskMatch, matched *int64, err error) {
 	if prob := s.decodeBody(w, r, &req); prob != nil {
 		return req, m, nil, prob
 	}
-	m, prob := req.match(allowed, defaults)
+	m, prob := bulkMatch(req, allowed, defaults)
 	if prob != nil {
 		return req, m, nil, prob
 	}
@@ -110,7 +94,7 @@ func (s *Server) cancelTasks(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	s.log.Info("tasks cancelled in bulk", "by", p.name, "task_type", req.TaskTypes, "schema_name", req.SchemaNames,
+	s.log.Info("tasks cancelled in bulk", "by", p.name, "task_type", req.TaskType, "schema_name", req.SchemaName,
 		"cancelled", res.Cancelled, "more", res.More)
 	writeJSON(w, http.StatusOK, bulkCancelView{Cancelled: res.Cancelled, More: res.More})
 	return nil
@@ -135,8 +119,8 @@ func (s *Server) requeueTasks(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return err
 	}
-	s.log.Info("tasks requeued in bulk", "by", p.name, "status", m.Statuses, "task_type", req.TaskTypes,
-		"schema_name", req.SchemaNames, "requeued", res.Requeued, "skipped", res.Skipped, "more", res.More)
+	s.log.Info("tasks requeued in bulk", "by", p.name, "status", m.Statuses, "task_type", req.TaskType,
+		"schema_name", req.SchemaName, "requeued", res.Requeued, "skipped", res.Skipped, "more", res.More)
 	writeJSON(w, http.StatusOK, bulkRequeueView{Kind: "tasks", Requeued: res.Requeued, Skipped: res.Skipped, More: res.More})
 	return nil
 }

@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"time"
+
+	"github.com/wfhq/wf/wftype"
 )
 
 // webhookView is a webhook subscriber as the API shows it (schema
@@ -22,7 +24,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, _ *princip
 	if err != nil {
 		return err
 	}
-	out := listView[webhookView]{Items: []webhookView{}}
+	out := wftype.Page[webhookView]{Items: []webhookView{}}
 	for _, sub := range subs {
 		out.Items = append(out.Items, webhookView{SubscriberID: sub.ID.String(), URL: sub.URL, EventTypes: sub.EventTypes, CreatedAt: sub.CreatedAt.UTC()})
 	}

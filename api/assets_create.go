@@ -21,12 +21,9 @@ type createAssetRequest struct {
 // createAsset answers POST /catalogs/{catalog_id}/assets: it registers an
 // asset of the catalog, emits asset.created, and answers 201.
 func (s *Server) createAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalogID(r, "catalog_id")
+	catalogID, prob := pathCatalog(r, p)
 	if prob != nil {
 		return prob
-	}
-	if !p.canUseCatalog(catalogID) {
-		return catalogNotFound(catalogID)
 	}
 	var req createAssetRequest
 	if prob := s.decodeBody(w, r, &req); prob != nil {

@@ -1,11 +1,6 @@
 package api
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/wfhq/wf/wftype"
-)
+import "net/http"
 
 // deleteAsset answers DELETE /catalogs/{catalog_id}/assets/{asset_id}: the
 // asset's status becomes deleted (its record stays, as the feature versions
@@ -15,10 +10,8 @@ func (s *Server) deleteAsset(w http.ResponseWriter, r *http.Request, p *principa
 	if prob != nil {
 		return prob
 	}
-	if _, err := s.catalogs.RemoveAsset(r.Context(), catalogID, id); errors.Is(err, wftype.ErrNotFound) {
-		return assetNotFound(catalogID, id)
-	} else if err != nil {
-		return err
+	if _, err := s.catalogs.RemoveAsset(r.Context(), catalogID, id); err != nil {
+		return notFoundAs(err, assetNotFound(catalogID, id))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -1,11 +1,9 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/wfhq/wf/catalog/registry"
-	"github.com/wfhq/wf/wftype"
 )
 
 // getAsset answers GET /catalogs/{catalog_id}/assets/{asset_id}.
@@ -15,11 +13,8 @@ func (s *Server) getAsset(w http.ResponseWriter, r *http.Request, p *principal) 
 		return prob
 	}
 	a, err := s.catalogs.GetAsset(r.Context(), catalogID, id)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return assetNotFound(catalogID, id)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, assetNotFound(catalogID, id))
 	}
 	writeJSON(w, http.StatusOK, newAssetView(a))
 	return nil

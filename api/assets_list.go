@@ -1,23 +1,18 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/wftype"
 )
 
 // listAssets answers GET /catalogs/{catalog_id}/assets: the catalog's
 // assets ordered by id, a page at a time (limit, cursor), active and
 // archived unless status names others, optionally of one collection.
 func (s *Server) listAssets(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalogID(r, "catalog_id")
+	catalogID, prob := pathCatalog(r, p)
 	if prob != nil {
 		return prob
-	}
-	if !p.canUseCatalog(catalogID) {
-		return catalogNotFound(catalogID)
 	}
 	q, prob := parseQuery(r, []string{"limit", "cursor", "collection_id"}, []string{"status"})
 	if prob != nil {
@@ -36,11 +31,8 @@ func (s *Server) listAssets(w http.ResponseWriter, r *http.Request, p *principal
 		}
 	}
 	rows, err := s.catalogs.ListAssets(r.Context(), catalogID, f, page)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return catalogNotFound(catalogID)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, catalogNotFound(catalogID))
 	}
 	out := pageOf(rows, limit, newAssetView, func(last store.Asset) cursor {
 		return cursor{Kind: "assets", ID: last.ID}

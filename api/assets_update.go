@@ -2,11 +2,9 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/wftype"
 )
 
 // updateAssetRequest is the body of PATCH /catalogs/{catalog_id}/assets/{asset_id}.
@@ -29,11 +27,8 @@ func (s *Server) updateAsset(w http.ResponseWriter, r *http.Request, p *principa
 		return prob
 	}
 	a, err := s.catalogs.UpdateAsset(r.Context(), catalogID, id, store.AssetPatch{Status: req.Status, Kind: req.Kind, Metadata: req.Metadata})
-	if errors.Is(err, wftype.ErrNotFound) {
-		return assetNotFound(catalogID, id)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, assetNotFound(catalogID, id))
 	}
 	writeJSON(w, http.StatusOK, newAssetView(a))
 	return nil

@@ -1,28 +1,17 @@
 package api
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/wfhq/wf/wftype"
-)
+import "net/http"
 
 // getCatalog answers GET /catalogs/{catalog_id}. A catalog the token may not
 // see answers 404, as one that does not exist.
 func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id, prob := pathCatalogID(r, "catalog_id")
+	id, prob := pathCatalog(r, p)
 	if prob != nil {
 		return prob
 	}
-	if !p.canUseCatalog(id) {
-		return catalogNotFound(id)
-	}
 	c, err := s.catalogs.Get(r.Context(), id)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return catalogNotFound(id)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, catalogNotFound(id))
 	}
 	writeJSON(w, http.StatusOK, newCatalogView(c))
 	return nil

@@ -2,11 +2,9 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/wfhq/wf/catalog/registry"
-	"github.com/wfhq/wf/wftype"
 )
 
 // createCollectionRequest is the body of POST /catalogs/{catalog_id}/collections.
@@ -20,12 +18,9 @@ type createCollectionRequest struct {
 // a collection with its layer configuration, emits collection.created, and
 // answers 201.
 func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalogID(r, "catalog_id")
+	catalogID, prob := pathCatalog(r, p)
 	if prob != nil {
 		return prob
-	}
-	if !p.canUseCatalog(catalogID) {
-		return catalogNotFound(catalogID)
 	}
 	var req createCollectionRequest
 	if prob := s.decodeBody(w, r, &req); prob != nil {
@@ -34,11 +29,8 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *pri
 	c, err := s.catalogs.AddCollection(r.Context(), registry.NewCollection{
 		CatalogID: catalogID, ID: req.CollectionID, Title: req.Title, LayerConfig: req.LayerConfig,
 	})
-	if errors.Is(err, wftype.ErrNotFound) {
-		return catalogNotFound(catalogID)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, catalogNotFound(catalogID))
 	}
 	w.Header().Set("Location", s.url("/catalogs/"+c.CatalogID+"/collections/"+c.ID))
 	writeJSON(w, http.StatusCreated, newCollectionView(c))

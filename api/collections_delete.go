@@ -1,11 +1,6 @@
 package api
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/wfhq/wf/wftype"
-)
+import "net/http"
 
 // deleteCollection answers DELETE
 // /catalogs/{catalog_id}/collections/{collection_id}: it deletes the
@@ -15,10 +10,8 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, p *pri
 	if prob != nil {
 		return prob
 	}
-	if _, err := s.catalogs.RemoveCollection(r.Context(), catalogID, id); errors.Is(err, wftype.ErrNotFound) {
-		return collectionNotFound(catalogID, id)
-	} else if err != nil {
-		return err
+	if _, err := s.catalogs.RemoveCollection(r.Context(), catalogID, id); err != nil {
+		return notFoundAs(err, collectionNotFound(catalogID, id))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -1,11 +1,6 @@
 package api
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/wfhq/wf/wftype"
-)
+import "net/http"
 
 // getCollection answers GET /catalogs/{catalog_id}/collections/{collection_id}.
 func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
@@ -14,11 +9,8 @@ func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, p *princi
 		return prob
 	}
 	c, err := s.catalogs.GetCollection(r.Context(), catalogID, id)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return collectionNotFound(catalogID, id)
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, collectionNotFound(catalogID, id))
 	}
 	writeJSON(w, http.StatusOK, newCollectionView(c))
 	return nil

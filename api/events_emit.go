@@ -18,12 +18,6 @@ type emitEventRequest struct {
 	DedupKey   string          `json:"dedup_key"`
 }
 
-// emitView answers POST /events (schema EmittedEvent).
-type emitView struct {
-	eventView
-	Deduplicated bool `json:"deduplicated"`
-}
-
 // emitEvent answers POST /events: it writes an event to the outbox, where
 // the event consumer turns it into the tasks its subscriptions ask for, and
 // answers 202 Accepted. An event whose dedup key is held by a pending one is
@@ -66,6 +60,6 @@ func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal)
 	if res.Duplicate {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, emitView{eventView: newEventView(res.Event), Deduplicated: res.Duplicate})
+	writeJSON(w, status, wftype.EmittedEventView{EventView: newEventView(res.Event), Deduplicated: res.Duplicate})
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/wftype"
 )
 
 // IngestionTaskType is the task type the ingestion gateway creates
@@ -44,15 +43,11 @@ func (s *Server) submitIngestion(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	ctx := r.Context()
 	cat, err := s.catalogs.Get(ctx, catalogID)
-	if errors.Is(err, wftype.ErrNotFound) {
-		return catalogNotFound(catalogID)
-	} else if err != nil {
-		return err
+	if err != nil {
+		return notFoundAs(err, catalogNotFound(catalogID))
 	}
-	if _, err := s.catalogs.GetCollection(ctx, catalogID, collectionID); errors.Is(err, wftype.ErrNotFound) {
-		return collectionNotFound(catalogID, collectionID)
-	} else if err != nil {
-		return err
+	if _, err := s.catalogs.GetCollection(ctx, catalogID, collectionID); err != nil {
+		return notFoundAs(err, collectionNotFound(catalogID, collectionID))
 	}
 	body, prob := s.readBody(w, r)
 	if prob != nil {

@@ -1,6 +1,9 @@
 package api
 
-import "github.com/wfhq/wf/engine/store"
+import (
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
 
 // idPage reads the limit (default 100, at most 500) and cursor parameters
 // of a list ordered by a string id, for cursors of kind. The store page
@@ -25,8 +28,8 @@ func idPage(q query, kind string) (page store.Page, limit int, prob *problem) {
 // pageOf is the page of rows fetched with limit+1: the views of the first
 // limit rows and, when there were more, the cursor next makes of the last
 // row shown.
-func pageOf[R, V any](rows []R, limit int, view func(R) V, next func(last R) cursor) listView[V] {
-	out := listView[V]{Items: []V{}}
+func pageOf[R, V any](rows []R, limit int, view func(R) V, next func(last R) cursor) wftype.Page[V] {
+	out := wftype.Page[V]{Items: []V{}}
 	for i, row := range rows {
 		if i == limit {
 			out.NextCursor = next(rows[i-1]).encode()

@@ -68,6 +68,16 @@ func notFound(format string, args ...any) *problem {
 	return newProblem(http.StatusNotFound, typeNotFound, "Not found", format, args...)
 }
 
+// notFoundAs returns prob when err is (or wraps) wftype.ErrNotFound, else
+// err: the answer for a look-up whose miss has a better word than the
+// store's.
+func notFoundAs(err error, prob *problem) error {
+	if errors.Is(err, wftype.ErrNotFound) {
+		return prob
+	}
+	return err
+}
+
 func badRequest(format string, args ...any) *problem {
 	return newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", format, args...)
 }

@@ -180,6 +180,19 @@ func pathCatalogID(r *http.Request, name string) (string, *problem) {
 	return raw, nil
 }
 
+// pathCatalog parses the catalog_id path parameter of a catalog the token
+// may use: one it may not see is not found.
+func pathCatalog(r *http.Request, p *principal) (string, *problem) {
+	id, prob := pathCatalogID(r, "catalog_id")
+	if prob != nil {
+		return "", prob
+	}
+	if !p.canUseCatalog(id) {
+		return "", catalogNotFound(id)
+	}
+	return id, nil
+}
+
 // pathCollection parses the catalog_id and collection_id path parameters
 // of a collection the token may use: one it may not see is not found.
 func pathCollection(r *http.Request, p *principal) (catalogID, id string, prob *problem) {

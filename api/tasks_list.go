@@ -59,7 +59,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 			f.SchemaNames = slices.DeleteFunc(f.SchemaNames, func(n string) bool { return !sc.has(n) })
 		}
 		if len(f.SchemaNames) == 0 {
-			writeJSON(w, http.StatusOK, listView[taskView]{Items: []taskView{}})
+			writeJSON(w, http.StatusOK, wftype.Page[wftype.TaskView]{Items: []wftype.TaskView{}})
 			return nil
 		}
 	}
@@ -72,7 +72,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 			f.TaskTypes = slices.DeleteFunc(f.TaskTypes, func(n string) bool { return !slices.Contains(p.taskTypes, n) })
 		}
 		if len(f.TaskTypes) == 0 {
-			writeJSON(w, http.StatusOK, listView[taskView]{Items: []taskView{}})
+			writeJSON(w, http.StatusOK, wftype.Page[wftype.TaskView]{Items: []wftype.TaskView{}})
 			return nil
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 	if err != nil {
 		return err
 	}
-	out := pageOf(rows, limit, func(t wftype.Task) taskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
+	out := pageOf(rows, limit, func(t wftype.Task) wftype.TaskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
 		return cursor{Kind: "tasks", ID: last.ID.String()}
 	})
 	writeJSON(w, http.StatusOK, out)

@@ -11,54 +11,14 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
-// taskView is a task as the API shows it (schema Task).
-type taskView struct {
-	TaskID          string          `json:"task_id"`
-	TaskType        string          `json:"task_type"`
-	SchemaName      string          `json:"schema_name"`
-	Scope           string          `json:"scope"`
-	ExecutionMode   string          `json:"execution_mode"`
-	Status          string          `json:"status"`
-	DedupKey        *string         `json:"dedup_key,omitempty"`
-	Inputs          json.RawMessage `json:"inputs"`
-	Outputs         json.RawMessage `json:"outputs,omitempty"`
-	Progress        json.RawMessage `json:"progress,omitempty"`
-	Error           *string         `json:"error,omitempty"`
-	Priority        int             `json:"priority"`
-	Attempts        int             `json:"attempts"`
-	RetryCount      int             `json:"retry_count"`
-	MaxRetries      int             `json:"max_retries"`
-	Snoozes         int             `json:"snoozes"`
-	OwnerID         *string         `json:"owner_id,omitempty"`
-	CreatedAt       time.Time       `json:"created_at"`
-	RunAfter        time.Time       `json:"run_after"`
-	StartedAt       *time.Time      `json:"started_at,omitempty"`
-	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
-	LockedUntil     *time.Time      `json:"locked_until,omitempty"`
-	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at,omitempty"`
-	StatusURL       string          `json:"status_url"`
-	// AttemptHistory is shown by GET /tasks/{id} only.
-	AttemptHistory []attemptView `json:"attempt_history,omitempty"`
-}
-
-// attemptView is one ended attempt of a task (schema Attempt).
-type attemptView struct {
-	Attempt    int        `json:"attempt"`
-	OwnerID    *string    `json:"owner_id,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt time.Time  `json:"finished_at"`
-	Outcome    string     `json:"outcome"`
-	Error      *string    `json:"error,omitempty"`
-}
-
 // newAttemptViews converts an attempt history; the instance names are shown
 // to workers and admins only, as a task's owner_id is.
-func newAttemptViews(as []wftype.Attempt, p *principal) []attemptView {
-	out := make([]attemptView, 0, len(as))
+func newAttemptViews(as []wftype.Attempt, p *principal) []wftype.Attempt {
+	out := make([]wftype.Attempt, 0, len(as))
 	for _, a := range redact.Attempts(as) {
-		v := attemptView{Attempt: a.Attempt, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt.UTC(), Outcome: string(a.Outcome), Error: a.Error}
+		v := wftype.Attempt{Attempt: a.Attempt, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt.UTC(), Outcome: a.Outcome, Error: a.Error}
 		if a.Outcome == wftype.StatusPending {
-			v.Outcome = "RETRIED"
+			v.Outcome = wftype.AttemptRetried
 		}
 		if p != nil && (p.role == config.RoleWorker || p.role == config.RoleAdmin) {
 			v.OwnerID = a.OwnerID
@@ -71,11 +31,11 @@ func newAttemptViews(as []wftype.Attempt, p *principal) []attemptView {
 // newTaskView converts a task row, credentials in its URLs redacted
 // (internal/redact). The lease (owner_id) is shown to workers
 // and admins only: a client has no use for instance names.
-func (s *Server) newTaskView(t wftype.Task, p *principal) taskView {
+func (s *Server) newTaskView(t wftype.Task, p *principal) wftype.TaskView {
 	t = redact.Task(t) // credentials in URLs are not shown
-	v := taskView{
-		TaskID: t.ID.String(), TaskType: t.TaskType, SchemaName: t.SchemaName, Scope: string(t.Scope),
-		ExecutionMode: string(t.ExecutionMode), Status: string(t.Status), DedupKey: t.DedupKey,
+	v := wftype.TaskView{
+		TaskID: t.ID.String(), TaskType: t.TaskType, SchemaName: t.SchemaName, Scope: t.Scope,
+		ExecutionMode: t.ExecutionMode, Status: t.Status, DedupKey: t.DedupKey,
 		Inputs: nonNullJSON(t.Inputs, "{}"), Outputs: nullableJSON(t.Outputs), Progress: nullableJSON(t.Progress),
 		Error: t.Error, Priority: t.Priority, Attempts: t.Attempts, RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, Snoozes: t.Snoozes,
 		CreatedAt: t.Timestamp, RunAfter: t.RunAfter, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
@@ -87,19 +47,10 @@ func (s *Server) newTaskView(t wftype.Task, p *principal) taskView {
 	return v
 }
 
-// submissionView answers a task submission (schema Submission).
-type submissionView struct {
-	TaskID       string          `json:"task_id"`
-	Status       string          `json:"status"`
-	StatusURL    string          `json:"status_url"`
-	Deduplicated bool            `json:"deduplicated"`
-	Outputs      json.RawMessage `json:"outputs,omitempty"`
-	Error        *string         `json:"error,omitempty"`
-}
-
-func (s *Server) newSubmissionView(t wftype.Task, dedup bool) submissionView {
-	return submissionView{
-		TaskID: t.ID.String(), Status: string(t.Status), StatusURL: s.url("/tasks/" + t.ID.String()),
+// newSubmissionView answers the submission of t.
+func (s *Server) newSubmissionView(t wftype.Task, dedup bool) wftype.SubmissionView {
+	return wftype.SubmissionView{
+		TaskID: t.ID.String(), Status: t.Status, StatusURL: s.url("/tasks/" + t.ID.String()),
 		Deduplicated: dedup,
 	}
 }
@@ -116,24 +67,9 @@ func (s *Server) writeSubmission(w http.ResponseWriter, t wftype.Task, dedup boo
 	writeJSON(w, status, v)
 }
 
-// eventView is an event as the API shows it (schema Event).
-type eventView struct {
-	EventID        string          `json:"event_id"`
-	EventType      string          `json:"event_type"`
-	Scope          string          `json:"scope"`
-	SchemaName     string          `json:"schema_name"`
-	Payload        json.RawMessage `json:"payload"`
-	Status         string          `json:"status"`
-	DedupKey       *string         `json:"dedup_key,omitempty"`
-	Attempts       int             `json:"attempts"`
-	CreatedAt      time.Time       `json:"created_at"`
-	RunAfter       time.Time       `json:"run_after"`
-	Error          *string         `json:"error,omitempty"`
-	DeadLetteredAt *time.Time      `json:"dead_lettered_at,omitempty"`
-}
-
-func newEventView(e store.Event) eventView {
-	return eventView{
+// newEventView converts an event row.
+func newEventView(e store.Event) wftype.EventView {
+	return wftype.EventView{
 		EventID: e.ID.String(), EventType: e.EventType, Scope: e.Scope, SchemaName: e.SchemaName,
 		Payload: nonNullJSON(e.Payload, "{}"), Status: e.Status, DedupKey: e.DedupKey, Attempts: e.Attempts,
 		CreatedAt: e.CreatedAt.UTC(), RunAfter: e.RunAfter.UTC(), Error: e.Error, DeadLetteredAt: e.DeadLetteredAt,
@@ -193,12 +129,6 @@ func newAssetView(a store.Asset) assetView {
 		CatalogID: a.CatalogID, AssetID: a.ID, CollectionID: a.CollectionID, URI: a.URI, Kind: a.Kind,
 		Status: a.Status, Metadata: nonNullJSON(a.Metadata, "{}"), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
-}
-
-// listView is one page of a list (schemas *List).
-type listView[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // nonNullJSON returns raw, or def when raw is empty or null.

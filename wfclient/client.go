@@ -2,9 +2,10 @@
 // OpenAPI document (schemas/openapi.json, served at /openapi.json): create,
 // read, wait for, list and cancel tasks, submit ingestions, emit events,
 // and the admin operations (pause and resume, bulk cancel and requeue). It
-// imports nothing from wf but the standard library, so a service that only
-// calls wf over HTTP pulls in nothing else. Errors wf answers with are
-// *Problem values (RFC 9457).
+// imports nothing from wf but wftype, whose view types (Task, Submission,
+// Event, …) are the very ones the server writes, so a service that only
+// calls wf over HTTP pulls in the standard library and github.com/google/uuid
+// besides. Errors wf answers with are *Problem values (RFC 9457).
 package wfclient
 
 import (

@@ -1,74 +1,32 @@
 package wfclient
 
 import (
-	"encoding/json"
 	"time"
+
+	"github.com/wfhq/wf/wftype"
 )
 
 // TaskStatus is a task's state (schema Task, status).
-type TaskStatus string
+type TaskStatus = wftype.TaskStatus
 
 // Task statuses.
 const (
-	StatusPending    TaskStatus = "PENDING"
-	StatusActive     TaskStatus = "ACTIVE"
-	StatusCompleted  TaskStatus = "COMPLETED"
-	StatusFailed     TaskStatus = "FAILED"
-	StatusDeadLetter TaskStatus = "DEAD_LETTER"
-	StatusCancelled  TaskStatus = "CANCELLED"
+	StatusPending    = wftype.StatusPending
+	StatusActive     = wftype.StatusActive
+	StatusCompleted  = wftype.StatusCompleted
+	StatusFailed     = wftype.StatusFailed
+	StatusDeadLetter = wftype.StatusDeadLetter
+	StatusCancelled  = wftype.StatusCancelled
 )
 
-// Terminal reports whether no runner will pick the task up again.
-func (s TaskStatus) Terminal() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusDeadLetter || s == StatusCancelled
-}
-
 // Task is one task (schema Task).
-type Task struct {
-	TaskID         string          `json:"task_id"`
-	TaskType       string          `json:"task_type"`
-	SchemaName     string          `json:"schema_name"`
-	Scope          string          `json:"scope"`
-	ExecutionMode  string          `json:"execution_mode"`
-	Status         TaskStatus      `json:"status"`
-	DedupKey       *string         `json:"dedup_key,omitempty"`
-	Inputs         json.RawMessage `json:"inputs"`
-	Outputs        json.RawMessage `json:"outputs,omitempty"`
-	Progress       json.RawMessage `json:"progress,omitempty"`
-	Error          *string         `json:"error,omitempty"`
-	Priority       int             `json:"priority"`
-	Attempts       int             `json:"attempts"`
-	RetryCount     int             `json:"retry_count"`
-	MaxRetries     int             `json:"max_retries"`
-	Snoozes        int             `json:"snoozes"`
-	OwnerID        *string         `json:"owner_id,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	RunAfter       time.Time       `json:"run_after"`
-	StartedAt      *time.Time      `json:"started_at,omitempty"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
-	StatusURL      string          `json:"status_url"`
-	AttemptHistory []Attempt       `json:"attempt_history,omitempty"`
-}
+type Task = wftype.TaskView
 
 // Attempt is one ended run of a task (schema Attempt).
-type Attempt struct {
-	Attempt    int        `json:"attempt"`
-	OwnerID    *string    `json:"owner_id,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt time.Time  `json:"finished_at"`
-	Outcome    string     `json:"outcome"`
-	Error      *string    `json:"error,omitempty"`
-}
+type Attempt = wftype.Attempt
 
 // Submission answers a task creation or an ingestion (schema Submission).
-type Submission struct {
-	TaskID       string          `json:"task_id"`
-	Status       TaskStatus      `json:"status"`
-	StatusURL    string          `json:"status_url"`
-	Deduplicated bool            `json:"deduplicated"`
-	Outputs      json.RawMessage `json:"outputs,omitempty"`
-	Error        *string         `json:"error,omitempty"`
-}
+type Submission = wftype.SubmissionView
 
 // EnqueueRequest creates a task (schema CreateTaskRequest). RunAt or RunIn
 // (a duration such as "5m") delay an ASYNCHRONOUS one.
@@ -94,10 +52,7 @@ type ListParams struct {
 }
 
 // TaskPage is one page of tasks, newest first; NextCursor continues.
-type TaskPage struct {
-	Items      []Task `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+type TaskPage = wftype.Page[Task]
 
 // IngestionRequest submits a source to a collection (schema
 // IngestionRequest).
@@ -122,16 +77,7 @@ type EmitEventRequest struct {
 }
 
 // Event is an emitted event (schema EmittedEvent).
-type Event struct {
-	EventID      string          `json:"event_id"`
-	EventType    string          `json:"event_type"`
-	Scope        string          `json:"scope"`
-	SchemaName   string          `json:"schema_name"`
-	Payload      json.RawMessage `json:"payload"`
-	Status       string          `json:"status"`
-	Deduplicated bool            `json:"deduplicated"`
-	CreatedAt    time.Time       `json:"created_at"`
-}
+type Event = wftype.EmittedEventView
 
 // PauseKind says what a pause stops (schema PauseKind).
 type PauseKind string
@@ -153,16 +99,7 @@ type Pause struct {
 
 // BulkTasksRequest selects tasks for a bulk cancel or requeue (schema
 // BulkTasksRequest).
-type BulkTasksRequest struct {
-	Status      []TaskStatus `json:"status,omitempty"`
-	TaskType    []string     `json:"task_type,omitempty"`
-	SchemaName  []string     `json:"schema_name,omitempty"`
-	CreatedFrom *time.Time   `json:"created_from,omitempty"`
-	CreatedTo   *time.Time   `json:"created_to,omitempty"`
-	Limit       int          `json:"limit,omitempty"`
-	DryRun      bool         `json:"dry_run,omitempty"`
-	All         bool         `json:"all,omitempty"`
-}
+type BulkTasksRequest = wftype.BulkTasksRequest
 
 // BulkResult is what a bulk cancel or requeue did (schemas BulkCancel and
 // BulkRequeue): Matched for a dry run, else Cancelled or Requeued and

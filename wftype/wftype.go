@@ -1,6 +1,8 @@
 // Package wftype holds the base types every other wf package shares: task and
-// event rows, their statuses, execution modes, scopes and sentinel errors. It
-// has no dependencies inside wf, so importing it never creates a cycle.
+// event rows, their statuses, execution modes, scopes and sentinel errors,
+// and the views of the HTTP API that both the server and the Go client use
+// (view.go). It has no dependencies inside wf, so importing it never creates
+// a cycle.
 package wftype
 
 import (

@@ -1,0 +1,107 @@
+package wftype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// This file holds the JSON shapes of wf's HTTP API (schemas/openapi.json)
+// that both sides use: the server (package api) writes them and the Go
+// client (package wfclient) reads them, so the two cannot drift apart.
+
+// TaskView is a task as the HTTP API shows it (schema Task): the row's
+// fields under the API's names, its status URL and, from GET /tasks/{id}
+// only, its attempt history.
+type TaskView struct {
+	TaskID        string          `json:"task_id"`
+	TaskType      string          `json:"task_type"`
+	SchemaName    string          `json:"schema_name"`
+	Scope         Scope           `json:"scope"`
+	ExecutionMode ExecutionMode   `json:"execution_mode"`
+	Status        TaskStatus      `json:"status"`
+	DedupKey      *string         `json:"dedup_key,omitempty"`
+	Inputs        json.RawMessage `json:"inputs"`
+	Outputs       json.RawMessage `json:"outputs,omitempty"`
+	Progress      json.RawMessage `json:"progress,omitempty"`
+	Error         *string         `json:"error,omitempty"`
+	Priority      int             `json:"priority"`
+	Attempts      int             `json:"attempts"`
+	RetryCount    int             `json:"retry_count"`
+	MaxRetries    int             `json:"max_retries"`
+	Snoozes       int             `json:"snoozes"`
+	// OwnerID is the instance holding the task's lease, shown to workers
+	// and admins only.
+	OwnerID         *string    `json:"owner_id,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	RunAfter        time.Time  `json:"run_after"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+	LockedUntil     *time.Time `json:"locked_until,omitempty"`
+	LastHeartbeatAt *time.Time `json:"last_heartbeat_at,omitempty"`
+	StatusURL       string     `json:"status_url"`
+	// AttemptHistory is shown by GET /tasks/{id} only. There an attempt
+	// that was retried shows the outcome AttemptRetried (the row keeps
+	// PENDING), and OwnerID only to workers and admins.
+	AttemptHistory []Attempt `json:"attempt_history,omitempty"`
+}
+
+// AttemptRetried is the outcome the HTTP API shows for an attempt that
+// put its task back to PENDING for a retry.
+const AttemptRetried TaskStatus = "RETRIED"
+
+// SubmissionView answers a task creation or an ingestion (schema
+// Submission); a SYNCHRONOUS task's outcome comes with it.
+type SubmissionView struct {
+	TaskID       string          `json:"task_id"`
+	Status       TaskStatus      `json:"status"`
+	StatusURL    string          `json:"status_url"`
+	Deduplicated bool            `json:"deduplicated"`
+	Outputs      json.RawMessage `json:"outputs,omitempty"`
+	Error        *string         `json:"error,omitempty"`
+}
+
+// EventView is an event as the HTTP API shows it (schema Event).
+type EventView struct {
+	EventID        string          `json:"event_id"`
+	EventType      string          `json:"event_type"`
+	Scope          string          `json:"scope"`
+	SchemaName     string          `json:"schema_name"`
+	Payload        json.RawMessage `json:"payload"`
+	Status         string          `json:"status"`
+	DedupKey       *string         `json:"dedup_key,omitempty"`
+	Attempts       int             `json:"attempts"`
+	CreatedAt      time.Time       `json:"created_at"`
+	RunAfter       time.Time       `json:"run_after"`
+	Error          *string         `json:"error,omitempty"`
+	DeadLetteredAt *time.Time      `json:"dead_lettered_at,omitempty"`
+}
+
+// EmittedEventView answers POST /events (schema EmittedEvent): the event,
+// and whether it deduplicated to a pending one instead of being written.
+type EmittedEventView struct {
+	EventView
+	Deduplicated bool `json:"deduplicated"`
+}
+
+// Page is one page of a list (schemas *List), newest or lowest id first as
+// the list says; NextCursor, when set, continues it.
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// BulkTasksRequest selects tasks for a bulk cancel or requeue (schema
+// BulkTasksRequest): which tasks, how many per call, and whether to only
+// count them.
+type BulkTasksRequest struct {
+	Status      []TaskStatus `json:"status,omitempty"`
+	TaskType    []string     `json:"task_type,omitempty"`
+	SchemaName  []string     `json:"schema_name,omitempty"`
+	CreatedFrom *time.Time   `json:"created_from,omitempty"`
+	CreatedTo   *time.Time   `json:"created_to,omitempty"`
+	Limit       int          `json:"limit,omitempty"`
+	DryRun      bool         `json:"dry_run,omitempty"`
+	// All must be true to match without a task type, tenant or creation
+	// time: a forgotten filter must not cancel the whole queue.
+	All bool `json:"all,omitempty"`
+}
