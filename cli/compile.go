@@ -22,9 +22,11 @@ func compileCommand() *cli.Command {
 		ArgsUsage: "[PATH...]",
 		Description: "Compiles the specs under each PATH (default " + defaultSpecPath + "/) and prints the result: task types\n" +
 			"with their dispatch rules, the capability map (which runners serve each execution\n" +
-			"mode and task type, in order), subscriptions, schedules and runners. --format json\n" +
-			"prints it as stable JSON. Invalid specs print their errors and exit 1.",
-		Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
+			"mode and task type, in order), subscriptions, schedules, runners and each workflow's\n" +
+			"graph. --format json prints it as stable JSON; --format dot prints the workflows'\n" +
+			"graphs in Graphviz DOT (wf compile --format dot | dot -Tsvg > workflows.svg).\n" +
+			"Invalid specs print their errors and exit 1.",
+		Flags:  []cli.Flag{formatFlag(formatText, formatJSON, formatDOT)},
 		Action: runCompile,
 		// No "help" subcommand: urfave/cli shares one across commands and
 		// writes to it on every run, a data race when tests run wf in parallel.
@@ -34,7 +36,7 @@ func compileCommand() *cli.Command {
 
 // runCompile is the action of wf compile.
 func runCompile(c *cli.Context) error {
-	format, err := checkFormat(c, formatText, formatJSON)
+	format, err := checkFormat(c, formatText, formatJSON, formatDOT)
 	if err != nil {
 		return err
 	}
@@ -52,9 +54,12 @@ func runCompile(c *cli.Context) error {
 		}
 		return invalidSpecs(errs)
 	}
-	if format == formatJSON {
+	switch format {
+	case formatJSON:
 		err = writeJSON(c.App.Writer, set)
-	} else {
+	case formatDOT:
+		err = writeWorkflowsDOT(c.App.Writer, set)
+	default:
 		err = writeSetText(c.App.Writer, set)
 	}
 	if err != nil {
@@ -75,6 +80,7 @@ func writeSetText(w io.Writer, set *spec.Set) error {
 	writeSubscriptionsText(&b, set)
 	writeSchedulesText(&b, set)
 	writeRunnersText(&b, set)
+	writeWorkflowsText(&b, set)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

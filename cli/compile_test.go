@@ -77,9 +77,39 @@ func TestCompileInvalid(t *testing.T) {
 
 	code, _, errOut := runSpecCLI(t, "compile", "--format", "github", dir)
 	require.Equal(t, ExitUsage, code)
-	require.Equal(t, "wf: usage: --format must be one of text, json; got \"github\"\n", errOut)
+	require.Equal(t, "wf: usage: --format must be one of text, json, dot; got \"github\"\n", errOut)
 
 	code, _, errOut = runSpecCLI(t, "compile", filepath.Join(dir, "nope.yaml"))
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "does not exist")
+}
+
+func TestCompileWorkflowGraph(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML + `---
+kind: Workflow
+name: fan
+steps:
+  first: {task_type: noop}
+  each: {task_type: noop, depends_on: [first], for_each: '[1, 2, 3]', concurrency: 2, inputs: {n: item}}
+  last: {task_type: noop, depends_on: [each], when: 'len(steps.each.outputs) == 3'}
+`})
+	code, out, errOut := runSpecCLI(t, "compile", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "workflows:\n  fan  (")
+	require.Contains(t, out, "    first  (noop)\n    └─▶ each\n"+
+		"    each  (noop)  for each of [1, 2, 3], 2 at once\n    │   input n = item\n    └─▶ last\n"+
+		"    last  (noop)  when len(steps.each.outputs) == 3\n")
+	code, out, errOut = runSpecCLI(t, "compile", "--format", "dot", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, `digraph "fan" {
+  rankdir=LR;
+  node [shape=box, fontname="Helvetica"];
+  "first" [label="first\n(noop)"];
+  "each" [label="each\n(noop)\nfor each [1, 2, 3]", shape=box3d];
+  "last" [label="last\n(noop)\nwhen len(steps.each.outputs) == 3", style=dashed];
+  "first" -> "each";
+  "each" -> "last";
+}
+`, out)
 }

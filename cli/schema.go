@@ -24,6 +24,7 @@ var schemaKinds = []struct{ kind, file, what string }{
 	{spec.KindSubscription, schemas.SubscriptionSchema, "a Subscription document"},
 	{spec.KindSchedule, schemas.ScheduleSchema, "a Schedule document"},
 	{spec.KindRunner, schemas.RunnerSchema, "a Runner document"},
+	{spec.KindWorkflow, schemas.WorkflowSchema, "a Workflow document"},
 	{"defs", schemas.SpecDefsSchema, "definitions the spec schemas share"},
 	{"config", config.SchemaFile, "the wf.yaml configuration file"},
 	{"envelope", schemas.EnvelopeSchema, "one per-record envelope of a report"},
@@ -36,7 +37,7 @@ func schemaCommand() *cli.Command {
 		Name:      "schema",
 		Usage:     "print the JSON Schema of a spec kind (default: any spec document), or write them all",
 		ArgsUsage: "[KIND]",
-		Description: "KIND is one of spec (default), TaskType, Subscription, Schedule, Runner, defs, config or\n" +
+		Description: "KIND is one of spec (default), TaskType, Subscription, Schedule, Runner, Workflow, defs, config or\n" +
 			"envelope (any case; a file name such as task_type.schema.json works too). Each schema has an\n" +
 			"$id and refers to its siblings by relative $ref, so an editor needs them side by side:\n" +
 			"--out DIR writes every spec schema (and the configuration's) into DIR.",

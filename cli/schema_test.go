@@ -35,7 +35,7 @@ func TestSchemaCommand(t *testing.T) {
 	code, out, errOut = runSpecCLI(t, "schema", "Tasktypes")
 	require.Equal(t, ExitUsage, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, `unknown schema kind "Tasktypes"; expected one of spec, TaskType, Subscription, Schedule, Runner, defs, config, envelope`)
+	require.Contains(t, errOut, `unknown schema kind "Tasktypes"; expected one of spec, TaskType, Subscription, Schedule, Runner, Workflow, defs, config, envelope`)
 
 	code, out, _ = runSpecCLI(t, "schema", "--list")
 	require.Equal(t, ExitOK, code)

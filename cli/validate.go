@@ -26,6 +26,7 @@ const defaultSpecPath = "specs"
 const (
 	formatText   = "text"
 	formatJSON   = "json"
+	formatDOT    = "dot"
 	formatGitHub = "github"
 )
 
@@ -298,12 +299,16 @@ func writeGitHubNote(b *strings.Builder, note *validateNote) {
 
 // setSummary counts what a set holds: 3 task types, 1 subscription, ...
 func setSummary(set *spec.Set) string {
-	return strings.Join([]string{
+	parts := []string{
 		plural(len(set.TaskTypes()), "task type"),
 		plural(len(set.Subscriptions()), "subscription"),
 		plural(len(set.Schedules()), "schedule"),
 		plural(len(set.Runners()), "runner"),
-	}, ", ")
+	}
+	if n := len(set.Workflows()); n > 0 {
+		parts = append(parts, plural(n, "workflow"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeJSON prints v as indented JSON.

@@ -1,5 +1,5 @@
 // Package schemas embeds wf's JSON Schema files: the spec kinds (TaskType,
-// Subscription, Schedule, Runner, dispatched by spec.schema.json), and the
+// Subscription, Schedule, Runner, Workflow, dispatched by spec.schema.json), and the
 // other contracts other packages validate against. The files are the source of
 // truth for editors (via the yaml-language-server comment in spec files) and
 // for wf alike.
@@ -26,6 +26,7 @@ const (
 	SubscriptionSchema = "subscription.schema.json"
 	ScheduleSchema     = "schedule.schema.json"
 	RunnerSchema       = "runner.schema.json"
+	WorkflowSchema     = "workflow.schema.json"
 )
 
 // EnvelopeSchema is the schema of one per-record envelope of a report.
@@ -42,7 +43,7 @@ func ID(name string) string { return BaseID + name }
 // SpecSchemas lists the files that make up the spec schema, SpecSchema first.
 // Load them all into one compiler so that their relative $refs resolve.
 func SpecSchemas() []string {
-	return []string{SpecSchema, SpecDefsSchema, TaskTypeSchema, SubscriptionSchema, ScheduleSchema, RunnerSchema}
+	return []string{SpecSchema, SpecDefsSchema, TaskTypeSchema, SubscriptionSchema, ScheduleSchema, RunnerSchema, WorkflowSchema}
 }
 
 // Read returns the content of the named schema file.

@@ -164,7 +164,7 @@ func (c *checker) failAt(d *document, ptr string, e *Error) {
 // usable kind or name register nothing (pass 1 reported them).
 func (c *checker) declare(d *document) bool {
 	switch d.kind {
-	case KindTaskType, KindSubscription, KindSchedule, KindRunner:
+	case KindTaskType, KindSubscription, KindSchedule, KindRunner, KindWorkflow:
 	default:
 		return true
 	}
@@ -229,6 +229,12 @@ func (c *checker) compile(docs []*document) *Set {
 			set.schedules = append(set.schedules, s)
 		}
 	}
+	for _, d := range byKind[KindWorkflow] {
+		if w := c.compileWorkflow(d); w != nil {
+			set.workflows = append(set.workflows, w)
+		}
+	}
+	slices.SortFunc(set.workflows, func(a, b *Workflow) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(set.taskTypes, func(a, b *TaskType) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(set.subscriptions, func(a, b *Subscription) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(set.schedules, func(a, b *Schedule) int { return cmp.Compare(a.name, b.name) })

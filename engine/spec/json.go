@@ -15,6 +15,29 @@ type (
 		Capabilities  []capabilityJSON   `json:"capabilities"`
 		Subscriptions []subscriptionJSON `json:"subscriptions"`
 		Schedules     []scheduleJSON     `json:"schedules"`
+		Workflows     []workflowJSON     `json:"workflows"`
+	}
+	workflowJSON struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Source      string          `json:"source"`
+		Inputs      json.RawMessage `json:"inputs"`
+		Timeout     string          `json:"timeout"`
+		StartRoles  []string        `json:"start_roles"`
+		Steps       []stepJSON      `json:"steps"`
+	}
+	stepJSON struct {
+		Name              string            `json:"name"`
+		TaskType          string            `json:"task_type"`
+		DependsOn         []string          `json:"depends_on"`
+		When              string            `json:"when,omitempty"`
+		OnUpstreamSkipped string            `json:"on_upstream_skipped"`
+		ForEach           string            `json:"for_each,omitempty"`
+		Concurrency       int               `json:"concurrency,omitempty"`
+		MaxItems          int               `json:"max_items,omitempty"`
+		Inputs            map[string]string `json:"inputs"`
+		MaxRetries        int               `json:"max_retries"`
+		Priority          int               `json:"priority"`
 	}
 	taskTypeJSON struct {
 		Name              string          `json:"name"`
@@ -24,6 +47,7 @@ type (
 		ExecutionMode     string          `json:"execution_mode"`
 		Handler           handlerJSON     `json:"handler"`
 		Inputs            json.RawMessage `json:"inputs"`
+		Outputs           json.RawMessage `json:"outputs,omitempty"`
 		MaxRetries        int             `json:"max_retries"`
 		MaxSnoozes        int             `json:"max_snoozes"`
 		Backoff           backoffJSON     `json:"backoff"`
@@ -153,6 +177,10 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 			SchemaName: sch.schemaName, Inputs: compactJSON(sch.inputs), Missed: sch.missed,
 		})
 	}
+	out.Workflows = make([]workflowJSON, 0, len(s.workflows))
+	for _, w := range s.workflows {
+		out.Workflows = append(out.Workflows, w.toJSON())
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("error encoding spec set: %w", err)
@@ -180,6 +208,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Name: t.name, Description: t.description, Source: t.source.String(),
 		Scope: string(t.scope), ExecutionMode: string(t.mode), Handler: h,
 		Inputs:     compactJSON(t.inputsRaw),
+		Outputs:    t.OutputSchema(),
 		MaxRetries: t.maxRetries,
 		MaxSnoozes: t.maxSnoozes,
 		Backoff: backoffJSON{
@@ -204,4 +233,28 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return raw
+}
+
+// toJSON renders a workflow, its steps in topological order.
+func (w *Workflow) toJSON() workflowJSON {
+	out := workflowJSON{
+		Name: w.name, Description: w.description, Source: w.source.String(),
+		Inputs: compactJSON(w.inputsRaw), Timeout: FormatDuration(w.timeout), StartRoles: w.StartRoles(),
+		Steps: make([]stepJSON, 0, len(w.steps)),
+	}
+	for _, s := range w.steps {
+		sj := stepJSON{
+			Name: s.name, TaskType: s.taskType.name, DependsOn: s.DependsOn(), When: s.WhenExpr(),
+			OnUpstreamSkipped: s.onSkipped, ForEach: s.ForEachExpr(), Inputs: s.InputExprs(),
+			MaxRetries: s.MaxRetries(), Priority: s.Priority(),
+		}
+		if sj.DependsOn == nil {
+			sj.DependsOn = []string{}
+		}
+		if s.forEach != nil {
+			sj.Concurrency, sj.MaxItems = s.concurrency, s.maxItems
+		}
+		out.Steps = append(out.Steps, sj)
+	}
+	return out
 }

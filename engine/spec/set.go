@@ -17,6 +17,7 @@ type Set struct {
 	schedules     []*Schedule     // sorted by name
 	runners       []*Runner       // sorted by priority, then name
 	capabilities  []Capability    // sorted by mode, then task type
+	workflows     []*Workflow     // sorted by name
 }
 
 // Files lists the spec files the set was compiled from, sorted.
@@ -48,6 +49,19 @@ func (s *Set) SubscriptionsFor(eventType string) []*Subscription {
 
 // Schedules lists the schedules, sorted by name.
 func (s *Set) Schedules() []*Schedule { return slices.Clone(s.schedules) }
+
+// Workflows lists the workflows, sorted by name.
+func (s *Set) Workflows() []*Workflow { return slices.Clone(s.workflows) }
+
+// Workflow returns the workflow called name.
+func (s *Set) Workflow(name string) (*Workflow, bool) {
+	for _, w := range s.workflows {
+		if w.name == name {
+			return w, true
+		}
+	}
+	return nil, false
+}
 
 // Runners lists the Runner specs, sorted by priority, then name.
 func (s *Set) Runners() []*Runner { return slices.Clone(s.runners) }

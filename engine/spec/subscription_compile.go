@@ -60,7 +60,7 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	}
 	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
 	if t != nil {
-		c.checkSubscriptionInputs(d, t, s.Inputs)
+		c.checkMappedInputs(d, "/inputs", t, s.Inputs)
 	}
 	if d.failed || t == nil {
 		return nil
@@ -69,10 +69,11 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	return sub
 }
 
-// checkSubscriptionInputs compares the inputs a subscription maps with what
-// its task type's schema declares: every required input must be mapped,
-// and when the schema allows no other fields, every mapped input must exist.
-func (c *checker) checkSubscriptionInputs(d *document, t *TaskType, inputs map[string]string) {
+// checkMappedInputs compares the inputs a subscription or a workflow step
+// maps (at ptr) with what its task type's schema declares: every required
+// input must be mapped, and when the schema allows no other fields, every
+// mapped input must exist.
+func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs map[string]string) {
 	schema, ok := t.inputsDoc[inputsSchemaURL(t.name)].(map[string]any)
 	if !ok {
 		return
@@ -91,7 +92,7 @@ func (c *checker) checkSubscriptionInputs(d *document, t *TaskType, inputs map[s
 			if len(missing) > 1 {
 				noun = "inputs"
 			}
-			c.fail(d, "/inputs", "task type %q requires %s %s", t.name, noun, strings.Join(missing, ", "))
+			c.fail(d, ptr, "task type %q requires %s %s", t.name, noun, strings.Join(missing, ", "))
 		}
 	}
 	props, _ := schema["properties"].(map[string]any)
@@ -107,6 +108,6 @@ func (c *checker) checkSubscriptionInputs(d *document, t *TaskType, inputs map[s
 		if sug, ok := suggest(name, known); ok {
 			hint = fmt.Sprintf("; did you mean %q?", sug)
 		}
-		c.failKey(d, joinPointer("/inputs", name), "task type %q has no input %q%s", t.name, name, hint)
+		c.failKey(d, joinPointer(ptr, name), "task type %q has no input %q%s", t.name, name, hint)
 	}
 }

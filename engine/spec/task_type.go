@@ -44,6 +44,8 @@ type TaskType struct {
 	inputsRaw         json.RawMessage
 	inputs            *jsonschema.Schema
 	inputsDoc         rawSchemas
+	outputsRaw        json.RawMessage // nil: the task type declares no outputs
+	outputsDoc        any             // the outputs schema as JSON values, nil if none
 	maxRetries        int
 	maxSnoozes        int
 	backoff           Backoff
@@ -77,6 +79,10 @@ func (t *TaskType) Handler() Handler { return t.handler.clone() }
 
 // InputSchema is the JSON Schema of the task type's inputs, as JSON.
 func (t *TaskType) InputSchema() json.RawMessage { return bytes.Clone(t.inputsRaw) }
+
+// OutputSchema is the JSON Schema of the task type's outputs, as JSON; nil
+// when the task type declares none.
+func (t *TaskType) OutputSchema() json.RawMessage { return bytes.Clone(t.outputsRaw) }
 
 // MaxRetries is how many retries a failing task gets before DEAD_LETTER.
 func (t *TaskType) MaxRetries() int { return t.maxRetries }

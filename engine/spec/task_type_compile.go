@@ -52,6 +52,7 @@ type taskTypeSpec struct {
 		} `json:"http"`
 	} `json:"handler"`
 	Inputs     json.RawMessage `json:"inputs"`
+	Outputs    json.RawMessage `json:"outputs"`
 	MaxRetries *int            `json:"max_retries"`
 	MaxSnoozes *int            `json:"max_snoozes"`
 	Backoff    struct {
@@ -131,6 +132,7 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	t.backoff = c.backoff(d, &s)
 	t.handler = c.handler(d, &s, t.timeout, timeoutOK)
 	t.inputsRaw, t.inputs, t.inputsDoc = c.inputSchema(d, s.Name, s.Inputs)
+	t.outputsRaw, t.outputsDoc = c.outputSchema(d, s.Name, s.Outputs)
 	if s.DedupKey != "" {
 		p, err := d.compileExpression("/dedup_key", s.DedupKey, taskEnv{}, resultString)
 		c.failAt(d, "/dedup_key", err)
@@ -308,6 +310,22 @@ func (c *checker) inputSchema(d *document, name string, raw json.RawMessage) (js
 		}
 	}
 	return raw, schema, doc
+}
+
+// outputSchema checks a task type's outputs schema, when it declares one,
+// and returns it as JSON and as JSON values.
+func (c *checker) outputSchema(d *document, name string, raw json.RawMessage) (json.RawMessage, any) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	_, doc, violations := compileInputSchema(name+"/outputs", raw)
+	for _, v := range violations {
+		c.add(d, v.pointer("/outputs"), d.violationError(v, "/outputs"))
+	}
+	if len(violations) > 0 {
+		return nil, nil
+	}
+	return raw, doc[inputsSchemaURL(name+"/outputs")]
 }
 
 // acceptsObject reports whether a schema's type keyword allows an object.
