@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/maintenance"
@@ -141,6 +142,13 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
+	// The tile cache's superseded versions go on the leader, with the
+	// other maintenance.
+	pruner, err := tiles.NewPruner(tiles.PrunerConfig{Store: rt.store, CacheURL: cfg.Tiles.CacheURL,
+		Interval: cfg.MaintenanceInterval, Grace: cfg.Tiles.CacheGrace, Logger: rt.log})
+	if err != nil {
+		return nil, cli.Exit(err.Error(), ExitFailure)
+	}
 	eng, err := engine.New(engine.Config{
 		Name: cfg.Name, Owner: owner, Pool: rt.pool, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
@@ -152,6 +160,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
 		},
 		Reporters: rt.reporterHook, Logger: rt.log, TracerProvider: rt.tracer,
+		LeaderServices: []engine.Service{{Name: "tile cache pruner", Run: func(ctx context.Context) error { pruner.Run(ctx); return nil }}},
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

@@ -143,6 +143,10 @@ type Tiles struct {
 	// go under <CacheURL>/<schema_name>/. Load turns an empty value into
 	// file://<absolute DataDir>/tiles.
 	CacheURL string `yaml:"cache_url"`
+	// CacheGrace is how long the leader keeps a superseded version's tiles
+	// (or a deleted collection's) before it deletes them, every
+	// maintenance_interval: readers of the old version finish first.
+	CacheGrace time.Duration `yaml:"cache_grace"`
 }
 
 // Files says which local files the ingestion and export tasks may name.
@@ -262,6 +266,7 @@ func Default() *Config {
 			PartitionsAhead:  3,
 		},
 		Report: Report{},
+		Tiles:  Tiles{CacheGrace: 15 * time.Minute},
 		GCP: GCP{
 			BucketTemplate:       "wf-{project}-{catalog}",
 			Location:             "EU",

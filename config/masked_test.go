@@ -106,6 +106,7 @@ files:
     local_roots: []
 tiles:
     cache_url: ""
+    cache_grace: 15m
 http:
     max_body_bytes: 1048576
     max_json_depth: 64

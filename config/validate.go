@@ -80,6 +80,7 @@ func (c *Config) Validate() error {
 		{"heartbeat_interval", c.HeartbeatInterval},
 		{"janitor_interval", c.JanitorInterval},
 		{"maintenance_interval", c.MaintenanceInterval},
+		{"tiles.cache_grace", c.Tiles.CacheGrace},
 		{"visibility_timeout", c.VisibilityTimeout},
 		{"retention.completed", c.Retention.Completed},
 		{"retention.failed", c.Retention.Failed},

@@ -98,3 +98,39 @@ func (s *Store) RenderTile(ctx context.Context, t FeatureTable, layer string, z,
 	err := s.db.QueryRow(ctx, fmt.Sprintf(renderTileSQL, t.ident()), z, x, y, layer, TileBuffer, TileExtent).Scan(&tile)
 	return tile, wrap(fmt.Sprintf("rendering tile %d/%d/%d of %s", z, x, y, t), err)
 }
+
+// RegisteredCollection is one collection of the registry with the content
+// version of its feature table, as the tile cache's pruner compares it
+// with the cache's folders; a catalog without collections is listed once,
+// with an empty CollectionID.
+type RegisteredCollection struct {
+	Schema, CatalogID, CollectionID string
+	// Version is the feature table's content version; "" when it has never
+	// been written.
+	Version string
+}
+
+// registeredCollectionsSQL lists the catalogs of the schemas $1 with their
+// collections and each one's current content version (catalogs.schema_name
+// is unique and indexed; collections are read by their catalog_id).
+const registeredCollectionsSQL = `
+SELECT c.schema_name, c.catalog_id, coalesce(k.collection_id, ''), coalesce(o.features_version, '')
+FROM catalog.catalogs c
+LEFT JOIN catalog.collections k ON k.catalog_id = c.catalog_id
+LEFT JOIN catalog.owned_tables o ON o.schema_name = c.schema_name AND o.table_name = k.collection_id
+WHERE c.schema_name = ANY($1::text[])`
+
+// RegisteredCollections returns the catalogs registered with the tenant
+// schemas named, with their collections and content versions.
+func (s *Store) RegisteredCollections(ctx context.Context, schemas []string) ([]RegisteredCollection, error) {
+	rows, err := s.db.Query(ctx, registeredCollectionsSQL, schemas)
+	if err != nil {
+		return nil, wrap("listing the registered collections", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RegisteredCollection, error) {
+		var c RegisteredCollection
+		err := row.Scan(&c.Schema, &c.CatalogID, &c.CollectionID, &c.Version)
+		return c, err
+	})
+	return out, wrap("listing the registered collections", err)
+}
