@@ -153,7 +153,8 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 		Name: cfg.Name, Owner: owner, Pool: rt.pool, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
-		Slots:                    cfg.Slots, PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
+		Slots:                    cfg.Slots, Unfair: !cfg.Fairness.Enabled, TenantWeights: cfg.Fairness.TenantWeights(),
+		PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: r.PartitionsAhead,
 		MaintenanceInterval: cfg.MaintenanceInterval,
 		Retention: maintenance.Retention{

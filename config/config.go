@@ -40,6 +40,8 @@ type Config struct {
 	LogFormat string `yaml:"log_format"`
 	// Slots is how many tasks one instance runs at once.
 	Slots int `yaml:"slots"`
+	// Fairness shares each claim batch among the tenants with due tasks.
+	Fairness Fairness `yaml:"fairness"`
 	// PollInterval is how often followers poll and the leader sweeps.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// HeartbeatInterval is how often running tasks' leases are extended. It
@@ -125,6 +127,31 @@ type Retention struct {
 	// PartitionsAhead is how many monthly partitions the leader keeps
 	// created ahead of now.
 	PartitionsAhead int `yaml:"partitions_ahead"`
+}
+
+// Fairness says how a claim batch is shared among tenants (schema_name):
+// weighted round-robin within the highest priority class that is due (see
+// README "Fair claiming").
+type Fairness struct {
+	// Enabled turns fair claiming on; off, a claim takes the highest
+	// priority, then oldest due tasks, whoever's they are.
+	Enabled bool `yaml:"enabled"`
+	// Weights are "tenant=weight" pairs (schema_name, a positive number);
+	// a tenant not named weighs 1. Weight 2 gets twice the share of a batch
+	// of weight 1 while both have due tasks.
+	Weights []string `yaml:"weights"`
+}
+
+// TenantWeights returns Weights as a map; call it after Validate (a pair
+// that does not parse is left out).
+func (f Fairness) TenantWeights() map[string]float64 {
+	out := make(map[string]float64, len(f.Weights))
+	for _, w := range f.Weights {
+		if name, weight, ok := parseWeight(w); ok {
+			out[name] = weight
+		}
+	}
+	return out
 }
 
 // Report says where the detailed reporter writes.
@@ -247,6 +274,7 @@ func Default() *Config {
 		LogLevel:            LogLevelInfo,
 		LogFormat:           LogFormatAuto,
 		Slots:               100,
+		Fairness:            Fairness{Enabled: true},
 		PollInterval:        time.Second,
 		HeartbeatInterval:   30 * time.Second,
 		JanitorInterval:     30 * time.Second,

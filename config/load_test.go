@@ -223,6 +223,8 @@ var everyEnv = map[string]string{
 	"WF_ELASTICSEARCH_FLUSH_BYTES":        "1048576",
 	"WF_ELASTICSEARCH_WORKERS":            "4",
 	"WF_ELASTICSEARCH_MAX_RETRIES":        "2",
+	"WF_FAIRNESS_ENABLED":                 "false",
+	"WF_FAIRNESS_WEIGHTS":                 "acme=3,beta=0.5",
 	"WF_WAREHOUSE_CONNECTIONS":            `[{"name":"dwh","type":"postgres","url":"postgres://u:pw@dwh/db","catalogs":["c1"],"tables":["public.sales"]}]`,
 }
 
@@ -230,7 +232,7 @@ func TestEnvVarNames(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, []string{
 		"WF_DATABASE_URL", "WF_DATABASE_SESSION_URL", "WF_NAME", "WF_LISTEN", "WF_DATA_DIR", "WF_SPECS", "WF_LOG_LEVEL", "WF_LOG_FORMAT",
-		"WF_SLOTS", "WF_POLL_INTERVAL", "WF_HEARTBEAT_INTERVAL", "WF_JANITOR_INTERVAL", "WF_MAINTENANCE_INTERVAL",
+		"WF_SLOTS", "WF_FAIRNESS_ENABLED", "WF_FAIRNESS_WEIGHTS", "WF_POLL_INTERVAL", "WF_HEARTBEAT_INTERVAL", "WF_JANITOR_INTERVAL", "WF_MAINTENANCE_INTERVAL",
 		"WF_VISIBILITY_TIMEOUT", "WF_GRACE",
 		"WF_CHANNELS_TASK_QUEUED", "WF_CHANNELS_TASK_STATUS_CHANGED", "WF_CHANNELS_EVENTS",
 		"WF_RETENTION_COMPLETED", "WF_RETENTION_FAILED", "WF_RETENTION_DEAD_LETTER",
@@ -268,6 +270,7 @@ func TestEveryLeafHasAnEnvVar(t *testing.T) {
 	require.Equal(t, "gs://tiles/wf", c.Tiles.CacheURL)
 	require.Equal(t, int64(2048), c.HTTP.MaxBodyBytes)
 	require.Equal(t, "q3", c.Channels.Events)
+	require.Equal(t, map[string]float64{"acme": 3, "beta": 0.5}, c.Fairness.TenantWeights())
 }
 
 func TestEveryLeafHasAFlag(t *testing.T) {

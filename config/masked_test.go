@@ -82,6 +82,9 @@ specs:
 log_level: info
 log_format: auto
 slots: 100
+fairness:
+    enabled: true
+    weights: []
 poll_interval: 1s
 heartbeat_interval: 30s
 janitor_interval: 30s

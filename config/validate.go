@@ -71,6 +71,18 @@ func (c *Config) Validate() error {
 	if c.Slots < 1 {
 		add("slots", "must be at least 1, got %d", c.Slots)
 	}
+	weighted := map[string]bool{}
+	for i, w := range c.Fairness.Weights {
+		field := fmt.Sprintf("fairness.weights[%d]", i)
+		name, _, ok := parseWeight(w)
+		switch {
+		case !ok:
+			add(field, "expected tenant=weight (a schema_name and a number above 0 and at most 1000, e.g. acme=2), got %q", w)
+		case weighted[name]:
+			add(field, "tenant %s has a weight already", name)
+		}
+		weighted[name] = true
+	}
 
 	for _, d := range []struct {
 		field string
@@ -318,4 +330,21 @@ func (c *Config) validateGCP(add func(field, format string, args ...any)) {
 	if !strings.Contains(g.ObjectPath, "{collection}") || segs[len(segs)-1] != "{file}" || strings.Count(g.ObjectPath, "{file}") != 1 {
 		add("gcp.object_path", "expected slash-separated segments with {collection} and ending in {file}, such as {catalog}/{collection}/{file}; got %q", g.ObjectPath)
 	}
+}
+
+// tenantRE is what a tenant (schema_name) may be named: the catalogs'
+// schema_name, or system.
+var tenantRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// parseWeight parses one "tenant=weight" pair of fairness.weights.
+func parseWeight(s string) (string, float64, bool) {
+	name, num, ok := strings.Cut(strings.TrimSpace(s), "=")
+	if !ok || !tenantRE.MatchString(strings.TrimSpace(name)) {
+		return "", 0, false
+	}
+	w, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || !(w > 0 && w <= 1000) {
+		return "", 0, false
+	}
+	return strings.TrimSpace(name), w, true
 }

@@ -113,6 +113,14 @@ type Config struct {
 	DefaultVisibilityTimeout time.Duration
 	// Slots is how many tasks run at once. Default DefaultSlots.
 	Slots int
+	// Unfair turns fair claiming off: a claim then takes the highest
+	// priority, then oldest due tasks, whoever's they are. By default each
+	// claim batch is shared among the tenants with due tasks by weight
+	// (store.Fairness).
+	Unfair bool
+	// TenantWeights weigh tenants (schema_name) in fair claims; a tenant
+	// not named weighs 1.
+	TenantWeights map[string]float64
 	// PollInterval: follower polls and leader sweeps. Default DefaultPollInterval.
 	PollInterval time.Duration
 	// HeartbeatInterval. Default DefaultHeartbeatInterval.
@@ -174,6 +182,14 @@ type Engine struct {
 	leading    []Service // leader only
 }
 
+// fairness is the claims' store.Fairness, nil when Unfair.
+func (cfg Config) fairness() *store.Fairness {
+	if cfg.Unfair {
+		return nil
+	}
+	return &store.Fairness{Weights: cfg.TenantWeights}
+}
+
 // NewOwnerID returns an id naming this process: host, pid and a random suffix.
 func NewOwnerID() string {
 	host, _ := os.Hostname()
@@ -226,7 +242,7 @@ func New(cfg Config) (*Engine, error) {
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
 		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules,
-		Slots: cfg.Slots, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace,
+		Slots: cfg.Slots, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace, Fair: cfg.fairness(),
 		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: e.observer(),
 		TracerProvider: cfg.TracerProvider,
 	})

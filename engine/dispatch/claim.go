@@ -165,6 +165,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	start := d.cfg.Clock.Now()
 	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
+		Fair: d.cfg.Fair,
 	})
 	if err != nil {
 		return false, err

@@ -65,6 +65,10 @@ type Config struct {
 	// freed slots gather into one claim of at least a quarter of Slots (at
 	// most 100) rather than claim a task at a time. Default 20ms.
 	ClaimCoalesce time.Duration
+	// Fair, when set, shares each claim batch among the tenants with due
+	// tasks by weight (store.ClaimParams.Fair); nil claims by priority and
+	// age only.
+	Fair *store.Fairness
 	// Grace is how long running tasks may finish after Run's context ends;
 	// the rest are handed back to PENDING. Default 20s.
 	Grace time.Duration

@@ -30,6 +30,18 @@ type ClaimParams struct {
 	// lock, in one transaction, so the cap holds exactly however many
 	// instances claim at once; claims of uncapped types take no lock.
 	Global map[string]int
+	// Fair, when set, shares each pair's batch among the tenants with due
+	// tasks of it, by weight (claim_fair.go); nil claims highest priority,
+	// then oldest first, whoever's the tasks are.
+	Fair *Fairness
+}
+
+// Fairness is how a fair claim weighs tenants.
+type Fairness struct {
+	// Weights by tenant (schema_name); a tenant not named weighs 1. A
+	// tenant of weight 2 gets twice the share of a batch of one of weight
+	// 1 when both have due tasks.
+	Weights map[string]float64
 }
 
 // Claimed is what one claim took.
@@ -125,8 +137,10 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	var err error
 	if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
+	} else if p.Fair != nil {
+		c.Tasks, err = s.claimWith(ctx, claimFairSQL, append(args, fairArgs(p.Fair)...))
 	} else {
-		c.Tasks, err = s.claimUncapped(ctx, args)
+		c.Tasks, err = s.claimWith(ctx, claimTasksSQL, args)
 	}
 	if err != nil {
 		return Claimed{}, err
@@ -144,12 +158,13 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	return c, nil
 }
 
-// claimUncapped claims with claimTasksSQL: the hot path, one statement.
-func (s *Store) claimUncapped(ctx context.Context, args []any) ([]wftype.Task, error) {
+// claimWith claims with one statement, claimTasksSQL or claimFairSQL: the
+// hot path.
+func (s *Store) claimWith(ctx context.Context, sql string, args []any) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		var err error
-		tasks, err = queryAll(ctx, db, "claiming tasks", claimTasksSQL, scanTask, args...)
+		tasks, err = queryAll(ctx, db, "claiming tasks", sql, scanTask, args...)
 		return len(tasks), err
 	})
 	return tasks, err

@@ -1,0 +1,181 @@
+package store
+
+import "fmt"
+
+// Fair claiming across tenants (ClaimParams.Fair).
+//
+// Without it a claim takes a pair's due tasks highest priority then oldest
+// first, whoever's they are: a tenant that enqueues 100,000 tasks delays
+// every other tenant's work until its backlog drains. With it, each claim
+// batch is shared among the tenants (schema_name) that have due tasks of the
+// pair, in proportion to their weights, within the highest priority class
+// that is due: weighted round-robin over the batch, in one statement.
+//
+// Why round-robin within a batch and not deficit round-robin: a deficit
+// counter per tenant would be state shared by every instance, written by
+// every claim (a hot row per tenant, or a lock), and it would have to be
+// kept right when tasks are cancelled, paused or deduplicated. Ranking each
+// tenant's due tasks inside the batch needs no state at all: the k-th task
+// of a tenant of weight w comes at position k/w, and the batch takes the
+// lowest positions. Each batch is fair on its own, so a tenant that appears
+// is served by the very next claim, whichever instance makes it, and the
+// shares of a long backlog are the weights' (the deficit scheme's one gain,
+// exact shares for tasks of different cost, does not apply: a claim counts
+// tasks, not their run time).
+//
+// The statement, per pair (claimFairSQL):
+//   - tenants: the tenants with PENDING tasks of the pair, found by a loose
+//     index scan of tasks_tenant_claim_idx (one probe per tenant, at most
+//     max_claim of them in name order: a batch cannot serve more);
+//   - heads: the highest priority among the pair's due tasks (one probe of
+//     tasks_claim_idx), the class the batch is fair within;
+//   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
+//     the weights of the pair's tenants), of its oldest due tasks of that
+//     priority, locked with SKIP LOCKED;
+//   - fill: when the shares do not fill the batch (tenants with fewer tasks
+//     than their share), the rest in the unfair order, from tasks_claim_idx;
+//   - candidates: of those, the batch by (priority, rank in its tenant ÷
+//     weight, age), at most max_claim per pair and $5 in all.
+//
+// Rows locked but not taken (the shares' rounding) are released when the
+// statement commits. Paused task types and tenants are skipped as in every
+// claim (pauses.go).
+
+// fairLockedColumns are the columns the fair claim's CTEs carry of each
+// locked task.
+const fairLockedColumns = `t.task_id, t."timestamp", t.task_type, t.execution_mode, t.schema_name, t.priority, t.run_after`
+
+// fairTenantProbe finds, for the pair of row r, the first tenant with
+// PENDING tasks after r.schema_name (any, when the condition on it is left
+// out): one descent of tasks_tenant_claim_idx per partition.
+const fairTenantProbe = `(
+        SELECT t.schema_name FROM tasks.tasks t
+        WHERE t.status = 'PENDING' AND t.task_type = r.task_type AND t.execution_mode = r.execution_mode%s
+        ORDER BY t.schema_name
+        LIMIT 1
+    )`
+
+// claimFairCTEs are the common table expressions of a fair claim up to
+// candidates, which claimUpdateSQL then moves to ACTIVE. $8 and $9 are the
+// tenants that have a weight and their weights (1 for the others). slots
+// must be defined before them (with max_claim already cut to any room).
+var claimFairCTEs = `
+tenants AS (
+    SELECT r.execution_mode, r.task_type, r.max_claim, 1 AS n, ` + fairFirstTenant + ` AS schema_name
+    FROM slots r
+    UNION ALL
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.n + 1, ` + fairNextTenant + `
+    FROM tenants r
+    WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim
+),
+weights AS (
+    SELECT * FROM unnest((SELECT $8::text[]), (SELECT $9::float8[])) AS w(schema_name, weight)
+),
+heads AS MATERIALIZED (
+    SELECT s.execution_mode, s.task_type, s.max_claim, (
+        SELECT t.priority FROM tasks.tasks t
+        WHERE t.status = 'PENDING'
+          AND t.task_type = s.task_type
+          AND t.execution_mode = s.execution_mode
+          AND t.run_after <= coalesce($6::timestamptz, now())
+          AND ` + pausedTenantsSQL + `
+        ORDER BY t.priority DESC, t.run_after, t.task_id
+        LIMIT 1
+    ) AS top
+    FROM slots s
+),
+shares AS (
+    SELECT h.execution_mode, h.task_type, h.top, tn.schema_name,
+           ceil(h.max_claim * coalesce(w.weight, 1)
+                / sum(coalesce(w.weight, 1)) OVER (PARTITION BY h.execution_mode, h.task_type))::int AS share
+    FROM heads h
+    JOIN tenants tn ON tn.execution_mode = h.execution_mode AND tn.task_type = h.task_type
+    LEFT JOIN weights w ON w.schema_name = tn.schema_name
+    WHERE h.top IS NOT NULL AND tn.schema_name IS NOT NULL
+      AND tn.schema_name <> ALL (ARRAY(SELECT p.name FROM tasks.pauses p WHERE p.kind = 'tenant'))
+),
+fair AS (
+    SELECT c.*
+    FROM shares sh
+    CROSS JOIN LATERAL (
+        SELECT ` + fairLockedColumns + `
+        FROM tasks.tasks t
+        WHERE t.status = 'PENDING'
+          AND t.task_type = sh.task_type
+          AND t.execution_mode = sh.execution_mode
+          AND t.schema_name = sh.schema_name
+          AND t.priority = sh.top
+          AND t.run_after <= coalesce($6::timestamptz, now())
+        ORDER BY t.run_after, t.task_id
+        LIMIT sh.share
+        FOR UPDATE SKIP LOCKED
+    ) c
+),
+fill AS (
+    SELECT c.*
+    FROM slots s
+    CROSS JOIN LATERAL (
+        SELECT ` + fairLockedColumns + `
+        FROM tasks.tasks t
+        WHERE t.status = 'PENDING'
+          AND t.task_type = s.task_type
+          AND t.execution_mode = s.execution_mode
+          AND t.run_after <= coalesce($6::timestamptz, now())
+          AND ` + pausedTenantsSQL + `
+          AND t.task_id <> ALL (ARRAY(SELECT f.task_id FROM fair f))
+        ORDER BY t.priority DESC, t.run_after, t.task_id
+        LIMIT greatest(s.max_claim - (SELECT count(*) FROM fair f
+                                      WHERE f.task_type = s.task_type AND f.execution_mode = s.execution_mode), 0)
+        FOR UPDATE SKIP LOCKED
+    ) c
+),
+ranked AS (
+    SELECT u.*, (row_number() OVER (PARTITION BY u.execution_mode, u.task_type, u.schema_name, u.priority
+                                    ORDER BY u.run_after, u.task_id))::float8 / coalesce(w.weight, 1) AS turn
+    FROM (SELECT * FROM fair UNION ALL SELECT * FROM fill) u
+    LEFT JOIN weights w ON w.schema_name = u.schema_name
+),
+per_pair AS (
+    SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
+                                   ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth
+    FROM ranked r
+)`
+
+// fairFirstTenant and fairNextTenant are the two steps of the loose index
+// scan of the tenants.
+var (
+	fairFirstTenant = fmt.Sprintf(fairTenantProbe, "")
+	fairNextTenant  = fmt.Sprintf(fairTenantProbe, "\n          AND t.schema_name > r.schema_name")
+)
+
+// claimFairSQL is claimTasksSQL with fairness across tenants: see the top
+// of this file.
+var claimFairSQL = `
+WITH RECURSIVE slots AS (
+    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds)
+    WHERE ` + pausedTypesSQL + `
+),` + claimFairCTEs + `,
+candidates AS (
+    SELECT p.task_id, p."timestamp"
+    FROM per_pair p
+    JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
+    WHERE p.nth <= s.max_claim
+    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
+    LIMIT (SELECT $5::int)
+)` + claimUpdateSQL + `
+RETURNING ` + taskColumnsT
+
+// ClaimFairSQL returns the fair claim statement, for EXPLAIN in tests.
+func ClaimFairSQL() string { return claimFairSQL }
+
+// fairArgs returns the fair statement's weight arguments ($8, $9).
+func fairArgs(f *Fairness) []any {
+	names := make([]string, 0, len(f.Weights))
+	weights := make([]float64, 0, len(f.Weights))
+	for n, w := range f.Weights {
+		names = append(names, n)
+		weights = append(weights, w)
+	}
+	return []any{names, weights}
+}

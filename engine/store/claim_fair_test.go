@@ -1,0 +1,139 @@
+package store_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// tenantTasks enqueues n tasks of taskType for tenant (its catalog created
+// when missing), of the given priority, in one insert: each later call's
+// tasks are younger.
+func tenantTasks(t *testing.T, b *bundle, tenant, taskType string, n, priority int) {
+	t.Helper()
+	if tenant != wftype.SystemSchema {
+		if _, err := b.store.GetCatalog(b.ctx, tenant); err != nil {
+			_, err := b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: tenant, SchemaName: tenant})
+			require.NoError(t, err)
+		}
+	}
+	batch := make([]store.NewTask, n)
+	for i := range batch {
+		batch[i] = newTask(taskType)
+		batch[i].SchemaName, batch[i].Scope, batch[i].Priority = tenant, wftype.ScopeCatalog, priority
+	}
+	_, err := b.store.InsertTasks(b.ctx, batch)
+	require.NoError(t, err)
+}
+
+// claimByTenant claims up to total tasks of noop and counts them by tenant.
+func claimByTenant(t *testing.T, b *bundle, fair *store.Fairness, total int) map[string]int {
+	t.Helper()
+	tasks, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{
+		Owner: "w", Total: total, Fair: fair,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: total, Lease: time.Minute}},
+	})
+	require.NoError(t, err)
+	n := map[string]int{}
+	for _, tk := range tasks {
+		require.Equal(t, wftype.StatusActive, tk.Status)
+		n[tk.SchemaName]++
+	}
+	return n
+}
+
+// TestClaimFair: with fairness, a batch is shared among the tenants with
+// due tasks, by weight; a tenant with fewer tasks than its share leaves the
+// rest to the others; without it, the oldest tasks go first whoever's.
+func TestClaimFair(t *testing.T) {
+	t.Parallel()
+	t.Run("round-robin", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 200, 0) // the flood, oldest
+		for _, tn := range []string{"tb", "tc", "td", "te"} {
+			tenantTasks(t, b, tn, "noop", 10, 0)
+		}
+		require.Equal(t, map[string]int{"ta": 4, "tb": 4, "tc": 4, "td": 4, "te": 4},
+			claimByTenant(t, b, &store.Fairness{}, 20))
+		require.Equal(t, map[string]int{"ta": 20}, claimByTenant(t, b, nil, 20), "unfair: oldest first")
+		// tb..te have 6 left each: shares of 8 leave 2 each to ta.
+		require.Equal(t, map[string]int{"ta": 16, "tb": 6, "tc": 6, "td": 6, "te": 6},
+			claimByTenant(t, b, &store.Fairness{}, 40))
+		require.Equal(t, map[string]int{"ta": 7}, claimByTenant(t, b, &store.Fairness{}, 7), "one tenant left")
+	})
+	t.Run("weights", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 100, 0)
+		tenantTasks(t, b, "tb", "noop", 100, 0)
+		tenantTasks(t, b, "tc", "noop", 100, 0)
+		require.Equal(t, map[string]int{"ta": 6, "tb": 12, "tc": 6},
+			claimByTenant(t, b, &store.Fairness{Weights: map[string]float64{"tb": 2}}, 24))
+	})
+	t.Run("priority first", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 50, 0)
+		tenantTasks(t, b, "tb", "noop", 3, 5) // younger, but a higher priority
+		tenantTasks(t, b, "tc", "noop", 50, 0)
+		got := claimByTenant(t, b, &store.Fairness{}, 10)
+		require.Equal(t, 3, got["tb"], "every task of the higher class is in the batch: %v", got)
+		require.Equal(t, 10, got["ta"]+got["tb"]+got["tc"])
+	})
+	t.Run("paused tenant", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 30, 0)
+		tenantTasks(t, b, "tb", "noop", 30, 0)
+		_, _, err := b.store.PauseQueue(b.ctx, store.PauseParams{Kind: store.PauseTenant, Name: "ta"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"tb": 10}, claimByTenant(t, b, &store.Fairness{}, 10))
+	})
+	t.Run("not due", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		later := clock.Now().Add(time.Hour)
+		batch := make([]store.NewTask, 20)
+		for i := range batch {
+			batch[i] = newTask("noop")
+			batch[i].RunAfter = &later
+		}
+		_, err := b.store.InsertTasks(b.ctx, batch)
+		require.NoError(t, err)
+		tenantTasks(t, b, "tb", "noop", 5, 0)
+		require.Equal(t, map[string]int{"tb": 5}, claimByTenant(t, b, &store.Fairness{}, 10))
+	})
+}
+
+// TestClaimFairUsesIndexes: with 1M finished tasks in older partitions and
+// 60 tenants with due tasks, the fair claim reads the partial indexes on
+// PENDING rows only (the tenants by a loose scan of the tenant index) and
+// never scans a partition sequentially.
+func TestClaimFairUsesIndexes(t *testing.T) {
+	b := setupFinished(t, 1000000)
+	tenantTasks(t, b, "big", "noop", 2000, 0)
+	for i := range 59 {
+		tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 5, 0)
+	}
+	_, err := b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
+	require.NoError(t, err)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx) //nolint:errcheck
+	plan := explainAnalyze(t, b, tx, store.ClaimFairSQL(),
+		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
+		[]string{}, []float64{})
+	require.Contains(t, plan, "execution_mode_schema_name", "the tenant index")
+	require.Contains(t, plan, "priority_run_after", "the claim index")
+	require.Regexp(t, `^Update on tasks t .*rows=100 `, plan)
+	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
+		require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
+	}
+}
