@@ -78,7 +78,11 @@ func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.
 		_ = os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("error opening the test cluster folder: %w", err)
 	}
-	env, err := fakeTimeEnv()
+	if err := clock.CheckEnv(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	env, err := FakeTimeEnv(clock.Offset())
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err
@@ -102,11 +106,11 @@ func StartThrowaway(ctx context.Context) (c *localpg.Cluster, stop func(context.
 // fakeTimeLibs are where Debian's datefudge package puts its library.
 const fakeTimeLibs = "/usr/lib/*/datefudge/datefudge.so"
 
-// fakeTimeEnv returns the environment that runs the test server as if it
-// were clock.Now (WF_TEST_NOW): datefudge moves the wall clock PostgreSQL
-// reads (time, gettimeofday, clock_gettime of CLOCK_REALTIME), now()
-// included, by the offset Go's clock.Now adds, and time keeps running.
-// Without WF_TEST_NOW it is empty.
+// FakeTimeEnv returns the environment that runs a test server d away from
+// the real wall clock (clock.Offset for WF_TEST_NOW): datefudge moves the
+// wall clock PostgreSQL reads (time, gettimeofday, clock_gettime of
+// CLOCK_REALTIME), now() included, by the offset Go's clock.Now adds, and
+// time keeps running. d is whole seconds; for 0 it is empty.
 //
 // Not libfaketime: it wraps the blocking calls (epoll_wait, poll, select)
 // and reports the real time to whatever reads the clock while one of them
@@ -115,21 +119,21 @@ const fakeTimeLibs = "/usr/lib/*/datefudge/datefudge.so"
 // lock_timeout, statement_timeout and deadlock_timeout fired the offset
 // later (never, months ahead) or at once (behind). datefudge wraps only the
 // clock reads, so a signal handler sees the moved time too.
-func fakeTimeEnv() ([]string, error) {
-	if err := clock.CheckEnv(); err != nil {
-		return nil, err
-	}
-	d := clock.Offset()
+func FakeTimeEnv(d time.Duration) ([]string, error) {
 	if d == 0 {
 		return nil, nil
 	}
+	at := time.Now().Add(d).Format(time.RFC3339)
+	if d%time.Second != 0 {
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: the offset %s is not whole seconds", at, d)
+	}
 	if _, set := os.LookupEnv("DATEFUDGE_DOSTATIC"); set {
 		// datefudge would stop the server's clock (whatever the value).
-		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: DATEFUDGE_DOSTATIC is set, which stops its clock: unset it", clock.Now().Format(time.RFC3339))
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: DATEFUDGE_DOSTATIC is set, which stops its clock: unset it", at)
 	}
 	libs, _ := filepath.Glob(fakeTimeLibs)
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: datefudge is missing: run `make datefudge` (apt-get install datefudge) or `make test`, which installs it", clock.Now().Format(time.RFC3339))
+		return nil, fmt.Errorf("error running PostgreSQL as if it were %s: datefudge is missing: run `make datefudge` (apt-get install datefudge) or `make test`, which installs it", at)
 	}
 	return []string{
 		"LD_PRELOAD=" + libs[0],
@@ -163,7 +167,41 @@ func setup(ctx context.Context) {
 		server.stop = stop
 		server.baseURL = c.URL("postgres")
 	}
-	server.template, server.err = ensureTemplate(ctx, server.baseURL)
+	if server.err = checkClocksAgree(ctx, server.baseURL); server.err != nil {
+		return
+	}
+	server.template, server.err = EnsureTemplate(ctx, server.baseURL)
+}
+
+// clockSkewLimit is how far the test server's now() and clock.Now may be
+// apart in a run on another date before the run is refused: they are moved
+// by the same whole seconds, so only the time a query takes separates them.
+const clockSkewLimit = 5 * time.Second
+
+// checkClocksAgree returns an error when the run is on another date
+// (WF_TEST_NOW) and the server at baseURL is not on the same clock as Go
+// (datefudge not in effect, or another offset): SQL's now() and the Go
+// side would then disagree and tests fail for no fault of the code.
+func checkClocksAgree(ctx context.Context, baseURL string) error {
+	if clock.Offset() == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, baseURL)
+	if err != nil {
+		return fmt.Errorf("error connecting to the test server: %w", err)
+	}
+	defer conn.Close(ctx)
+	before := clock.Now()
+	var dbNow time.Time
+	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&dbNow); err != nil {
+		return fmt.Errorf("error reading the test server's clock: %w", err)
+	}
+	after := clock.Now()
+	if dbNow.Before(before.Add(-clockSkewLimit)) || dbNow.After(after.Add(clockSkewLimit)) {
+		return fmt.Errorf("error running as if it were %s: the test server's now() is %s, the Go clock %s (%s=%s): they must be moved alike",
+			before.Format(time.RFC3339), dbNow.Format(time.RFC3339), before.Format(time.RFC3339), clock.EnvTestOffset, os.Getenv(clock.EnvTestOffset))
+	}
+	return nil
 }
 
 // migrationsHash names the template after the migrations it holds, so a
@@ -183,7 +221,9 @@ func migrationsHash() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-func ensureTemplate(ctx context.Context, baseURL string) (string, error) {
+// EnsureTemplate creates the migrated template databases are cloned from
+// on the server at baseURL, unless it exists, and returns its name.
+func EnsureTemplate(ctx context.Context, baseURL string) (string, error) {
 	name := "wf_tmpl_" + migrationsHash()
 	conn, err := pgx.Connect(ctx, baseURL)
 	if err != nil {
