@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"encoding/base64"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/secretbox"
 )
 
 func TestOperations(t *testing.T) {
@@ -132,6 +136,13 @@ func TestMetrics(t *testing.T) {
 		res := b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "noop"})
 		require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	}
+	// A webhook subscriber whose secret is sealed under a key this wf does
+	// not have: counted, since the fan-out skips it.
+	lost, err := secretbox.Parse("k9:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("9", 32))))
+	require.NoError(t, err)
+	_, err = store.New(b.pool).WithSecrets(lost).InsertWebhookSubscriber(b.ctx, store.NewWebhookSubscriber{
+		URL: "https://hooks.example.com/x", Secret: "a-secret-under-a-lost-key", EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
 	res := b.do("GET", "/metrics", "", nil)
 	require.Equal(t, http.StatusOK, res.status)
 	text := string(res.body)
@@ -140,6 +151,7 @@ func TestMetrics(t *testing.T) {
 	require.Contains(t, text, `wf_queue_depth_up 1`)
 	require.Contains(t, text, `wf_leader 1`)
 	require.Contains(t, text, `wf_outbox_events{status="PENDING"}`)
+	require.Contains(t, text, "\nwf_webhook_secrets_unreadable 1\n")
 	require.Contains(t, text, `wf_build_info{`)
 	require.Contains(t, text, `wf_http_requests_total{code="202",route="POST /tasks"}`)
 	require.Contains(t, text, "go_goroutines")

@@ -177,8 +177,14 @@ type webhookView struct {
 }
 
 func webhookRow(w store.WebhookSubscriber) webhookView {
+	fp := webhooks.Fingerprint(w.Secret)
+	if w.Unreadable != nil {
+		// Sealed under a key WF_SECRET_KEY does not list: deliveries to
+		// it are skipped until the key is configured again.
+		fp = "unreadable (key not configured)"
+	}
 	return webhookView{ID: w.ID, URL: redactURL(w.URL), EventTypes: w.EventTypes, Signature: w.Signature,
-		SecretFingerprint: webhooks.Fingerprint(w.Secret), CreatedAt: w.CreatedAt}
+		SecretFingerprint: fp, CreatedAt: w.CreatedAt}
 }
 
 // redactURL hides a password in a URL's user information.

@@ -148,9 +148,18 @@ func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.
 		return nil, err
 	}
 	var reqs []client.Request
-	var ids []string
+	var ids, skipped []string
 	for _, s := range subs {
 		if !matches(s.EventTypes, ev.EventType) {
+			continue
+		}
+		if s.Unreadable != nil {
+			// wf cannot sign for it (its key is not configured): skipped,
+			// loudly, so the others are not held up by it
+			// (wf_webhook_secrets_unreadable counts these).
+			d.Logger.Error("webhook subscriber skipped: its secret cannot be decrypted", "subscriber_id", s.ID.String(),
+				"event_id", ev.EventID, "event_type", ev.EventType, "err", s.Unreadable)
+			skipped = append(skipped, s.ID.String())
 			continue
 		}
 		inputs, err := json.Marshal(deliveryInputs{SubscriberID: s.ID.String(), Event: ev})
@@ -161,6 +170,9 @@ func (h *Handlers) Dispatch(ctx context.Context, task *wftype.Task, _ reporters.
 		ids = append(ids, s.ID.String())
 	}
 	out := map[string]any{"event_id": ev.EventID, "subscribers": len(reqs), "created": 0, "deduplicated": 0}
+	if len(skipped) > 0 {
+		out["skipped_subscriber_ids"] = skipped
+	}
 	if len(reqs) > 0 {
 		res, err := d.Client.EnqueueMany(ctx, reqs)
 		if err != nil {

@@ -1,9 +1,11 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -115,4 +117,80 @@ func deliverOnce(t *testing.T, h *webhooks.Handlers, id uuid.UUID) error {
 	require.NoError(t, err)
 	_, err = h.Deliver(context.Background(), &wftype.Task{ID: taskID, Inputs: in, Attempts: 1}, nil)
 	return err
+}
+
+// TestUnreadableSecretSkipsOnlyItsSubscriber: a subscriber whose secret is
+// sealed under a key the running wf does not have (a key id it does not
+// list) is skipped by the fan-out with a logged error, and counted; the
+// other subscribers of the event still get their deliveries, which verify
+// at the receiver.
+func TestUnreadableSecretSkipsOnlyItsSubscriber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
+	require.NoError(t, err)
+	pool := dbtest.NewPool(t)
+	keys := func(text string) *secretbox.Keyring {
+		k, err := secretbox.Parse(text)
+		require.NoError(t, err)
+		return k
+	}
+	k1 := keys("k1:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("1", 32))))
+	k9 := keys("k9:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("9", 32))))
+	st := store.New(pool).WithSecrets(k1)
+
+	good := newReceiver(t, "secret-of-the-readable-one", 200)
+	lost := newReceiver(t, "secret-under-a-lost-key", 200)
+	// The unreadable one is added first, so a fan-out that stops at it
+	// would reach no one.
+	lostSub, err := store.New(pool).WithSecrets(k9).InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{URL: lost.URL, Secret: lost.secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+	goodSub, err := st.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{URL: good.URL, Secret: good.secret, EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+
+	var logs bytes.Buffer
+	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set), HTTP: loopbackHTTP(t),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	taskID, _, err := store.NewID()
+	require.NoError(t, err)
+	out, err := h.Dispatch(ctx, &wftype.Task{ID: taskID, Attempts: 1,
+		Inputs: json.RawMessage(`{"event_id": "e-unreadable", "event_type": "catalog.created", "schema_name": "cat_a", "payload": {"catalog_id": "a"}}`)}, nil)
+	require.NoError(t, err, "one unreadable secret stalled the fan-out")
+	var res struct {
+		Created       int      `json:"created"`
+		SubscriberIDs []string `json:"subscriber_ids"`
+		Skipped       []string `json:"skipped_subscriber_ids"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, 1, res.Created)
+	require.Equal(t, []string{goodSub.ID.String()}, res.SubscriberIDs)
+	require.Equal(t, []string{lostSub.ID.String()}, res.Skipped)
+	require.Contains(t, logs.String(), "level=ERROR")
+	require.Contains(t, logs.String(), lostSub.ID.String())
+	require.Contains(t, logs.String(), `key \"k9\"`)
+	require.NotContains(t, logs.String(), lost.secret)
+
+	// The readable subscriber's delivery is there and verifies.
+	tasks, err := st.ListTasks(ctx, store.TaskFilter{TaskTypes: []string{webhooks.TaskTypeWebhookDelivery}})
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	require.Contains(t, string(tasks[0].Inputs), goodSub.ID.String())
+	require.NoError(t, deliverOnce(t, h, goodSub.ID))
+	_, valid := good.counts()
+	require.Equal(t, 1, valid)
+	calls, _ := lost.counts()
+	require.Zero(t, calls)
+
+	// Listing shows both, the unreadable one marked; the count is what
+	// the metric wf_webhook_secrets_unreadable reports.
+	subs, err := st.ListWebhookSubscribers(ctx)
+	require.NoError(t, err)
+	require.Len(t, subs, 2)
+	require.ErrorContains(t, subs[0].Unreadable, `key "k9"`)
+	require.Empty(t, subs[0].Secret)
+	require.NoError(t, subs[1].Unreadable)
+	n, err := st.CountUnreadableWebhookSecrets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }

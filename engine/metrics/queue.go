@@ -21,18 +21,23 @@ type queueCollector struct {
 	cfg      Config
 	isLeader func() bool
 
-	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused *prometheus.Desc
+	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused, unreadable *prometheus.Desc
 
 	mu       sync.Mutex
 	readAt   time.Time
 	overview store.Overview
-	lastRead bool
+	// unreadableSecrets is the last count of webhook subscribers whose
+	// secret does not decrypt (-1 until one reading succeeded).
+	unreadableSecrets int
+	lastRead          bool
 }
 
 func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 	tt := []string{"task_type", "schema_name"}
 	return &queueCollector{
-		cfg: cfg, isLeader: isLeader,
+		cfg: cfg, isLeader: isLeader, unreadableSecrets: -1,
+		unreadable: prometheus.NewDesc("wf_webhook_secrets_unreadable",
+			"Webhook subscribers whose secret the configured keys cannot decrypt (sealed under a key WF_SECRET_KEY or secrets.keys no longer lists): the fan-out skips them. Leader only.", nil, nil),
 		depth: prometheus.NewDesc("wf_queue_depth",
 			"Live tasks by task type, tenant and status (PENDING, ACTIVE), from the partial indexes on live rows. Reported by the leader only.",
 			append(tt, "status"), nil),
@@ -59,7 +64,7 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused, c.unreadable} {
 		ch <- d
 	}
 }
@@ -114,6 +119,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range o.Paused {
 		gauge(c.paused, 1, string(p.Kind), p.Name)
 	}
+	if c.unreadableSecrets >= 0 {
+		gauge(c.unreadable, float64(c.unreadableSecrets))
+	}
 	up := 0.0
 	if c.lastRead {
 		up = 1
@@ -133,4 +141,10 @@ func (c *queueCollector) read() {
 		return
 	}
 	c.overview, c.lastRead = o, true
+	n, err := c.cfg.Store.CountUnreadableWebhookSecrets(ctx)
+	if err != nil {
+		c.cfg.Logger.Warn("counting unreadable webhook secrets for metrics failed", "err", err)
+		return
+	}
+	c.unreadableSecrets = n
 }

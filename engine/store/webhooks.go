@@ -25,6 +25,12 @@ type WebhookSubscriber struct {
 	// Webhooks).
 	Signature string    `json:"signature"`
 	CreatedAt time.Time `json:"created_at"`
+	// Unreadable is why Secret could not be decrypted (sealed under a key
+	// id the keyring does not list, or altered); Secret is empty then.
+	// Only ListWebhookSubscribers returns such a subscriber: a listing
+	// shows every one, and the fan-out skips these and delivers to the
+	// others. Every other read fails instead.
+	Unreadable error `json:"-"`
 }
 
 // NewWebhookSubscriber is a subscriber to add.
@@ -38,17 +44,31 @@ type NewWebhookSubscriber struct {
 
 const webhookColumns = `subscriber_id, url, secret, event_types, signature, created_at`
 
-// scanWebhook reads one subscriber and decrypts its secret.
+// scanWebhook reads one subscriber and decrypts its secret; a secret that
+// does not decrypt is an error.
 func (s *Store) scanWebhook(row pgx.Row) (WebhookSubscriber, error) {
+	w, err := s.scanWebhookLenient(row)
+	if err == nil && w.Unreadable != nil {
+		err = w.Unreadable
+	}
+	return w, err
+}
+
+// scanWebhookLenient reads one subscriber and decrypts its secret; a secret
+// that does not decrypt is left empty and its error kept in Unreadable.
+func (s *Store) scanWebhookLenient(row pgx.Row) (WebhookSubscriber, error) {
 	var w WebhookSubscriber
 	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.EventTypes, &w.Signature, &w.CreatedAt)
 	if err != nil {
 		return w, err
 	}
 	w.CreatedAt = w.CreatedAt.UTC()
-	if w.Secret, err = s.secrets.Open(w.Secret); err != nil {
-		return w, fmt.Errorf("webhook subscriber %s: %w", w.ID, err)
+	clear, err := s.secrets.Open(w.Secret)
+	if err != nil {
+		w.Secret, w.Unreadable = "", fmt.Errorf("webhook subscriber %s: %w", w.ID, err)
+		return w, nil
 	}
+	w.Secret = clear
 	return w, nil
 }
 
@@ -71,7 +91,10 @@ RETURNING ` + webhookColumns
 }
 
 // ListWebhookSubscribers returns every subscriber, oldest first. The table
-// is small: matching event types against globs happens in Go.
+// is small: matching event types against globs happens in Go. A subscriber
+// whose secret does not decrypt is returned with Unreadable set rather than
+// failing the list, so one lost key does not hide (or stall the fan-out to)
+// the others.
 func (s *Store) ListWebhookSubscribers(ctx context.Context) ([]WebhookSubscriber, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+` FROM tasks.webhook_subscribers ORDER BY created_at, subscriber_id`)
 	if err != nil {
@@ -80,7 +103,7 @@ func (s *Store) ListWebhookSubscribers(ctx context.Context) ([]WebhookSubscriber
 	defer rows.Close()
 	var out []WebhookSubscriber
 	for rows.Next() {
-		w, err := s.scanWebhook(rows)
+		w, err := s.scanWebhookLenient(rows)
 		if err != nil {
 			return nil, wrap("reading webhook subscribers", err)
 		}
@@ -117,6 +140,23 @@ func (s *Store) CountSealedWebhookSecrets(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.QueryRow(ctx, `SELECT count(*) FROM tasks.webhook_subscribers WHERE secret LIKE 'v1:%'`).Scan(&n)
 	return n, wrap("counting encrypted webhook secrets", err)
+}
+
+// CountUnreadableWebhookSecrets counts the subscribers whose secret this
+// store's keys cannot decrypt (the metric wf_webhook_secrets_unreadable):
+// wf cannot sign for them, so the fan-out skips them.
+func (s *Store) CountUnreadableWebhookSecrets(ctx context.Context) (int, error) {
+	subs, err := s.ListWebhookSubscribers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, w := range subs {
+		if w.Unreadable != nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // RotateWebhookSecrets re-encrypts, in one transaction, every subscriber's
