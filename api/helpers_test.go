@@ -174,6 +174,8 @@ type options struct {
 	// storagePush, when set, builds the /hooks/gcs receiver on the test's store.
 	storagePush func(*store.Store) *gcp.PushReceiver
 	tracer      trace.TracerProvider
+	// warehouses are the dwh_join connections (warehouse.connections).
+	warehouses []config.WarehouseConnection
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
@@ -194,9 +196,10 @@ func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 // specs/gcp.yaml) bound to the database, as wf run, wf serve and wf exec
 // bind them; local files are opened with files (limited to the bundle's
 // root); the gcp handlers use cloud (no project: they provision nothing);
-// the search handlers index into es. Names reg already holds keep their
-// handlers.
-func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps, es *esfake.Server) {
+// the search handlers index into es; dwh_join reads the warehouses. Names
+// reg already holds keep their handlers.
+func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps, es *esfake.Server,
+	warehouses []config.WarehouseConnection) {
 	t.Helper()
 	st := store.New(pool)
 	cloud.Store, cloud.Logger = st, quietLogger
@@ -205,7 +208,7 @@ func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs 
 	t.Cleanup(func() { _ = gh.Close() })
 	_ = gh.Register(reg)
 	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger,
-		Search: search.Settings{Addresses: []string{es.URL}}})
+		Search: search.Settings{Addresses: []string{es.URL}}, Warehouses: warehouses})
 	require.NoError(t, err)
 	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
@@ -245,7 +248,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
 	es := esfake.New()
 	t.Cleanup(es.Close)
-	bindCatalog(t, reg, pool, specs, files, o.gcp, es)
+	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses)
 	var push *gcp.PushReceiver
 	if o.storagePush != nil {
 		push = o.storagePush(store.New(pool))
