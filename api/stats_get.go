@@ -13,6 +13,7 @@ import (
 type statsView struct {
 	Now           time.Time          `json:"now"`
 	Since         time.Time          `json:"since"`
+	PendingAsOf   time.Time          `json:"pending_as_of"`
 	Counts        []countView        `json:"counts"`
 	Throughput    []throughputView   `json:"throughput"`
 	OldestPending []pendingAgeView   `json:"oldest_pending"`
@@ -75,7 +76,8 @@ type outboxView struct {
 // stats`. Counts by status, task type and tenant hold every live (PENDING,
 // ACTIVE) and DEAD_LETTER task, and the tasks that finished in the window
 // (default 1h, at most 24h); throughput by minute over the window; the
-// oldest due PENDING task per type; schedules with their next tick; the
+// oldest due PENDING task per type (these two from the PENDING counts
+// snapshot, as of pending_as_of); schedules with their next tick; the
 // paused task types and tenants (a limited token sees its own tenants'). Older
 // history is never counted: estimates gives its size from the planner's
 // statistics. A token limited to catalogs sees only its tenants' tasks and
@@ -106,7 +108,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 	if err != nil {
 		return err
 	}
-	v := statsView{Now: o.Now, Since: o.Since, Counts: []countView{}, Throughput: []throughputView{},
+	v := statsView{Now: o.Now, Since: o.Since, PendingAsOf: o.PendingAsOf, Counts: []countView{}, Throughput: []throughputView{},
 		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}, Paused: []pauseView{}}
 	for _, pause := range o.Paused {
 		v.Paused = append(v.Paused, newPauseView(pause))

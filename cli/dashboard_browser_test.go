@@ -301,6 +301,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		require.Equal(t, want, got, "%s %s", c.typ, c.schema)
 	}
 	require.Contains(t, textOf(t, ctx, `[data-testid="instances"]`), "leader")
+	// The PENDING counts say how fresh their snapshot is.
+	require.Regexp(t, `^PENDING counts as of \d+s ago\.$`, textOf(t, ctx, `[data-testid="pending-as-of"]`))
 	screenshot(t, ctx, "overview")
 	if dst := os.Getenv("WF_DASHBOARD_SCREENSHOT"); dst != "" {
 		// make screenshot: the README's picture of the overview.

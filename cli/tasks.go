@@ -339,8 +339,9 @@ func tasksStats(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 		return cmp.Or(cmp.Compare(a.taskType, b.taskType), cmp.Compare(a.schema, b.schema))
 	})
 	w := c.App.Writer
-	fmt.Fprintf(w, "tasks at %s (COMPLETED, FAILED, CANCELLED: finished since %s)\n",
-		o.Now.Format(time.RFC3339), o.Since.Format(time.RFC3339))
+	fmt.Fprintf(w, "tasks at %s (COMPLETED, FAILED, CANCELLED: finished since %s; PENDING: as of %s, %s ago)\n",
+		o.Now.Format(time.RFC3339), o.Since.Format(time.RFC3339), o.PendingAsOf.Format(time.RFC3339),
+		max(o.Now.Sub(o.PendingAsOf), 0).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "TYPE\tSCHEMA\t")
 	for _, st := range statuses {

@@ -136,6 +136,9 @@ type Config struct {
 	MaintenanceInterval time.Duration
 	// Retention says how long finished rows are kept (maintenance).
 	Retention maintenance.Retention
+	// SnapshotInterval is how often the leader refreshes the PENDING counts
+	// snapshot the overview reads. Default maintenance.DefaultSnapshotInterval.
+	SnapshotInterval time.Duration
 	// Reporters builds the reporters of a task run (nil: records are dropped).
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
 	// Metrics receive claims and outcomes. Default metrics.New on the store.
@@ -365,7 +368,8 @@ func (e *Engine) pairs() []runners.Pair {
 // buildServices builds the services the specs call for: the event consumer
 // on every instance when any Subscription exists (declaring one is the
 // opt-in), the scheduler (leader only) when any Schedule exists, and
-// maintenance (leader only), always; then the configured ones.
+// maintenance (leader only); the PENDING counts snapshot (leader only) and
+// the janitor always; then the configured ones.
 func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
@@ -396,6 +400,13 @@ func (e *Engine) buildServices() error {
 		}
 		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
 	}
+	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{
+		Store: e.store, Interval: cfg.SnapshotInterval, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("error creating engine: %w", err)
+	}
+	e.leading = append(e.leading, Service{Name: "pending snapshot", Run: func(ctx context.Context) error { snap.Run(ctx); return nil }})
 	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor})
 	e.services = append(e.services, cfg.Services...)
 	e.leading = append(e.leading, cfg.LeaderServices...)

@@ -79,8 +79,12 @@ func TestMetricsReportTheQueueOnce(t *testing.T) {
 		for _, e := range engines {
 			fams = append(fams, gather(t, e))
 		}
-		return sumOf(fams, "wf_tasks_dead_letter", nil) == 2 // the leader re-read after its TTL
-	}, 30*time.Second, 200*time.Millisecond)
+		// The leader re-read after its TTL, and its PENDING counts
+		// snapshot (refreshed every few seconds) holds the new task.
+		return sumOf(fams, "wf_tasks_dead_letter", nil) == 2 && sumOf(fams, "wf_queue_depth", func(l map[string]string) bool {
+			return l["task_type"] == "elsewhere" && l["status"] == "PENDING"
+		}) == 1
+	}, 60*time.Second, 200*time.Millisecond)
 	require.Equal(t, 1.0, sumOf(fams, "wf_leader", nil))
 	require.Equal(t, 1.0, sumOf(fams, "wf_queue_depth_up", nil), "one instance, the leader, reads the queue")
 	require.Equal(t, 1.0, sumOf(fams, "wf_queue_depth", func(l map[string]string) bool {

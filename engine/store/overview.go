@@ -24,6 +24,10 @@ type OverviewParams struct {
 	Now *time.Time
 	// Timeout bounds every statement. Default 5s.
 	Timeout time.Duration
+	// PendingMaxAge is how old the PENDING counts snapshot may be before
+	// this read refreshes it itself (the leader refreshes it every few
+	// seconds). Default DefaultPendingSnapshotMaxAge.
+	PendingMaxAge time.Duration
 }
 
 // TaskCount is how many tasks of one type and tenant are in one status.
@@ -78,8 +82,12 @@ type Overview struct {
 	Now   time.Time `json:"now"`
 	Since time.Time `json:"since"`
 	// Counts hold every PENDING, ACTIVE and DEAD_LETTER task, and the
-	// COMPLETED, FAILED and CANCELLED ones that finished since Since.
-	Counts        []TaskCount        `json:"counts"`
+	// COMPLETED, FAILED and CANCELLED ones that finished since Since. The
+	// PENDING counts are those of the snapshot taken at PendingAsOf.
+	Counts []TaskCount `json:"counts"`
+	// PendingAsOf is when the PENDING counts and OldestPending were taken
+	// (tasks.pending_snapshot): their freshness.
+	PendingAsOf   time.Time          `json:"pending_as_of"`
 	Throughput    []ThroughputBucket `json:"throughput"`
 	OldestPending []PendingAge       `json:"oldest_pending"`
 	Instances     []Instance         `json:"instances"`
@@ -136,18 +144,6 @@ FROM (SELECT status, finished_at FROM tasks.tasks
       WHERE status = 'CANCELLED' AND finished_at >= $2 AND ($1::text[] IS NULL OR schema_name = ANY($1))) f
 GROUP BY 1 ORDER BY 1`
 
-// overviewPendingSQL counts, per type and tenant, the PENDING tasks, how
-// many of them are due and the earliest due time, in one pass over
-// tasks_claim_idx: the tenant is an INCLUDE column of that index
-// (migration 009), so it is an index-only scan wherever the visibility map
-// allows. $1 tenants, $2 now.
-const overviewPendingSQL = `
-SELECT task_type, schema_name, count(*), count(*) FILTER (WHERE run_after <= $2),
-       min(run_after) FILTER (WHERE run_after <= $2)
-FROM tasks.tasks
-WHERE status = 'PENDING' AND ($1::text[] IS NULL OR schema_name = ANY($1))
-GROUP BY task_type, schema_name ORDER BY task_type, schema_name`
-
 // overviewInstancesSQL lists the wf instances connected to this database by
 // their election connections (wf run) and presence connections (wf serve),
 // and which election connection holds an advisory lock (the leader lock is
@@ -176,21 +172,35 @@ SELECT kind, name, reason, paused_by, paused_at FROM tasks.pauses
 WHERE kind = 'task_type' OR $1::text[] IS NULL OR name = ANY($1)
 ORDER BY kind, name`
 
+// overviewSettingsSQL sets, for the overview's read-only transaction, what
+// its plans need: no sequential scan (see ReadOverview), and no JIT. A scan
+// that must stay sequential (the snapshot's one-row table) then carries
+// the planner's disable cost (1e10), far above jit_above_cost, and
+// PostgreSQL compiled the statement: 300–600 ms of JIT for a read of 20
+// array elements that takes 0.1 ms without it.
+const overviewSettingsSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`
+
 // OverviewSQL returns the overview's statements by name, for EXPLAIN in
-// tests and benchmarks.
+// tests and benchmarks: "pending" reads the snapshot, "pending_refresh"
+// ($1 now) is the leader's refresh of it.
 func OverviewSQL() map[string]string {
 	return map[string]string{"counts": overviewCountsSQL, "throughput": overviewThroughputSQL,
-		"pending": overviewPendingSQL, "instances": overviewInstancesSQL, "outbox": overviewOutboxSQL}
+		"pending": readPendingSnapshotSQL, "pending_refresh": refreshPendingSnapshotSQL,
+		"instances": overviewInstancesSQL, "outbox": overviewOutboxSQL}
 }
 
 // ReadOverview reads the overview in one read-only transaction, every
 // statement under p.Timeout. It reads partial indexes on live rows, the
-// finished rows of the window only, and the planner's estimates.
+// finished rows of the window only, the PENDING counts snapshot (refreshed
+// first when it is older than p.PendingMaxAge) and the planner's estimates.
 func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, error) {
 	var o Overview
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
+	}
+	if err := s.freshenPendingSnapshot(ctx, p.Now, cmp.Or(p.PendingMaxAge, DefaultPendingSnapshotMaxAge)); err != nil {
+		return o, err
 	}
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET TRANSACTION READ ONLY`); err != nil {
@@ -205,7 +215,7 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 		// planner has been seen to prefer a parallel scan of the whole
 		// partition (BenchmarkOverview): this read-only transaction rules
 		// sequential scans out, so the cost stays that of the rows read.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		if _, err := tx.Exec(ctx, overviewSettingsSQL); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `SELECT coalesce($1::timestamptz, now())`, p.Now).Scan(&o.Now); err != nil {
@@ -217,11 +227,11 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 		if tenants != nil && len(tenants) == 0 {
 			tenants = []string{} // no tenant at all: every branch matches nothing
 		}
-		pending, ages, err := readPending(ctx, tx, tenants, o.Now)
+		asOf, pending, ages, err := readPendingSnapshot(ctx, tx, tenants)
 		if err != nil {
 			return err
 		}
-		o.OldestPending = ages
+		o.PendingAsOf, o.OldestPending = asOf, ages
 		if o.Counts, err = readTaskCounts(ctx, tx, tenants, o.Since); err != nil {
 			return err
 		}
@@ -285,32 +295,6 @@ func readThroughput(ctx context.Context, tx pgx.Tx, tenants []string, since time
 		out = append(out, b)
 	}
 	return out, rows.Err()
-}
-
-// readPending returns the PENDING counts by type and tenant, and the due
-// ones' count and oldest due time where any is due.
-func readPending(ctx context.Context, tx pgx.Tx, tenants []string, now time.Time) ([]TaskCount, []PendingAge, error) {
-	rows, err := tx.Query(ctx, overviewPendingSQL, tenants, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var counts []TaskCount
-	var ages []PendingAge
-	for rows.Next() {
-		c := TaskCount{Status: wftype.StatusPending}
-		var a PendingAge
-		var oldest *time.Time
-		if err := rows.Scan(&c.TaskType, &c.SchemaName, &c.Count, &a.Due, &oldest); err != nil {
-			return nil, nil, err
-		}
-		counts = append(counts, c)
-		if a.Due > 0 && oldest != nil {
-			a.TaskType, a.SchemaName, a.OldestDueAt = c.TaskType, c.SchemaName, oldest.UTC()
-			ages = append(ages, a)
-		}
-	}
-	return counts, ages, rows.Err()
 }
 
 func readInstances(ctx context.Context, tx pgx.Tx) ([]Instance, error) {
