@@ -41,6 +41,10 @@ func benchCommand() *cli.Command {
 			mode(bench.ModeScale, "time the claim with 0, 1M and 5M finished tasks in older partitions",
 				&cli.IntSliceFlag{Name: "rows", Usage: "history sizes to time the claim at (`N,...`; default 0,1000000,5000000)"}),
 			mode(bench.ModeIdle, "measure idle wf run instances: resident memory and queries per poll interval"),
+			mode(bench.ModeOverview, "seed --finished and --pending tasks and time each statement of the dashboard's overview",
+				&cli.IntFlag{Name: "finished", Value: 5_000_000, Usage: "COMPLETED tasks to seed over the last 30 days (`N`)"},
+				&cli.IntFlag{Name: "pending", Value: 100_000, Usage: "PENDING tasks to seed (`N`)"},
+				&cli.IntFlag{Name: "runs", Value: 12, Usage: "timed runs of each statement (`N`)"}),
 			{
 				Name:  "chaos",
 				Usage: "soak: wf run instances under faults (SIGKILL, leader session ended, PostgreSQL restart); check the invariants",
@@ -118,9 +122,10 @@ func benchConfig(c *cli.Context, m bench.Mode) (bench.Config, error) {
 		InsertBatch: c.Int("insert-batch"), InsertConns: c.Int("insert-conns"),
 		DatabaseURL: cfg.DatabaseURL, DataDir: c.String("data-dir"), Keep: c.Bool("keep"),
 		Executable: exe, Statements: c.Bool("statements"), CPUProfile: c.String("cpuprofile"),
-		ScaleRows: c.IntSlice("rows"),
-		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: cfg.SlogLevel()})),
-		Stderr:    c.App.ErrWriter,
+		ScaleRows:        c.IntSlice("rows"),
+		OverviewFinished: c.Int("finished"), OverviewPending: c.Int("pending"), OverviewRuns: c.Int("runs"),
+		Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: cfg.SlogLevel()})),
+		Stderr: c.App.ErrWriter,
 	}, nil
 }
 

@@ -43,6 +43,9 @@ const (
 	// ModeIdle measures idle `wf run` instances: resident memory and the
 	// queries a follower runs per poll interval.
 	ModeIdle Mode = "idle"
+	// ModeOverview seeds OverviewFinished finished and OverviewPending
+	// PENDING tasks and times each statement of the dashboard's overview.
+	ModeOverview Mode = "overview"
 )
 
 // Runner kinds a run can use for its task type.
@@ -83,6 +86,13 @@ type Config struct {
 	ScaleClaims int
 	// ScaleBatch is the claim batch size of a scale check. Default 100.
 	ScaleBatch int
+	// OverviewFinished and OverviewPending are the finished and PENDING
+	// tasks an overview check seeds. Defaults 5,000,000 and 100,000.
+	OverviewFinished int
+	OverviewPending  int
+	// OverviewRuns is how many times each overview statement is timed.
+	// Default 12.
+	OverviewRuns int
 	// PollInterval of the engines (idle followers poll at this rate). Default 1s.
 	PollInterval time.Duration
 
@@ -134,6 +144,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.ScaleClaims = cmp.Or(c.ScaleClaims, 200)
 	c.ScaleBatch = cmp.Or(c.ScaleBatch, 100)
+	c.OverviewFinished = cmp.Or(c.OverviewFinished, 5_000_000)
+	c.OverviewPending = cmp.Or(c.OverviewPending, 100_000)
+	c.OverviewRuns = cmp.Or(c.OverviewRuns, 12)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -146,9 +159,9 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch c.Mode {
-	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle:
+	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle, ModeOverview:
 	default:
-		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale or idle", c.Mode)
+		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale, idle or overview", c.Mode)
 	}
 	switch c.Runner {
 	case RunnerBuiltin, RunnerExec, RunnerHTTP:
@@ -168,6 +181,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("rate must be positive, got %g", c.Rate)
 	case c.Duration < 0:
 		return fmt.Errorf("duration must be positive, got %s", c.Duration)
+	case c.OverviewFinished < 0 || c.OverviewPending < 0 || c.OverviewRuns < 1:
+		return fmt.Errorf("overview sizes must be 0 or more and runs at least 1, got %d finished, %d pending, %d runs",
+			c.OverviewFinished, c.OverviewPending, c.OverviewRuns)
 	case c.Instances > 0 && c.Executable == "":
 		return errors.New("instances need the wf executable to re-execute")
 	case c.CPUProfile != "" && c.Instances > 0:
@@ -200,6 +216,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = scale(ctx, env, res)
 	case ModeIdle:
 		err = idle(ctx, env, res)
+	case ModeOverview:
+		err = overview(ctx, env, res)
 	}
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,28 @@ func TestScale(t *testing.T) {
 	require.Contains(t, res.Scale[1].Explain, "Update on tasks")
 	_, ok := res.ScaleRatio()
 	require.True(t, ok)
+}
+
+func TestOverview(t *testing.T) {
+	t.Parallel()
+	res := runSmall(t, bench.Config{Mode: bench.ModeOverview, OverviewFinished: 3000, OverviewPending: 200, OverviewRuns: 2})
+	o := res.Overview
+	require.NotNil(t, o)
+	require.Equal(t, 3000, o.Finished)
+	byName := map[string]bench.OverviewStatement{}
+	for _, s := range o.Statements {
+		require.Equal(t, 2, s.Took.Count, s.Name)
+		require.Contains(t, s.Plan, "Execution Time", s.Name)
+		byName[s.Name+"/"+s.Tenant] = s
+	}
+	require.Len(t, byName, 9, "six statements, three of them also for one tenant")
+	// The overview reads the snapshot; the refresh counts the claim index.
+	require.Contains(t, byName["pending/"].Plan, "pending_snapshot")
+	require.Contains(t, byName["pending_refresh/"].Plan, "priority_run_after")
+	require.NotNil(t, o.ReadOverview)
+	var out strings.Builder
+	res.WriteText(&out)
+	require.Contains(t, out.String(), "pending (one tenant)")
 }
 
 func TestValidate(t *testing.T) {

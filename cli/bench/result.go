@@ -59,6 +59,9 @@ type Result struct {
 	// Idle: each instance's memory and the queries of followers and leader.
 	Idle *IdleResult `json:"idle,omitempty"`
 
+	// Overview: the dashboard's overview statements on a seeded table.
+	Overview *OverviewResult `json:"overview,omitempty"`
+
 	// CPU and memory of the work phase.
 	CPU CPU `json:"cpu"`
 
@@ -174,11 +177,15 @@ type Postgres struct {
 
 // WriteText prints a result for a person.
 func (r *Result) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "wf bench %s: runner %s, %s, %d slots each", r.Mode, r.Runner, r.instancesText(), r.Slots)
-	if r.PayloadBytes > 0 {
-		fmt.Fprintf(w, ", payload %d bytes", r.PayloadBytes)
+	if r.Mode == ModeOverview {
+		fmt.Fprintf(w, "wf bench %s: the dashboard's overview statements\n", r.Mode)
+	} else {
+		fmt.Fprintf(w, "wf bench %s: runner %s, %s, %d slots each", r.Mode, r.Runner, r.instancesText(), r.Slots)
+		if r.PayloadBytes > 0 {
+			fmt.Fprintf(w, ", payload %d bytes", r.PayloadBytes)
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 	if r.Inserted > 0 {
 		fmt.Fprintf(w, "  enqueued         %d tasks, %.0f tasks/s\n", r.Inserted, r.InsertRate)
 	}
@@ -208,6 +215,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  idle             %d followers: %.2f queries per poll interval each; leader %.2f (by %s over %.0fs)\n",
 			r.Idle.Followers, r.Idle.FollowerQueriesPerPoll, r.Idle.LeaderQueriesPerPoll, r.Idle.CountedBy, r.Idle.Window)
 		fmt.Fprintf(w, "  idle RSS         %v MiB (max %.1f)\n", r.Idle.RSSMB, r.Idle.MaxRSSMB)
+	}
+	if r.Overview != nil {
+		writeOverview(w, r.Overview)
 	}
 	c := r.CPU
 	fmt.Fprintf(w, "  cpu              bench %.2fs user %.2fs sys, RSS %.1f MiB", c.BenchUserSeconds, c.BenchSysSeconds, c.BenchRSSMB)
