@@ -82,9 +82,10 @@ func TestOverview(t *testing.T) {
 		byName[s.Name+"/"+s.Tenant] = s
 	}
 	require.Len(t, byName, 9, "six statements, three of them also for one tenant")
-	// The overview reads the snapshot; the refresh counts the claim index.
+	// The overview reads the snapshot; the refresh counts the tasks.
 	require.Contains(t, byName["pending/"].Plan, "pending_snapshot")
-	require.Contains(t, byName["pending_refresh/"].Plan, "priority_run_after")
+	require.Contains(t, byName["pending_refresh/"].Plan, " on tasks_p")
+	require.NotContains(t, byName["pending/"].Plan, " on tasks_p")
 	require.NotNil(t, o.ReadOverview)
 	var out strings.Builder
 	res.WriteText(&out)
