@@ -28,7 +28,8 @@ import (
 // startFeatureEngine runs an engine as `wf run` does for feature data: the
 // registry's handlers, the standard reporters (detailed reports under
 // reportDir), the event consumer, and the feature handlers bound in setup,
-// local files limited to b.root (as files.local_roots).
+// local files limited to b.root (as files.local_roots), traced with
+// b.tracer when the test set one.
 func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	t.Helper()
 	st := store.New(b.pool)
@@ -37,12 +38,12 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	t.Cleanup(func() { _ = factory.Close() })
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: b.reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
-	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs), Specs: b.specs,
-		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger})
+	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs).WithTracerProvider(b.tracer), Specs: b.specs,
+		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger, TracerProvider: b.tracer})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
-		Logger: quietLogger, Owner: "e2e",
+		Logger: quietLogger, Owner: "e2e", TracerProvider: b.tracer,
 		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}},
 		Reporters: func(task *wftype.Task) (reporters.Reporter, error) {
 			tt, _ := b.specs.TaskType(task.TaskType)

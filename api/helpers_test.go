@@ -31,6 +31,7 @@ import (
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/metrics"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
@@ -147,6 +148,8 @@ type bundle struct {
 	files *objio.Opener
 	// es is the fake Elasticsearch the search handlers in reg index into.
 	es *esfake.Server
+	// tracer traces the API and the engines the test starts (nil: off).
+	tracer trace.TracerProvider
 }
 
 // tenantDir returns (and creates) the folder of tenant schema under the
@@ -176,15 +179,20 @@ type options struct {
 	tracer      trace.TracerProvider
 	// warehouses are the dwh_join connections (warehouse.connections).
 	warehouses []config.WarehouseConnection
+	// specs are compiled with the shipped ones and testSpecs.
+	specs string
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
 // and the catalog's (which bindCatalog adds to reg).
-func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
+func loadSpecs(t *testing.T, reg *builtin.Registry, extra string) *spec.Set {
 	t.Helper()
 	sources, err := spec.ReadSources("../specs")
 	require.NoError(t, err)
 	sources = append(sources, spec.Source{Name: "test.yaml", Data: []byte(testSpecs)})
+	if extra != "" {
+		sources = append(sources, spec.Source{Name: "extra.yaml", Data: []byte(extra)})
+	}
 	names := append(append(append(reg.Names(), webhooks.Names()...), builtins.Names()...), gcp.Names()...)
 	set, err := spec.Compile(sources, spec.Options{Builtins: names})
 	require.NoError(t, err)
@@ -196,21 +204,27 @@ func loadSpecs(t *testing.T, reg *builtin.Registry) *spec.Set {
 // specs/gcp.yaml) bound to the database, as wf run, wf serve and wf exec
 // bind them; local files are opened with files (limited to the bundle's
 // root); the gcp handlers use cloud (no project: they provision nothing);
-// the search handlers index into es; dwh_join reads the warehouses. Names
-// reg already holds keep their handlers.
+// the search handlers index into es; dwh_join reads the warehouses. With
+// a tracer, as wf run's: the events the handlers emit and the deliveries
+// the webhook fan-out enqueues stay in the run's trace. Names reg already
+// holds keep their handlers.
 func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps, es *esfake.Server,
-	warehouses []config.WarehouseConnection) {
+	warehouses []config.WarehouseConnection, tracer trace.TracerProvider) {
 	t.Helper()
 	st := store.New(pool)
+	em := events.NewEmitter(st)
+	if tracer != nil {
+		em = em.WithTracing()
+	}
 	cloud.Store, cloud.Logger = st, quietLogger
 	gh, err := gcp.New(cloud)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = gh.Close() })
 	_ = gh.Register(reg)
 	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger,
-		Search: search.Settings{Addresses: []string{es.URL}}, Warehouses: warehouses})
+		Search: search.Settings{Addresses: []string{es.URL}}, Warehouses: warehouses, Emitter: em})
 	require.NoError(t, err)
-	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs), Logger: quietLogger, HTTP: loopbackHTTP(t)})
+	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs).WithTracerProvider(tracer), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
 	_ = features.Register(reg)
 	_ = hooks.Register(reg)
@@ -243,12 +257,12 @@ func setup(t *testing.T, opts ...options) *bundle {
 	if o.registry != nil {
 		o.registry(reg)
 	}
-	specs := loadSpecs(t, reg)
+	specs := loadSpecs(t, reg, o.specs)
 	root := t.TempDir()
 	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
 	es := esfake.New()
 	t.Cleanup(es.Close)
-	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses)
+	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses, o.tracer)
 	var push *gcp.PushReceiver
 	if o.storagePush != nil {
 		push = o.storagePush(store.New(pool))
@@ -284,7 +298,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	router, err := gorillamux.NewRouter(&routed)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
-		router: router, doc: doc, reg: reg, root: root, files: files, es: es}
+		router: router, doc: doc, reg: reg, root: root, files: files, es: es, tracer: o.tracer}
 }
 
 // response is one answer, its body read.

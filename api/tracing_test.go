@@ -3,12 +3,16 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/wfhq/wf/engine/store"
 )
 
 // TestRequestTraceReachesTheTask: with tracing on, a request that sends a
@@ -55,4 +59,97 @@ func TestRequestTraceReachesTheTask(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, roots)
+}
+
+// ingestionWebhooks routes ingestion.completed to the webhook fan-out (the
+// shipped specs route only catalog.* events there; an operator adds such a
+// subscription for subscribers of other events).
+const ingestionWebhooks = `kind: Subscription
+name: ingestion-webhooks
+event_type: ingestion.completed
+task_type: event_dispatch
+schema_name: '"system"'
+inputs:
+  event_id: event.event_id
+  event_type: event.event_type
+  scope: event.scope
+  schema_name: event.schema_name
+  created_at: event.created_at
+  payload: event.payload
+`
+
+// TestIngestionTraceReachesWebhookDeliveries is the issue's trace followed
+// end to end with the in-memory exporter: one POST /ingestion carrying a
+// traceparent, and in that one trace the request's server span, the
+// ingestion's enqueue and run, the consumed ingestion.completed event, the
+// event_dispatch task's run, the webhook_delivery task's enqueue and run,
+// and the delivery's POST to a loopback receiver carrying a traceparent of
+// that trace whose parent is the delivery's run span.
+func TestIngestionTraceReachesWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	b := setup(t, options{tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), specs: ingestionWebhooks})
+	startFeatureEngine(t, b, t.TempDir())
+	b.createCatalog("cat-a", "regions")
+	copyFixture(t, b.tenantDir("s_cat_a"))
+
+	var mu sync.Mutex
+	var received []string // traceparent headers of the deliveries
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.Header.Get("traceparent"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	_, err := b.store.InsertWebhookSubscriber(b.ctx, store.NewWebhookSubscriber{URL: hook.URL, Secret: "whsec-0123456789",
+		EventTypes: []string{"ingestion.completed"}})
+	require.NoError(t, err)
+
+	const traceID, parentID = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	res := b.doHeaders("POST", "/ingestion/cat-a/regions", tokClientLimited, regionsBody,
+		http.Header{"Traceparent": {"00-" + traceID + "-" + parentID + "-01"}})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task := b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+	b.idle() // the event consumed, the fan-out and the delivery run
+
+	mu.Lock()
+	require.Len(t, received, 1, "one delivery to the one subscriber")
+	header := received[0]
+	mu.Unlock()
+
+	// Every span of the chain is in the request's trace.
+	inTrace := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID().String() == traceID {
+			inTrace[s.Name()] = append(inTrace[s.Name()], s)
+		}
+	}
+	one := func(name string) sdktrace.ReadOnlySpan {
+		t.Helper()
+		require.Len(t, inTrace[name], 1, "span %q in the trace; the trace holds %v", name, keys(inTrace))
+		return inTrace[name][0]
+	}
+	server := one("POST /ingestion/{catalog_id}/{collection_id}")
+	require.Equal(t, parentID, server.Parent().SpanID().String())
+	enqueue := one("wf.enqueue ingestion")
+	require.Equal(t, server.SpanContext().SpanID(), enqueue.Parent().SpanID())
+	run := one("wf.run ingestion")
+	event := one("wf.event ingestion.completed")
+	require.Equal(t, run.SpanContext().SpanID(), event.Parent().SpanID(), "the event was emitted in the run")
+	one("wf.run event_dispatch")
+	one("wf.enqueue webhook_delivery")
+	delivery := one("wf.run webhook_delivery")
+	// The receiver was handed the delivery run's context.
+	require.Equal(t, "00-"+traceID+"-"+delivery.SpanContext().SpanID().String()+"-01", header)
+}
+
+// keys lists a map's keys, for a failure message.
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -254,6 +256,9 @@ func (h *Handlers) Deliver(ctx context.Context, task *wftype.Task, _ reporters.R
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "wf-webhooks/1")
+	// The receiver may continue the trace of the run (and so of the
+	// request that caused the event), as the http runner's endpoints do.
+	tracing.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	req.Header.Set(HeaderEventType, in.EventType)
 	req.Header.Set(HeaderDeliveryID, task.ID.String())
 	switch sub.Signature {
