@@ -44,6 +44,7 @@ import (
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/workflow"
 	"github.com/wfhq/wf/internal/secretbox"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
@@ -181,6 +182,7 @@ type Engine struct {
 	dispatcher *dispatch.Dispatcher
 	elector    *leader.Elector
 	janitor    *janitor.Janitor
+	workflows  *workflow.Workflows
 	services   []Service // every instance
 	leading    []Service // leader only
 }
@@ -223,6 +225,9 @@ func New(cfg Config) (*Engine, error) {
 		e.emitter = e.emitter.WithTracing()
 	}
 	if err := e.buildRunners(); err != nil {
+		return nil, err
+	}
+	if err := e.buildWorkflows(); err != nil {
 		return nil, err
 	}
 	for pair, r := range e.rules {
@@ -314,6 +319,52 @@ func (e *Engine) buildRunners() error {
 	return nil
 }
 
+// buildWorkflows builds the workflow runtime from the specs and, when they
+// declare any workflow, installs its step hook in the store, so that every
+// FinishTasks that ends a step advances its run in the same transaction.
+// Without workflows FinishTasks stays one statement outside a transaction.
+func (e *Engine) buildWorkflows() error {
+	if e.cfg.Specs == nil {
+		return nil
+	}
+	wfs, err := workflow.New(workflow.Config{
+		Specs: e.cfg.Specs, Client: e.client, Emitter: e.emitter, Clock: e.cfg.Clock, Logger: e.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("error creating engine: %w", err)
+	}
+	e.workflows = wfs
+	if len(e.cfg.Specs.Workflows()) > 0 {
+		e.store = e.store.WithStepHook(wfs.Advance)
+	}
+	return nil
+}
+
+// Workflows starts, shows, cancels and retries workflow runs; nil for an
+// engine built without specs.
+func (e *Engine) Workflows() *workflow.Workflows { return e.workflows }
+
+// runWorkflowTimeouts fails the runs that passed their deadline, every
+// janitor interval (leader only).
+func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
+	t := time.NewTicker(cmp.Or(e.cfg.JanitorInterval, 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		n, err := e.workflows.Expire(ctx, e.store, 100)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.cfg.Logger.Warn("workflow timeouts", "error", err)
+		case n > 0:
+			e.cfg.Logger.Info("workflow runs timed out", "runs", n)
+		}
+	}
+}
+
 // observer is what the dispatcher tells about claims and outcomes: the
 // metrics, and the configured observer.
 func (e *Engine) observer() execution.Observer {
@@ -399,6 +450,9 @@ func (e *Engine) buildServices() error {
 			return fmt.Errorf("error configuring maintenance: %w", err)
 		}
 		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
+		if len(cfg.Specs.Workflows()) > 0 {
+			e.leading = append(e.leading, Service{Name: "workflow timeouts", Run: e.runWorkflowTimeouts})
+		}
 	}
 	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{
 		Store: e.store, Interval: cfg.SnapshotInterval, Clock: cfg.Clock, Logger: cfg.Logger,

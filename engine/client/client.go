@@ -58,6 +58,9 @@ type Request struct {
 	DedupKey string
 	// Priority overrides the spec's priority when set.
 	Priority *int
+	// MaxRetries overrides the spec's max_retries when set (a workflow
+	// step's retry override).
+	MaxRetries *int
 	// RunAfter delays the task; nil means now.
 	RunAfter *time.Time
 	// Traceparent is the trace context to store with the task; "" means
@@ -303,9 +306,12 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "dedup_key",
 			Message: fmt.Sprintf("dedup key is %d characters long; the limit is %d", len(key), spec.MaxDedupKeyLength)}
 	}
-	priority := tt.Priority()
+	priority, maxRetries := tt.Priority(), tt.MaxRetries()
 	if req.Priority != nil {
 		priority = *req.Priority
+	}
+	if req.MaxRetries != nil {
+		maxRetries = *req.MaxRetries
 	}
 	id, _, err := store.NewID()
 	if err != nil {
@@ -313,6 +319,6 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 	}
 	return store.NewTask{
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
-		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: tt.MaxRetries(), RunAfter: req.RunAfter,
+		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
 	}, nil
 }

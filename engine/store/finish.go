@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,9 @@ WITH updated AS (
       AND (t.attempts = ($1::jsonb -> t.task_id::text ->> 'n')::int OR ($1::jsonb -> t.task_id::text ->> 'n') IS NULL)
     RETURNING t.task_id, t.task_type, t.schema_name, t.status, t.error, t.retry_count, t.max_retries, t.attempts,
               ($1::jsonb -> t.task_id::text ->> 'ev')::uuid AS event_id,
-              ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts
+              ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts,
+              t.workflow_run_id, t.workflow_step, t.workflow_item,
+              CASE WHEN t.workflow_run_id IS NOT NULL THEN t.outputs END AS step_outputs
 ),
 events AS (
     INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload)
@@ -124,15 +127,33 @@ notified AS (
 event_notified AS (
     SELECT count(pg_notify($9, 'task_events')) AS n FROM (SELECT 1 FROM events LIMIT 1) q
 )
-SELECT u.task_id FROM updated u, notified, event_notified`
+SELECT u.task_id, u.workflow_run_id, u.workflow_step, u.workflow_item, u.status, u.step_outputs, u.error
+FROM updated u, notified, event_notified`
 
 // FinishTasks applies outcomes in one statement and returns the ids that
 // changed; an id missing from the result was not ACTIVE (or not the owner's,
-// or its lease had not expired) and is left as it was.
+// or its lease had not expired) and is left as it was. With a step hook
+// (WithStepHook), the outcomes and what the hook makes of the workflow steps
+// they end commit in one transaction.
 func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Finish) ([]uuid.UUID, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
+	if s.stepHook == nil || s.inTx {
+		return s.finishTasks(ctx, p, outcomes)
+	}
+	var done []uuid.UUID
+	err := s.InTx(ctx, func(tx *Store) error {
+		var err error
+		done, err = tx.finishTasks(ctx, p, outcomes)
+		return err
+	})
+	return done, err
+}
+
+// finishTasks is FinishTasks on the store as it is (a transaction when it
+// has a step hook).
+func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Finish) ([]uuid.UUID, error) {
 	n := len(outcomes)
 	batch, err := newKeyedBatch(outcomes, 80, func(o *Finish) uuid.UUID { return o.ID }, appendOutcome)
 	if err != nil {
@@ -143,16 +164,58 @@ func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 		owner = &p.Owner
 	}
 	var done []uuid.UUID
+	var steps []FinishedStep
 	err = s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		rows, err := db.Query(ctx, finishTasksSQL, batch.doc, batch.ids, p.Now, owner, p.ExpiredBefore, batch.lo, batch.hi,
 			s.channels.TaskQueued, s.channels.Events)
 		if err != nil {
 			return 0, err
 		}
-		done, err = scanIDs(rows, n)
+		done, steps, err = scanFinished(rows, n)
 		return len(done), err
 	})
-	return done, wrap("finishing tasks", err)
+	if err != nil {
+		return nil, wrap("finishing tasks", err)
+	}
+	if len(steps) > 0 && s.stepHook != nil {
+		if err := s.stepHook(ctx, s, steps); err != nil {
+			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
+		}
+	}
+	return done, nil
+}
+
+// scanFinished reads finishTasksSQL's result: the ids that changed, and
+// those of workflow steps that reached an end.
+func scanFinished(rows pgx.Rows, capacity int) ([]uuid.UUID, []FinishedStep, error) {
+	defer rows.Close()
+	out := make([]uuid.UUID, 0, capacity)
+	var steps []FinishedStep
+	for rows.Next() {
+		var id [16]byte // as bytes: a uuid.UUID (an sql.Scanner) would go through text
+		var run *[16]byte
+		var step *string
+		var item *int
+		var status string
+		var outputs []byte
+		var errText *string
+		if err := rows.Scan(&id, &run, &step, &item, &status, &outputs, &errText); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, id)
+		if run == nil || status == string(wftype.StatusPending) {
+			continue
+		}
+		fs := FinishedStep{TaskID: id, RunID: *run, Item: -1, Status: wftype.TaskStatus(status), Outputs: outputs, Error: errText}
+		if step != nil {
+			fs.Step = *step
+		}
+		if item != nil {
+			fs.Item = *item
+		}
+		steps = append(steps, fs)
+	}
+	return out, steps, rows.Err()
 }
 
 // appendOutcome appends the JSON value finishTasksSQL reads for one

@@ -60,6 +60,9 @@ type Store struct {
 	// secrets seals the secrets the store writes and opens those it reads
 	// (webhook signing secrets); nil keeps them clear.
 	secrets *secretbox.Keyring
+	// stepHook advances workflow runs when FinishTasks ends their steps'
+	// tasks (WithStepHook); nil without workflows.
+	stepHook StepHook
 }
 
 // New returns a store on db with the default channel names.

@@ -1,0 +1,362 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
+)
+
+// This file holds the statements of workflow runs (migration 018): a run is
+// a row of tasks.workflow_runs, each of its steps a row of
+// tasks.workflow_steps, and the steps' tasks are ordinary tasks that carry
+// the run's id. Every decision about a run is taken with its row locked
+// (LockWorkflowRuns), in the transaction that finished the step's task.
+
+// FinishedStep is a task of a workflow step that FinishTasks moved to an end
+// (COMPLETED, FAILED or DEAD_LETTER).
+type FinishedStep struct {
+	TaskID uuid.UUID
+	RunID  uuid.UUID
+	Step   string
+	// Item is the item's index for a for_each step, -1 otherwise.
+	Item    int
+	Status  wftype.TaskStatus
+	Outputs json.RawMessage
+	Error   *string
+}
+
+// StepHook is told, inside the transaction of a FinishTasks call (tx), about
+// the workflow steps whose tasks that call ended; what it writes through tx
+// commits with the outcomes or not at all. An error rolls both back.
+type StepHook func(ctx context.Context, tx *Store, steps []FinishedStep) error
+
+// WithStepHook returns a copy of the store whose FinishTasks calls hook
+// for the workflow steps they end, in the same transaction (opening one
+// when the store is not in one already).
+func (s *Store) WithStepHook(hook StepHook) *Store {
+	cp := *s
+	cp.stepHook = hook
+	return &cp
+}
+
+// NewWorkflowRun is a run to create.
+type NewWorkflowRun struct {
+	ID         uuid.UUID // a UUIDv7
+	Workflow   string
+	SchemaName string
+	Inputs     json.RawMessage
+	Timeout    time.Duration
+	Steps      []string // every step's name: each gets a WAITING row
+	Now        *time.Time
+}
+
+// workflowRunColumns is the column list of a run, in scanWorkflowRun's order.
+const workflowRunColumns = `run_id, workflow, schema_name, status, inputs, error, created_at, deadline, finished_at, attempt`
+
+func scanWorkflowRun(row pgx.Row) (wftype.WorkflowRun, error) {
+	var r wftype.WorkflowRun
+	var id [16]byte
+	var status string
+	var inputs []byte
+	err := row.Scan(&id, &r.Workflow, &r.SchemaName, &status, &inputs, &r.Error, &r.CreatedAt, &r.Deadline, &r.FinishedAt, &r.Attempt)
+	r.ID, r.Status, r.Inputs = id, wftype.RunStatus(status), inputs
+	r.CreatedAt, r.Deadline = r.CreatedAt.UTC(), r.Deadline.UTC()
+	if r.FinishedAt != nil {
+		u := r.FinishedAt.UTC()
+		r.FinishedAt = &u
+	}
+	return r, err
+}
+
+// workflowStepColumns is the column list of a step, in scanWorkflowStep's order.
+const workflowStepColumns = `run_id, step, status, items, started, done, outputs, error, updated_at`
+
+func scanWorkflowStep(row pgx.Row) (wftype.WorkflowStep, error) {
+	var st wftype.WorkflowStep
+	var id [16]byte
+	var status string
+	var outputs []byte
+	err := row.Scan(&id, &st.Step, &status, &st.Items, &st.Started, &st.Done, &outputs, &st.Error, &st.UpdatedAt)
+	st.RunID, st.Status, st.Outputs, st.UpdatedAt = id, wftype.StepStatus(status), outputs, st.UpdatedAt.UTC()
+	return st, err
+}
+
+// InsertWorkflowRun creates a RUNNING run and a WAITING row for each of its
+// steps, and returns the run.
+func (s *Store) InsertWorkflowRun(ctx context.Context, r NewWorkflowRun) (wftype.WorkflowRun, error) {
+	const q = `
+WITH run AS (
+    INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline)
+    VALUES ($1, $2, $3, 'RUNNING', $4, coalesce($5::timestamptz, now()),
+            coalesce($5::timestamptz, now()) + make_interval(secs => $6))
+    RETURNING ` + workflowRunColumns + `
+),
+steps AS (
+    INSERT INTO tasks.workflow_steps (run_id, step, status, updated_at)
+    SELECT run.run_id, s, 'WAITING', run.created_at FROM run, unnest($7::text[]) AS s
+)
+SELECT ` + workflowRunColumns + ` FROM run`
+	run, err := scanWorkflowRun(s.db.QueryRow(ctx, q, r.ID, r.Workflow, r.SchemaName, []byte(r.Inputs), r.Now, r.Timeout.Seconds(), r.Steps))
+	return run, wrap("creating a workflow run", err)
+}
+
+// LockWorkflowRuns reads the runs among ids with their rows locked until
+// the transaction ends (in id order, so two transactions that lock the
+// same runs cannot deadlock), and every step of each. It must run in a
+// transaction.
+func (s *Store) LockWorkflowRuns(ctx context.Context, ids []uuid.UUID) ([]wftype.WorkflowRun, []wftype.WorkflowStep, error) {
+	if !s.inTx {
+		return nil, nil, errors.New("error locking workflow runs: not in a transaction")
+	}
+	keys := make([][16]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = id
+	}
+	runs, err := queryAll(ctx, s.db, "locking workflow runs", `
+SELECT `+workflowRunColumns+` FROM tasks.workflow_runs
+WHERE run_id = ANY ($1::uuid[])
+ORDER BY run_id
+FOR UPDATE`, scanWorkflowRun, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps, err := queryAll(ctx, s.db, "reading workflow steps", `
+SELECT `+workflowStepColumns+` FROM tasks.workflow_steps
+WHERE run_id = ANY ($1::uuid[])
+ORDER BY run_id, step`, scanWorkflowStep, keys)
+	return runs, steps, err
+}
+
+// SaveWorkflowSteps writes the status, counts, outputs and error of steps
+// (matched by run and name) in one statement.
+func (s *Store) SaveWorkflowSteps(ctx context.Context, steps []wftype.WorkflowStep, now *time.Time) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	n := len(steps)
+	runs := make([][16]byte, n)
+	names, statuses := make([]string, n), make([]string, n)
+	items := make([]*int32, n)
+	started, done := make([]int32, n), make([]int32, n)
+	outputs := make([][]byte, n)
+	errs := make([]*string, n)
+	for i, st := range steps {
+		runs[i], names[i], statuses[i] = st.RunID, st.Step, string(st.Status)
+		if st.Items != nil {
+			v := int32(*st.Items)
+			items[i] = &v
+		}
+		started[i], done[i], errs[i] = int32(st.Started), int32(st.Done), st.Error
+		if len(st.Outputs) > 0 {
+			outputs[i] = appendJSONValue(nil, st.Outputs)
+		}
+	}
+	const q = `
+UPDATE tasks.workflow_steps s
+SET status = u.status, items = u.items, started = u.started, done = u.done, outputs = u.outputs,
+    error = u.error, updated_at = coalesce($9::timestamptz, now())
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::jsonb[], $8::text[])
+     AS u(run_id, step, status, items, started, done, outputs, error)
+WHERE s.run_id = u.run_id AND s.step = u.step`
+	_, err := s.db.Exec(ctx, q, runs, names, statuses, items, started, done, outputs, errs, now)
+	return wrap("saving workflow steps", err)
+}
+
+// SaveWorkflowRun writes a run's status, error, attempt and deadline;
+// finished_at is set when the status is an end, cleared when RUNNING.
+func (s *Store) SaveWorkflowRun(ctx context.Context, r wftype.WorkflowRun, now *time.Time) error {
+	const q = `
+UPDATE tasks.workflow_runs
+SET status = $2, error = $3, attempt = $4, deadline = $5,
+    finished_at = CASE WHEN $2 = 'RUNNING' THEN NULL ELSE coalesce($6::timestamptz, now()) END
+WHERE run_id = $1`
+	_, err := s.db.Exec(ctx, q, r.ID, string(r.Status), r.Error, r.Attempt, r.Deadline, now)
+	return wrap("saving a workflow run", err)
+}
+
+// StepTask names the step (and item, -1 for none) a new task belongs to.
+type StepTask struct {
+	TaskID uuid.UUID
+	RunID  uuid.UUID
+	Step   string
+	Item   int
+}
+
+// LinkStepTasks marks tasks just inserted (in the same transaction) as the
+// tasks of workflow steps. The tasks are read by primary key, each finding
+// its step in $1 (a JSON object keyed by task id), as in finishTasksSQL.
+func (s *Store) LinkStepTasks(ctx context.Context, links []StepTask) error {
+	if len(links) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(links))
+	doc := []byte{'{'}
+	for i, l := range links {
+		ids[i] = l.TaskID
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = appendQuotedUUID(doc, l.TaskID)
+		doc = append(doc, `:{"r":`...)
+		doc = appendQuotedUUID(doc, l.RunID)
+		doc = append(doc, `,"s":`...)
+		doc = appendJSONString(doc, l.Step)
+		if l.Item >= 0 {
+			doc = append(doc, `,"i":`...)
+			doc = strconv.AppendInt(doc, int64(l.Item), 10)
+		}
+		doc = append(doc, '}')
+	}
+	doc = append(doc, '}')
+	keys, lo, hi := idKeys(ids)
+	const q = `
+UPDATE tasks.tasks t
+SET workflow_run_id = ($1::jsonb -> t.task_id::text ->> 'r')::uuid,
+    workflow_step = $1::jsonb -> t.task_id::text ->> 's',
+    workflow_item = ($1::jsonb -> t.task_id::text ->> 'i')::int
+WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
+  AND t."timestamp" BETWEEN $3 AND $4`
+	tag, err := s.db.Exec(ctx, q, doc, keys, lo, hi)
+	if err == nil && int(tag.RowsAffected()) != len(links) {
+		err = fmt.Errorf("%d of %d tasks found", tag.RowsAffected(), len(links))
+	}
+	return wrap("linking tasks to workflow steps", err)
+}
+
+// WorkflowItemOutputs returns the outputs of the completed items of a
+// for_each step, by item index (the latest completion of an item that ran
+// again after a retry of its run).
+func (s *Store) WorkflowItemOutputs(ctx context.Context, run wftype.WorkflowRun, step string) (map[int]json.RawMessage, error) {
+	type item struct {
+		index   int
+		outputs []byte
+	}
+	// The partial index on workflow_run_id finds the run's tasks in each
+	// partition from the run's on (runTasksFrom).
+	rows, err := queryAll(ctx, s.db, "reading the outputs of a step's items", `
+SELECT DISTINCT ON (workflow_item) workflow_item, outputs
+FROM tasks.tasks
+WHERE workflow_run_id = $1 AND workflow_step = $2 AND "timestamp" >= $3 AND status = 'COMPLETED'
+ORDER BY workflow_item, finished_at DESC`, func(row pgx.Row) (item, error) {
+		var it item
+		err := row.Scan(&it.index, &it.outputs)
+		return it, err
+	}, run.ID, step, runTasksFrom(run))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]json.RawMessage, len(rows))
+	for _, r := range rows {
+		out[r.index] = r.outputs
+	}
+	return out, nil
+}
+
+// WorkflowTask is a task of a run, as a run's status shows it.
+type WorkflowTask struct {
+	TaskID   uuid.UUID
+	Step     string
+	Item     int // -1 for a step that runs once
+	Status   wftype.TaskStatus
+	Attempts int
+	Error    *string
+}
+
+// WorkflowRunTasks lists every task of a run, oldest first.
+func (s *Store) WorkflowRunTasks(ctx context.Context, run wftype.WorkflowRun) ([]WorkflowTask, error) {
+	return queryAll(ctx, s.db, "reading a workflow run's tasks", `
+SELECT task_id, workflow_step, coalesce(workflow_item, -1), status, attempts, error
+FROM tasks.tasks
+WHERE workflow_run_id = $1 AND "timestamp" >= $2
+ORDER BY task_id`, func(row pgx.Row) (WorkflowTask, error) {
+		var t WorkflowTask
+		var id [16]byte
+		var status string
+		err := row.Scan(&id, &t.Step, &t.Item, &status, &t.Attempts, &t.Error)
+		t.TaskID, t.Status = id, wftype.TaskStatus(status)
+		return t, err
+	}, run.ID, runTasksFrom(run))
+}
+
+// CancelWorkflowTasks cancels the PENDING and ACTIVE tasks of a run (see
+// cancelTasksSQL: running ones are told to stop) and returns how many.
+func (s *Store) CancelWorkflowTasks(ctx context.Context, run wftype.WorkflowRun) (int, error) {
+	ids, err := collectIDs(ctx, s, "reading a workflow run's live tasks", `
+SELECT task_id FROM tasks.tasks
+WHERE workflow_run_id = $1 AND "timestamp" >= $2 AND status IN ('PENDING', 'ACTIVE')`, run.ID, runTasksFrom(run))
+	if err != nil {
+		return 0, err
+	}
+	tasks, err := s.cancelTasks(ctx, ids)
+	return len(tasks), err
+}
+
+// GetWorkflowRun reads a run; wftype.ErrNotFound when there is none.
+func (s *Store) GetWorkflowRun(ctx context.Context, id uuid.UUID) (wftype.WorkflowRun, error) {
+	r, err := scanWorkflowRun(s.db.QueryRow(ctx, `SELECT `+workflowRunColumns+` FROM tasks.workflow_runs WHERE run_id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+	}
+	return r, wrap("reading a workflow run", err)
+}
+
+// WorkflowSteps reads the steps of a run, by name.
+func (s *Store) WorkflowSteps(ctx context.Context, id uuid.UUID) ([]wftype.WorkflowStep, error) {
+	return queryAll(ctx, s.db, "reading workflow steps", `
+SELECT `+workflowStepColumns+` FROM tasks.workflow_steps WHERE run_id = $1 ORDER BY step`, scanWorkflowStep, id)
+}
+
+// WorkflowRunFilter selects runs to list.
+type WorkflowRunFilter struct {
+	// Schemas, when not nil, limits the runs to these tenants.
+	Schemas  []string
+	Workflow string
+	Status   wftype.RunStatus
+	// Before is a keyset cursor: only runs with a smaller id (older).
+	Before *uuid.UUID
+	Limit  int
+}
+
+// ListWorkflowRuns lists runs, newest first.
+func (s *Store) ListWorkflowRuns(ctx context.Context, f WorkflowRunFilter) ([]wftype.WorkflowRun, error) {
+	limit := f.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	var before *[16]byte
+	if f.Before != nil {
+		b := [16]byte(*f.Before)
+		before = &b
+	}
+	return queryAll(ctx, s.db, "listing workflow runs", `
+SELECT `+workflowRunColumns+` FROM tasks.workflow_runs
+WHERE ($1::text[] IS NULL OR schema_name = ANY ($1))
+  AND ($2::text = '' OR workflow = $2)
+  AND ($3::text = '' OR status = $3)
+  AND ($4::uuid IS NULL OR run_id < $4)
+ORDER BY run_id DESC
+LIMIT $5`, scanWorkflowRun, f.Schemas, f.Workflow, string(f.Status), before, limit)
+}
+
+// ExpiredWorkflowRuns lists up to limit RUNNING runs whose deadline passed
+// before now (nil: the database clock).
+func (s *Store) ExpiredWorkflowRuns(ctx context.Context, now *time.Time, limit int) ([]uuid.UUID, error) {
+	return collectIDs(ctx, s, "listing expired workflow runs", `
+SELECT run_id FROM tasks.workflow_runs
+WHERE status = 'RUNNING' AND deadline < coalesce($1::timestamptz, now())
+ORDER BY deadline
+LIMIT $2`, now, limit)
+}
+
+// runTasksFrom is the earliest creation time a task of run can have: its
+// tasks are created after its id, but maybe by an instance whose clock is
+// behind, so a day earlier (partitions are months: this prunes as well).
+func runTasksFrom(run wftype.WorkflowRun) time.Time { return IDTime(run.ID).Add(-24 * time.Hour) }

@@ -1,0 +1,182 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// Status is a run with every step and every task of its steps.
+type Status struct {
+	Run   wftype.WorkflowRun
+	Steps []wftype.WorkflowStep // in the workflow's order (topological), then steps it no longer declares
+	Tasks []store.WorkflowTask  // oldest first
+}
+
+// Get reads a run's status; wftype.ErrNotFound when there is no such run.
+func (w *Workflows) Get(ctx context.Context, st *store.Store, id uuid.UUID) (Status, error) {
+	run, err := st.GetWorkflowRun(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	steps, err := st.WorkflowSteps(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	tasks, err := st.WorkflowRunTasks(ctx, run)
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{Run: run, Steps: w.ordered(run.Workflow, steps), Tasks: tasks}, nil
+}
+
+// ordered sorts a run's steps in its workflow's order.
+func (w *Workflows) ordered(workflow string, steps []wftype.WorkflowStep) []wftype.WorkflowStep {
+	wf, ok := w.cfg.Specs.Workflow(workflow)
+	if !ok {
+		return steps
+	}
+	byName := map[string]wftype.WorkflowStep{}
+	for _, s := range steps {
+		byName[s.Step] = s
+	}
+	out := make([]wftype.WorkflowStep, 0, len(steps))
+	for _, s := range wf.Steps() {
+		if row, ok := byName[s.Name()]; ok {
+			out = append(out, row)
+			delete(byName, s.Name())
+		}
+	}
+	for _, s := range steps {
+		if _, left := byName[s.Step]; left {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Cancel cancels a RUNNING run: the run and its unfinished steps become
+// CANCELLED (and workflow.cancelled is emitted) in one transaction, so no
+// step is created after it; then its PENDING tasks are cancelled and its
+// running ones told to stop. A run in another status gives
+// wftype.ErrConflict.
+func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
+	var run wftype.WorkflowRun
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+		}
+		if runs[0].Status != wftype.RunRunning {
+			return fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, runs[0].Status, wftype.ErrConflict)
+		}
+		rs := newRunState(runs[0], nil, steps, w.cfg.Clock.Now())
+		rs.stop(wftype.RunCancelled, "cancelled")
+		run = rs.run
+		return w.write(ctx, tx, []*runState{rs})
+	})
+	if err != nil {
+		return wftype.WorkflowRun{}, fmt.Errorf("error cancelling workflow run %s: %w", id, err)
+	}
+	// After the commit no task of the run can be created any more, so this
+	// sees every one that is still to stop.
+	if _, err := st.CancelWorkflowTasks(ctx, run); err != nil {
+		return run, fmt.Errorf("error cancelling the tasks of workflow run %s: %w", id, err)
+	}
+	return run, nil
+}
+
+// Retry runs a FAILED or CANCELLED run again from the steps that did not
+// complete: its FAILED and CANCELLED steps wait again (and start at once
+// when their upstream steps completed), COMPLETED and SKIPPED steps keep
+// their outputs, and the run gets a new deadline. A run in another status
+// gives wftype.ErrConflict.
+func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
+	var run wftype.WorkflowRun
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+		}
+		r := runs[0]
+		if r.Status != wftype.RunFailed && r.Status != wftype.RunCancelled {
+			return fmt.Errorf("workflow run %s is %s; only a FAILED or CANCELLED run can be retried: %w", id, r.Status, wftype.ErrConflict)
+		}
+		wf, ok := w.cfg.Specs.Workflow(r.Workflow)
+		if !ok {
+			return fmt.Errorf("%w %q: the specs no longer declare it", ErrUnknownWorkflow, r.Workflow)
+		}
+		now := w.cfg.Clock.Now()
+		r.Status, r.Error, r.FinishedAt, r.Attempt = wftype.RunRunning, nil, nil, r.Attempt+1
+		r.Deadline = now.Add(wf.Timeout())
+		rs := newRunState(r, wf, steps, now)
+		rs.runChanged = true
+		for name, s := range rs.steps {
+			if s.Status == wftype.StepFailed || s.Status == wftype.StepCancelled {
+				s.Status, s.Items, s.Started, s.Done, s.Outputs, s.Error = wftype.StepWaiting, nil, 0, 0, nil, nil
+				rs.dirty[name] = true
+			}
+		}
+		rs.schedule()
+		run = rs.run
+		return w.write(ctx, tx, []*runState{rs})
+	})
+	if err != nil {
+		return wftype.WorkflowRun{}, fmt.Errorf("error retrying workflow run %s: %w", id, err)
+	}
+	return run, nil
+}
+
+// Expire fails the RUNNING runs whose deadline passed (up to limit), each
+// in a transaction of its own, and cancels their unfinished tasks. It
+// returns how many it failed.
+func (w *Workflows) Expire(ctx context.Context, st *store.Store, limit int) (int, error) {
+	ids, err := st.ExpiredWorkflowRuns(ctx, w.cfg.Clock.DBNow(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		var run wftype.WorkflowRun
+		err := st.InTx(ctx, func(tx *store.Store) error {
+			runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+			if err != nil || len(runs) == 0 {
+				return err
+			}
+			now := w.cfg.Clock.Now()
+			if runs[0].Status != wftype.RunRunning || !now.After(runs[0].Deadline) {
+				return nil // it ended or was retried meanwhile
+			}
+			rs := newRunState(runs[0], nil, steps, now)
+			msg := "the run timed out: it did not end by its deadline, " + runs[0].Deadline.UTC().Format(time.RFC3339)
+			if wf, ok := w.cfg.Specs.Workflow(runs[0].Workflow); ok {
+				msg = timeoutMessage(wf, runs[0].Deadline)
+			}
+			rs.stop(wftype.RunFailed, msg)
+			run = rs.run
+			return w.write(ctx, tx, []*runState{rs})
+		})
+		if err != nil {
+			return n, fmt.Errorf("error expiring workflow run %s: %w", id, err)
+		}
+		if run.Status != wftype.RunFailed {
+			continue
+		}
+		n++
+		if _, err := st.CancelWorkflowTasks(ctx, run); err != nil {
+			return n, fmt.Errorf("error cancelling the tasks of workflow run %s: %w", id, err)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,420 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
+)
+
+func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
+
+// pipelineSpecs: list makes n file names; convert runs once per file (two
+// at a time); index runs unless skip_index; tiles waits for both (and so
+// skips when index is skipped); notify runs whatever tiles did.
+const pipelineSpecs = `
+kind: TaskType
+name: list
+handler: {builtin: list}
+inputs: {type: object, properties: {n: {type: integer}}}
+outputs:
+  type: object
+  properties:
+    files: {type: array, items: {type: string}}
+    count: {type: integer}
+---
+kind: TaskType
+name: echo
+handler: {builtin: echo}
+max_retries: 0
+outputs: {type: object, properties: {got: {type: object}}}
+---
+kind: TaskType
+name: block
+handler: {builtin: block}
+---
+kind: Workflow
+name: pipeline
+inputs:
+  type: object
+  required: [n]
+  properties:
+    n: {type: integer}
+    skip_index: {type: boolean}
+    fail: {type: boolean}
+steps:
+  list: {task_type: list, inputs: {n: inputs.n}}
+  convert:
+    task_type: echo
+    depends_on: [list]
+    for_each: steps.list.outputs.files
+    concurrency: 2
+    inputs: {file: item, i: item_index, fail: 'inputs.fail ?? false'}
+  index:
+    task_type: echo
+    depends_on: [list]
+    when: '!(inputs.skip_index ?? false)'
+    max_retries: 7
+    priority: 9
+    inputs: {count: steps.list.outputs.count}
+  tiles:
+    task_type: echo
+    depends_on: [convert, index]
+    inputs: {files: 'map(steps.convert.outputs, .got.file)'}
+  notify:
+    task_type: echo
+    depends_on: [tiles]
+    on_upstream_skipped: run
+    inputs: {tiles: steps.tiles.status}
+---
+kind: Workflow
+name: stuck
+timeout: 1h
+steps:
+  wait: {task_type: block}
+  after: {task_type: echo, depends_on: [wait]}
+`
+
+// handlers are the test's builtin handlers and what they saw.
+type handlers struct {
+	running, maxItems atomic.Int32 // convert items running at once, and the most seen
+	failing           atomic.Bool  // echo fails items whose inputs say fail
+	blocked           chan struct{}
+}
+
+func (h *handlers) registry() *builtin.Registry {
+	reg := builtin.NewRegistry()
+	_ = reg.Register("list", func(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		var in struct{ N int }
+		if err := json.Unmarshal(task.Inputs, &in); err != nil {
+			return nil, err
+		}
+		files := make([]string, in.N)
+		for i := range files {
+			files[i] = fmt.Sprintf("f%d", i)
+		}
+		return json.Marshal(map[string]any{"files": files, "count": in.N})
+	})
+	_ = reg.Register("echo", func(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		var in map[string]any
+		if err := json.Unmarshal(task.Inputs, &in); err != nil {
+			return nil, err
+		}
+		if _, item := in["file"]; item {
+			n := h.running.Add(1)
+			defer h.running.Add(-1)
+			for {
+				m := h.maxItems.Load()
+				if n <= m || h.maxItems.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(5 * time.Millisecond) // work, so that items overlap
+			if in["fail"] == true && h.failing.Load() {
+				return nil, wftype.Permanent(errors.New("bad file"))
+			}
+		}
+		return json.Marshal(map[string]any{"got": in})
+	})
+	_ = reg.Register("block", func(ctx context.Context, _ *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		select {
+		case h.blocked <- struct{}{}:
+		case <-ctx.Done():
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return reg
+}
+
+// bundle is one test's database, engine and handlers.
+type bundle struct {
+	pool *pgxpool.Pool
+	e    *engine.Engine
+	st   *store.Store
+	h    *handlers
+}
+
+// setup builds an engine over the test specs; run starts it.
+func setup(t *testing.T, clk clock.Clock, run bool) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
+		spec.Options{Builtins: []string{"list", "echo", "block"}})
+	require.NoError(t, err)
+	h := &handlers{blocked: make(chan struct{}, 10)}
+	e, err := engine.New(engine.Config{
+		Name: "wf-" + uuid.NewString()[:8], Pool: pool, Specs: set, Registry: h.registry(), Clock: clk,
+		PollInterval: 100 * time.Millisecond, Slots: 20,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	require.NoError(t, err)
+	if run {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = e.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+	return &bundle{pool: pool, e: e, st: e.Store(), h: h}
+}
+
+// start starts a run of the workflow called name with inputs.
+func (b *bundle) start(t *testing.T, name, inputs string) wftype.WorkflowRun {
+	t.Helper()
+	run, err := b.e.Workflows().Start(context.Background(), b.st, workflow.StartRequest{Workflow: name, Inputs: json.RawMessage(inputs)})
+	require.NoError(t, err)
+	return run
+}
+
+// wait waits until the run reaches status.
+func (b *bundle) wait(t *testing.T, id uuid.UUID, status wftype.RunStatus) workflow.Status {
+	t.Helper()
+	var s workflow.Status
+	require.Eventually(t, func() bool {
+		var err error
+		s, err = b.e.Workflows().Get(context.Background(), b.st, id)
+		require.NoError(t, err)
+		return s.Run.Status == status
+	}, 90*time.Second, 20*time.Millisecond, "run %s never became %s", id, status)
+	return s
+}
+
+// step returns a step of a status by name.
+func step(t *testing.T, s workflow.Status, name string) wftype.WorkflowStep {
+	t.Helper()
+	for _, st := range s.Steps {
+		if st.Step == name {
+			return st
+		}
+	}
+	t.Fatalf("no step %s", name)
+	return wftype.WorkflowStep{}
+}
+
+// events counts the events of a type about a run.
+func events(t *testing.T, pool *pgxpool.Pool, typ string, run uuid.UUID) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM tasks.events WHERE event_type = $1 AND payload->>'run_id' = $2`, typ, run.String()).Scan(&n))
+	return n
+}
+
+// TestRunPassesOutputsFansOutAndIn: a run goes through every step; each
+// step's task sees its upstream steps' outputs; the for_each step runs one
+// task per item, never more than its concurrency at once, and the fan-in
+// step sees every item's outputs in order; per-step overrides reach the
+// task rows; workflow.completed is emitted once.
+func TestRunPassesOutputsFansOutAndIn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	run := b.start(t, "pipeline", `{"n": 7}`)
+	require.Equal(t, wftype.RunRunning, run.Status)
+	s := b.wait(t, run.ID, wftype.RunCompleted)
+
+	for _, name := range []string{"list", "convert", "index", "tiles", "notify"} {
+		require.Equal(t, wftype.StepCompleted, step(t, s, name).Status, name)
+	}
+	convert := step(t, s, "convert")
+	require.Equal(t, 7, *convert.Items)
+	require.Equal(t, 7, convert.Started)
+	require.Equal(t, 7, convert.Done)
+	var tiles struct{ Got struct{ Files []string } }
+	require.NoError(t, json.Unmarshal(step(t, s, "tiles").Outputs, &tiles))
+	require.Equal(t, []string{"f0", "f1", "f2", "f3", "f4", "f5", "f6"}, tiles.Got.Files)
+	require.LessOrEqual(t, b.h.maxItems.Load(), int32(2), "more convert items ran at once than its concurrency")
+	require.Len(t, s.Tasks, 1+7+1+1+1)
+
+	var retries, prio int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT max_retries, priority FROM tasks.tasks WHERE workflow_run_id = $1 AND workflow_step = 'index'`, run.ID).Scan(&retries, &prio))
+	require.Equal(t, 7, retries)
+	require.Equal(t, 9, prio)
+	require.Equal(t, 1, events(t, b.pool, workflow.EventCompleted, run.ID))
+}
+
+// TestSkipPropagates: a step skipped by its when skips the step that waits
+// for it (the default), and the step declared on_upstream_skipped: run runs
+// and sees the skip.
+func TestSkipPropagates(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	run := b.start(t, "pipeline", `{"n": 2, "skip_index": true}`)
+	s := b.wait(t, run.ID, wftype.RunCompleted)
+	require.Equal(t, wftype.StepSkipped, step(t, s, "index").Status)
+	require.Equal(t, wftype.StepSkipped, step(t, s, "tiles").Status)
+	notify := step(t, s, "notify")
+	require.Equal(t, wftype.StepCompleted, notify.Status)
+	require.JSONEq(t, `{"got": {"tiles": "SKIPPED"}}`, string(notify.Outputs))
+	require.Len(t, s.Tasks, 1+2+1, "list, two items, notify")
+}
+
+// TestFailedRunRetriesFromTheFailedStep: an item fails, so its step and the
+// run fail (workflow.failed); retried, the run creates only the failed
+// step's tasks again (list keeps its one task and its outputs) and
+// completes.
+func TestFailedRunRetriesFromTheFailedStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	b.h.failing.Store(true)
+	run := b.start(t, "pipeline", `{"n": 3, "fail": true}`)
+	s := b.wait(t, run.ID, wftype.RunFailed)
+	require.Equal(t, wftype.StepFailed, step(t, s, "convert").Status)
+	require.Contains(t, *s.Run.Error, "step convert failed")
+	require.Contains(t, *s.Run.Error, "bad file")
+	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
+	listBefore := step(t, s, "list")
+
+	// Retrying a run that is not FAILED or CANCELLED is refused.
+	_, err := b.e.Workflows().Retry(context.Background(), b.st, uuid.Must(uuid.NewV7()))
+	require.ErrorIs(t, err, wftype.ErrNotFound)
+
+	b.h.failing.Store(false)
+	retried, err := b.e.Workflows().Retry(context.Background(), b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunRunning, retried.Status)
+	require.Equal(t, 2, retried.Attempt)
+	_, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
+	require.ErrorIs(t, err, wftype.ErrConflict)
+
+	s = b.wait(t, run.ID, wftype.RunCompleted)
+	require.Equal(t, listBefore.Outputs, step(t, s, "list").Outputs)
+	perStep := map[string]int{}
+	for _, task := range s.Tasks {
+		perStep[task.Step]++
+	}
+	require.Equal(t, 1, perStep["list"], "the completed step ran once")
+	require.GreaterOrEqual(t, perStep["convert"], 3+1, "every item again, besides the first attempt's")
+	require.Equal(t, 1, events(t, b.pool, workflow.EventCompleted, run.ID))
+}
+
+// TestCancelStopsRunningAndPendingSteps: cancelling a run stops its running
+// step's task, leaves no step to be created and emits workflow.cancelled;
+// cancelling it again is a conflict.
+func TestCancelStopsRunningAndPendingSteps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	run := b.start(t, "stuck", `{}`)
+	select {
+	case <-b.h.blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the blocking step never started")
+	}
+	cancelled, err := b.e.Workflows().Cancel(context.Background(), b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunCancelled, cancelled.Status)
+	_, err = b.e.Workflows().Cancel(context.Background(), b.st, run.ID)
+	require.ErrorIs(t, err, wftype.ErrConflict)
+
+	s, err := b.e.Workflows().Get(context.Background(), b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.StepCancelled, step(t, s, "wait").Status)
+	require.Equal(t, wftype.StepCancelled, step(t, s, "after").Status)
+	require.Len(t, s.Tasks, 1)
+	require.Equal(t, wftype.StatusCancelled, s.Tasks[0].Status)
+	require.Equal(t, 1, events(t, b.pool, workflow.EventCancelled, run.ID))
+}
+
+// TestTimeoutFailsTheRun: past its workflow's timeout (on the engine's
+// clock), Expire fails the run, cancels its steps and their tasks; before
+// it, nothing happens.
+func TestTimeoutFailsTheRun(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	b := setup(t, clk, false)
+	run := b.start(t, "stuck", `{}`)
+	require.Equal(t, clk.Now().Add(time.Hour), run.Deadline)
+
+	n, err := b.e.Workflows().Expire(context.Background(), b.st, 10)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	clk.Advance(time.Hour + time.Second)
+	n, err = b.e.Workflows().Expire(context.Background(), b.st, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	s, err := b.e.Workflows().Get(context.Background(), b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status)
+	require.Contains(t, *s.Run.Error, "timed out")
+	require.Equal(t, wftype.StepCancelled, step(t, s, "wait").Status)
+	require.Equal(t, wftype.StatusCancelled, s.Tasks[0].Status)
+	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
+}
+
+// TestStartRefusesBadRequests: an unknown workflow and inputs that break
+// the workflow's schema are refused, and nothing is written.
+func TestStartRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, false)
+	_, err := b.e.Workflows().Start(context.Background(), b.st, workflow.StartRequest{Workflow: "nope"})
+	require.ErrorIs(t, err, workflow.ErrUnknownWorkflow)
+	_, err = b.e.Workflows().Start(context.Background(), b.st, workflow.StartRequest{Workflow: "pipeline", Inputs: json.RawMessage(`{"n": "three"}`)})
+	var ie *workflow.InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "/n", ie.Inputs[0].Pointer)
+	var runs int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks.workflow_runs`).Scan(&runs))
+	require.Zero(t, runs)
+}
+
+// TestConcurrentRunsAcrossInstances: four engines share many runs at once;
+// every run completes, each step task exists exactly once per (step, item)
+// and each fan-in step was created once.
+func TestConcurrentRunsAcrossInstances(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
+		spec.Options{Builtins: []string{"list", "echo", "block"}})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range 3 {
+		e, err := engine.New(engine.Config{
+			Name: "shared", Owner: fmt.Sprintf("extra-%d", i), Pool: b.pool, Specs: set, Registry: b.h.registry(),
+			PollInterval: 100 * time.Millisecond, Slots: 20,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.Run(ctx) }()
+	}
+	var ids []uuid.UUID
+	for range 12 {
+		ids = append(ids, b.start(t, "pipeline", `{"n": 9}`).ID)
+	}
+	for _, id := range ids {
+		b.wait(t, id, wftype.RunCompleted)
+	}
+	var dups int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+SELECT count(*) FROM (
+    SELECT workflow_run_id, workflow_step, workflow_item FROM tasks.tasks
+    WHERE workflow_run_id IS NOT NULL
+    GROUP BY 1, 2, 3 HAVING count(*) > 1) d`).Scan(&dups))
+	require.Zero(t, dups, "a step task was created twice")
+	var total int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks.tasks WHERE workflow_run_id IS NOT NULL`).Scan(&total))
+	require.Equal(t, 12*(1+9+1+1+1), total)
+}

@@ -1,0 +1,125 @@
+package wftype
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// RunStatus is the state of a workflow run.
+type RunStatus string
+
+// Run statuses: RUNNING → COMPLETED | FAILED | CANCELLED; a FAILED or
+// CANCELLED run may be retried (RUNNING again, from its failed steps).
+const (
+	RunRunning   RunStatus = "RUNNING"
+	RunCompleted RunStatus = "COMPLETED"
+	RunFailed    RunStatus = "FAILED"
+	RunCancelled RunStatus = "CANCELLED"
+)
+
+// StepStatus is the state of one step of a workflow run.
+type StepStatus string
+
+// Step statuses: WAITING (for its upstream steps) → RUNNING (its tasks
+// exist) → COMPLETED | FAILED; SKIPPED when its when condition is false or
+// an upstream step was skipped; CANCELLED with its run.
+const (
+	StepWaiting   StepStatus = "WAITING"
+	StepRunning   StepStatus = "RUNNING"
+	StepCompleted StepStatus = "COMPLETED"
+	StepFailed    StepStatus = "FAILED"
+	StepSkipped   StepStatus = "SKIPPED"
+	StepCancelled StepStatus = "CANCELLED"
+)
+
+// Ended reports whether the step will change no more (unless its run is
+// retried).
+func (s StepStatus) Ended() bool {
+	switch s {
+	case StepCompleted, StepFailed, StepSkipped, StepCancelled:
+		return true
+	}
+	return false
+}
+
+// WorkflowRun is one row of tasks.workflow_runs.
+type WorkflowRun struct {
+	ID         uuid.UUID
+	Workflow   string
+	SchemaName string
+	Status     RunStatus
+	Inputs     json.RawMessage
+	Error      *string
+	CreatedAt  time.Time
+	Deadline   time.Time
+	FinishedAt *time.Time
+	// Attempt is 1, plus one for each retry of the run.
+	Attempt int
+}
+
+// WorkflowStep is one row of tasks.workflow_steps: a step of a run.
+type WorkflowStep struct {
+	RunID  uuid.UUID
+	Step   string
+	Status StepStatus
+	// Items is the number of items of a for_each step, nil for a step that
+	// runs once (or whose items are not known yet).
+	Items *int
+	// Started counts the step's tasks created, Done those completed.
+	Started, Done int
+	// Outputs are the step's outputs once it completed (a list, in item
+	// order, for a for_each step).
+	Outputs   json.RawMessage
+	Error     *string
+	UpdatedAt time.Time
+}
+
+// WorkflowRunView is a workflow run as the HTTP API shows it (schema
+// WorkflowRun); GET /workflows/runs/{id} adds every step.
+type WorkflowRunView struct {
+	RunID      string             `json:"run_id"`
+	Workflow   string             `json:"workflow"`
+	SchemaName string             `json:"schema_name"`
+	Status     RunStatus          `json:"status"`
+	Inputs     json.RawMessage    `json:"inputs"`
+	Error      *string            `json:"error,omitempty"`
+	Attempt    int                `json:"attempt"`
+	CreatedAt  time.Time          `json:"created_at"`
+	Deadline   time.Time          `json:"deadline"`
+	FinishedAt *time.Time         `json:"finished_at,omitempty"`
+	StatusURL  string             `json:"status_url"`
+	Steps      []WorkflowStepView `json:"steps,omitempty"`
+}
+
+// WorkflowStepView is one step of a run as the HTTP API shows it.
+type WorkflowStepView struct {
+	Step      string          `json:"step"`
+	TaskType  string          `json:"task_type"`
+	DependsOn []string        `json:"depends_on"`
+	Status    StepStatus      `json:"status"`
+	Items     *int            `json:"items,omitempty"`
+	Started   int             `json:"started"`
+	Done      int             `json:"done"`
+	Outputs   json.RawMessage `json:"outputs,omitempty"`
+	Error     *string         `json:"error,omitempty"`
+	// Tasks are the step's tasks (its items' for a for_each step), oldest
+	// first; a retried run keeps the failed ones.
+	Tasks []WorkflowTaskView `json:"tasks"`
+}
+
+// WorkflowTaskView is one task of a step.
+type WorkflowTaskView struct {
+	TaskID   string     `json:"task_id"`
+	Item     *int       `json:"item,omitempty"`
+	Status   TaskStatus `json:"status"`
+	Attempts int        `json:"attempts"`
+	Error    *string    `json:"error,omitempty"`
+}
+
+// WorkflowRunPage is a page of runs (GET /workflows/runs).
+type WorkflowRunPage struct {
+	Runs       []WorkflowRunView `json:"runs"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
