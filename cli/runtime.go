@@ -38,7 +38,8 @@ type runtime struct {
 	// tracer is the OpenTelemetry tracer provider of the OTEL_* variables;
 	// nil when tracing is off (internal/tracing).
 	tracer trace.TracerProvider
-	// secrets are the keys of WF_SECRET_KEY; nil keeps secrets clear.
+	// secrets are the keys of secrets.keys (WF_SECRET_KEY); nil keeps
+	// secrets clear.
 	secrets *secretbox.Keyring
 }
 
@@ -63,7 +64,7 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		return nil, nil, err
 	}
 	log := newLogger(cfg, c.App.ErrWriter)
-	keys, err := secretKeys()
+	keys, err := secretKeys(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

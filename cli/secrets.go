@@ -19,11 +19,11 @@ import (
 func secretsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "secrets",
-		Usage: "manage the encryption of the secrets wf stores (keys from " + secretbox.EnvKey + ")",
+		Usage: "manage the encryption of the secrets wf stores (keys from secrets.keys or " + secretbox.EnvKey + ")",
 		Subcommands: []*cli.Command{
 			{
 				Name: "rotate",
-				Usage: "re-encrypt every stored webhook secret under the current key (the first of " + secretbox.EnvKey +
+				Usage: "re-encrypt every stored webhook secret under the current key (the first of secrets.keys or " + secretbox.EnvKey +
 					"), clear ones included, in one transaction; running it again changes nothing",
 				Action: databaseAction(accessSchema, secretsRotate),
 			},
@@ -31,13 +31,13 @@ func secretsCommand() *cli.Command {
 	}
 }
 
-func secretsRotate(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
-	keys, err := secretKeys()
+func secretsRotate(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+	keys, err := secretKeys(cfg)
 	if err != nil {
 		return err
 	}
 	if keys == nil {
-		return Usagef("wf secrets rotate needs a key: set %s to <id>:<base64 of 32 bytes> (e.g. k1:$(openssl rand -base64 32)), older keys after a comma", secretbox.EnvKey)
+		return Usagef("wf secrets rotate needs a key: set secrets.keys in wf.yaml (entries <id>:file:<path> or <id>:<base64 of 32 bytes>) or %s to <id>:<base64 of 32 bytes> (e.g. k1:$(openssl rand -base64 32)), older keys after a comma", secretbox.EnvKey)
 	}
 	n, err := store.New(pool).WithSecrets(keys).RotateWebhookSecrets(c.Context)
 	if err != nil {
@@ -47,11 +47,13 @@ func secretsRotate(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	return outputError(err)
 }
 
-// secretKeys reads the keys of WF_SECRET_KEY; nil when it is unset.
-func secretKeys() (*secretbox.Keyring, error) {
-	keys, err := secretbox.FromEnv(os.Getenv)
+// secretKeys reads the keys of secrets.keys (the file, or WF_SECRET_KEY
+// over it; config.Load checked them); nil when there are none.
+func secretKeys(cfg *config.Config) (*secretbox.Keyring, error) {
+	keys, err := secretbox.ParseKeys(cfg.Secrets.Keys, os.ReadFile)
 	if err != nil {
-		return nil, Usagef("%v", err)
+		// A key file changed since the configuration was loaded.
+		return nil, Usagef("secrets.keys: %v", err)
 	}
 	return keys, nil
 }
@@ -67,8 +69,8 @@ func checkSecretKeys(ctx context.Context, st *store.Store, keys *secretbox.Keyri
 		return err
 	}
 	if n > 0 {
-		return fmt.Errorf("error starting: %d webhook secret(s) in the database are encrypted but %s is not set; set it to the keys that encrypted them", n, secretbox.EnvKey)
+		return fmt.Errorf("error starting: %d webhook secret(s) in the database are encrypted but no key is configured; set secrets.keys (or %s) to the keys that encrypted them", n, secretbox.EnvKey)
 	}
-	log.Warn("webhook secrets are stored in clear: set " + secretbox.EnvKey + " to encrypt them, then run wf secrets rotate")
+	log.Warn("webhook secrets are stored in clear: set secrets.keys (or " + secretbox.EnvKey + ") to encrypt them, then run wf secrets rotate")
 	return nil
 }

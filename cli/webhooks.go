@@ -148,11 +148,11 @@ func webhooksAdd(c *cli.Context) error {
 	if err := checkWebhookHost(c); err != nil {
 		return err
 	}
-	keys, err := secretKeys()
-	if err != nil {
-		return err
-	}
-	return databaseActionArgs(accessSchema, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		keys, err := secretKeys(cfg)
+		if err != nil {
+			return err
+		}
 		w, err := store.New(pool).WithSecrets(keys).InsertWebhookSubscriber(c.Context, store.NewWebhookSubscriber{URL: c.String("url"), Secret: secret, EventTypes: types, Signature: scheme})
 		if err != nil {
 			return storeError(err)
@@ -196,12 +196,12 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-func webhooksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+func webhooksList(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	format, err := checkFormat(c, formatText, formatJSON)
 	if err != nil {
 		return err
 	}
-	keys, err := secretKeys()
+	keys, err := secretKeys(cfg)
 	if err != nil {
 		return err
 	}

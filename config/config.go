@@ -83,12 +83,25 @@ type Config struct {
 	Elasticsearch Elasticsearch `yaml:"elasticsearch"`
 	// Warehouse declares the data warehouses dwh_join may read.
 	Warehouse Warehouse `yaml:"warehouse"`
+	// Secrets holds the keys that encrypt the secrets wf stores.
+	Secrets Secrets `yaml:"secrets"`
 
 	// origins records where each value set by Load came from (by field
 	// path), so that Validate can point at it.
 	origins map[string]Source
 	// file is the configuration file Load read, if any.
 	file string
+}
+
+// Secrets holds the keys that encrypt the secrets wf stores in the
+// database (webhook signing secrets, see internal/secretbox).
+type Secrets struct {
+	// Keys are "<id>:<base64 of 32 bytes>" or "<id>:file:<path>" (the key
+	// read from that file, so it need not be in wf.yaml), the current key
+	// first, older ones after it for reading what they sealed. Empty:
+	// secrets are stored clear. WF_SECRET_KEY (or WF_SECRETS_KEYS),
+	// comma-separated, wins over the file. Secret: Masked hides inline keys.
+	Keys []string `yaml:"keys"`
 }
 
 // Database holds the connections beside the pool on DatabaseURL.
@@ -353,6 +366,7 @@ func (c *Config) clone() *Config {
 	out.Files.LocalRoots = append([]string(nil), c.Files.LocalRoots...)
 	out.Outbound.Allow = append([]string(nil), c.Outbound.Allow...)
 	out.Elasticsearch.Addresses = append([]string(nil), c.Elasticsearch.Addresses...)
+	out.Secrets.Keys = append([]string(nil), c.Secrets.Keys...)
 	if c.Warehouse.Connections != nil {
 		out.Warehouse.Connections = make([]WarehouseConnection, len(c.Warehouse.Connections))
 		for i, w := range c.Warehouse.Connections {

@@ -86,6 +86,9 @@ const (
 	// EnvNameAlias is the seed's name of the service-name variable;
 	// WF_NAME wins over it.
 	EnvNameAlias = "NAME"
+	// EnvSecretKeyAlias is the first name of secrets.keys' variable
+	// (secretbox.EnvKey); WF_SECRETS_KEYS wins over it.
+	EnvSecretKeyAlias = "WF_SECRET_KEY"
 )
 
 // EnvVars returns the environment variable of every leaf of Config, in field
@@ -121,7 +124,7 @@ func FlagName(key string) string {
 // secret reports whether the leaf's value must never be echoed.
 func (l leaf) secret() bool {
 	switch l.key {
-	case "database_url", "database.session_url", "elasticsearch.password", "elasticsearch.api_key":
+	case "database_url", "database.session_url", "elasticsearch.password", "elasticsearch.api_key", "secrets.keys":
 		return true
 	}
 	return l.typ == tokensType || l.typ == warehousesType

@@ -81,6 +81,10 @@ func Load(opts Options) (*Config, error) {
 			name = EnvNameAlias
 			raw, ok = env(name)
 		}
+		if !ok && l.key == "secrets.keys" {
+			name = EnvSecretKeyAlias
+			raw, ok = env(name)
+		}
 		if !ok {
 			continue
 		}

@@ -30,6 +30,9 @@ func (c *Config) Masked() *Config {
 			*secret = Mask
 		}
 	}
+	for i, k := range out.Secrets.Keys {
+		out.Secrets.Keys[i] = maskKeyEntry(k)
+	}
 	for i := range out.Tokens {
 		if out.Tokens[i].Token != "" {
 			out.Tokens[i].Token = Mask
@@ -39,6 +42,19 @@ func (c *Config) Masked() *Config {
 		}
 	}
 	return out
+}
+
+// maskKeyEntry hides the key of a secrets.keys entry given inline; an
+// entry naming a file shows it (the path is no secret).
+func maskKeyEntry(entry string) string {
+	id, rest, ok := strings.Cut(strings.TrimSpace(entry), ":")
+	if ok && strings.HasPrefix(rest, "file:") {
+		return entry
+	}
+	if !ok || strings.ContainsAny(id, " \t") || len(id) > 32 {
+		return Mask
+	}
+	return id + ":" + Mask
 }
 
 // dsnPasswordRE finds the password of a key=value connection string.

@@ -140,6 +140,8 @@ elasticsearch:
     max_retries: 5
 warehouse:
     connections: []
+secrets:
+    keys: []
 `, string(b))
 }
 

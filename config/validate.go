@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/secretbox"
 )
 
 // channelRE is what a NOTIFY channel name may be: a plain PostgreSQL
@@ -67,6 +70,16 @@ func (c *Config) Validate() error {
 	}
 	if formats := []string{LogFormatAuto, LogFormatText, LogFormatJSON}; !slices.Contains(formats, c.LogFormat) {
 		add("log_format", "expected one of %s, got %q", strings.Join(formats, ", "), c.LogFormat)
+	}
+	// The keys are read (files included) now, so wf validate --config
+	// catches a missing file or a bad key before anything starts.
+	if _, err := secretbox.ParseKeys(c.Secrets.Keys, os.ReadFile); err != nil {
+		var entry *secretbox.EntryError
+		if errors.As(err, &entry) {
+			add(fmt.Sprintf("secrets.keys[%d]", entry.Index), "%v", entry.Err)
+		} else {
+			add("secrets.keys", "%v", err)
+		}
 	}
 	if c.Slots < 1 {
 		add("slots", "must be at least 1, got %d", c.Slots)

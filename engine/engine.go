@@ -71,7 +71,8 @@ type Config struct {
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
 	// Secrets encrypts and decrypts the webhook secrets in the database;
-	// nil keeps them clear (secretbox.FromEnv reads WF_SECRET_KEY).
+	// nil keeps them clear (wf reads them from secrets.keys or
+	// WF_SECRET_KEY, see secretbox.ParseKeys).
 	Secrets *secretbox.Keyring
 	// SessionConnConfig opens the leader election's connection, which holds
 	// session state (the advisory lock, LISTEN) for as long as it leads: a

@@ -36,7 +36,7 @@
 //
 // # Secrets
 //
-// A subscriber's secret must be readable by wf to sign. With WF_SECRET_KEY
+// A subscriber's secret must be readable by wf to sign. With keys (secrets.keys or WF_SECRET_KEY)
 // set, the store keeps it encrypted in tasks.webhook_subscribers
 // (internal/secretbox: AES-256-GCM with a key id, rotated by `wf secrets
 // rotate`) and hands the handlers the clear secret; without a key it is

@@ -13,20 +13,24 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 )
 
 // EnvKey names the environment variable holding the keys: one or more
-// "<id>:<base64 of 32 bytes>" separated by commas, the current key first,
-// older ones after it for reading what they sealed.
+// entries (see ParseKeys) separated by commas, the current key first, older
+// ones after it for reading what they sealed. The configuration's
+// secrets.keys holds the same entries as a list (and reads this variable
+// too).
 const EnvKey = "WF_SECRET_KEY"
 
 // prefix starts every sealed secret; the version is part of the format.
 const prefix = "v1:"
 
 // ErrNoKey is returned when a sealed secret is read without keys.
-var ErrNoKey = errors.New("a secret in the database is encrypted but no key is configured: set " + EnvKey)
+var ErrNoKey = errors.New("a secret in the database is encrypted but no key is configured: set " + EnvKey + " or secrets.keys")
 
 var keyID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
@@ -38,32 +42,56 @@ type Keyring struct {
 	keys    map[string]cipher.AEAD
 }
 
-// Parse reads keys in the EnvKey format. Empty text gives a nil Keyring.
+// Parse reads keys in the EnvKey format (entries separated by commas, see
+// ParseKeys). Empty text gives a nil Keyring.
 func Parse(text string) (*Keyring, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, nil
 	}
+	k, err := ParseKeys(strings.Split(text, ","), os.ReadFile)
+	if err != nil {
+		return nil, fmt.Errorf("error reading %s: %w", EnvKey, err)
+	}
+	return k, nil
+}
+
+// filePrefix starts the part of a key entry that names a file holding the
+// key rather than the key itself.
+const filePrefix = "file:"
+
+// EntryError is a key entry that could not be read: Index counts from 0,
+// so the configuration can point at secrets.keys[Index]. It never quotes
+// a key.
+type EntryError struct {
+	Index int
+	Err   error
+}
+
+func (e *EntryError) Error() string { return fmt.Sprintf("key %d: %v", e.Index+1, e.Err) }
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// ParseKeys reads key entries, the current key first: each is
+// "<id>:<base64 of 32 bytes>", or "<id>:file:<path>" for a key kept in a
+// file (its base64 text, as openssl rand -base64 32 writes it), which
+// readFile (os.ReadFile) reads now, so the key itself need not appear in
+// the configuration. No entries give a nil Keyring. An error is an
+// *EntryError naming the entry.
+func ParseKeys(entries []string, readFile func(string) ([]byte, error)) (*Keyring, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
 	k := &Keyring{keys: map[string]cipher.AEAD{}}
-	for i, part := range strings.Split(text, ",") {
-		id, enc, ok := strings.Cut(strings.TrimSpace(part), ":")
-		if !ok || !keyID.MatchString(id) {
-			return nil, fmt.Errorf("error reading %s: key %d is not <id>:<base64 key> with an id of letters, digits, - or _ (at most 32)", EnvKey, i+1)
+	for i, entry := range entries {
+		id, aead, err := parseEntry(strings.TrimSpace(entry), readFile)
+		if err == nil {
+			if _, dup := k.keys[id]; dup {
+				err = fmt.Errorf("key id %q appears twice", id)
+			}
 		}
-		raw, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil || len(raw) != 32 {
-			return nil, fmt.Errorf("error reading %s: key %q is not the standard base64 of 32 bytes (e.g. openssl rand -base64 32)", EnvKey, id)
-		}
-		if _, dup := k.keys[id]; dup {
-			return nil, fmt.Errorf("error reading %s: key id %q appears twice", EnvKey, id)
-		}
-		block, err := aes.NewCipher(raw)
 		if err != nil {
-			return nil, fmt.Errorf("error reading %s: key %q: %w", EnvKey, id, err)
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, fmt.Errorf("error reading %s: key %q: %w", EnvKey, id, err)
+			return nil, &EntryError{Index: i, Err: err}
 		}
 		k.keys[id] = aead
 		if i == 0 {
@@ -73,10 +101,40 @@ func Parse(text string) (*Keyring, error) {
 	return k, nil
 }
 
-// FromEnv parses the keys in the environment variable EnvKey, read with
-// getenv (os.Getenv).
-func FromEnv(getenv func(string) string) (*Keyring, error) {
-	return Parse(getenv(EnvKey))
+// parseEntry reads one key entry (see ParseKeys).
+func parseEntry(entry string, readFile func(string) ([]byte, error)) (string, cipher.AEAD, error) {
+	id, enc, ok := strings.Cut(entry, ":")
+	if !ok || !keyID.MatchString(id) {
+		return "", nil, errors.New("not <id>:<base64 key> or <id>:file:<path>, with an id of letters, digits, - or _ (at most 32)")
+	}
+	if path, isFile := strings.CutPrefix(enc, filePrefix); isFile {
+		if path == "" {
+			return "", nil, fmt.Errorf("key %q names no file after file:", id)
+		}
+		b, err := readFile(path)
+		if err != nil {
+			// The path is the operator's own configuration, not a secret.
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = pathErr.Err
+			}
+			return "", nil, fmt.Errorf("error reading key %q from %s: %w", id, path, err)
+		}
+		enc = strings.TrimSpace(string(b))
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(raw) != 32 {
+		return "", nil, fmt.Errorf("key %q is not the standard base64 of 32 bytes (e.g. openssl rand -base64 32)", id)
+	}
+	block, err := aes.NewCipher(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("key %q: %w", id, err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", nil, fmt.Errorf("key %q: %w", id, err)
+	}
+	return id, aead, nil
 }
 
 // Current is the id of the key that seals, "" for a nil Keyring.
@@ -135,7 +193,7 @@ func (k *Keyring) Open(stored string) (string, error) {
 	}
 	aead, ok := k.keys[id]
 	if !ok {
-		return "", fmt.Errorf("error decrypting a secret: it was encrypted with key %q, which %s does not list", id, EnvKey)
+		return "", fmt.Errorf("error decrypting a secret: it was encrypted with key %q, which the configured keys (%s or secrets.keys) do not list", id, EnvKey)
 	}
 	raw, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil || len(raw) < aead.NonceSize()+aead.Overhead() {

@@ -2,6 +2,7 @@ package secretbox_test
 
 import (
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
 
@@ -102,4 +103,48 @@ func TestParseErrors(t *testing.T) {
 		require.Error(t, err, bad)
 		require.NotContains(t, err.Error(), key('a'))
 	}
+}
+
+// TestKeysFromFiles: an entry <id>:file:<path> takes the key from the file
+// (its base64 text, a trailing newline allowed), so the configuration need
+// not hold it; a missing file or a bad key in it is an error naming the
+// entry and the path, never the key.
+func TestKeysFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/k2"
+	require.NoError(t, os.WriteFile(path, []byte(key('b')+"\n"), 0o600))
+	k, err := secretbox.ParseKeys([]string{"k2:file:" + path, "k1:" + key('a')}, os.ReadFile)
+	require.NoError(t, err)
+	require.Equal(t, "k2", k.Current())
+	inline, err := secretbox.Parse("k2:" + key('b'))
+	require.NoError(t, err)
+	s, err := inline.Seal("s3cret")
+	require.NoError(t, err)
+	got, err := k.Open(s)
+	require.NoError(t, err, "the file's key is the same key")
+	require.Equal(t, "s3cret", got)
+	// The environment variable takes file entries too.
+	k, err = secretbox.Parse("k2:file:" + path)
+	require.NoError(t, err)
+	_, err = k.Open(s)
+	require.NoError(t, err)
+
+	short := dir + "/short"
+	require.NoError(t, os.WriteFile(short, []byte(base64.StdEncoding.EncodeToString([]byte("short"))), 0o600))
+	for entries, want := range map[string]string{
+		"k1:" + key('a') + "|k2:file:" + dir + "/missing": `key 2: error reading key "k2" from ` + dir + `/missing: no such file or directory`,
+		"k3:file:" + short:                    `key 1: key "k3" is not the standard base64 of 32 bytes (e.g. openssl rand -base64 32)`,
+		"k4:file:":                            `key 1: key "k4" names no file after file:`,
+		"k2:file:" + path + "|k2:" + key('a'): `key 2: key id "k2" appears twice`,
+	} {
+		_, err := secretbox.ParseKeys(strings.Split(entries, "|"), os.ReadFile)
+		var entryErr *secretbox.EntryError
+		require.ErrorAs(t, err, &entryErr, entries)
+		require.EqualError(t, err, want)
+		require.NotContains(t, err.Error(), key('a'))
+		require.NotContains(t, err.Error(), key('b'))
+	}
+	none, err := secretbox.ParseKeys(nil, os.ReadFile)
+	require.NoError(t, err)
+	require.Nil(t, none)
 }
