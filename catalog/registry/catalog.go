@@ -24,6 +24,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 )
 
 // Event types the registry emits.
@@ -188,6 +189,10 @@ func (r *Registry) emit(ctx context.Context, st *store.Store, typ, scope, schema
 	if err != nil {
 		return fmt.Errorf("error encoding %s event: %w", typ, err)
 	}
+	// Every subscriber and webhook receiver sees the event: an asset's URI
+	// (or any URL in metadata or notes) goes out without the password or
+	// signed query it may carry. The registry's rows keep them.
+	b = redact.JSON(b)
 	if _, err := r.emitter.EmitIn(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
 		return fmt.Errorf("error emitting %s: %w", typ, err)
 	}
