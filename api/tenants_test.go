@@ -233,10 +233,11 @@ func TestTenantIsolation(t *testing.T) {
 	require.Zero(t, aSchema, "A's own deletion dropped A's schema")
 	// No export file was written.
 	require.NoFileExists(t, filepath.Join(b.root, "s_cat_a", "stolen.ndjson"))
-	// Webhooks: the registry's own lifecycle events only; neither what a
-	// client sent nor the catalog.deleted written straight to the outbox,
-	// which the registry has no record of.
-	require.ElementsMatch(t, []string{"catalog.created cat-a", "catalog.created cat-b", "catalog.deleted cat-a"},
+	// Webhooks: wf's own lifecycle events only (the registry's, and the
+	// catalog.dropped of A's drop); neither what a client sent nor the
+	// catalog.deleted written straight to the outbox, which the registry
+	// has no record of.
+	require.ElementsMatch(t, []string{"catalog.created cat-a", "catalog.created cat-b", "catalog.deleted cat-a", "catalog.dropped cat-a"},
 		rc.deliveries())
 	var refused int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'event_dispatch' AND status = 'FAILED'

@@ -43,7 +43,8 @@ func Names() []string {
 type Deps struct {
 	// Store runs the statements, on a pool. Required.
 	Store *store.Store
-	// Emitter writes ingestion.completed; nil means events.NewEmitter(Store).
+	// Emitter writes ingestion.completed, asset events and catalog.dropped /
+	// collection.dropped; nil means events.NewEmitter(Store).
 	Emitter *events.Emitter
 	// LocalRoots (files.local_roots) are the only folders whose files
 	// sources and destinations may name by local path or file:// URL; a
@@ -103,7 +104,7 @@ func New(d Deps) (*Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	co, err := collections.New(d.Store)
+	co, err := collections.New(d.Store, d.Emitter)
 	if err != nil {
 		return nil, err
 	}

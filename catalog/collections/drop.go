@@ -9,6 +9,12 @@
 // only schemas and tables that wf created (its ownership records), and only
 // after confirming in the registry that the catalog or collection named is
 // really deleted; a drop that fails either check fails for good.
+//
+// A drop that succeeds writes catalog.dropped or collection.dropped in the
+// transaction that drops (payload: catalog_id, schema_name, collection_id
+// or collections, outcome, task_id), so what must come after the database
+// half (the cloud cleanup of specs/gcp.yaml) subscribes to those: it starts
+// only once the data is gone, and never after a failed drop.
 package collections
 
 import (
@@ -18,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/wftype"
@@ -31,17 +38,50 @@ const (
 	CatalogDropName = "catalog_drop"
 )
 
+// Events the drop handlers emit once the data is gone.
+const (
+	// EventCollectionDropped follows a collection_drop that succeeded.
+	EventCollectionDropped = "collection.dropped"
+	// EventCatalogDropped follows a catalog_drop that succeeded.
+	EventCatalogDropped = "catalog.dropped"
+)
+
 // Handlers runs the drop tasks.
 type Handlers struct {
-	store *store.Store
+	store   *store.Store
+	emitter *events.Emitter
 }
 
-// New returns the drop handlers, writing through st (on a pool).
-func New(st *store.Store) (*Handlers, error) {
+// New returns the drop handlers, writing through st (on a pool) and
+// emitting through em (nil: events.NewEmitter(st)).
+func New(st *store.Store, em *events.Emitter) (*Handlers, error) {
 	if st == nil {
 		return nil, errors.New("error creating the drop handlers: the store is nil")
 	}
-	return &Handlers{store: st}, nil
+	if em == nil {
+		em = events.NewEmitter(st)
+	}
+	return &Handlers{store: st, emitter: em}, nil
+}
+
+// dropped writes the event that says a drop task's data is gone, through
+// st (the drop's transaction), once per task.
+func (h *Handlers) dropped(ctx context.Context, st *store.Store, task *wftype.Task, typ, schema string, payload map[string]any) error {
+	payload["task_id"] = task.ID
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("error encoding %s: %w", typ, err)
+	}
+	scope := events.ScopeCatalog
+	if typ == EventCollectionDropped {
+		scope = events.ScopeCollection
+	}
+	_, err = h.emitter.EmitIn(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schema, Payload: b,
+		DedupKey: typ + ":" + task.ID.String()})
+	if err != nil {
+		return fmt.Errorf("error emitting %s: %w", typ, err)
+	}
+	return nil
 }
 
 // collectionDropInputs are a collection_drop task's inputs.
@@ -77,7 +117,15 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ repo
 	if err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error dropping collection %s/%s: %w", in.CatalogID, in.CollectionID, err))
 	}
-	res, err := h.store.DropFeatureTable(ctx, in.CatalogID, t)
+	var res store.DropResult
+	err = h.store.InTx(ctx, func(st *store.Store) error {
+		var err error
+		if res, err = st.DropFeatureTable(ctx, in.CatalogID, t); err != nil {
+			return err
+		}
+		return h.dropped(ctx, st, task, EventCollectionDropped, in.SchemaName, map[string]any{
+			"catalog_id": in.CatalogID, "collection_id": in.CollectionID, "schema_name": in.SchemaName, "outcome": res.Outcome})
+	})
 	if errors.Is(err, store.ErrNotOwned) || errors.Is(err, store.ErrNotDeleted) {
 		return nil, wftype.Permanent(err)
 	}
@@ -98,7 +146,19 @@ func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, _ reporte
 	if err := decode(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading catalog_drop inputs: %w", err))
 	}
-	res, err := h.store.DropTenantSchema(ctx, in.CatalogID, in.SchemaName, in.Collections)
+	var res store.SchemaDropResult
+	err := h.store.InTx(ctx, func(st *store.Store) error {
+		var err error
+		if res, err = st.DropTenantSchema(ctx, in.CatalogID, in.SchemaName, in.Collections); err != nil {
+			return err
+		}
+		collections := in.Collections
+		if collections == nil {
+			collections = []string{}
+		}
+		return h.dropped(ctx, st, task, EventCatalogDropped, in.SchemaName, map[string]any{
+			"catalog_id": in.CatalogID, "schema_name": in.SchemaName, "collections": collections, "outcome": res.Outcome})
+	})
 	if errors.Is(err, store.ErrInvalidFeatureTable) || errors.Is(err, store.ErrNotOwned) || errors.Is(err, store.ErrNotDeleted) {
 		return nil, wftype.Permanent(fmt.Errorf("error dropping catalog %s: %w", in.CatalogID, err))
 	}
