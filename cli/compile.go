@@ -103,6 +103,7 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		if dedup == "" {
 			dedup = "none"
 		}
+		b.WriteString(rateText(t.RateLimit()))
 		fmt.Fprintf(b, "    dedup key: %s\n", dedup)
 		creators := strings.Join(t.CreateRoles(), ", ")
 		if creators == "" {
@@ -232,10 +233,28 @@ func concurrencyText(c spec.Concurrency) string {
 	if c.Global > 0 {
 		parts = append(parts, strconv.Itoa(c.Global)+" in all")
 	}
+	if c.PerTenant > 0 {
+		parts = append(parts, strconv.Itoa(c.PerTenant)+" per tenant")
+	}
 	if len(parts) == 0 {
 		return "unlimited"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rateText describes a rate limit ("" when none).
+func rateText(r spec.RateLimit) string {
+	if r.Interval == 0 {
+		return ""
+	}
+	var parts []string
+	if r.Starts > 0 {
+		parts = append(parts, strconv.Itoa(r.Starts)+" in all")
+	}
+	if r.PerTenant > 0 {
+		parts = append(parts, strconv.Itoa(r.PerTenant)+" per tenant")
+	}
+	return "    rate limit: " + strings.Join(parts, ", ") + " per " + spec.FormatDuration(r.Interval) + "\n"
 }
 
 // reportersText lists reporters, or says there are none.

@@ -245,7 +245,7 @@ func New(cfg Config) (*Engine, error) {
 		for pair := range e.rules {
 			types = append(types, pair.TaskType)
 		}
-		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Logger: cfg.Logger})
+		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Limits: e.rules.Limits(), Logger: cfg.Logger})
 	}
 	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
 	var err error

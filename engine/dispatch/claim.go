@@ -165,7 +165,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	start := d.cfg.Clock.Now()
 	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
-		Fair: d.cfg.Fair,
+		Fair: d.cfg.Fair, Limits: d.typeLimits(slots),
 	})
 	if err != nil {
 		return false, err
@@ -193,6 +193,13 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	}
 	for tt, room := range claimed.Room {
 		if gotType[tt] >= room {
+			backlog = true
+		}
+	}
+	// Tasks held back by a per-tenant cap may start when a run of their
+	// type ends: let finishing runs wake the dispatcher.
+	for _, s := range slots {
+		if d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}].PerTenant > 0 {
 			backlog = true
 		}
 	}
@@ -254,4 +261,21 @@ func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
 		}
 	}
 	return caps
+}
+
+// typeLimits returns the per-tenant and rate limits of the types among
+// slots, or nil when none has one (global caps go in globalLimits).
+func (d *Dispatcher) typeLimits(slots []store.ClaimSlot) map[string]store.TypeLimits {
+	var lims map[string]store.TypeLimits
+	for _, s := range slots {
+		r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]
+		if r.PerTenant == 0 && r.RateInterval == 0 {
+			continue
+		}
+		if lims == nil {
+			lims = map[string]store.TypeLimits{}
+		}
+		lims[s.TaskType] = r.Limits()
+	}
+	return lims
 }

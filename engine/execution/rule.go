@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
 )
@@ -38,6 +39,14 @@ type Rule struct {
 	PerInstance int
 	// Global caps how many run at once across all instances (0: no cap).
 	Global int
+	// PerTenant caps how many of one tenant run at once across all
+	// instances (0: no cap).
+	PerTenant int
+	// RateStarts and RatePerTenant cap the starts per RateInterval across
+	// all instances, of the type and of each tenant (0: no cap; a zero
+	// RateInterval: no rate limit).
+	RateStarts, RatePerTenant int
+	RateInterval              time.Duration
 	// Backoff is the delay before retry number retryCount+1.
 	Backoff func(retryCount int) time.Duration
 	// MaxSnoozes is how many times a task may be snoozed without counting
@@ -95,4 +104,25 @@ func (rs Rules) Backoff(taskType string) func(int) time.Duration {
 		}
 	}
 	return DefaultBackoff
+}
+
+// Limits are the rule's claim-time limits, as the store enforces them:
+// concurrency.global, concurrency.per_tenant and rate_limit.
+func (r Rule) Limits() store.TypeLimits {
+	return store.TypeLimits{
+		Global: r.Global, PerTenant: r.PerTenant,
+		RateStarts: r.RateStarts, RatePerTenant: r.RatePerTenant, RateInterval: r.RateInterval,
+	}
+}
+
+// Limits returns the claim-time limits of the task types that have any, by
+// type (a type's two execution modes share them).
+func (rs Rules) Limits() map[string]store.TypeLimits {
+	out := map[string]store.TypeLimits{}
+	for pair, r := range rs {
+		if l := r.Limits(); l != (store.TypeLimits{}) {
+			out[pair.TaskType] = l
+		}
+	}
+	return out
 }

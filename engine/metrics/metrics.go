@@ -87,6 +87,9 @@ type Config struct {
 	Store *store.Store
 	// TaskTypes are reported with a depth of 0 when they have no live task.
 	TaskTypes []string
+	// Limits are the task types' claim-time limits: the due tasks they hold
+	// back are reported as wf_tasks_held.
+	Limits map[string]store.TypeLimits
 	// DepthTTL is how long a queue-depth reading is reused. Default 10s.
 	DepthTTL time.Duration
 	// DepthTimeout bounds one queue-depth reading. Default 2s.

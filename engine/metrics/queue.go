@@ -21,7 +21,7 @@ type queueCollector struct {
 	cfg      Config
 	isLeader func() bool
 
-	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused, unreadable *prometheus.Desc
+	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused, unreadable, held *prometheus.Desc
 
 	mu       sync.Mutex
 	readAt   time.Time
@@ -29,6 +29,7 @@ type queueCollector struct {
 	// unreadableSecrets is the last count of webhook subscribers whose
 	// secret does not decrypt (-1 until one reading succeeded).
 	unreadableSecrets int
+	heldNow           []store.Held
 	lastRead          bool
 }
 
@@ -57,6 +58,9 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 		paused: prometheus.NewDesc("wf_paused",
 			"1 for each paused task type (kind task_type) and tenant (kind tenant, name its schema_name): no instance claims its PENDING tasks. Leader only.",
 			[]string{"kind", "name"}, nil),
+		held: prometheus.NewDesc("wf_tasks_held",
+			"Due PENDING tasks that a limit of their task type holds back now, by task type, tenant and reason: concurrency_global, concurrency_per_tenant or rate_limit (they wait; no attempt is counted). Paused ones are in wf_paused. Leader only.",
+			append(tt, "reason"), nil),
 		up: prometheus.NewDesc("wf_queue_depth_up",
 			"1 when the leader's last reading of the database-wide gauges succeeded, 0 when it failed (the values shown are then older).", nil, nil),
 	}
@@ -64,7 +68,7 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused, c.unreadable} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused, c.unreadable, c.held} {
 		ch <- d
 	}
 }
@@ -119,6 +123,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range o.Paused {
 		gauge(c.paused, 1, string(p.Kind), p.Name)
 	}
+	for _, h := range c.heldNow {
+		gauge(c.held, float64(h.Count), h.TaskType, h.SchemaName, h.Reason)
+	}
 	if c.unreadableSecrets >= 0 {
 		gauge(c.unreadable, float64(c.unreadableSecrets))
 	}
@@ -140,7 +147,13 @@ func (c *queueCollector) read() {
 		c.cfg.Logger.Warn("reading the queue gauges for metrics failed", "err", err)
 		return
 	}
-	c.overview, c.lastRead = o, true
+	held, err := c.cfg.Store.HeldTasks(ctx, c.cfg.Limits)
+	if err != nil {
+		c.lastRead = false
+		c.cfg.Logger.Warn("reading the held tasks for metrics failed", "err", err)
+		return
+	}
+	c.overview, c.heldNow, c.lastRead = o, held, true
 	n, err := c.cfg.Store.CountUnreadableWebhookSecrets(ctx)
 	if err != nil {
 		c.cfg.Logger.Warn("counting unreadable webhook secrets for metrics failed", "err", err)

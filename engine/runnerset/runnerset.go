@@ -106,7 +106,9 @@ func RuleFor(tt *spec.TaskType, defaultLease time.Duration) execution.Rule {
 		Timeout:     r.Timeout,
 		PerInstance: r.Concurrency.PerInstance,
 		Global:      r.Concurrency.Global,
-		Backoff:     execution.BackoffFunc(r.Backoff),
-		MaxSnoozes:  r.MaxSnoozes,
+		PerTenant:   r.Concurrency.PerTenant,
+		RateStarts:  r.RateLimit.Starts, RatePerTenant: r.RateLimit.PerTenant, RateInterval: r.RateLimit.Interval,
+		Backoff:    execution.BackoffFunc(r.Backoff),
+		MaxSnoozes: r.MaxSnoozes,
 	}
 }

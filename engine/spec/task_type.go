@@ -30,6 +30,21 @@ const MaxDedupKeyLength = 512
 type Concurrency struct {
 	PerInstance int
 	Global      int
+	// PerTenant caps how many run at once per tenant (schema_name), across
+	// every instance.
+	PerTenant int
+}
+
+// RateLimit bounds how many tasks of a type start per interval, across every
+// instance; zero Interval means no limit. Windows are fixed, aligned to
+// multiples of Interval since the Unix epoch.
+type RateLimit struct {
+	// Starts is the most starts of the type, all tenants together, per
+	// window (0: no type-wide limit).
+	Starts int
+	// PerTenant is the most starts of each tenant per window (0: none).
+	PerTenant int
+	Interval  time.Duration
 }
 
 // TaskType is a compiled TaskType spec. It is immutable: accessors return
@@ -53,6 +68,7 @@ type TaskType struct {
 	timeout           time.Duration
 	priority          int
 	concurrency       Concurrency
+	rateLimit         RateLimit
 	dedupKey          *program
 	reporters         []ReporterKind
 	createRoles       []string
@@ -108,6 +124,9 @@ func (t *TaskType) Priority() int { return t.priority }
 
 // Concurrency is the task type's limits on tasks running at once.
 func (t *TaskType) Concurrency() Concurrency { return t.concurrency }
+
+// RateLimit is the task type's rate_limit (zero when none).
+func (t *TaskType) RateLimit() RateLimit { return t.rateLimit }
 
 // DedupKeyExpr is the source of the dedup_key expression, "" if none.
 func (t *TaskType) DedupKeyExpr() string {
@@ -179,6 +198,7 @@ type DispatchRule struct {
 	Mode              wftype.ExecutionMode
 	Priority          int
 	Concurrency       Concurrency
+	RateLimit         RateLimit
 	MaxRetries        int
 	MaxSnoozes        int
 	Backoff           Backoff
@@ -193,6 +213,7 @@ func (t *TaskType) DispatchRule() DispatchRule {
 		Mode:              t.mode,
 		Priority:          t.priority,
 		Concurrency:       t.concurrency,
+		RateLimit:         t.rateLimit,
 		MaxRetries:        t.maxRetries,
 		MaxSnoozes:        t.maxSnoozes,
 		Backoff:           t.backoff,

@@ -67,7 +67,13 @@ type taskTypeSpec struct {
 	Concurrency       struct {
 		PerInstance int `json:"per_instance"`
 		Global      int `json:"global"`
+		PerTenant   int `json:"per_tenant"`
 	} `json:"concurrency"`
+	RateLimit *struct {
+		Starts    int    `json:"starts"`
+		PerTenant int    `json:"per_tenant"`
+		Interval  string `json:"interval"`
+	} `json:"rate_limit"`
 	DedupKey  string    `json:"dedup_key"`
 	Reporters *[]string `json:"reporters"`
 	API       struct {
@@ -113,7 +119,7 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		maxRetries:  defaultMaxRetries,
 		maxSnoozes:  DefaultMaxSnoozes,
 		priority:    s.Priority,
-		concurrency: Concurrency{PerInstance: s.Concurrency.PerInstance, Global: s.Concurrency.Global},
+		concurrency: Concurrency{PerInstance: s.Concurrency.PerInstance, Global: s.Concurrency.Global, PerTenant: s.Concurrency.PerTenant},
 		reporters:   []ReporterKind{ReporterDatabase},
 	}
 	if s.MaxRetries != nil {
@@ -144,6 +150,10 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	if per, global := t.concurrency.PerInstance, t.concurrency.Global; per > 0 && global > 0 && per > global {
 		c.fail(d, "/concurrency/per_instance", "must not exceed concurrency.global (%d); got %d", global, per)
 	}
+	if per, global := t.concurrency.PerTenant, t.concurrency.Global; per > 0 && global > 0 && per > global {
+		c.fail(d, "/concurrency/per_tenant", "must not exceed concurrency.global (%d); got %d", global, per)
+	}
+	t.rateLimit = c.rateLimit(d, &s)
 	t.createRoles = defaultCreateRoles(t.scope)
 	if s.API.Create != nil {
 		t.createRoles = slices.Clone(*s.API.Create)
@@ -347,4 +357,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Bounds of a rate_limit's interval: a window shorter than a second would be
+// below the claims' own cadence; one longer than a day is a quota, not a rate.
+const (
+	minRateInterval = time.Second
+	maxRateInterval = 24 * time.Hour
+)
+
+// rateLimit checks and compiles rate_limit (zero when absent).
+func (c *checker) rateLimit(d *document, s *taskTypeSpec) RateLimit {
+	r := s.RateLimit
+	if r == nil {
+		return RateLimit{}
+	}
+	if r.Starts == 0 && r.PerTenant == 0 {
+		c.fail(d, "/rate_limit", "needs starts, per_tenant or both")
+		return RateLimit{}
+	}
+	if r.Starts > 0 && r.PerTenant > r.Starts {
+		c.fail(d, "/rate_limit/per_tenant", "must not exceed rate_limit.starts (%d); got %d", r.Starts, r.PerTenant)
+	}
+	iv, ok := c.duration(d, "/rate_limit/interval", r.Interval, 0, minRateInterval, maxRateInterval)
+	if !ok || iv == 0 {
+		return RateLimit{}
+	}
+	if iv%time.Second != 0 {
+		c.fail(d, "/rate_limit/interval", "must be a whole number of seconds; got %s", r.Interval)
+		return RateLimit{}
+	}
+	return RateLimit{Starts: r.Starts, PerTenant: r.PerTenant, Interval: iv}
 }

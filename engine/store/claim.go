@@ -30,6 +30,10 @@ type ClaimParams struct {
 	// lock, in one transaction, so the cap holds exactly however many
 	// instances claim at once; claims of uncapped types take no lock.
 	Global map[string]int
+	// Limits are the other claim-time limits of task types: per tenant
+	// and rate limits (claim_limited.go), exact in the same way; a type's
+	// Global here and in Global is the same cap.
+	Limits map[string]TypeLimits
 	// Fair, when set, shares each pair's batch among the tenants with due
 	// tasks of it, by weight (claim_fair.go); nil claims highest priority,
 	// then oldest first, whoever's the tasks are.
@@ -135,7 +139,11 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	}
 	var c Claimed
 	var err error
-	if types, caps := globalCaps(p); len(types) > 0 {
+	types, lims := limitsOf(p)
+	onlyGlobal := !slices.ContainsFunc(lims, func(l TypeLimits) bool { return !l.onlyGlobal() })
+	if len(types) > 0 && (p.Fair != nil || !onlyGlobal) {
+		c, err = s.claimLimited(ctx, args, p.Fair, types, lims)
+	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
 		c.Tasks, err = s.claimWith(ctx, claimFairSQL, append(args, fairArgs(p.Fair)...))

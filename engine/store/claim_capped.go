@@ -114,11 +114,18 @@ type batcher interface {
 // claimCapped takes the advisory locks of the capped types and claims with
 // claimCappedSQL, in one round trip and one transaction.
 func (s *Store) claimCapped(ctx context.Context, args []any, types []string, caps []int32) (Claimed, error) {
+	return s.claimLocked(ctx, "claiming tasks under global limits", claimCappedSQL, types, append(args, types, caps)...)
+}
+
+// claimLocked takes the advisory locks of types (globalLockSQL) and runs
+// the claim statement sql, whose rows are a task and its type's room, in
+// one round trip and one transaction.
+func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []string, args ...any) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		b := &pgx.Batch{}
 		b.Queue(globalLockSQL, types)
-		b.Queue(claimCappedSQL, append(args, types, caps)...).Query(func(rows pgx.Rows) error {
+		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
 			c, err = collectCapped(rows)
 			return err
@@ -130,7 +137,7 @@ func (s *Store) claimCapped(ctx context.Context, args []any, types []string, cap
 		} else { // a DBTX that cannot pipeline: the same, in a transaction of its own
 			err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return send(tx) })
 		}
-		return len(c.Tasks), wrap("claiming tasks under global limits", err)
+		return len(c.Tasks), wrap(doing, err)
 	})
 	if err != nil {
 		return Claimed{}, err

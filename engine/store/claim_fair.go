@@ -55,11 +55,30 @@ const fairTenantProbe = `(
         LIMIT 1
     )`
 
-// claimFairCTEs are the common table expressions of a fair claim up to
-// candidates, which claimUpdateSQL then moves to ACTIVE. $8 and $9 are the
-// tenants that have a weight and their weights (1 for the others). slots
-// must be defined before them (with max_claim already cut to any room).
-var claimFairCTEs = `
+// fairCTEs returns the common table expressions of a fair claim after slots
+// up to per_pair, from which the caller picks its candidates. $8 and $9 are
+// the tenants that have a weight and their weights (1 for the others);
+// slots must come before them (with max_claim already cut to any room).
+// Limited (claim_limited.go) also keeps each tenant within its room
+// (tenant_room and limits must come before) and each type within its own
+// (type_room).
+func fairCTEs(limited bool) string {
+	// A tenant's share, and which tenants get one.
+	share := `ceil(h.max_claim * coalesce(w.weight, 1)
+                / sum(coalesce(w.weight, 1)) OVER (PARTITION BY h.execution_mode, h.task_type))::int`
+	shareJoins, shareWhere, fillWhere, ranked := "", "", "", "ranked"
+	if limited {
+		share = `least(` + share + `, ` + tenantRoomSQL + `)`
+		shareJoins = `
+    LEFT JOIN limits l ON l.task_type = h.task_type
+    LEFT JOIN tenant_room tr ON tr.task_type = h.task_type AND tr.schema_name = tn.schema_name`
+		shareWhere = `
+      AND coalesce(` + tenantRoomSQL + `, 1) > 0`
+		fillWhere = `
+          AND t.schema_name <> ALL (ARRAY(SELECT x.schema_name FROM full_tenants x WHERE x.task_type = s.task_type))`
+		ranked = "typed"
+	}
+	return `
 tenants AS (
     SELECT r.execution_mode, r.task_type, r.max_claim, 1 AS n, ` + fairFirstTenant + ` AS schema_name
     FROM slots r
@@ -85,14 +104,12 @@ heads AS MATERIALIZED (
     FROM slots s
 ),
 shares AS (
-    SELECT h.execution_mode, h.task_type, h.top, tn.schema_name,
-           ceil(h.max_claim * coalesce(w.weight, 1)
-                / sum(coalesce(w.weight, 1)) OVER (PARTITION BY h.execution_mode, h.task_type))::int AS share
+    SELECT h.execution_mode, h.task_type, h.top, tn.schema_name, ` + share + ` AS share
     FROM heads h
     JOIN tenants tn ON tn.execution_mode = h.execution_mode AND tn.task_type = h.task_type
-    LEFT JOIN weights w ON w.schema_name = tn.schema_name
+    LEFT JOIN weights w ON w.schema_name = tn.schema_name` + shareJoins + `
     WHERE h.top IS NOT NULL AND tn.schema_name IS NOT NULL
-      AND tn.schema_name <> ALL (ARRAY(SELECT p.name FROM tasks.pauses p WHERE p.kind = 'tenant'))
+      AND tn.schema_name <> ALL (ARRAY(SELECT p.name FROM tasks.pauses p WHERE p.kind = 'tenant'))` + shareWhere + `
 ),
 fair AS (
     SELECT c.*
@@ -110,7 +127,7 @@ fair AS (
         LIMIT sh.share
         FOR UPDATE SKIP LOCKED
     ) c
-),
+),` + fullTenants(limited) + `
 fill AS (
     SELECT c.*
     FROM slots s
@@ -122,7 +139,7 @@ fill AS (
           AND t.execution_mode = s.execution_mode
           AND t.run_after <= coalesce($6::timestamptz, now())
           AND ` + pausedTenantsSQL + `
-          AND t.task_id <> ALL (ARRAY(SELECT f.task_id FROM fair f))
+          AND t.task_id <> ALL (ARRAY(SELECT f.task_id FROM fair f))` + fillWhere + `
         ORDER BY t.priority DESC, t.run_after, t.task_id
         LIMIT greatest(s.max_claim - (SELECT count(*) FROM fair f
                                       WHERE f.task_type = s.task_type AND f.execution_mode = s.execution_mode), 0)
@@ -134,12 +151,13 @@ ranked AS (
                                     ORDER BY u.run_after, u.task_id))::float8 / coalesce(w.weight, 1) AS turn
     FROM (SELECT * FROM fair UNION ALL SELECT * FROM fill) u
     LEFT JOIN weights w ON w.schema_name = u.schema_name
-),
+),` + withinRooms(limited) + `
 per_pair AS (
     SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
                                    ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth
-    FROM ranked r
+    FROM ` + ranked + ` r
 )`
+}
 
 // fairFirstTenant and fairNextTenant are the two steps of the loose index
 // scan of the tenants.
@@ -155,7 +173,7 @@ WITH RECURSIVE slots AS (
     SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
         AS s(execution_mode, task_type, max_claim, lease_seconds)
     WHERE ` + pausedTypesSQL + `
-),` + claimFairCTEs + `,
+),` + fairCTEs(false) + `,
 candidates AS (
     SELECT p.task_id, p."timestamp"
     FROM per_pair p

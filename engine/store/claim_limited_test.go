@@ -1,0 +1,108 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// claimLimited claims up to total tasks of noop under lim at now (nil: the
+// database's clock) and returns them by tenant, and their ids.
+func claimLimited(t *testing.T, b *bundle, lim store.TypeLimits, fair *store.Fairness, total int, now *time.Time) (map[string]int, []uuid.UUID) {
+	t.Helper()
+	c, err := b.store.Claim(b.ctx, store.ClaimParams{
+		Owner: "w", Total: total, Fair: fair, Now: now,
+		Limits: map[string]store.TypeLimits{"noop": lim},
+		Slots:  []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: total, Lease: time.Minute}},
+	})
+	require.NoError(t, err)
+	n := map[string]int{}
+	var ids []uuid.UUID
+	for _, tk := range c.Tasks {
+		require.Equal(t, wftype.StatusActive, tk.Status)
+		n[tk.SchemaName]++
+		ids = append(ids, tk.ID)
+	}
+	return n, ids
+}
+
+// TestClaimPerTenantCap: no tenant gets more ACTIVE tasks than its cap, the
+// others are not held up by it, and a run's end makes room again; with a
+// global cap too, both hold.
+func TestClaimPerTenantCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 20, 0)
+	tenantTasks(t, b, "tb", "noop", 20, 0)
+	tenantTasks(t, b, "tc", "noop", 1, 0)
+	lim := store.TypeLimits{PerTenant: 3}
+	got, ids := claimLimited(t, b, lim, &store.Fairness{}, 100, nil)
+	require.Equal(t, map[string]int{"ta": 3, "tb": 3, "tc": 1}, got)
+	got, _ = claimLimited(t, b, lim, nil, 100, nil)
+	require.Empty(t, got, "every tenant is at its cap (fairness off too)")
+	held, err := b.store.HeldTasks(b.ctx, map[string]store.TypeLimits{"noop": lim, "other": {}})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.Held{
+		{TaskType: "noop", SchemaName: "ta", Reason: store.HeldPerTenant, Count: 17},
+		{TaskType: "noop", SchemaName: "tb", Reason: store.HeldPerTenant, Count: 17},
+	}, held, "tc has nothing waiting")
+
+	var ta []uuid.UUID
+	for _, id := range ids {
+		tk, err := b.store.GetTask(b.ctx, id)
+		require.NoError(t, err)
+		if tk.SchemaName == "ta" && len(ta) < 2 {
+			ta = append(ta, id)
+		}
+	}
+	_, err = b.store.ReleaseTasks(b.ctx, "w", ta)
+	require.NoError(t, err)
+	got, _ = claimLimited(t, b, lim, &store.Fairness{}, 100, nil)
+	require.Equal(t, map[string]int{"ta": 2}, got, "the room the released runs left")
+
+	// A global cap below the tenants' caps: 3 + 3 + 1 are ACTIVE, 8 in all.
+	got, _ = claimLimited(t, b, store.TypeLimits{PerTenant: 5, Global: 8}, &store.Fairness{}, 100, nil)
+	require.Equal(t, 1, got["ta"]+got["tb"], "%v", got)
+}
+
+// TestClaimRateLimit: at most RatePerTenant starts per tenant and RateStarts
+// in all per window, counted across claims; the next window starts afresh.
+// The claims give their own time, so the windows are known whatever the
+// date.
+func TestClaimRateLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 30, 0)
+	tenantTasks(t, b, "tb", "noop", 30, 0)
+	tenantTasks(t, b, "tc", "noop", 2, 0)
+	lim := store.TypeLimits{RateStarts: 9, RatePerTenant: 4, RateInterval: time.Hour}
+	// The start of the next hour: after the tasks were created, so they are due.
+	window := clock.Now().Truncate(time.Hour).Add(time.Hour)
+	at := func(d time.Duration) *time.Time { t := window.Add(d); return &t }
+
+	got, _ := claimLimited(t, b, lim, &store.Fairness{}, 3, at(time.Second))
+	require.Equal(t, 3, got["ta"]+got["tb"]+got["tc"])
+	got2, _ := claimLimited(t, b, lim, &store.Fairness{}, 100, at(time.Minute))
+	for tn, n := range got2 {
+		got[tn] += n
+	}
+	require.Equal(t, 9, got["ta"]+got["tb"]+got["tc"], "the type's 9 starts per window: %v", got)
+	require.LessOrEqual(t, got["ta"], 4)
+	require.LessOrEqual(t, got["tb"], 4)
+	got, _ = claimLimited(t, b, lim, &store.Fairness{}, 100, at(59*time.Minute))
+	require.Empty(t, got, "the window is full")
+
+	// A new window: tc's two tasks are gone, ta and tb start 4 each.
+	got, _ = claimLimited(t, b, lim, &store.Fairness{}, 100, at(time.Hour))
+	require.Equal(t, map[string]int{"ta": 4, "tb": 4}, got, "a new window")
+
+	// Per tenant only: each tenant its 4, however many the others start.
+	got, _ = claimLimited(t, b, store.TypeLimits{RatePerTenant: 4, RateInterval: time.Hour}, nil, 100, at(2*time.Hour))
+	require.Equal(t, map[string]int{"ta": 4, "tb": 4}, got)
+}
