@@ -1,4 +1,4 @@
--- wf schema, version 18: rate limits (a task type's rate_limit).
+-- wf schema, version 19: rate limits (a task type's rate_limit).
 --
 -- One row per task type and tenant ('' for the type as a whole) that has a
 -- rate limit: the current window's start and the tasks started in it. The
