@@ -18,7 +18,6 @@
 package collections
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +26,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -98,19 +98,12 @@ type catalogDropInputs struct {
 	Collections []string `json:"collections"`
 }
 
-// decode reads inputs strictly.
-func decode(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
 // DropCollection drops the feature table of the deleted collection named in
 // the task's inputs (see store.DropFeatureTable for a collection registered
 // again meanwhile).
 func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in collectionDropInputs
-	if err := decode(task.Inputs, &in); err != nil {
+	if err := builtin.DecodeInputs(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading collection_drop inputs: %w", err))
 	}
 	t, err := store.NewFeatureTable(in.SchemaName, in.CollectionID)
@@ -143,7 +136,7 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ repo
 // meanwhile).
 func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in catalogDropInputs
-	if err := decode(task.Inputs, &in); err != nil {
+	if err := builtin.DecodeInputs(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading catalog_drop inputs: %w", err))
 	}
 	var res store.SchemaDropResult

@@ -9,7 +9,6 @@
 package export
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -89,9 +89,7 @@ func New(cfg Config) (*Handler, error) {
 // ParseInputs decodes and checks an export task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	var in Inputs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := builtin.DecodeInputs(raw, &in); err != nil {
 		return in, fmt.Errorf("error reading the export inputs: %w", err)
 	}
 	in.Format = cmp.Or(in.Format, FormatNDJSON)

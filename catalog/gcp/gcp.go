@@ -19,7 +19,6 @@
 package gcp
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -165,9 +164,7 @@ func (h *Handlers) clients(ctx context.Context) (*storage.Service, *pubsub.Clien
 // decodeStrict reads a task's inputs, refusing unknown fields; a bad input
 // fails the task for good.
 func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := builtin.DecodeInputs(raw, v); err != nil {
 		return wftype.Permanent(fmt.Errorf("error reading inputs: %w", err))
 	}
 	return nil

@@ -20,7 +20,6 @@
 package gdal
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -36,6 +35,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -100,9 +100,7 @@ type Inputs struct {
 // ParseInputs decodes and checks a gdal task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	var in Inputs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := builtin.DecodeInputs(raw, &in); err != nil {
 		return in, fmt.Errorf("error reading the gdal inputs: %w", err)
 	}
 	var errs []error

@@ -1,13 +1,14 @@
 package ingest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/wfhq/wf/runners/builtin"
 )
 
 // Formats of a source.
@@ -77,9 +78,7 @@ type CSVOptions struct {
 // unknown fields are errors.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	var in Inputs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := builtin.DecodeInputs(raw, &in); err != nil {
 		return in, fmt.Errorf("error reading the ingestion inputs: %w", err)
 	}
 	var errs []error

@@ -41,6 +41,7 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -179,9 +180,7 @@ const notConfigured = "no Elasticsearch cluster is configured (elasticsearch.add
 
 // decodeStrict decodes raw into v, refusing unknown fields.
 func decodeStrict(raw json.RawMessage, v any, what string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := builtin.DecodeInputs(raw, v); err != nil {
 		return wftype.Permanent(fmt.Errorf("error reading the %s inputs: %w", what, err))
 	}
 	return nil

@@ -1,7 +1,6 @@
 package tiles
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -54,9 +54,7 @@ type PreseedInputs struct {
 // ParsePreseedInputs decodes and checks the inputs, strictly.
 func ParsePreseedInputs(raw json.RawMessage) (PreseedInputs, error) {
 	var in PreseedInputs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := builtin.DecodeInputs(raw, &in); err != nil {
 		return in, fmt.Errorf("error reading the tiles_preseed inputs: %w", err)
 	}
 	var errs []error

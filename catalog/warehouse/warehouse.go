@@ -14,7 +14,6 @@
 package warehouse
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -29,6 +28,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -139,9 +139,7 @@ type Outputs struct {
 // ParseInputs decodes and checks a dwh_join task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	var in Inputs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	if err := builtin.DecodeInputs(raw, &in); err != nil {
 		return in, fmt.Errorf("error reading the dwh_join inputs: %w", err)
 	}
 	in.Format = cmp.Or(in.Format, export.FormatNDJSON)

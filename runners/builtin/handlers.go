@@ -39,7 +39,7 @@ type sleepInputs struct {
 // permanent failure: retrying the same inputs cannot help.
 func Sleep(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in sleepInputs
-	if err := decodeInputs(task.Inputs, &in); err != nil {
+	if err := DecodeInputs(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading sleep inputs: %w", err))
 	}
 	if in.Duration == "" {
@@ -75,7 +75,7 @@ type failInputs struct {
 // exercise retries, dead-lettering and failure events end to end.
 func Fail(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in failInputs
-	if err := decodeInputs(task.Inputs, &in); err != nil {
+	if err := DecodeInputs(task.Inputs, &in); err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading fail inputs: %w", err))
 	}
 	if in.Message == "" {
@@ -88,10 +88,11 @@ func Fail(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawM
 	return nil, err
 }
 
-// decodeInputs decodes a task's inputs strictly: unknown fields are errors,
-// so that a typo in a spec or a request is reported instead of ignored.
-// Empty or null inputs leave v as it is.
-func decodeInputs(raw json.RawMessage, v any) error {
+// DecodeInputs decodes a task's inputs strictly: unknown fields are errors,
+// so that a typo in a spec or a request is reported instead of ignored, as
+// is anything after the object. Empty or null inputs leave v as it is. It
+// is the one decoder of builtin handlers' inputs, wf's and the catalog's.
+func DecodeInputs(raw json.RawMessage, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil
