@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/export"
-	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/objio"
@@ -32,14 +31,9 @@ type bundle struct {
 	store *store.Store
 }
 
-// task returns a task of tenant s_cat with inputs.
+// task returns an export task of tenant s_cat with inputs.
 func task(t *testing.T, inputs map[string]any) *wftype.Task {
-	t.Helper()
-	raw, err := json.Marshal(inputs)
-	require.NoError(t, err)
-	id, ts, err := store.NewID()
-	require.NoError(t, err)
-	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: raw}
+	return catalogtest.NewTask(t, "s_cat", "export", inputs)
 }
 
 // counter counts reported envelopes.
@@ -52,25 +46,15 @@ func (c *counter) Finish(context.Context) (map[string]any, error)   { return nil
 // changed version of Colorado (US-CO) in 2025.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	ctx := context.Background()
-	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
-	require.NoError(t, err)
-	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "regions"})
-	require.NoError(t, err)
-	h, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	_, err = h.Handle(ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions",
+	_, st := catalogtest.NewStore(t, []string{"cat"}, "regions")
+	catalogtest.Ingest(t, st, map[string]any{"catalog_id": "cat", "collection_id": "regions",
 		"source": "../ingest/testdata/admin_regions.geojson", "format": "geojson", "id_attribute": "code",
-		"validity_start": "2024-01-01T00:00:00Z"}), &counter{})
-	require.NoError(t, err)
+		"validity_start": "2024-01-01T00:00:00Z"})
 	changed := filepath.Join(t.TempDir(), "co.ndjson")
 	require.NoError(t, os.WriteFile(changed, []byte(`{"type":"Feature","properties":{"code":"US-CO","name":"Colorado","note":"changed"},"geometry":{"type":"Point","coordinates":[-105.5,39]}}`+"\n"), 0o644))
-	_, err = h.Handle(ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions",
-		"source": changed, "format": "ndjson", "id_attribute": "code", "validity_start": "2025-01-01T00:00:00Z"}), &counter{})
-	require.NoError(t, err)
-	return &bundle{ctx: ctx, store: st}
+	catalogtest.Ingest(t, st, map[string]any{"catalog_id": "cat", "collection_id": "regions",
+		"source": changed, "format": "ndjson", "id_attribute": "code", "validity_start": "2025-01-01T00:00:00Z"})
+	return &bundle{ctx: context.Background(), store: st}
 }
 
 // exported decodes an export's features.

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/gdal"
 	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/events"
@@ -40,13 +41,8 @@ type bundle struct {
 // s_cat's files in files).
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
+	pool, st := catalogtest.NewStore(t, []string{"cat", "other"})
 	ctx := context.Background()
-	for _, c := range []string{"cat", "other"} {
-		_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: c, SchemaName: "s_" + c})
-		require.NoError(t, err)
-	}
 	root := t.TempDir()
 	files := filepath.Join(root, "s_cat") // the tenant's folder under the root
 	require.NoError(t, os.MkdirAll(files, 0o755))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -34,28 +35,17 @@ type bundle struct {
 // and collection "regions".
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	ctx := context.Background()
-	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
-	require.NoError(t, err)
-	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "regions"})
-	require.NoError(t, err)
+	pool, st := catalogtest.NewStore(t, []string{"cat"}, "regions")
 	h, err := ingest.New(ingest.Config{Store: st, BatchSize: 500, Logger: quiet})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, pool: pool, store: st, handler: h}
+	return &bundle{ctx: context.Background(), pool: pool, store: st, handler: h}
 }
 
 // newTask returns an ingestion task of tenant s_cat with inputs.
 func newTask(t testing.TB, inputs map[string]any) *wftype.Task {
 	t.Helper()
 	inputs["catalog_id"], inputs["collection_id"] = "cat", "regions"
-	raw, err := json.Marshal(inputs)
-	require.NoError(t, err)
-	id, ts, err := store.NewID()
-	require.NoError(t, err)
-	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Scope: wftype.ScopeCatalog,
-		ExecutionMode: wftype.ModeAsync, TaskType: "ingestion", Inputs: raw}
+	return catalogtest.NewTask(t, "s_cat", "ingestion", inputs)
 }
 
 // capture is a reporter that keeps every envelope, as JSON round-tripped

@@ -3,7 +3,6 @@ package search_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -34,20 +33,14 @@ type bundle struct {
 	store  *store.Store
 	es     *esfake.Server
 	search *search.Handler
-	ingest *ingest.Handler
 	dir    string
 }
 
 func setup(t *testing.T, layerConfig string) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
+	pool, st := catalogtest.NewStore(t, []string{"cat"})
 	ctx := context.Background()
-	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
-	require.NoError(t, err)
-	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "towns", LayerConfig: json.RawMessage(layerConfig)})
-	require.NoError(t, err)
-	in, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	_, err := st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "towns", LayerConfig: json.RawMessage(layerConfig)})
 	require.NoError(t, err)
 	es := esfake.New()
 	t.Cleanup(es.Close)
@@ -56,17 +49,12 @@ func setup(t *testing.T, layerConfig string) *bundle {
 		Backoff: func(int) time.Duration { return time.Millisecond },
 	}})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, pool: pool, store: st, es: es, search: h, ingest: in, dir: t.TempDir()}
+	return &bundle{ctx: ctx, pool: pool, store: st, es: es, search: h, dir: t.TempDir()}
 }
 
-// task returns a task of tenant s_cat with inputs.
+// task returns an elasticsearch task of tenant s_cat with inputs.
 func task(t *testing.T, inputs map[string]any) *wftype.Task {
-	t.Helper()
-	raw, err := json.Marshal(inputs)
-	require.NoError(t, err)
-	id, ts, err := store.NewID()
-	require.NoError(t, err)
-	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: raw}
+	return catalogtest.NewTask(t, "s_cat", search.HandlerName, inputs)
 }
 
 // load ingests NDJSON lines into cat/towns, valid from validFrom.
@@ -74,9 +62,8 @@ func (b *bundle) load(t *testing.T, validFrom string, lines ...string) {
 	t.Helper()
 	f := filepath.Join(b.dir, "towns.ndjson")
 	require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
-	_, err := b.ingest.Handle(b.ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "towns",
-		"source": f, "format": "ndjson", "id_attribute": "code", "validity_start": validFrom}), &runnertest.Recorder{})
-	require.NoError(t, err)
+	catalogtest.Ingest(t, b.store, map[string]any{"catalog_id": "cat", "collection_id": "towns",
+		"source": f, "format": "ndjson", "id_attribute": "code", "validity_start": validFrom})
 }
 
 // index runs the elasticsearch handler and decodes its outputs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/store"
@@ -79,7 +80,7 @@ func BenchmarkGeoPackage(b *testing.B) {
 			_, err := st.CreateCollection(ctx, store.NewCollection{CatalogID: "bench", ID: coll})
 			require.NoError(b, err)
 			started := time.Now()
-			out, err := h.Handle(ctx, task(b, "s_bench", "ingestion", map[string]any{"catalog_id": "bench", "collection_id": coll,
+			out, err := h.Handle(ctx, catalogtest.NewTask(b, "s_bench", "ingestion", map[string]any{"catalog_id": "bench", "collection_id": coll,
 				"source": gpkg, "format": "gdal", "id_attribute": "code"}), reporters.Discard{})
 			took += time.Since(started)
 			require.NoError(b, err, "%s", out)

@@ -3,8 +3,6 @@ package tiles_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,7 +16,7 @@ import (
 	"github.com/paulmach/orb/encoding/mvt"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -39,30 +37,18 @@ const places = `{"type":"FeatureCollection","features":[
 
 // bundle is one test's database, collection and ingestion.
 type bundle struct {
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	store  *store.Store
-	ingest *ingest.Handler
-	dir    string
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	store *store.Store
+	dir   string
 }
 
 // setup gives a test catalog "cat" (tenant s_cat) with collection
 // "places" ingested from places, and catalog "other" (s_other).
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	ctx := context.Background()
-	for _, c := range []string{"cat", "other"} {
-		_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: c, SchemaName: "s_" + c})
-		require.NoError(t, err)
-		_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: c, ID: "places"})
-		require.NoError(t, err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := ingest.New(ingest.Config{Store: st, Logger: quiet})
-	require.NoError(t, err)
-	b := &bundle{ctx: ctx, pool: pool, store: st, ingest: h, dir: t.TempDir()}
+	pool, st := catalogtest.NewStore(t, []string{"cat", "other"}, "places")
+	b := &bundle{ctx: context.Background(), pool: pool, store: st, dir: t.TempDir()}
 	b.load(t, places)
 	return b
 }
@@ -72,26 +58,25 @@ func (b *bundle) load(t *testing.T, fc string) {
 	t.Helper()
 	src := filepath.Join(b.dir, uuid.NewString()+".geojson")
 	require.NoError(t, os.WriteFile(src, []byte(fc), 0o644))
-	_, err := b.ingest.Handle(b.ctx, task(t, "s_cat", "ingestion", map[string]any{"catalog_id": "cat", "collection_id": "places",
-		"source": src, "format": "geojson", "id_attribute": "code"}), reporters.Discard{})
-	require.NoError(t, err)
+	catalogtest.Ingest(t, b.store, map[string]any{"catalog_id": "cat", "collection_id": "places",
+		"source": src, "format": "geojson", "id_attribute": "code"})
 }
 
-// task returns a task of tenant schema.
-func task(t testing.TB, schema, taskType string, inputs map[string]any) *wftype.Task {
+// fileCache returns a tile service caching in a folder of its own
+// (cacheDir), and its tiles_preseed handler.
+func (b *bundle) fileCache(t *testing.T) (svc *tiles.Service, h *tiles.Handler, cacheDir string) {
 	t.Helper()
-	raw, err := json.Marshal(inputs)
+	cacheDir = t.TempDir()
+	svc, err := tiles.New(tiles.Config{Store: b.store, CacheURL: "file://" + cacheDir})
 	require.NoError(t, err)
-	id, ts, err := store.NewID()
-	require.NoError(t, err)
-	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: schema, TaskType: taskType, Inputs: raw}
+	return svc, tiles.NewHandler(svc), cacheDir
 }
 
 // preseed runs tiles_preseed on cat/places.
 func preseed(t *testing.T, b *bundle, h *tiles.Handler, inputs map[string]any) tiles.PreseedOutputs {
 	t.Helper()
 	inputs["catalog_id"], inputs["collection_id"] = "cat", "places"
-	raw, err := h.Handle(b.ctx, task(t, "s_cat", tiles.HandlerName, inputs), reporters.Discard{})
+	raw, err := h.Handle(b.ctx, catalogtest.NewTask(t, "s_cat", tiles.HandlerName, inputs), reporters.Discard{})
 	require.NoError(t, err)
 	var out tiles.PreseedOutputs
 	require.NoError(t, json.Unmarshal(raw, &out))
@@ -102,7 +87,7 @@ func preseed(t *testing.T, b *bundle, h *tiles.Handler, inputs map[string]any) t
 // catalog (tenant s_<catalog>).
 func preseedWith(t testing.TB, h *tiles.Handler, catalog, collection string, maxZoom int) tiles.PreseedOutputs {
 	t.Helper()
-	raw, err := h.Handle(context.Background(), task(t, "s_"+catalog, tiles.HandlerName,
+	raw, err := h.Handle(context.Background(), catalogtest.NewTask(t, "s_"+catalog, tiles.HandlerName,
 		map[string]any{"catalog_id": catalog, "collection_id": collection, "max_zoom": maxZoom}), reporters.Discard{})
 	require.NoError(t, err)
 	var out tiles.PreseedOutputs
@@ -151,10 +136,7 @@ func codes(l *mvt.Layer) map[string]orb.Geometry {
 func TestPreseedFileCache(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cacheDir := t.TempDir()
-	svc, err := tiles.New(tiles.Config{Store: b.store, CacheURL: "file://" + cacheDir})
-	require.NoError(t, err)
-	h := tiles.NewHandler(svc)
+	_, h, cacheDir := b.fileCache(t)
 	out := preseed(t, b, h, map[string]any{"max_zoom": 3})
 	require.Equal(t, []float64{-100, -60, 179, 40}, out.BBox)
 	require.NotEmpty(t, out.Version)
@@ -273,10 +255,7 @@ func TestTileService(t *testing.T) {
 func TestPreseedRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cacheDir := t.TempDir()
-	svc, err := tiles.New(tiles.Config{Store: b.store, CacheURL: "file://" + cacheDir})
-	require.NoError(t, err)
-	h := tiles.NewHandler(svc)
+	_, h, cacheDir := b.fileCache(t)
 	for _, c := range []struct {
 		schema string
 		inputs map[string]any
@@ -291,7 +270,7 @@ func TestPreseedRefused(t *testing.T) {
 		{"s_cat", map[string]any{"catalog_id": "cat", "collection_id": "nope", "max_zoom": 1}, `nope`},
 		{"s_cat", map[string]any{"catalog_id": "cat", "collection_id": "places", "max_zoom": 1, "extra": true}, `unknown field "extra"`},
 	} {
-		_, err := h.Handle(b.ctx, task(t, c.schema, tiles.HandlerName, c.inputs), reporters.Discard{})
+		_, err := h.Handle(b.ctx, catalogtest.NewTask(t, c.schema, tiles.HandlerName, c.inputs), reporters.Discard{})
 		require.Error(t, err, "%v", c.inputs)
 		require.True(t, wftype.IsPermanent(err), "%v: %v", c.inputs, err)
 		require.ErrorContains(t, err, c.want)

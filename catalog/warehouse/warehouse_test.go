@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/catalog/ingest"
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/warehouse"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
@@ -60,24 +59,16 @@ var owners = [][]any{
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
+	pool, st := catalogtest.NewStore(t, []string{"cat"}, "parcels")
 	ctx := context.Background()
-	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
-	require.NoError(t, err)
-	_, err = st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "parcels"})
-	require.NoError(t, err)
-	in, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
 	root := t.TempDir()
 	src := filepath.Join(root, "parcels.ndjson")
 	require.NoError(t, os.WriteFile(src, []byte(strings.Join(parcels, "\n")+"\n"), 0o644))
-	_, err = in.Handle(ctx, task(t, "s_cat", map[string]any{"catalog_id": "cat", "collection_id": "parcels",
-		"source": src, "format": "ndjson", "id_attribute": "id"}), &runnertest.Recorder{})
-	require.NoError(t, err)
+	catalogtest.Ingest(t, st, map[string]any{"catalog_id": "cat", "collection_id": "parcels",
+		"source": src, "format": "ndjson", "id_attribute": "id"})
 
 	// The warehouse: a schema of its own in the test database.
-	_, err = pool.Exec(ctx, `CREATE SCHEMA dwh;
+	_, err := pool.Exec(ctx, `CREATE SCHEMA dwh;
 		CREATE TABLE dwh.owners (pid bigint, code text, owner text, share float8, since date DEFAULT '2024-03-01', tags numeric[]);
 		CREATE TABLE dwh.other (pid bigint)`)
 	require.NoError(t, err)
@@ -110,12 +101,7 @@ func (b *bundle) handler(t *testing.T, mod func(*warehouse.Config)) *warehouse.H
 }
 
 func task(t *testing.T, schema string, inputs map[string]any) *wftype.Task {
-	t.Helper()
-	raw, err := json.Marshal(inputs)
-	require.NoError(t, err)
-	id, ts, err := store.NewID()
-	require.NoError(t, err)
-	return &wftype.Task{ID: id, Timestamp: ts, SchemaName: schema, Inputs: raw}
+	return catalogtest.NewTask(t, schema, warehouse.HandlerName, inputs)
 }
 
 // join runs the handler with inputs over cat/parcels.
