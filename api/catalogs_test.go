@@ -121,15 +121,7 @@ func TestCatalogsBadInput(t *testing.T) {
 	b := setup(t)
 	b.createCatalog("cat-a", "roads")
 
-	cases := []struct {
-		name     string
-		method   string
-		path     string
-		token    string
-		body     any
-		status   int
-		pointers []string
-	}{
+	cases := []requestCase{
 		{"MalformedJSON", "POST", "/catalogs", tokAdmin, `{"catalog_id": `, 400, nil},
 		{"NotAnObject", "POST", "/catalogs", tokAdmin, `["x"]`, 400, []string{""}},
 		{"TrailingData", "POST", "/catalogs", tokAdmin, `{"catalog_id": "x"} {}`, 400, nil},
@@ -153,19 +145,7 @@ func TestCatalogsBadInput(t *testing.T) {
 		{"NoToken", "POST", "/catalogs", "", map[string]any{"catalog_id": "x"}, 401, nil},
 		{"WrongTenant", "POST", "/catalogs/cat-a/collections", tokClientLimited + "x", map[string]any{"collection_id": "x"}, 401, nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := b.in(t)
-			b.unchanged(func() {
-				res := b.do(tc.method, tc.path, tc.token, tc.body)
-				require.Equal(t, tc.status, res.status, string(res.body))
-				if tc.pointers != nil {
-					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
-				}
-			})
-		})
-	}
+	b.requireUnchanged(t, cases)
 
 	t.Run("WrongMediaType", func(t *testing.T) {
 		t.Parallel()

@@ -75,41 +75,22 @@ func TestEventsBadInput(t *testing.T) {
 	b := setup(t)
 	b.createCatalog("cat-a", "roads")
 	b.createCatalog("cat-b", "rivers")
-	cases := []struct {
-		name   string
-		path   string
-		token  string
-		body   any
-		status int
-	}{
-		{"MissingType", "/events", tokClient, map[string]any{"payload": map[string]any{}}, 400},
-		{"BadType", "/events", tokClient, map[string]any{"event_type": "Catalog Deleted"}, 400},
-		{"OwnedType", "/events", tokClient, map[string]any{"event_type": "catalog.deleted"}, 403},
-		{"OwnedTypeAdmin", "/events", tokAdmin, map[string]any{"event_type": "task.failed"}, 403},
-		{"SQLType", "/events", tokClient, map[string]any{"event_type": "x'); DROP TABLE tasks.events; --"}, 400},
-		{"BadScope", "/events", tokClient, map[string]any{"event_type": "a.b", "scope": "GALAXY"}, 400},
-		{"PayloadNotObject", "/events", tokClient, map[string]any{"event_type": "a.b", "payload": "x"}, 400},
-		{"UnknownField", "/events", tokClient, map[string]any{"event_type": "a.b", "priority": 1}, 400},
-		{"LongDedup", "/events", tokClient, map[string]any{"event_type": "a.b", "dedup_key": strings.Repeat("d", 513)}, 400},
-		{"UnknownTenant", "/events", tokClient, map[string]any{"event_type": "a.b", "schema_name": "s_nope"}, 404},
-		{"OtherTenant", "/events", tokClientLimited, map[string]any{"event_type": "a.b", "schema_name": "s_cat_b"}, 404},
-		{"LimitedSystem", "/events", tokClientLimited, map[string]any{"event_type": "a.b"}, 404},
-		{"Worker", "/events", tokWorker, map[string]any{"event_type": "a.b"}, 403},
-		{"NoToken", "/events", "", map[string]any{"event_type": "a.b"}, 401},
-		{"DeadLettersKind", "/admin/dead-letters?kind=jobs", tokAdmin, nil, 400},
+	cases := []requestCase{
+		{"MissingType", "POST", "/events", tokClient, map[string]any{"payload": map[string]any{}}, 400, nil},
+		{"BadType", "POST", "/events", tokClient, map[string]any{"event_type": "Catalog Deleted"}, 400, nil},
+		{"OwnedType", "POST", "/events", tokClient, map[string]any{"event_type": "catalog.deleted"}, 403, nil},
+		{"OwnedTypeAdmin", "POST", "/events", tokAdmin, map[string]any{"event_type": "task.failed"}, 403, nil},
+		{"SQLType", "POST", "/events", tokClient, map[string]any{"event_type": "x'); DROP TABLE tasks.events; --"}, 400, nil},
+		{"BadScope", "POST", "/events", tokClient, map[string]any{"event_type": "a.b", "scope": "GALAXY"}, 400, nil},
+		{"PayloadNotObject", "POST", "/events", tokClient, map[string]any{"event_type": "a.b", "payload": "x"}, 400, nil},
+		{"UnknownField", "POST", "/events", tokClient, map[string]any{"event_type": "a.b", "priority": 1}, 400, nil},
+		{"LongDedup", "POST", "/events", tokClient, map[string]any{"event_type": "a.b", "dedup_key": strings.Repeat("d", 513)}, 400, nil},
+		{"UnknownTenant", "POST", "/events", tokClient, map[string]any{"event_type": "a.b", "schema_name": "s_nope"}, 404, nil},
+		{"OtherTenant", "POST", "/events", tokClientLimited, map[string]any{"event_type": "a.b", "schema_name": "s_cat_b"}, 404, nil},
+		{"LimitedSystem", "POST", "/events", tokClientLimited, map[string]any{"event_type": "a.b"}, 404, nil},
+		{"Worker", "POST", "/events", tokWorker, map[string]any{"event_type": "a.b"}, 403, nil},
+		{"NoToken", "POST", "/events", "", map[string]any{"event_type": "a.b"}, 401, nil},
+		{"DeadLettersKind", "GET", "/admin/dead-letters?kind=jobs", tokAdmin, nil, 400, nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := b.in(t)
-			b.unchanged(func() {
-				method := "POST"
-				if tc.body == nil {
-					method = "GET"
-				}
-				res := b.do(method, tc.path, tc.token, tc.body)
-				require.Equal(t, tc.status, res.status, string(res.body))
-			})
-		})
-	}
+	b.requireUnchanged(t, cases)
 }

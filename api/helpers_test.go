@@ -433,6 +433,37 @@ func (b *bundle) createCatalog(id string, collections ...string) map[string]any 
 }
 
 // problemPointers returns the pointers of a problem's errors.
+// requestCase is a request and the status it must answer; pointers, when
+// not nil, are the fields its problem must name.
+type requestCase struct {
+	name     string
+	method   string
+	path     string
+	token    string
+	body     any
+	status   int
+	pointers []string
+}
+
+// requireUnchanged sends each case, in parallel subtests, and checks that
+// it answers as it says and leaves the database as it was.
+func (b *bundle) requireUnchanged(t *testing.T, cases []requestCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := b.in(t)
+			b.unchanged(func() {
+				res := b.do(tc.method, tc.path, tc.token, tc.body)
+				require.Equal(t, tc.status, res.status, string(res.body))
+				if tc.pointers != nil {
+					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
+				}
+			})
+		})
+	}
+}
+
 func problemPointers(t *testing.T, res response) []string {
 	t.Helper()
 	var p struct {

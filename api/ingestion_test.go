@@ -79,46 +79,27 @@ func TestIngestionBadInput(t *testing.T) {
 		}
 		return m
 	}
-	cases := []struct {
-		name     string
-		path     string
-		token    string
-		body     any
-		status   int
-		pointers []string
-	}{
-		{"UnknownCatalog", "/ingestion/nope/roads", tokAdmin, valid, 404, nil},
-		{"UnknownCollection", "/ingestion/cat-a/nope", tokAdmin, valid, 404, nil},
-		{"OtherTenant", "/ingestion/cat-b/rivers", tokClientLimited, valid, 404, nil},
-		{"NoToken", "/ingestion/cat-a/roads", "", valid, 401, nil},
-		{"WorkerToken", "/ingestion/cat-a/roads", tokWorker, valid, 403, nil},
-		{"SQLInPath", "/ingestion/cat-a'%3B--/roads", tokAdmin, valid, 400, nil},
-		{"MalformedJSON", "/ingestion/cat-a/roads", tokAdmin, `{"source": "x",`, 400, nil},
-		{"NotAnObject", "/ingestion/cat-a/roads", tokAdmin, `"gs://x/y"`, 400, []string{""}},
-		{"Oversize", "/ingestion/cat-a/roads", tokAdmin, with("source", strings.Repeat("a", 5000)), 413, nil},
-		{"EveryError", "/ingestion/cat-a/roads", tokAdmin, map[string]any{
+	cases := []requestCase{
+		{"UnknownCatalog", "POST", "/ingestion/nope/roads", tokAdmin, valid, 404, nil},
+		{"UnknownCollection", "POST", "/ingestion/cat-a/nope", tokAdmin, valid, 404, nil},
+		{"OtherTenant", "POST", "/ingestion/cat-b/rivers", tokClientLimited, valid, 404, nil},
+		{"NoToken", "POST", "/ingestion/cat-a/roads", "", valid, 401, nil},
+		{"WorkerToken", "POST", "/ingestion/cat-a/roads", tokWorker, valid, 403, nil},
+		{"SQLInPath", "POST", "/ingestion/cat-a'%3B--/roads", tokAdmin, valid, 400, nil},
+		{"MalformedJSON", "POST", "/ingestion/cat-a/roads", tokAdmin, `{"source": "x",`, 400, nil},
+		{"NotAnObject", "POST", "/ingestion/cat-a/roads", tokAdmin, `"gs://x/y"`, 400, []string{""}},
+		{"Oversize", "POST", "/ingestion/cat-a/roads", tokAdmin, with("source", strings.Repeat("a", 5000)), 413, nil},
+		{"EveryError", "POST", "/ingestion/cat-a/roads", tokAdmin, map[string]any{
 			"format": "shapefile", "id_attribute": 7, "validity_start": "yesterday", "extra": true,
 		}, 400, []string{"/source", "/asset_id", "/format", "/id_attribute", "/validity_start", "/extra"}},
-		{"UnknownField", "/ingestion/cat-a/roads", tokAdmin, with("owner", "me"), 400, []string{"/owner"}},
-		{"WrongType", "/ingestion/cat-a/roads", tokAdmin, with("source", []string{"a"}), 400, []string{"/source"}},
-		{"SQLInSource", "/ingestion/cat-a/roads", tokAdmin, with("source", "x'; DROP TABLE tasks.tasks; --"), 400, []string{"/source"}},
-		{"TraversalInSource", "/ingestion/cat-a/roads", tokAdmin, with("source", "../../etc/passwd"), 400, []string{"/source"}},
-		{"UnknownScheme", "/ingestion/cat-a/roads", tokAdmin, with("source", "s3://bucket/x"), 400, []string{"/source"}},
-		{"PathContradiction", "/ingestion/cat-a/roads", tokAdmin, with("collection_id", "rivers"), 400, []string{"/collection_id"}},
+		{"UnknownField", "POST", "/ingestion/cat-a/roads", tokAdmin, with("owner", "me"), 400, []string{"/owner"}},
+		{"WrongType", "POST", "/ingestion/cat-a/roads", tokAdmin, with("source", []string{"a"}), 400, []string{"/source"}},
+		{"SQLInSource", "POST", "/ingestion/cat-a/roads", tokAdmin, with("source", "x'; DROP TABLE tasks.tasks; --"), 400, []string{"/source"}},
+		{"TraversalInSource", "POST", "/ingestion/cat-a/roads", tokAdmin, with("source", "../../etc/passwd"), 400, []string{"/source"}},
+		{"UnknownScheme", "POST", "/ingestion/cat-a/roads", tokAdmin, with("source", "s3://bucket/x"), 400, []string{"/source"}},
+		{"PathContradiction", "POST", "/ingestion/cat-a/roads", tokAdmin, with("collection_id", "rivers"), 400, []string{"/collection_id"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := b.in(t)
-			b.unchanged(func() {
-				res := b.do("POST", tc.path, tc.token, tc.body)
-				require.Equal(t, tc.status, res.status, string(res.body))
-				if tc.pointers != nil {
-					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
-				}
-			})
-		})
-	}
+	b.requireUnchanged(t, cases)
 }
 
 // startEngine runs an engine on the bundle's database with reg's handlers

@@ -18,15 +18,9 @@ type completeRequest struct {
 // the remote worker holding the task's lease marks it COMPLETED with its
 // outputs. 409 when the task is not ACTIVE under that lease.
 func (s *Server) completeTask(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id, prob := pathTaskID(r, "task_id")
-	if prob != nil {
-		return prob
-	}
 	var req completeRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	if prob := req.check(); prob != nil {
+	id, prob := s.decodeLeaseRequest(w, r, &req)
+	if prob != nil {
 		return prob
 	}
 	t, err := s.finishRemote(r, p, id, req.leaseFields, func(*wftype.Task) remoteOutcome {

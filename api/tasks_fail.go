@@ -22,15 +22,9 @@ type failRequest struct {
 // backoff while retries remain, else DEAD_LETTER; FAILED at once when
 // permanent. 409 when the task is not ACTIVE under that lease.
 func (s *Server) failTask(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id, prob := pathTaskID(r, "task_id")
-	if prob != nil {
-		return prob
-	}
 	var req failRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	if prob := req.check(); prob != nil {
+	id, prob := s.decodeLeaseRequest(w, r, &req)
+	if prob != nil {
 		return prob
 	}
 	if req.Error == "" {

@@ -14,6 +14,22 @@ type leaseFields struct {
 	Attempt int    `json:"attempt"`
 }
 
+// decodeLeaseRequest reads the task_id of a remote worker's route and its
+// body into req, a request holding leaseFields, which it checks.
+func (s *Server) decodeLeaseRequest(w http.ResponseWriter, r *http.Request, req interface{ check() *problem }) (taskID, *problem) {
+	id, prob := pathTaskID(r, "task_id")
+	if prob != nil {
+		return taskID{}, prob
+	}
+	if prob := s.decodeBody(w, r, req); prob != nil {
+		return taskID{}, prob
+	}
+	if prob := req.check(); prob != nil {
+		return taskID{}, prob
+	}
+	return id, nil
+}
+
 // check answers 400 when the lease fields are missing or malformed.
 func (l leaseFields) check() *problem {
 	if l.OwnerID == "" || len(l.OwnerID) > 255 {
@@ -36,15 +52,9 @@ type progressRequest struct {
 // object into the task's progress, only while the task is ACTIVE under the
 // worker's lease (owner_id, and attempt when given) — 409 otherwise.
 func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request, p *principal) error {
-	id, prob := pathTaskID(r, "task_id")
-	if prob != nil {
-		return prob
-	}
 	var req progressRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	if prob := req.check(); prob != nil {
+	id, prob := s.decodeLeaseRequest(w, r, &req)
+	if prob != nil {
 		return prob
 	}
 	if len(req.Progress) == 0 || req.Progress[0] != '{' {

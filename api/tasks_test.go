@@ -139,15 +139,7 @@ func TestTasksBadInput(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, res.status)
 	otherTenant := res.json(t)["task_id"].(string)
 
-	cases := []struct {
-		name     string
-		method   string
-		path     string
-		token    string
-		body     any
-		status   int
-		pointers []string
-	}{
+	cases := []requestCase{
 		{"MalformedJSON", "POST", "/tasks", tokClient, `{"task_type": noop}`, 400, nil},
 		{"UnknownField", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "when": "now"}, 400, []string{"/when"}},
 		{"WrongType", "POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "priority": "high"}, 400, []string{"/priority"}},
@@ -178,17 +170,5 @@ func TestTasksBadInput(t *testing.T) {
 		{"UnknownQuery", "GET", "/tasks?order=asc", tokClient, nil, 400, nil},
 		{"CancelMissing", "POST", "/tasks/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/cancel", tokClient, nil, 404, nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := b.in(t)
-			b.unchanged(func() {
-				res := b.do(tc.method, tc.path, tc.token, tc.body)
-				require.Equal(t, tc.status, res.status, string(res.body))
-				if tc.pointers != nil {
-					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
-				}
-			})
-		})
-	}
+	b.requireUnchanged(t, cases)
 }

@@ -133,49 +133,42 @@ func TestTenantIsolation(t *testing.T) {
 	require.NoError(t, err)
 
 	dropB := map[string]any{"catalog_id": "cat-b", "schema_name": "s_cat_b", "collections": []string{"regions"}}
-	attempts := []struct {
-		name   string
-		method string
-		path   string
-		token  string
-		body   any
-		status int
-	}{
+	attempts := []requestCase{
 		// 1. Creating the destructive and internal types directly.
 		{"catalog_drop in own tenant naming B's schema", "POST", "/tasks", tokClientLimited,
-			map[string]any{"task_type": "catalog_drop", "schema_name": "s_cat_a", "inputs": dropB}, http.StatusForbidden},
+			map[string]any{"task_type": "catalog_drop", "schema_name": "s_cat_a", "inputs": dropB}, http.StatusForbidden, nil},
 		{"catalog_drop as system", "POST", "/tasks", tokClientLimited,
-			map[string]any{"task_type": "catalog_drop", "inputs": dropB}, http.StatusForbidden},
+			map[string]any{"task_type": "catalog_drop", "inputs": dropB}, http.StatusForbidden, nil},
 		{"catalog_drop even as admin", "POST", "/tasks", tokAdmin,
-			map[string]any{"task_type": "catalog_drop", "inputs": dropB}, http.StatusForbidden},
+			map[string]any{"task_type": "catalog_drop", "inputs": dropB}, http.StatusForbidden, nil},
 		{"collection_drop", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "collection_drop", "schema_name": "s_cat_a",
-			"inputs": map[string]any{"catalog_id": "cat-b", "collection_id": "regions", "schema_name": "s_cat_b"}}, http.StatusForbidden},
+			"inputs": map[string]any{"catalog_id": "cat-b", "collection_id": "regions", "schema_name": "s_cat_b"}}, http.StatusForbidden, nil},
 		{"event_dispatch of a forged catalog.deleted", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "event_dispatch",
-			"inputs": map[string]any{"event_id": "x", "event_type": "catalog.deleted", "payload": map[string]any{"catalog_id": "cat-b"}}}, http.StatusForbidden},
+			"inputs": map[string]any{"event_id": "x", "event_type": "catalog.deleted", "payload": map[string]any{"catalog_id": "cat-b"}}}, http.StatusForbidden, nil},
 		{"webhook_delivery", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "webhook_delivery", "inputs": map[string]any{
-			"subscriber_id": "0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d", "event_id": "x", "event_type": "catalog.deleted", "payload": map[string]any{}}}, http.StatusForbidden},
+			"subscriber_id": "0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d", "event_id": "x", "event_type": "catalog.deleted", "payload": map[string]any{}}}, http.StatusForbidden, nil},
 		// 2. Lifecycle events, and events for another tenant.
 		{"catalog.deleted naming B in own tenant", "POST", "/events", tokClientLimited, map[string]any{"event_type": "catalog.deleted",
-			"schema_name": "s_cat_a", "payload": dropB}, http.StatusForbidden},
+			"schema_name": "s_cat_a", "payload": dropB}, http.StatusForbidden, nil},
 		{"collection.deleted naming B", "POST", "/events", tokClientLimited, map[string]any{"event_type": "collection.deleted",
-			"schema_name": "s_cat_a", "payload": map[string]any{"catalog_id": "cat-b", "collection_id": "regions"}}, http.StatusForbidden},
+			"schema_name": "s_cat_a", "payload": map[string]any{"catalog_id": "cat-b", "collection_id": "regions"}}, http.StatusForbidden, nil},
 		{"catalog.deleted even as admin", "POST", "/events", tokAdmin, map[string]any{"event_type": "catalog.deleted",
-			"schema_name": "s_cat_b", "payload": dropB}, http.StatusForbidden},
-		{"an event in B's tenant", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated", "schema_name": "s_cat_b"}, http.StatusNotFound},
-		{"an event in system", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated"}, http.StatusNotFound},
+			"schema_name": "s_cat_b", "payload": dropB}, http.StatusForbidden, nil},
+		{"an event in B's tenant", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated", "schema_name": "s_cat_b"}, http.StatusNotFound, nil},
+		{"an event in system", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated"}, http.StatusNotFound, nil},
 		// 3. Inputs that name another tenant's catalog, in one's own tenant.
 		{"export of B's collection", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "export_features", "schema_name": "s_cat_a",
-			"inputs": map[string]any{"catalog_id": "cat-b", "collection_id": "regions", "destination": "stolen.ndjson"}}, http.StatusAccepted},
+			"inputs": map[string]any{"catalog_id": "cat-b", "collection_id": "regions", "destination": "stolen.ndjson"}}, http.StatusAccepted, nil},
 		{"ingestion into B's collection", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "ingestion", "schema_name": "s_cat_a",
 			"inputs": map[string]any{"catalog_id": "cat-b", "collection_id": "regions", "source": "admin_regions.geojson", "format": "geojson",
-				"id_attribute": "code", "asset_id": "X"}}, http.StatusAccepted},
-		{"a task in B's tenant", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "noop", "schema_name": "s_cat_b"}, http.StatusNotFound},
+				"id_attribute": "code", "asset_id": "X"}}, http.StatusAccepted, nil},
+		{"a task in B's tenant", "POST", "/tasks", tokClientLimited, map[string]any{"task_type": "noop", "schema_name": "s_cat_b"}, http.StatusNotFound, nil},
 		// 4. The registry: another's catalog, a schema wf did not create.
-		{"delete B's catalog", "DELETE", "/catalogs/cat-b", tokClientLimited, nil, http.StatusNotFound},
-		{"delete B's collection", "DELETE", "/catalogs/cat-b/collections/regions", tokClientLimited, nil, http.StatusNotFound},
-		{"register a catalog on B's schema", "POST", "/catalogs", tokClient, map[string]any{"catalog_id": "cat-x", "schema_name": "s_cat_b"}, http.StatusConflict},
-		{"register a catalog on a foreign schema", "POST", "/catalogs", tokClient, map[string]any{"catalog_id": "cat-y", "schema_name": "legacy"}, http.StatusConflict},
-		{"ingest into B's collection by path", "POST", "/ingestion/cat-b/regions", tokClientLimited, regionsBody, http.StatusNotFound},
+		{"delete B's catalog", "DELETE", "/catalogs/cat-b", tokClientLimited, nil, http.StatusNotFound, nil},
+		{"delete B's collection", "DELETE", "/catalogs/cat-b/collections/regions", tokClientLimited, nil, http.StatusNotFound, nil},
+		{"register a catalog on B's schema", "POST", "/catalogs", tokClient, map[string]any{"catalog_id": "cat-x", "schema_name": "s_cat_b"}, http.StatusConflict, nil},
+		{"register a catalog on a foreign schema", "POST", "/catalogs", tokClient, map[string]any{"catalog_id": "cat-y", "schema_name": "legacy"}, http.StatusConflict, nil},
+		{"ingest into B's collection by path", "POST", "/ingestion/cat-b/regions", tokClientLimited, regionsBody, http.StatusNotFound, nil},
 	}
 	var accepted []string
 	for _, a := range attempts {
