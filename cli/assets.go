@@ -67,11 +67,7 @@ func assetsAdd(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	if c.String("format") == formatJSON {
-		return writeJSON(c.App.Writer, assetJSON(a))
-	}
-	fmt.Fprintf(c.App.Writer, "added asset %s to catalog %s\n", a.ID, a.CatalogID)
-	return nil
+	return printDone(c, assetJSON(a), "added asset %s to catalog %s", a.ID, a.CatalogID)
 }
 
 func assetsList(c *cli.Context, reg *registry.Registry) error {
@@ -80,19 +76,9 @@ func assetsList(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	if c.String("format") == formatJSON {
-		out := make([]map[string]any, len(as))
-		for i, a := range as {
-			out[i] = assetJSON(a)
-		}
-		return writeJSON(c.App.Writer, out)
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ASSET\tKIND\tSTATUS\tCOLLECTION\tURI")
-	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, a.Status, deref(a.CollectionID), a.URI)
-	}
-	return tw.Flush()
+	return printRows(c, as, assetJSON, "ASSET\tKIND\tSTATUS\tCOLLECTION\tURI", func(a store.Asset) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", a.ID, a.Kind, a.Status, deref(a.CollectionID), a.URI)
+	})
 }
 
 func assetsShow(c *cli.Context, reg *registry.Registry) error {

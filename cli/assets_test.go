@@ -5,18 +5,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestAssetsCommand(t *testing.T) {
 	t.Parallel()
-	url := dbtest.NewDatabase(t)
-	cfg := writeConfig(t, "")
-	wf := func(args ...string) (int, string, string) {
-		t.Helper()
-		return runWF(t, append([]string{"--config", cfg, "--database-url", url, "catalogs"}, args...)...)
-	}
+	wf := catalogsWF(t)
 	code, _, errOut := wf("create", "albania")
 	require.Equal(t, ExitOK, code, errOut)
 	code, _, errOut = wf("collections", "add", "albania", "roads")

@@ -138,6 +138,40 @@ func jsonObjectFlag(c *cli.Context, name string) (json.RawMessage, error) {
 	return json.RawMessage(v), nil
 }
 
+// printDone prints what a catalogs command did: the JSON shape of the
+// result with --format json, else one line (format and args, as Printf).
+func printDone(c *cli.Context, result map[string]any, format string, args ...any) error {
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, result)
+	}
+	_, err := fmt.Fprintf(c.App.Writer, format+"\n", args...)
+	return err
+}
+
+// printRows prints a catalogs list: with --format json an array of the
+// rows' JSON shapes (asJSON), else a table under header with one line
+// (tab-separated columns) per row.
+func printRows[T any](c *cli.Context, rows []T, asJSON func(T) map[string]any, header string, line func(T) string) error {
+	if c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, mapSlice(rows, asJSON))
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r))
+	}
+	return tw.Flush()
+}
+
+// mapSlice returns f of each element of s.
+func mapSlice[T, U any](s []T, f func(T) U) []U {
+	out := make([]U, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
+}
+
 // optionalString returns a flag's value, or nil when it was not set.
 func optionalString(c *cli.Context, name string) *string {
 	if !c.IsSet(name) {
@@ -159,11 +193,7 @@ func catalogsCreate(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	if c.String("format") == formatJSON {
-		return writeJSON(c.App.Writer, catalogJSON(cat))
-	}
-	fmt.Fprintf(c.App.Writer, "created catalog %s (schema_name %s)\n", cat.ID, cat.SchemaName)
-	return nil
+	return printDone(c, catalogJSON(cat), "created catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
 }
 
 func catalogsList(c *cli.Context, reg *registry.Registry) error {
@@ -180,19 +210,9 @@ func catalogsList(c *cli.Context, reg *registry.Registry) error {
 		}
 		page.After = rows[len(rows)-1].ID
 	}
-	if c.String("format") == formatJSON {
-		out := make([]map[string]any, len(all))
-		for i, cat := range all {
-			out[i] = catalogJSON(cat)
-		}
-		return writeJSON(c.App.Writer, out)
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CATALOG\tSCHEMA\tTITLE\tCREATED")
-	for _, cat := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cat.ID, cat.SchemaName, deref(cat.Title), cat.CreatedAt.Format(time.RFC3339))
-	}
-	return tw.Flush()
+	return printRows(c, all, catalogJSON, "CATALOG\tSCHEMA\tTITLE\tCREATED", func(cat store.Catalog) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", cat.ID, cat.SchemaName, deref(cat.Title), cat.CreatedAt.Format(time.RFC3339))
+	})
 }
 
 func catalogsShow(c *cli.Context, reg *registry.Registry) error {
@@ -206,11 +226,7 @@ func catalogsShow(c *cli.Context, reg *registry.Registry) error {
 	}
 	if c.String("format") == formatJSON {
 		out := catalogJSON(cat)
-		list := make([]map[string]any, len(cols))
-		for i, col := range cols {
-			list[i] = collectionJSON(col)
-		}
-		out["collections"] = list
+		out["collections"] = mapSlice(cols, collectionJSON)
 		return writeJSON(c.App.Writer, out)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
@@ -244,11 +260,7 @@ func collectionsAdd(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	if c.String("format") == formatJSON {
-		return writeJSON(c.App.Writer, collectionJSON(col))
-	}
-	fmt.Fprintf(c.App.Writer, "added collection %s to catalog %s\n", col.ID, col.CatalogID)
-	return nil
+	return printDone(c, collectionJSON(col), "added collection %s to catalog %s", col.ID, col.CatalogID)
 }
 
 func collectionsList(c *cli.Context, reg *registry.Registry) error {
@@ -256,19 +268,9 @@ func collectionsList(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	if c.String("format") == formatJSON {
-		out := make([]map[string]any, len(cols))
-		for i, col := range cols {
-			out[i] = collectionJSON(col)
-		}
-		return writeJSON(c.App.Writer, out)
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COLLECTION\tTITLE\tLAYER CONFIG")
-	for _, col := range cols {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", col.ID, deref(col.Title), col.LayerConfig)
-	}
-	return tw.Flush()
+	return printRows(c, cols, collectionJSON, "COLLECTION\tTITLE\tLAYER CONFIG", func(col store.Collection) string {
+		return fmt.Sprintf("%s\t%s\t%s", col.ID, deref(col.Title), col.LayerConfig)
+	})
 }
 
 func collectionsRemove(c *cli.Context, reg *registry.Registry) error {

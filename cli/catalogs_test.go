@@ -9,14 +9,20 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 )
 
-func TestCatalogsCommand(t *testing.T) {
-	t.Parallel()
+// catalogsWF gives a test a database of its own and returns a function
+// that runs `wf catalogs ARGS…` on it: exit code, stdout, stderr.
+func catalogsWF(t *testing.T) func(args ...string) (int, string, string) {
 	url := dbtest.NewDatabase(t)
 	cfg := writeConfig(t, "")
-	wf := func(args ...string) (int, string, string) {
+	return func(args ...string) (int, string, string) {
 		t.Helper()
 		return runWF(t, append([]string{"--config", cfg, "--database-url", url, "catalogs"}, args...)...)
 	}
+}
+
+func TestCatalogsCommand(t *testing.T) {
+	t.Parallel()
+	wf := catalogsWF(t)
 
 	code, out, errOut := wf("create", "--title", "Roads of Albania", "--metadata", `{"owner":"gis"}`, "albania")
 	require.Equal(t, ExitOK, code, errOut)

@@ -184,7 +184,7 @@ func openLocalPool(ctx context.Context, adminURL string) (*pgxpool.Pool, error) 
 	if err := ensureDatabase(ctx, adminURL, localDatabase); err != nil {
 		return nil, err
 	}
-	pool, err := connectPool(ctx, urlWithDatabase(adminURL, localDatabase), false)
+	pool, err := connectPool(ctx, localpg.WithDatabase(adminURL, localDatabase), false)
 	if err != nil {
 		return nil, err
 	}
@@ -275,16 +275,6 @@ func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
 	}
 	_ = conn.Close(pingCtx)
 	return u.String(), true
-}
-
-// urlWithDatabase returns a URL naming another database.
-func urlWithDatabase(rawURL, database string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	u.Path = "/" + database
-	return u.String()
 }
 
 // connectPool opens a pool and checks that one connection succeeds, so a

@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -249,7 +248,7 @@ func EnsureTemplate(ctx context.Context, baseURL string) (string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", fmt.Errorf("error creating the test template: %w", err)
 	}
-	tconn, err := pgx.Connect(ctx, withDatabase(baseURL, building))
+	tconn, err := pgx.Connect(ctx, localpg.WithDatabase(baseURL, building))
 	if err != nil {
 		return "", fmt.Errorf("error connecting to the test template: %w", err)
 	}
@@ -268,15 +267,6 @@ func EnsureTemplate(ctx context.Context, baseURL string) (string, error) {
 		return "", fmt.Errorf("error naming the test template: %w", err)
 	}
 	return name, nil
-}
-
-func withDatabase(rawURL, db string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	u.Path = "/" + db
-	return u.String()
 }
 
 // BaseURL returns the URL of the test server's maintenance database, starting
@@ -321,7 +311,7 @@ func Standalone() (string, error) {
 	standalone.mu.Lock()
 	standalone.names = append(standalone.names, name)
 	standalone.mu.Unlock()
-	return withDatabase(server.baseURL, name), nil
+	return localpg.WithDatabase(server.baseURL, name), nil
 }
 
 // dropStandalone drops the databases Standalone created.
@@ -371,7 +361,7 @@ func createDatabase(t testing.TB, base, name, template string) string {
 			t.Logf("error dropping test database %s: %v", name, err)
 		}
 	})
-	return withDatabase(base, name)
+	return localpg.WithDatabase(base, name)
 }
 
 // create creates database name on the server at base, cloned from

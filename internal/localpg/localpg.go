@@ -145,13 +145,31 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 // URL is the connection string of the cluster's given database.
 func (c *Cluster) URL(database string) string {
+	return loopbackURL(superuser, c.password, c.port, database)
+}
+
+// loopbackURL is the connection string of database on 127.0.0.1:port, as
+// user with password, without TLS.
+func loopbackURL(user, password string, port int, database string) string {
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.UserPassword(superuser, c.password),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
+		User:     url.UserPassword(user, password),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Path:     "/" + database,
 		RawQuery: "sslmode=disable",
 	}
+	return u.String()
+}
+
+// WithDatabase returns the connection URL rawURL naming database instead
+// of its own; a URL that does not parse is returned as it is (connecting
+// with it says what is wrong).
+func WithDatabase(rawURL, database string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	u.Path = "/" + database
 	return u.String()
 }
 

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -175,14 +172,7 @@ logfile = %s
 // URL is a connection string to database through PgBouncer, as the target's
 // user.
 func (b *PgBouncer) URL(database string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(b.target.User, b.target.Password),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)),
-		Path:     "/" + database,
-		RawQuery: "sslmode=disable",
-	}
-	return u.String()
+	return loopbackURL(b.target.User, b.target.Password, b.port, database)
 }
 
 // Port is the port PgBouncer listens on.
