@@ -216,21 +216,12 @@ WHERE t.status IN ('PENDING', 'ACTIVE')`))
 
 	// The claim path reads the partial index, never a partition of finished rows.
 	b.exec(t, `ANALYZE tasks.tasks`)
-	rows, err := b.pool.Query(b.ctx, "EXPLAIN (COSTS OFF) "+store.ClaimSQL(),
+	plan := dbtest.Explain(t, b.ctx, b.pool, "COSTS OFF", store.ClaimSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, now, "w1")
-	require.NoError(t, err)
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, rows.Err())
-	t.Log(plan.String())
 	for _, p := range tasksParts {
 		finished := b.count(t, fmt.Sprintf(`SELECT count(*) FROM tasks.%s WHERE status NOT IN ('PENDING', 'ACTIVE')`, p))
 		if finished > 0 {
-			require.NotContains(t, plan.String(), "Seq Scan on "+p+" ", "the claim must not scan %s (%d finished rows)", p, finished)
+			require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan %s (%d finished rows)", p, finished)
 		}
 	}
 }

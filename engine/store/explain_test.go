@@ -1,17 +1,16 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 // TestClaimUsesPartialIndex builds 1M finished tasks in older partitions and
@@ -103,24 +102,9 @@ FROM generate_series(1, $2::int) g,
 	require.NoError(t, err)
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // explainAnalyze runs EXPLAIN (ANALYZE, COSTS OFF) of sql on q, logs the
 // plan and returns it, a line a row.
-func explainAnalyze(t *testing.T, b *bundle, q querier, sql string, args ...any) string {
+func explainAnalyze(t *testing.T, b *bundle, q dbtest.Querier, sql string, args ...any) string {
 	t.Helper()
-	rows, err := q.Query(b.ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, args...)
-	require.NoError(t, err)
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, rows.Err())
-	t.Log(plan.String())
-	return plan.String()
+	return dbtest.Explain(t, b.ctx, q, "ANALYZE, COSTS OFF", sql, args...)
 }
