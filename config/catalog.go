@@ -145,14 +145,7 @@ func (c *Config) validateWarehouse(add func(field, format string, args ...any)) 
 	seen := map[string]int{}
 	for i, w := range c.Warehouse.Connections {
 		p := fmt.Sprintf("warehouse.connections[%d]", i)
-		switch j, dup := seen[w.Name]; {
-		case strings.TrimSpace(w.Name) == "":
-			add(p+".name", "required field is missing")
-		case dup:
-			add(p+".name", "duplicate name %q (also warehouse.connections[%d])", w.Name, j)
-		default:
-			seen[w.Name] = i
-		}
+		uniqueName(add, "warehouse.connections", i, "name", w.Name, seen)
 		switch w.Type {
 		case WarehousePostgres:
 			if w.URL == "" {

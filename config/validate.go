@@ -183,20 +183,28 @@ func (c *Config) Validate() error {
 	return errs.orNil()
 }
 
+// uniqueName checks the name of entry i of list: required, and not that of
+// an earlier entry (seen maps the names met so far to their index); what
+// names it in the duplicate's message.
+func uniqueName(add func(field, format string, args ...any), list string, i int, what, name string, seen map[string]int) {
+	field := fmt.Sprintf("%s[%d].name", list, i)
+	switch j, dup := seen[name]; {
+	case strings.TrimSpace(name) == "":
+		add(field, "required field is missing")
+	case dup:
+		add(field, "duplicate %s %q (also %s[%d])", what, name, list, j)
+	default:
+		seen[name] = i
+	}
+}
+
 // validateTokens checks names, roles, catalogs and the token or its hash.
 func (c *Config) validateTokens(add func(field, format string, args ...any)) {
 	names := map[string]int{}
 	hashes := map[string]int{}
 	for i, t := range c.Tokens {
 		p := fmt.Sprintf("tokens[%d]", i)
-		switch j, dup := names[t.Name]; {
-		case strings.TrimSpace(t.Name) == "":
-			add(p+".name", "required field is missing")
-		case dup:
-			add(p+".name", "duplicate token name %q (also tokens[%d])", t.Name, j)
-		default:
-			names[t.Name] = i
-		}
+		uniqueName(add, "tokens", i, "token name", t.Name, names)
 		if !t.Role.Valid() {
 			add(p+".role", "expected one of client, worker, admin, got %q", t.Role)
 		}
