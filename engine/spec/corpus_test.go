@@ -94,53 +94,43 @@ func parseRuntime(t *testing.T, text string) *Runtime {
 
 func TestCorpusBroken(t *testing.T) {
 	t.Parallel()
-	all := fixtures(t, "testdata/corpus/broken")
-	require.GreaterOrEqual(t, len(all), 60)
-	for name, path := range all {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			opts, wants := corpusFixture(t, path)
-			require.NotEmpty(t, wants, "a broken fixture states what it wants: # want LINE: PHRASE")
-			set, err := Load(opts, path)
-			require.Nil(t, set, "wf validate accepted a broken spec")
-			var errs Errors
-			require.True(t, errors.As(err, &errs), "want spec.Errors, got %v", err)
-			var problems []string
-			met := make([]bool, len(errs))
-			for _, w := range wants {
-				found := false
-				for i, e := range errs {
-					if e.File == w.file && e.Line == w.line && strings.Contains(e.Message, w.phrase) {
-						found, met[i] = true, true
-					}
-				}
-				if !found {
-					problems = append(problems, fmt.Sprintf("missed: %s:%d: …%s…", w.file, w.line, w.phrase))
-				}
-			}
+	forEachFixture(t, "testdata/corpus/broken", 60, func(t *testing.T, _, path string) {
+		opts, wants := corpusFixture(t, path)
+		require.NotEmpty(t, wants, "a broken fixture states what it wants: # want LINE: PHRASE")
+		set, err := Load(opts, path)
+		require.Nil(t, set, "wf validate accepted a broken spec")
+		var errs Errors
+		require.True(t, errors.As(err, &errs), "want spec.Errors, got %v", err)
+		var problems []string
+		met := make([]bool, len(errs))
+		for _, w := range wants {
+			found := false
 			for i, e := range errs {
-				if !met[i] {
-					problems = append(problems, "unexpected: "+e.String())
+				if e.File == w.file && e.Line == w.line && strings.Contains(e.Message, w.phrase) {
+					found, met[i] = true, true
 				}
 			}
-			require.Empty(t, problems, "all errors:\n%s", errs.Error())
-		})
-	}
+			if !found {
+				problems = append(problems, fmt.Sprintf("missed: %s:%d: …%s…", w.file, w.line, w.phrase))
+			}
+		}
+		for i, e := range errs {
+			if !met[i] {
+				problems = append(problems, "unexpected: "+e.String())
+			}
+		}
+		require.Empty(t, problems, "all errors:\n%s", errs.Error())
+	})
 }
 
 func TestCorpusValid(t *testing.T) {
 	t.Parallel()
-	all := fixtures(t, "testdata/corpus/valid")
-	require.GreaterOrEqual(t, len(all), 15)
-	for name, path := range all {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			opts, wants := corpusFixture(t, path)
-			require.Empty(t, wants, "a valid fixture wants no error")
-			_, err := Load(opts, path)
-			require.NoError(t, err, "wf validate rejected a valid spec")
-		})
-	}
+	forEachFixture(t, "testdata/corpus/valid", 15, func(t *testing.T, _, path string) {
+		opts, wants := corpusFixture(t, path)
+		require.Empty(t, wants, "a valid fixture wants no error")
+		_, err := Load(opts, path)
+		require.NoError(t, err, "wf validate rejected a valid spec")
+	})
 }
 
 // TestCorpusFixtureNames keeps the corpus readable: one folder per outcome,

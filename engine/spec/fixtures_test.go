@@ -28,22 +28,30 @@ func testRuntime() *Runtime {
 	return &Runtime{HeartbeatInterval: 30 * time.Second, VisibilityTimeout: 5 * time.Minute}
 }
 
-// fixtures lists the fixtures of a testdata folder: each *.yaml file, and each
-// directory (a fixture made of several files).
-func fixtures(t *testing.T, dir string) map[string]string {
+// forEachFixture runs check, in parallel subtests named after them, on
+// each fixture under dir (a .yaml file or a folder of them), of which there
+// must be at least atLeast.
+func forEachFixture(t *testing.T, dir string, atLeast int, check func(t *testing.T, name, path string)) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	out := map[string]string{}
+	n := 0
 	for _, e := range entries {
+		name, path := e.Name(), filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
-			out[e.Name()] = filepath.Join(dir, e.Name())
-		case strings.HasSuffix(e.Name(), ".yaml"):
-			out[strings.TrimSuffix(e.Name(), ".yaml")] = filepath.Join(dir, e.Name())
+		case strings.HasSuffix(name, ".yaml"):
+			name = strings.TrimSuffix(name, ".yaml")
+		default:
+			continue
 		}
+		n++
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			check(t, name, path)
+		})
 	}
-	return out
+	require.GreaterOrEqual(t, n, atLeast, "fixtures under %s", dir)
 }
 
 // golden compares got with the golden file, or rewrites it under -update.
@@ -60,35 +68,25 @@ func golden(t *testing.T, path, got string) {
 
 func TestInvalidFixtures(t *testing.T) {
 	t.Parallel()
-	all := fixtures(t, "testdata/invalid")
-	require.GreaterOrEqual(t, len(all), 25)
-	for name, path := range all {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			set, err := Load(testOptions(), path)
-			require.Nil(t, set)
-			var errs Errors
-			require.True(t, errors.As(err, &errs), "want spec.Errors, got %v", err)
-			require.NotEmpty(t, errs)
-			golden(t, filepath.Join("testdata/invalid", name+".err"), errs.Error()+"\n")
-		})
-	}
+	forEachFixture(t, "testdata/invalid", 25, func(t *testing.T, name, path string) {
+		set, err := Load(testOptions(), path)
+		require.Nil(t, set)
+		var errs Errors
+		require.True(t, errors.As(err, &errs), "want spec.Errors, got %v", err)
+		require.NotEmpty(t, errs)
+		golden(t, filepath.Join("testdata/invalid", name+".err"), errs.Error()+"\n")
+	})
 }
 
 func TestValidFixtures(t *testing.T) {
 	t.Parallel()
-	all := fixtures(t, "testdata/valid")
-	require.NotEmpty(t, all)
-	for name, path := range all {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			set, err := Load(testOptions(), path)
-			require.NoError(t, err)
-			b, err := json.MarshalIndent(set, "", "  ")
-			require.NoError(t, err)
-			golden(t, filepath.Join("testdata/valid", name+".json"), string(b)+"\n")
-		})
-	}
+	forEachFixture(t, "testdata/valid", 1, func(t *testing.T, name, path string) {
+		set, err := Load(testOptions(), path)
+		require.NoError(t, err)
+		b, err := json.MarshalIndent(set, "", "  ")
+		require.NoError(t, err)
+		golden(t, filepath.Join("testdata/valid", name+".json"), string(b)+"\n")
+	})
 }
 
 func TestShippedSpecsAreValid(t *testing.T) {
