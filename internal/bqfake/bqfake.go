@@ -189,26 +189,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		write(w, s.jobResource(j))
 	case r.Method == http.MethodGet && jobPath.MatchString(p):
 		s.requests["jobs.get"]++
-		j := s.jobs[jobPath.FindStringSubmatch(p)[2]]
-		if j == nil {
-			apiError(w, http.StatusNotFound, "notFound", "Not found: Job "+p)
-			return
+		if j := s.pathJob(w, jobPath, p); j != nil {
+			write(w, s.jobResource(j))
 		}
-		write(w, s.jobResource(j))
 	case r.Method == http.MethodGet && resultsPath.MatchString(p):
 		s.requests["jobs.getQueryResults"]++
-		j := s.jobs[resultsPath.FindStringSubmatch(p)[2]]
-		if j == nil {
-			apiError(w, http.StatusNotFound, "notFound", "Not found: Job "+p)
-			return
+		if j := s.pathJob(w, resultsPath, p); j != nil {
+			if j.pendingPoll > 0 {
+				j.pendingPoll--
+			}
+			s.results(w, j, r)
 		}
-		if j.pendingPoll > 0 {
-			j.pendingPoll--
-		}
-		s.results(w, j, r)
 	default:
 		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("bqfake does not serve %s %s", r.Method, r.URL.Path))
 	}
+}
+
+// pathJob returns the job whose id is the second group of re in path, or
+// answers 404 and returns nil.
+func (s *Server) pathJob(w http.ResponseWriter, re *regexp.Regexp, path string) *job {
+	j := s.jobs[re.FindStringSubmatch(path)[2]]
+	if j == nil {
+		apiError(w, http.StatusNotFound, "notFound", "Not found: Job "+path)
+	}
+	return j
 }
 
 // startQuery evaluates a query into a job, or says why it cannot.

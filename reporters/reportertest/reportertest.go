@@ -49,13 +49,18 @@ func Run(t *testing.T, h Harness) {
 		task := newTask(t)
 		return task, h.New(t, task)
 	}
+	// reported is setup, then n envelopes reported from goroutines.
+	reported := func(t *testing.T, n, goroutines int) (reporters.TaskInfo, reporters.Reporter, []reporters.Envelope) {
+		t.Helper()
+		task, rep := setup(t)
+		envs := Envelopes(n)
+		require.NoError(t, ReportConcurrently(t.Context(), rep, envs, goroutines))
+		return task, rep, envs
+	}
 
 	t.Run("ConcurrentReports", func(t *testing.T) {
 		t.Parallel()
-		task, rep := setup(t)
-		const goroutines, each = 8, 300
-		envs := Envelopes(goroutines * each)
-		require.NoError(t, ReportConcurrently(t.Context(), rep, envs, goroutines))
+		task, rep, envs := reported(t, 8*300, 8)
 		out, err := rep.Finish(t.Context())
 		require.NoError(t, err)
 		h.Check(t, task, out, envs)
@@ -71,9 +76,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("FinishTwice", func(t *testing.T) {
 		t.Parallel()
-		task, rep := setup(t)
-		envs := Envelopes(25)
-		require.NoError(t, ReportConcurrently(t.Context(), rep, envs, 1))
+		task, rep, envs := reported(t, 25, 1)
 		first, err := rep.Finish(t.Context())
 		require.NoError(t, err)
 		second, err := rep.Finish(t.Context())
@@ -84,9 +87,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("ReportAfterFinish", func(t *testing.T) {
 		t.Parallel()
-		task, rep := setup(t)
-		envs := Envelopes(3)
-		require.NoError(t, ReportConcurrently(t.Context(), rep, envs, 1))
+		task, rep, envs := reported(t, 3, 1)
 		out, err := rep.Finish(t.Context())
 		require.NoError(t, err)
 		err = rep.Report(t.Context(), envs[0])
@@ -96,9 +97,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("FinishCancelled", func(t *testing.T) {
 		t.Parallel()
-		task, rep := setup(t)
-		envs := Envelopes(40)
-		require.NoError(t, ReportConcurrently(t.Context(), rep, envs, 4))
+		task, rep, envs := reported(t, 40, 4)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		_, err := rep.Finish(ctx)
