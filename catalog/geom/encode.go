@@ -43,47 +43,32 @@ func appendCoordinates(dst []byte, g orb.Geometry) []byte {
 	case orb.Ring:
 		return appendPositions(dst, g)
 	case orb.MultiLineString:
-		dst = append(dst, '[')
-		for i, l := range g {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPositions(dst, l)
-		}
-		return append(dst, ']')
+		return appendArray(dst, g, func(dst []byte, l orb.LineString) []byte { return appendPositions(dst, l) })
 	case orb.Polygon:
 		return appendPolygon(dst, g)
 	case orb.MultiPolygon:
-		dst = append(dst, '[')
-		for i, p := range g {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendPolygon(dst, p)
-		}
-		return append(dst, ']')
+		return appendArray(dst, g, appendPolygon)
 	}
 	return append(dst, "[]"...)
 }
 
 func appendPolygon(dst []byte, p orb.Polygon) []byte {
-	dst = append(dst, '[')
-	for i, r := range p {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendPositions(dst, r)
-	}
-	return append(dst, ']')
+	return appendArray(dst, p, func(dst []byte, r orb.Ring) []byte { return appendPositions(dst, r) })
 }
 
 func appendPositions(dst []byte, ps []orb.Point) []byte {
+	return appendArray(dst, ps, appendPosition)
+}
+
+// appendArray appends items as a JSON array, each by appendItem: the one
+// loop behind every nesting of coordinates.
+func appendArray[T any](dst []byte, items []T, appendItem func([]byte, T) []byte) []byte {
 	dst = append(dst, '[')
-	for i, p := range ps {
+	for i, it := range items {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendPosition(dst, p)
+		dst = appendItem(dst, it)
 	}
 	return append(dst, ']')
 }
