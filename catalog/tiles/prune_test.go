@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
-	"github.com/wfhq/wf/reporters"
 )
 
 // testCache is a tile cache under test: its URL, its opener, and how many
@@ -84,9 +84,8 @@ func testPrune(t *testing.T, cache testCache) {
 	// The other tenant's collection, with the same collection id.
 	src := filepath.Join(b.dir, uuid.NewString()+".geojson")
 	require.NoError(t, os.WriteFile(src, []byte(places), 0o644))
-	_, err := b.ingest.Handle(b.ctx, task(t, "s_other", "ingestion", map[string]any{"catalog_id": "other", "collection_id": "places",
-		"source": src, "format": "geojson", "id_attribute": "code"}), reporters.Discard{})
-	require.NoError(t, err)
+	catalogtest.Ingest(t, b.store, map[string]any{"catalog_id": "other", "collection_id": "places",
+		"source": src, "format": "geojson", "id_attribute": "code"})
 
 	svc, err := tiles.New(tiles.Config{Store: b.store, CacheURL: cache.url, Objects: cache.objects})
 	require.NoError(t, err)
