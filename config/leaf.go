@@ -94,23 +94,19 @@ const (
 // EnvVars returns the environment variable of every leaf of Config, in field
 // order: WF_ plus the yaml path in capitals joined by "_". Lists take
 // comma-separated values, except WF_TOKENS, which takes a JSON array.
-func EnvVars() []string {
-	ls := leaves()
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.env
-	}
-	return out
-}
+func EnvVars() []string { return leafStrings(func(l leaf) string { return l.env }) }
 
 // Keys returns the field path of every leaf of Config, in field order
 // ("database_url", …, "retention.completed", …). Load's Options.Flags are
 // keyed by these.
-func Keys() []string {
+func Keys() []string { return leafStrings(func(l leaf) string { return l.key }) }
+
+// leafStrings returns one string of every leaf, in field order.
+func leafStrings(of func(leaf) string) []string {
 	ls := leaves()
 	out := make([]string, len(ls))
 	for i, l := range ls {
-		out[i] = l.key
+		out[i] = of(l)
 	}
 	return out
 }
