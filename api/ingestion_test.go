@@ -125,7 +125,9 @@ func (b *bundle) follow(statusURL, token string) map[string]any {
 	b.t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
+	// Generous: a GDAL ingestion on a machine under load 60 (make
+	// test-dates beside other runs) took over 20 s.
+	deadline := time.After(3 * time.Minute)
 	for {
 		res := b.do("GET", statusURL, token, nil)
 		require.Equal(b.t, http.StatusOK, res.status, string(res.body))
