@@ -51,7 +51,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, p *prin
 	}
 	out := deadLettersView{Kind: kind}
 	if kind == "tasks" {
-		rows, err := s.store.ListDeadLetterTasks(r.Context(), page)
+		rows, err := s.laggingReads(w).ListDeadLetterTasks(r.Context(), page)
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request, p *prin
 		})
 		out.Items, out.NextCursor = lv.Items, lv.NextCursor
 	} else {
-		rows, err := s.store.ListDeadLetterEvents(r.Context(), page)
+		rows, err := s.laggingReads(w).ListDeadLetterEvents(r.Context(), page)
 		if err != nil {
 			return err
 		}

@@ -109,7 +109,7 @@ func (s *Server) scopeOf(ctx context.Context, p *principal) (scope, error) {
 	if !p.limited() {
 		return scope{all: true}, nil
 	}
-	schemas, err := s.store.SchemaNamesOf(ctx, p.catalogs)
+	schemas, err := s.store.Catalog().SchemaNamesOf(ctx, p.catalogs)
 	if err != nil {
 		return scope{}, err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/metrics"
+	"github.com/wfhq/wf/engine/readreplica"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -181,6 +182,10 @@ type options struct {
 	warehouses []config.WarehouseConnection
 	// specs are compiled with the shipped ones and testSpecs.
 	specs string
+	// pool, when set, is the database instead of a fresh one (a replica
+	// test's primary); reads routes the reads that may lag.
+	pool  *pgxpool.Pool
+	reads *readreplica.Monitor
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
@@ -251,7 +256,10 @@ func setup(t *testing.T, opts ...options) *bundle {
 		o = opts[0]
 	}
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
+	pool := o.pool
+	if pool == nil {
+		pool = dbtest.NewPool(t)
+	}
 	reg := builtin.NewRegistry()
 	require.NoError(t, reg.Register("echo", echo))
 	if o.registry != nil {
@@ -282,7 +290,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(), StoragePush: push,
-		TracerProvider: o.tracer,
+		TracerProvider: o.tracer, Reads: o.reads,
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

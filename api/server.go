@@ -35,6 +35,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/metrics"
+	"github.com/wfhq/wf/engine/readreplica"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -57,6 +58,10 @@ type Config struct {
 	Specs *spec.Set
 	// Channels are the NOTIFY channel names. Default the seed's.
 	Channels store.Channels
+	// Reads, when set, routes the reads that may lag (task lists, the
+	// overview, dead letters) to a read replica while it keeps up
+	// (database.read_url); nil: every read goes to Store.
+	Reads *readreplica.Monitor
 	// Store, Client and Emitter are the engine's (engine.Engine's Store,
 	// Client and Emitter), so the API and the engine share them; nil builds
 	// them on Pool, with Specs and Channels.
@@ -174,7 +179,7 @@ func New(cfg Config) (*Server, error) {
 		store:    st,
 		client:   cl,
 		emitter:  em,
-		catalogs: registry.New(st, em).WithFiles(cl), // asset URIs: the tenant's folder, as file inputs
+		catalogs: registry.New(st.Catalog(), em).WithFiles(cl), // asset URIs: the tenant's folder, as file inputs
 		metrics:  cfg.Metrics,
 		openapi:  doc,
 		maxBody:  cfg.HTTP.MaxBodyBytes,
@@ -183,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = metrics.New(metrics.Config{Store: st})
 	}
-	if s.tiles, err = tiles.New(tiles.Config{Store: st, CacheURL: cfg.TileCacheURL}); err != nil {
+	if s.tiles, err = tiles.New(tiles.Config{Store: st.Catalog(), Queue: st, CacheURL: cfg.TileCacheURL}); err != nil {
 		return nil, fmt.Errorf("error creating the HTTP API: %w", err)
 	}
 	var syncPairs []runners.Pair

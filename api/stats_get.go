@@ -104,9 +104,25 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 	if !sc.all {
 		params.SchemaNames = append([]string{}, sc.schemas...)
 	}
-	o, err := s.store.ReadOverview(r.Context(), params)
+	reads := s.laggingReads(w)
+	o, err := reads.ReadOverview(r.Context(), params)
+	if err != nil && reads != s.store && r.Context().Err() == nil {
+		// The replica could not answer (it went away, or the PENDING
+		// snapshot was too old and a replica cannot refresh it): the
+		// primary answers instead.
+		reads = s.store
+		w.Header().Set(ReadFromHeader, "primary")
+		o, err = reads.ReadOverview(r.Context(), params)
+	}
 	if err != nil {
 		return err
+	}
+	if reads != s.store {
+		// The replica sees none of the primary's sessions: the instances
+		// are the primary's.
+		if o.Instances, err = s.store.Instances(r.Context()); err != nil {
+			return err
+		}
 	}
 	v := statsView{Now: o.Now, Since: o.Since, PendingAsOf: o.PendingAsOf, Counts: []countView{}, Throughput: []throughputView{},
 		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}, Paused: []pauseView{}}
@@ -129,7 +145,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 			v.Instances = append(v.Instances, instanceView{Service: in.Service, Owner: in.Owner, Role: in.Role, Leader: in.Leader, StartedAt: in.StartedAt})
 		}
 	}
-	last, err := s.store.LastTicks(r.Context())
+	last, err := reads.LastTicks(r.Context())
 	if err != nil {
 		return err
 	}

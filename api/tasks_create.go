@@ -105,7 +105,7 @@ func (s *Server) checkTenant(r *http.Request, p *principal, schema string) error
 		}
 		return nil
 	}
-	id, err := s.store.CatalogIDBySchema(r.Context(), schema)
+	id, err := s.store.Catalog().CatalogIDBySchema(r.Context(), schema)
 	if errors.Is(err, wftype.ErrNotFound) {
 		return missing
 	}

@@ -76,7 +76,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 			return nil
 		}
 	}
-	rows, err := s.store.ListTasks(r.Context(), f)
+	rows, err := s.laggingReads(w).ListTasks(r.Context(), f)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func (s *Server) getTile(w http.ResponseWriter, r *http.Request, p *principal) e
 	if prob != nil {
 		return prob
 	}
-	table, err := s.store.ResolveFeatureTable(r.Context(), catalogID, id)
+	table, err := s.store.Catalog().ResolveFeatureTable(r.Context(), catalogID, id)
 	if errors.Is(err, wftype.ErrNotFound) || errors.Is(err, store.ErrInvalidFeatureTable) {
 		return collectionNotFound(catalogID, id)
 	}

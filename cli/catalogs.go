@@ -91,12 +91,18 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 			}
 		}
 		return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-			st := store.New(pool).WithChannels(storeChannels(cfg))
+			st, closeCatalog, err := withCatalog(c.Context, cfg, store.New(pool).WithChannels(storeChannels(cfg)))
+			if err != nil {
+				return cli.Exit(err.Error(), ExitFailure)
+			}
+			defer closeCatalog()
 			files, err := filesOpener(cfg)
 			if err != nil {
 				return cli.Exit(err.Error(), ExitFailure)
 			}
-			err = run(c, registry.New(st, events.NewEmitter(st)).WithFiles(files))
+			// The registry writes in the catalog's database, its events go to
+			// the queue's (through the outbox when they differ).
+			err = run(c, registry.New(st.Catalog(), events.NewEmitter(st)).WithFiles(files))
 			if err == nil {
 				return nil
 			}

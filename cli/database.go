@@ -386,11 +386,29 @@ func sessionConfig(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) 
 }
 
 // migrateDatabase applies every pending migration and returns where the
-// database stands. The migrator holds a session-scoped advisory lock, so it
-// runs on a connection of database.session_url when set (through a
-// transaction-mode pooler the unlock could reach another session, leaving
-// the lock held), else on one connection of the pool.
+// queue's database stands. The migrator holds a session-scoped advisory
+// lock, so it runs on a connection of database.session_url when set
+// (through a transaction-mode pooler the unlock could reach another session,
+// leaving the lock held), else on one connection of the pool. With
+// catalog.database_url the queue's database gets the queue's sections of
+// the migrations and the catalog's database the catalog's (migrateCatalog).
 func migrateDatabase(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+	st, err := migrateQueue(ctx, cfg, pool)
+	if err != nil {
+		return st, err
+	}
+	if cfg.Catalog.DatabaseURL != "" {
+		if _, _, err := migrateCatalog(ctx, cfg); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// migrateQueue applies the pending migrations to the queue's database: all
+// of each one, or the queue's sections when the catalog is apart.
+func migrateQueue(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool) (dbmigrate.Status, error) {
+	part := queuePart(cfg)
 	if cfg.Database.SessionURL != "" {
 		cc, err := connectSession(ctx, cfg.Database.SessionURL)
 		if err != nil {
@@ -401,14 +419,14 @@ func migrateDatabase(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool
 			return dbmigrate.Status{}, fmt.Errorf("database.session_url: %w", connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
-		return dbmigrate.Up(ctx, conn)
+		return dbmigrate.UpPart(ctx, conn, part)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return dbmigrate.Status{}, fmt.Errorf("error acquiring a connection to migrate: %w", err)
 	}
 	defer conn.Release()
-	return dbmigrate.Up(ctx, conn.Conn())
+	return dbmigrate.UpPart(ctx, conn.Conn(), part)
 }
 
 // migrationStatus reports where the database stands against the embedded

@@ -84,17 +84,36 @@ func migrateUp(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	} else {
 		_, err = fmt.Fprintf(c.App.Writer, "already at version %d\n", after.Current)
 	}
+	if err != nil || cfg.Catalog.DatabaseURL == "" {
+		return outputError(err)
+	}
+	// migrateDatabase migrated the catalog's database too: say where it is.
+	cat, err := catalogStatus(c.Context, cfg)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "catalog database (catalog.database_url) at version %d\n", cat.Current)
 	return outputError(err)
 }
 
 // migrateStatus prints the applied and latest versions and the pending
 // migrations; it exits 0 whether or not some are pending.
-func migrateStatus(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+func migrateStatus(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	st, err := migrationStatus(c.Context, pool)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	return outputError(printMigrationStatus(c.App.Writer, st.Current, st.Latest, st.Pending))
+	if err := printMigrationStatus(c.App.Writer, st.Current, st.Latest, st.Pending); err != nil || cfg.Catalog.DatabaseURL == "" {
+		return outputError(err)
+	}
+	cat, err := catalogStatus(c.Context, cfg)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	if _, err := io.WriteString(c.App.Writer, "catalog database (catalog.database_url):\n"); err != nil {
+		return outputError(err)
+	}
+	return outputError(printMigrationStatus(c.App.Writer, cat.Current, cat.Latest, cat.Pending))
 }
 
 // printMigrationStatus writes a migration status.

@@ -67,7 +67,12 @@ func tasksPause(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 			return cli.Exit(fmt.Sprintf("no task type %q in the specs (%v)", name, cfg.Specs), ExitFailure)
 		}
 	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
+	// A tenant is checked against the registry, in the catalog's database.
+	st, closeCatalog, err := withCatalog(c.Context, cfg, store.New(pool).WithChannels(storeChannels(cfg)))
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	defer closeCatalog()
 	p, created, err := st.PauseQueue(c.Context, store.PauseParams{Kind: kind, Name: name, Reason: c.String("reason"), By: "cli"})
 	if err != nil {
 		return storeError(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfhq/wf/catalog/outbox"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
@@ -31,7 +32,11 @@ type runtime struct {
 	log   *slog.Logger
 	specs *spec.Set
 	pool  *pgxpool.Pool
-	// store is a store on pool that notifies on the configured channels.
+	// catalogPool is the catalog's database (catalog.database_url); nil
+	// when the catalog shares pool's.
+	catalogPool *pgxpool.Pool
+	// store is a store on pool that notifies on the configured channels,
+	// with the catalog's store (store.WithCatalog) when catalogPool is set.
 	store *store.Store
 	// reporterHook builds the reporters of one task.
 	reporterHook func(*wftype.Task) (reporters.Reporter, error)
@@ -90,7 +95,17 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, err
 	}
+	catalogPool, closeCatalog, err := openCatalogPool(ctx, cfg, accessSchema)
+	if err != nil {
+		closeDatabase()
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	logCatalogApart(log, catalogPool)
+	closeDatabase = func(closeQueue func()) func() { return func() { closeCatalog(); closeQueue() } }(closeDatabase)
 	st := store.New(pool).WithChannels(storeChannels(cfg)).WithSecrets(keys)
+	if catalogPool != nil {
+		st = st.WithCatalog(store.New(catalogPool).WithChannels(storeChannels(cfg)))
+	}
 	if err := checkSecretKeys(ctx, st, keys, log); err != nil {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
@@ -106,7 +121,7 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, store: st, reporterHook: reporterHook, tracer: tracer, secrets: keys}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, catalogPool: catalogPool, store: st, reporterHook: reporterHook, tracer: tracer, secrets: keys}
 	cleanup := func() {
 		closeReporters(factory, log)
 		closeDatabase()
@@ -145,13 +160,23 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 	}
 	// The tile cache's superseded versions go on the leader, with the
 	// other maintenance.
-	pruner, err := tiles.NewPruner(tiles.PrunerConfig{Store: rt.store, CacheURL: cfg.Tiles.CacheURL,
+	pruner, err := tiles.NewPruner(tiles.PrunerConfig{Store: rt.store.Catalog(), CacheURL: cfg.Tiles.CacheURL,
 		Interval: cfg.MaintenanceInterval, Grace: cfg.Tiles.CacheGrace, Logger: rt.log})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
+	leading := []engine.Service{{Name: "tile cache pruner", Run: func(ctx context.Context) error { pruner.Run(ctx); return nil }}}
+	if rt.store.CatalogApart() {
+		// The catalog's events that their writers could not relay (see
+		// catalog/outbox) reach the queue through the leader's sweep.
+		sweeper, err := outbox.NewSweeper(outbox.SweeperConfig{Queue: rt.store, Logger: rt.log})
+		if err != nil {
+			return nil, cli.Exit(err.Error(), ExitFailure)
+		}
+		leading = append(leading, engine.Service{Name: "catalog outbox", Run: sweeper.Run})
+	}
 	eng, err := engine.New(engine.Config{
-		Name: cfg.Name, Owner: owner, Pool: rt.pool, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
+		Name: cfg.Name, Owner: owner, Pool: rt.pool, CatalogPool: rt.catalogPool, LeaderServices: leading, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
 		Slots:                    cfg.Slots, Unfair: !cfg.Fairness.Enabled, TenantWeights: cfg.Fairness.TenantWeights(),
@@ -162,7 +187,6 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
 		},
 		Reporters: rt.reporterHook, Logger: rt.log, TracerProvider: rt.tracer,
-		LeaderServices: []engine.Service{{Name: "tile cache pruner", Run: func(ctx context.Context) error { pruner.Run(ctx); return nil }}},
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

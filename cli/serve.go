@@ -11,6 +11,8 @@ import (
 	"github.com/wfhq/wf/api"
 	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
+	"github.com/wfhq/wf/engine/readreplica"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // serveCommand is `wf serve`: the HTTP API alone. It claims no tasks (an
@@ -106,22 +108,58 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 			return nil, err
 		}
 	}
+	// Reads that may lag go to database.read_url while it keeps up.
+	reads, closeReads, err := openReadReplica(ctx, rt, eng.Store())
+	if err != nil {
+		return nil, err
+	}
 	srv, err := api.New(api.Config{
 		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 		StoragePush:    push,
 		TracerProvider: rt.tracer,
+		Reads:          reads,
 	})
 	if err != nil {
+		closeReads()
 		return nil, err
 	}
 	ln, err := api.Listen(cfg.Listen)
 	if err != nil {
+		closeReads()
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	h := &apiHandle{cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- srv.Serve(sctx, ln, cfg.Grace) }()
+	if reads != nil {
+		go func() { _ = reads.Run(sctx) }()
+	}
+	go func() {
+		err := srv.Serve(sctx, ln, cfg.Grace)
+		closeReads()
+		h.done <- err
+	}()
 	return h, nil
+}
+
+// openReadReplica opens a pool on database.read_url and a monitor of its
+// lag behind primary (readreplica), or returns nil when none is
+// configured. The cleanup closes the pool.
+func openReadReplica(ctx context.Context, rt *runtime, primary *store.Store) (*readreplica.Monitor, func(), error) {
+	if rt.cfg.Database.ReadURL == "" {
+		return nil, func() {}, nil
+	}
+	// A replica behind a transaction-mode pooler is read the same way as
+	// the primary behind one.
+	pool, err := connectPool(ctx, rt.cfg.Database.ReadURL, rt.cfg.Database.SessionURL != "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("database.read_url: %w", err)
+	}
+	m, err := readreplica.New(readreplica.Config{Primary: primary, Replica: store.New(pool).WithChannels(primary.Channels()), Logger: rt.log})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return m, pool.Close, nil
 }

@@ -25,6 +25,8 @@ type Config struct {
 	DatabaseURL string `yaml:"database_url"`
 	// Database holds the connections wf opens beside DatabaseURL's pool.
 	Database Database `yaml:"database"`
+	// Catalog says where the catalog's data lives.
+	Catalog Catalog `yaml:"catalog"`
 	// Name is the service name (the seed's NAME): instances with one name
 	// elect one leader.
 	Name string `yaml:"name"`
@@ -114,6 +116,22 @@ type Database struct {
 	// (see README "Production"). Empty: the session connection uses
 	// DatabaseURL. Secret: Masked hides its password.
 	SessionURL string `yaml:"session_url"`
+	// ReadURL is a connection string to a read replica (a streaming
+	// standby of the database on DatabaseURL) for the HTTP API's reads that
+	// may lag: lists, the overview, the dashboard's pages (see README
+	// "Production"). Empty: every read goes to DatabaseURL. Secret: Masked
+	// hides its password.
+	ReadURL string `yaml:"read_url"`
+}
+
+// Catalog holds where the catalog application keeps its data.
+type Catalog struct {
+	// DatabaseURL is a connection string to a database of the catalog's
+	// own: the tenant registry (schema catalog) and the tenants' feature
+	// tables live there, and the queue's database (DatabaseURL) holds the
+	// tasks and events only. Empty: the catalog shares the queue's
+	// database. Secret: Masked hides its password.
+	DatabaseURL string `yaml:"database_url"`
 }
 
 // Channels are the NOTIFY channel names; the defaults are the seed's.

@@ -120,7 +120,7 @@ func FlagName(key string) string {
 // secret reports whether the leaf's value must never be echoed.
 func (l leaf) secret() bool {
 	switch l.key {
-	case "database_url", "database.session_url", "elasticsearch.password", "elasticsearch.api_key", "secrets.keys":
+	case "database_url", "database.session_url", "database.read_url", "catalog.database_url", "elasticsearch.password", "elasticsearch.api_key", "secrets.keys":
 		return true
 	}
 	return l.typ == tokensType || l.typ == warehousesType

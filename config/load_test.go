@@ -172,6 +172,8 @@ func TestLoadNameAlias(t *testing.T) {
 var everyEnv = map[string]string{
 	"WF_DATABASE_URL":                     "postgres://wf:pw@db.example:5432/wf",
 	"WF_DATABASE_SESSION_URL":             "postgres://wf:pw@db-direct.example:5432/wf",
+	"WF_DATABASE_READ_URL":                "postgres://wf:pw@db-replica.example:5432/wf",
+	"WF_CATALOG_DATABASE_URL":             "postgres://wf:pw@db-catalog.example:5432/catalog",
 	"WF_NAME":                             "svc",
 	"WF_LISTEN":                           ":9090",
 	"WF_DATA_DIR":                         "/var/lib/wf",
@@ -232,7 +234,7 @@ var everyEnv = map[string]string{
 func TestEnvVarNames(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, []string{
-		"WF_DATABASE_URL", "WF_DATABASE_SESSION_URL", "WF_NAME", "WF_LISTEN", "WF_DATA_DIR", "WF_SPECS", "WF_LOG_LEVEL", "WF_LOG_FORMAT",
+		"WF_DATABASE_URL", "WF_DATABASE_SESSION_URL", "WF_DATABASE_READ_URL", "WF_CATALOG_DATABASE_URL", "WF_NAME", "WF_LISTEN", "WF_DATA_DIR", "WF_SPECS", "WF_LOG_LEVEL", "WF_LOG_FORMAT",
 		"WF_SLOTS", "WF_FAIRNESS_ENABLED", "WF_FAIRNESS_WEIGHTS", "WF_POLL_INTERVAL", "WF_HEARTBEAT_INTERVAL", "WF_JANITOR_INTERVAL", "WF_MAINTENANCE_INTERVAL",
 		"WF_VISIBILITY_TIMEOUT", "WF_GRACE",
 		"WF_CHANNELS_TASK_QUEUED", "WF_CHANNELS_TASK_STATUS_CHANGED", "WF_CHANNELS_EVENTS",

@@ -22,6 +22,8 @@ func (c *Config) Masked() *Config {
 	out := c.clone()
 	out.DatabaseURL = MaskDatabaseURL(c.DatabaseURL)
 	out.Database.SessionURL = MaskDatabaseURL(c.Database.SessionURL)
+	out.Database.ReadURL = MaskDatabaseURL(c.Database.ReadURL)
+	out.Catalog.DatabaseURL = MaskDatabaseURL(c.Catalog.DatabaseURL)
 	for i := range out.Warehouse.Connections {
 		out.Warehouse.Connections[i].URL = MaskDatabaseURL(out.Warehouse.Connections[i].URL)
 	}

@@ -74,6 +74,9 @@ func TestMarshalYAML(t *testing.T) {
 	require.Equal(t, `database_url: ""
 database:
     session_url: ""
+    read_url: ""
+catalog:
+    database_url: ""
 name: wf
 listen: 127.0.0.1:8080
 data_dir: ./.wf

@@ -80,7 +80,7 @@ var patternWords = map[string]string{
 func isSecretPointer(ptr string) bool {
 	last := ptr[strings.LastIndex(ptr, "/")+1:]
 	switch ptr {
-	case "/database_url", "/database/session_url", "/elasticsearch/password", "/elasticsearch/api_key":
+	case "/database_url", "/database/session_url", "/database/read_url", "/catalog/database_url", "/elasticsearch/password", "/elasticsearch/api_key":
 		return true
 	}
 	if strings.HasPrefix(ptr, "/warehouse/connections/") && last == "url" {

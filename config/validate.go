@@ -51,6 +51,17 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for _, u := range []struct{ key, url string }{{"database.read_url", c.Database.ReadURL}, {"catalog.database_url", c.Catalog.DatabaseURL}} {
+		switch {
+		case u.url == "":
+		case c.DatabaseURL == "":
+			add(u.key, "needs database_url: without it wf uses a local PostgreSQL of its own, with one database")
+		default:
+			if msg := checkDatabaseURL(u.url); msg != "" {
+				add(u.key, "%s", msg)
+			}
+		}
+	}
 	if strings.TrimSpace(c.Name) == "" {
 		add("name", "must not be empty")
 	}

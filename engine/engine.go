@@ -70,6 +70,11 @@ type Config struct {
 	Owner string
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
+	// CatalogPool is the catalog's database when it is not Pool's
+	// (catalog.database_url): the engine's store then reads the tenant
+	// registry there (store.WithCatalog), and Bind's store gives it as
+	// Catalog(). Default Pool.
+	CatalogPool *pgxpool.Pool
 	// Secrets encrypts and decrypts the webhook secrets in the database;
 	// nil keeps them clear (wf reads them from secrets.keys or
 	// WF_SECRET_KEY, see secretbox.ParseKeys).
@@ -221,6 +226,9 @@ func New(cfg Config) (*Engine, error) {
 	cfg.Clock = clock.Or(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels).WithSecrets(cfg.Secrets)}
+	if cfg.CatalogPool != nil {
+		e.store = e.store.WithCatalog(store.New(cfg.CatalogPool).WithChannels(cfg.Channels))
+	}
 	e.emitter = events.NewEmitter(e.store)
 	if cfg.TracerProvider != nil {
 		e.emitter = e.emitter.WithTracing()

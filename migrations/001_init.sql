@@ -1,8 +1,11 @@
 -- wf schema, version 1: the tenant registry, the partitioned task table and
 -- events outbox, and global deduplication that holds across partitions.
 
+-- wf:database catalog
 CREATE SCHEMA IF NOT EXISTS catalog;
+-- wf:database queue
 CREATE SCHEMA IF NOT EXISTS tasks;
+-- wf:database catalog
 
 -- The minimal tenant registry: ingestion validates against it and the
 -- janitor's orphan cleanup reads it.
@@ -26,6 +29,7 @@ CREATE TABLE catalog.collections (
     PRIMARY KEY (catalog_id, collection_id)
 );
 
+-- wf:database queue
 -- tasks.tasks: one row per task, RANGE-partitioned by month on timestamp.
 -- task_id is a UUIDv7 and timestamp is exactly the time in its first 48 bits,
 -- so a task's partition is derived from its id and a look-up by id prunes to

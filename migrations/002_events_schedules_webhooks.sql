@@ -1,6 +1,7 @@
 -- wf schema, version 2: fired schedule ticks, webhook subscribers, and the
 -- indexes retention needs to keep the dedup tables consistent.
 
+-- wf:database queue
 -- tasks.schedule_ticks records every tick a Schedule fired, written in the
 -- same transaction as the tick's task. Its primary key is what makes a tick
 -- fire once across leader changes: a task's dedup key is released when the

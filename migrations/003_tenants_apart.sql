@@ -8,6 +8,7 @@
 --    handlers remove only schemas and tables found there, and a catalog cannot
 --    be registered on a schema that exists but that wf did not create.
 
+-- wf:database queue
 ALTER TABLE tasks.task_dedup ADD COLUMN schema_name varchar(255);
 UPDATE tasks.task_dedup d SET schema_name = t.schema_name
 FROM tasks.tasks t WHERE t.task_id = d.task_id AND t."timestamp" = d.task_timestamp;
@@ -51,6 +52,7 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- wf:database catalog
 -- catalog.owned_schemas: the tenant schemas wf created (CREATE SCHEMA by wf
 -- itself, recorded in the same transaction). catalog_drop drops only these.
 CREATE TABLE catalog.owned_schemas (

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 4: when each schedule was first seen.
 --
 -- A schedule's history starts when a leader first sees it, not before: a

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 5: dashboard sign-in sessions.
 --
 -- The dashboard exchanges a bearer token for a session cookie. Only the

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 6: every task keeps the history of its last 20 attempts.
 --
 -- tasks.tasks.attempt_log is a JSON array, oldest first, of one object per

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 7: each webhook subscriber chooses how deliveries are
 -- signed: 'wf' (X-WF-Timestamp, X-WF-Signature: sha256=<hex>) or 'standard'
 -- (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature:

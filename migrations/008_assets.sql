@@ -1,3 +1,4 @@
+-- wf:database catalog
 -- wf schema, version 8: the assets registry of the catalog application.
 --
 -- An asset is one file or object a catalog knows about (a source ingested

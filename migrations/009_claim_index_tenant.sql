@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 9: the claim index carries each PENDING task's tenant.
 --
 -- The dashboard's overview, `wf tasks stats` and the leader's queue metrics

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 10: pause and resume, snooze.
 --
 -- tasks.pauses holds the task types and tenants whose PENDING tasks no

@@ -1,3 +1,4 @@
+-- wf:database catalog
 -- wf schema, version 11: a version of each feature table's content.
 --
 -- features_version changes, in the transaction that writes, whenever a

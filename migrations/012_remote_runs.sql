@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 12: remote runs.
 --
 -- tasks.remote_runs records the claims a dispatcher handed to a remote

@@ -8,6 +8,7 @@
 -- only the catalog recorded as X's owner (bucket is unique). There is no
 -- foreign key to catalog.catalogs on purpose: gcp_catalog_cleanup reads the
 -- row after the catalog is deleted, removes the resources, then the row.
+-- wf:database catalog
 CREATE TABLE catalog.gcp_resources (
     catalog_id      varchar(63) PRIMARY KEY,
     schema_name     varchar(63) NOT NULL,
@@ -20,6 +21,7 @@ CREATE TABLE catalog.gcp_resources (
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
 
+-- wf:database queue
 -- tasks.inbox_messages remembers the messages pushed to wf (Pub/Sub push
 -- deliveries, by message id) whose event was written to the outbox, so that
 -- a redelivery writes nothing: the row and the event are written in one

@@ -1,3 +1,4 @@
+-- wf:database catalog
 -- wf schema, version 14: where each collection's search index stands.
 --
 -- The elasticsearch task indexes a collection's current features into one

@@ -1,3 +1,4 @@
+-- wf:database queue
 -- wf schema, version 15: the trace context of a task and of an event.
 --
 -- With OpenTelemetry tracing on (OTEL_* variables), the code that enqueues

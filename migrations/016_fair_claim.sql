@@ -10,5 +10,6 @@
 -- tenant's share took. Like tasks_claim_idx, the index holds PENDING rows
 -- only, so it stays as small as the backlog; each enqueue writes one more
 -- index entry.
+-- wf:database queue
 CREATE INDEX tasks_tenant_claim_idx ON tasks.tasks (task_type, execution_mode, schema_name, priority DESC, run_after, task_id)
     WHERE status = 'PENDING';

@@ -14,6 +14,7 @@
 -- counts' freshness. Counting incrementally (a counter row per type and
 -- tenant updated by enqueue, claim and requeue) was rejected: every enqueue
 -- and claim would update the same hot rows.
+-- wf:database queue
 CREATE TABLE tasks.pending_snapshot (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     taken_at timestamptz NOT NULL,

@@ -18,6 +18,7 @@
 --
 -- Adding nullable columns without defaults to tasks.tasks changes only the
 -- catalog; the partial index holds the steps only.
+-- wf:database queue
 ALTER TABLE tasks.tasks ADD COLUMN workflow_run_id uuid;
 ALTER TABLE tasks.tasks ADD COLUMN workflow_step text;
 ALTER TABLE tasks.tasks ADD COLUMN workflow_item integer;

@@ -6,6 +6,7 @@
 -- advisory lock (engine/store/claim_limited.go), so the count is exact
 -- across instances. A row is reset when a claim finds its window over, so
 -- the table holds at most a row per limited type and tenant.
+-- wf:database queue
 CREATE TABLE tasks.rate_windows (
     task_type    varchar(255) NOT NULL,
     schema_name  varchar(255) NOT NULL,

@@ -41,10 +41,13 @@ func Names() []string {
 
 // Deps are what the handlers need at run time.
 type Deps struct {
-	// Store runs the statements, on a pool. Required.
+	// Store is the queue's store, on a pool, with the catalog's
+	// (store.WithCatalog, catalog.database_url): the handlers read and
+	// write features and the registry in Store.Catalog(), tasks' progress
+	// in Store. Required.
 	Store *store.Store
 	// Emitter writes ingestion.completed, asset events and catalog.dropped /
-	// collection.dropped; nil means events.NewEmitter(Store).
+	// collection.dropped into the queue; nil means events.NewEmitter(Store).
 	Emitter *events.Emitter
 	// LocalRoots (files.local_roots) are the only folders whose files
 	// sources and destinations may name by local path or file:// URL; a
@@ -96,31 +99,35 @@ func New(d Deps) (*Handlers, error) {
 		}
 		d.Objects = objio.New(objio.Config{LocalRoots: d.LocalRoots, RootsHint: "set files.local_roots", HTTPClient: d.HTTPClient})
 	}
-	in, err := ingest.New(ingest.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects, Logger: d.Logger})
+	if d.Emitter == nil {
+		d.Emitter = events.NewEmitter(d.Store)
+	}
+	queue, cat := d.Store, d.Store.Catalog()
+	in, err := ingest.New(ingest.Config{Store: cat, Emitter: d.Emitter, Objects: d.Objects, Logger: d.Logger})
 	if err != nil {
 		return nil, err
 	}
-	ex, err := export.New(export.Config{Store: d.Store, Objects: d.Objects})
+	ex, err := export.New(export.Config{Store: cat, Objects: d.Objects})
 	if err != nil {
 		return nil, err
 	}
-	co, err := collections.New(d.Store, d.Emitter)
+	co, err := collections.New(cat, d.Emitter)
 	if err != nil {
 		return nil, err
 	}
-	gd, err := gdal.New(gdal.Config{Store: d.Store, Emitter: d.Emitter, Objects: d.Objects})
+	gd, err := gdal.New(gdal.Config{Store: cat, Emitter: d.Emitter, Objects: d.Objects})
 	if err != nil {
 		return nil, err
 	}
-	ts, err := tiles.New(tiles.Config{Store: d.Store, CacheURL: d.TileCacheURL})
+	ts, err := tiles.New(tiles.Config{Store: cat, Queue: queue, CacheURL: d.TileCacheURL})
 	if err != nil {
 		return nil, err
 	}
-	se, err := search.New(search.Config{Store: d.Store, Settings: d.Search})
+	se, err := search.New(search.Config{Store: cat, Settings: d.Search})
 	if err != nil {
 		return nil, err
 	}
-	wh, err := warehouse.New(warehouse.Config{Store: d.Store, Objects: d.Objects, Connections: d.Warehouses})
+	wh, err := warehouse.New(warehouse.Config{Store: cat, Objects: d.Objects, Connections: d.Warehouses})
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wfhq/wf/catalog/outbox"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
@@ -48,12 +49,15 @@ const (
 
 // Handlers runs the drop tasks.
 type Handlers struct {
-	store   *store.Store
-	emitter *events.Emitter
+	store *store.Store
+	// events writes the dropped events in the drop's transaction, or
+	// through the outbox when the catalog has its own database.
+	events *outbox.Writer
 }
 
-// New returns the drop handlers, writing through st (on a pool) and
-// emitting through em (nil: events.NewEmitter(st)).
+// New returns the drop handlers, writing through st (the catalog's store,
+// on a pool) and emitting into the queue through em (nil:
+// events.NewEmitter(st), one database).
 func New(st *store.Store, em *events.Emitter) (*Handlers, error) {
 	if st == nil {
 		return nil, errors.New("error creating the drop handlers: the store is nil")
@@ -61,7 +65,7 @@ func New(st *store.Store, em *events.Emitter) (*Handlers, error) {
 	if em == nil {
 		em = events.NewEmitter(st)
 	}
-	return &Handlers{store: st, emitter: em}, nil
+	return &Handlers{store: st, events: outbox.NewWriter(st, em)}, nil
 }
 
 // dropped writes the event that says a drop task's data is gone, through
@@ -76,7 +80,7 @@ func (h *Handlers) dropped(ctx context.Context, st *store.Store, task *wftype.Ta
 	if typ == EventCollectionDropped {
 		scope = events.ScopeCollection
 	}
-	_, err = h.emitter.EmitIn(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schema, Payload: b,
+	err = h.events.Emit(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schema, Payload: b,
 		DedupKey: typ + ":" + task.ID.String()})
 	if err != nil {
 		return fmt.Errorf("error emitting %s: %w", typ, err)
@@ -111,7 +115,7 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ repo
 		return nil, wftype.Permanent(fmt.Errorf("error dropping collection %s/%s: %w", in.CatalogID, in.CollectionID, err))
 	}
 	var res store.DropResult
-	err = h.store.InTx(ctx, func(st *store.Store) error {
+	err = h.events.InTx(ctx, func(st *store.Store) error {
 		var err error
 		if res, err = st.DropFeatureTable(ctx, in.CatalogID, t); err != nil {
 			return err
@@ -140,7 +144,7 @@ func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, _ reporte
 		return nil, wftype.Permanent(fmt.Errorf("error reading catalog_drop inputs: %w", err))
 	}
 	var res store.SchemaDropResult
-	err := h.store.InTx(ctx, func(st *store.Store) error {
+	err := h.events.InTx(ctx, func(st *store.Store) error {
 		var err error
 		if res, err = st.DropTenantSchema(ctx, in.CatalogID, in.SchemaName, in.Collections); err != nil {
 			return err

@@ -53,10 +53,12 @@ func Names() []string { return []string{NameProvision, NameCleanup, NameStorageE
 
 // Deps are what the handlers need; New binds them when the engine is built.
 type Deps struct {
-	// Store reads and writes the registry and catalog.gcp_resources.
-	// Required.
+	// Store is the queue's store, with the catalog's (store.WithCatalog):
+	// the registry and catalog.gcp_resources are read and written in
+	// Store.Catalog(). Required.
 	Store *store.Store
-	// Emitter writes the asset events; nil means events.NewEmitter(Store).
+	// Emitter writes the asset events into the queue; nil means
+	// events.NewEmitter(Store).
 	Emitter *events.Emitter
 	// Settings is the configuration's gcp section.
 	Settings config.GCP
@@ -92,6 +94,9 @@ func New(d Deps) (*Handlers, error) {
 	if d.Emitter == nil {
 		d.Emitter = events.NewEmitter(d.Store)
 	}
+	// From here on the handlers deal with the catalog only (the events go
+	// through d.Emitter, on the queue).
+	d.Store = d.Store.Catalog()
 	def := config.Default().GCP
 	d.Settings.BucketTemplate = cmp.Or(d.Settings.BucketTemplate, def.BucketTemplate)
 	d.Settings.TopicTemplate = cmp.Or(d.Settings.TopicTemplate, def.TopicTemplate)

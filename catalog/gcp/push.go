@@ -149,7 +149,7 @@ func (p *PushReceiver) Receive(ctx context.Context, authorization string, body [
 	if !ok {
 		return PushResult{Status: "ignored", Reason: "event type " + a["eventType"] + " changes no asset"}, nil
 	}
-	owner, err := p.cfg.Store.GCPBucketOwner(ctx, a["bucketId"])
+	owner, err := p.cfg.Store.Catalog().GCPBucketOwner(ctx, a["bucketId"])
 	if errors.Is(err, wftype.ErrNotFound) {
 		// Pushes for a bucket no catalog owns (any more) are acknowledged
 		// and dropped: redelivering them would change nothing.

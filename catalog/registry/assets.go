@@ -86,7 +86,7 @@ func assetPayload(a store.Asset, notes ...EventNote) map[string]any {
 // belongs to it.
 func (r *Registry) inCatalogTx(ctx context.Context, catalogID string, collectionID *string,
 	fn func(st *store.Store, cat store.Catalog) error) error {
-	return r.store.InTx(ctx, func(st *store.Store) error {
+	return r.inTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, catalogID)
 		if err != nil {
 			return err

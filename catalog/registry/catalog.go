@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/wfhq/wf/catalog/outbox"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
@@ -103,14 +104,28 @@ type NewCollection struct {
 
 // Registry creates, reads and deletes catalogs and collections.
 type Registry struct {
-	store   *store.Store
-	emitter *events.Emitter
-	files   client.Files // nil: asset URIs are not checked against the tenant's folder
+	store *store.Store
+	// events writes the registry's events: in the write's transaction, or
+	// through the outbox when the catalog has its own database.
+	events *outbox.Writer
+	files  client.Files // nil: asset URIs are not checked against the tenant's folder
 }
 
-// New returns a registry writing through st (on a pool) and emitting its
-// events with em.
-func New(st *store.Store, em *events.Emitter) *Registry { return &Registry{store: st, emitter: em} }
+// New returns a registry writing through st, the catalog's store (on a
+// pool), and emitting its events with em, the queue's emitter. On one
+// database the events are written in the transaction of the write they
+// describe; when st and em are on different databases they are recorded in
+// the catalog's outbox in that transaction and relayed into the queue after
+// it commits (see catalog/outbox for what that guarantees).
+func New(st *store.Store, em *events.Emitter) *Registry {
+	return &Registry{store: st, events: outbox.NewWriter(st, em)}
+}
+
+// inTx runs fn in one transaction of the catalog's database, its events
+// relayed after the commit when the catalog is apart (outbox.Writer.InTx).
+func (r *Registry) inTx(ctx context.Context, fn func(st *store.Store) error) error {
+	return r.events.InTx(ctx, fn)
+}
 
 // WithFiles returns a copy of r that checks the URI of an asset it adds
 // with f, for the catalog's tenant (its schema_name): a local path or
@@ -166,7 +181,7 @@ func (r *Registry) Create(ctx context.Context, c NewCatalog) (store.Catalog, err
 		return store.Catalog{}, &ValidationError{Errors: errs}
 	}
 	var out store.Catalog
-	err := r.store.InTx(ctx, func(st *store.Store) error {
+	err := r.inTx(ctx, func(st *store.Store) error {
 		var err error
 		out, err = st.CreateCatalog(ctx, store.NewCatalog{
 			ID: c.ID, SchemaName: c.SchemaName, Title: c.Title, Description: c.Description, Metadata: c.Metadata,
@@ -193,7 +208,7 @@ func (r *Registry) emit(ctx context.Context, st *store.Store, typ, scope, schema
 	// (or any URL in metadata or notes) goes out without the password or
 	// signed query it may carry. The registry's rows keep them.
 	b = redact.JSON(b)
-	if _, err := r.emitter.EmitIn(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
+	if err := r.events.Emit(ctx, st, events.Event{Type: typ, Scope: scope, SchemaName: schemaName, Payload: b}); err != nil {
 		return fmt.Errorf("error emitting %s: %w", typ, err)
 	}
 	return nil
@@ -215,7 +230,7 @@ func (r *Registry) List(ctx context.Context, ids []string, p store.Page) ([]stor
 // The catalog's live tasks are dead-lettered by the janitor's orphan sweep.
 func (r *Registry) Delete(ctx context.Context, id string) (store.Catalog, error) {
 	var out store.Catalog
-	err := r.store.InTx(ctx, func(st *store.Store) error {
+	err := r.inTx(ctx, func(st *store.Store) error {
 		c, cols, err := st.DeleteCatalog(ctx, id)
 		if err != nil {
 			return err
@@ -247,7 +262,7 @@ func (r *Registry) AddCollection(ctx context.Context, c NewCollection) (store.Co
 		return store.Collection{}, &ValidationError{Errors: errs}
 	}
 	var out store.Collection
-	err := r.store.InTx(ctx, func(st *store.Store) error {
+	err := r.inTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, c.CatalogID)
 		if err != nil {
 			return err
@@ -294,7 +309,7 @@ func (r *Registry) ListCollections(ctx context.Context, catalogID string, p stor
 // (payload: catalog_id, collection_id) in the same transaction.
 func (r *Registry) RemoveCollection(ctx context.Context, catalogID, id string) (store.Collection, error) {
 	var out store.Collection
-	err := r.store.InTx(ctx, func(st *store.Store) error {
+	err := r.inTx(ctx, func(st *store.Store) error {
 		cat, err := st.GetCatalog(ctx, catalogID)
 		if err != nil {
 			return err

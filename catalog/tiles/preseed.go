@@ -257,6 +257,6 @@ func (h *Handler) one(ctx context.Context, col Collection, version string, c Coo
 func (h *Handler) progress(ctx context.Context, task *wftype.Task, c TileCounts) {
 	b, err := json.Marshal(map[string]TileCounts{"tiles": c})
 	if err == nil {
-		_ = h.svc.cfg.Store.SetProgress(ctx, task.ID, b)
+		_ = h.svc.cfg.Queue.SetProgress(ctx, task.ID, b)
 	}
 }

@@ -41,8 +41,11 @@ const maxTileBytes = 64 << 20
 
 // Config configures the service and the handler.
 type Config struct {
-	// Store renders tiles and reads versions. Required.
+	// Store renders tiles and reads versions (the catalog's). Required.
 	Store *store.Store
+	// Queue records tiles_preseed's progress in its task (the queue's
+	// store); nil means Store (one database for both).
+	Queue *store.Store
 	// CacheURL is the cache's root: gs://bucket/prefix or file:///folder;
 	// "" means file://<os temp dir>/wf-tiles.
 	CacheURL string
@@ -69,6 +72,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Objects == nil {
 		cfg.Objects = objio.New(objio.Config{})
 	}
+	cfg.Queue = cmp.Or(cfg.Queue, cfg.Store)
 	return &Service{cfg: cfg}, nil
 }
 

@@ -61,6 +61,9 @@ type Emitter struct {
 // NewEmitter returns an emitter writing through st (on a pool).
 func NewEmitter(st *store.Store) *Emitter { return &Emitter{store: st} }
 
+// Store returns the store the emitter writes through (the queue's).
+func (e *Emitter) Store() *store.Store { return e.store }
+
 // WithTracing returns a copy of the emitter that stores, with each event,
 // the trace context of the span it is emitted in, so that the tasks its
 // subscriptions create continue that trace (see internal/tracing). Without

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -35,6 +37,18 @@ WITH orphans AS (
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ),
+` + deadLetterOrphansTail
+	if s.catalog != nil {
+		return s.deadLetterOrphansApart(ctx, limit)
+	}
+	var moved, events int
+	err := s.db.QueryRow(ctx, q, limit).Scan(&moved, &events)
+	return moved, wrap("dead-lettering orphaned tasks", err)
+}
+
+// deadLetterOrphansTail dead-letters the tasks of the CTE orphans (task_id,
+// timestamp) and writes a task.dead_lettered event for each.
+const deadLetterOrphansTail = `
 moved AS (
     UPDATE tasks.tasks t
     SET status = 'DEAD_LETTER', finished_at = now(), locked_until = NULL,
@@ -52,7 +66,48 @@ events AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM events)`
+
+// orphanSkew is how much older than the registry's reading a task must be
+// for deadLetterOrphansApart to take it for an orphan: more than the clocks
+// of wf's hosts and its databases are apart.
+const orphanSkew = time.Minute
+
+// deadLetterOrphansApart is DeadLetterOrphans with the registry in another
+// database (WithCatalog), where no statement can join the two. It reads the
+// queue's clock, then every tenant the registry holds, then dead-letters
+// the live tasks of other tenants that are older than that reading (less
+// orphanSkew): a tenant registered after the reading has no task that old,
+// so its tasks are never taken for orphans. Tenants are few (one per
+// catalog): the list goes into the statement as an array.
+func (s *Store) deadLetterOrphansApart(ctx context.Context, limit int) (int, error) {
+	var now time.Time
+	if err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return 0, wrap("reading the queue's clock", err)
+	}
+	tenants, err := queryAll(ctx, s.catalog.db, "listing tenants", `SELECT schema_name FROM catalog.catalogs`,
+		func(row pgx.Row) (string, error) {
+			var name string
+			return name, row.Scan(&name)
+		})
+	if err != nil {
+		return 0, err
+	}
+	const q = `
+WITH orphans AS (
+    SELECT t.task_id, t."timestamp"
+    FROM tasks.tasks t
+    WHERE t.status IN ('PENDING', 'ACTIVE')
+      AND t.schema_name <> 'system'
+      AND t.schema_name <> ALL ($2::text[])
+      AND t."timestamp" < $3
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+),
+` + deadLetterOrphansTail
+	if tenants == nil {
+		tenants = []string{}
+	}
 	var moved, events int
-	err := s.db.QueryRow(ctx, q, limit).Scan(&moved, &events)
+	err = s.db.QueryRow(ctx, q, limit, tenants, now.Add(-orphanSkew)).Scan(&moved, &events)
 	return moved, wrap("dead-lettering orphaned tasks", err)
 }

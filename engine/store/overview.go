@@ -297,7 +297,15 @@ func readThroughput(ctx context.Context, tx pgx.Tx, tenants []string, since time
 	return out, rows.Err()
 }
 
-func readInstances(ctx context.Context, tx pgx.Tx) ([]Instance, error) {
+// Instances lists the wf instances connected to the store's database
+// (ReadOverview's Instances). A read replica sees none of the primary's
+// sessions: an overview read there takes its instances from the primary.
+func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
+	in, err := readInstances(ctx, s.db)
+	return in, wrap("reading the instances", err)
+}
+
+func readInstances(ctx context.Context, tx DBTX) ([]Instance, error) {
 	rows, err := tx.Query(ctx, overviewInstancesSQL)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,8 @@ func (s *Store) PauseQueue(ctx context.Context, p PauseParams) (pause Pause, cre
 	if p.Kind == PauseTenant && p.Name != wftype.SystemSchema {
 		const exists = `SELECT EXISTS (SELECT 1 FROM catalog.catalogs WHERE schema_name = $1)`
 		var ok bool
-		if err := s.db.QueryRow(ctx, exists, p.Name).Scan(&ok); err != nil {
+		// The registry is in the catalog's database (Catalog).
+		if err := s.Catalog().db.QueryRow(ctx, exists, p.Name).Scan(&ok); err != nil {
 			return Pause{}, false, wrap("looking up tenant "+p.Name, err)
 		}
 		if !ok {

@@ -63,6 +63,9 @@ type Store struct {
 	// stepHook advances workflow runs when FinishTasks ends their steps'
 	// tasks (WithStepHook); nil without workflows.
 	stepHook StepHook
+	// catalog is the store of the catalog's own database
+	// (catalog.database_url); nil: the catalog shares this store's database.
+	catalog *Store
 }
 
 // New returns a store on db with the default channel names.
@@ -86,6 +89,36 @@ func (s *Store) WithSecrets(k *secretbox.Keyring) *Store {
 	cp.secrets = k
 	return &cp
 }
+
+// WithCatalog returns a copy of the store whose catalog lives in the
+// database of c (catalog.database_url): the queue statements that read the
+// tenant registry (a tenant's pause, the janitor's orphans) read it there,
+// and Catalog returns c. A c on the same database as s changes nothing.
+func (s *Store) WithCatalog(c *Store) *Store {
+	cp := *s
+	cp.catalog = c
+	if c == nil || c.root == s.root {
+		cp.catalog = nil
+	}
+	return &cp
+}
+
+// Catalog returns the store of the catalog's database: the one WithCatalog
+// gave, else s itself (one database for the queue and the catalog).
+func (s *Store) Catalog() *Store {
+	if s.catalog != nil {
+		return s.catalog
+	}
+	return s
+}
+
+// CatalogApart reports whether the catalog lives in a database of its own
+// (WithCatalog): its writes and the queue's then never share a transaction.
+func (s *Store) CatalogApart() bool { return s.catalog != nil }
+
+// SameDatabase reports whether s and o run on the same pool (or
+// connection): a transaction of one can hold statements of the other.
+func (s *Store) SameDatabase(o *Store) bool { return s.root == o.root }
 
 // Channels returns the NOTIFY channel names the store uses.
 func (s *Store) Channels() Channels { return s.channels }

@@ -44,6 +44,17 @@ func Up(ctx context.Context, conn *pgx.Conn) (Status, error) {
 	return up(ctx, conn, migrations.FS)
 }
 
+// UpPart applies every pending migration's sections for one database (see
+// Part) and returns the resulting status. Each database keeps its own
+// version in VersionTable; PartAll is Up.
+func UpPart(ctx context.Context, conn *pgx.Conn, part Part) (Status, error) {
+	fsys, err := partFS(migrations.FS, part)
+	if err != nil {
+		return Status{}, err
+	}
+	return up(ctx, conn, fsys)
+}
+
 func up(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (Status, error) {
 	m, err := newMigrator(ctx, conn, fsys)
 	if err != nil {

@@ -86,3 +86,37 @@ func TestConcurrentStartByTwoProcesses(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, st.UpToDate())
 }
+
+// TestPartsApartAndTogether: every embedded migration says which database
+// each statement is for; the queue's part on one empty database and the
+// catalog's on another give each its own schema only, both at the latest
+// version, and the two parts together are each file as written.
+func TestPartsApartAndTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	queue, catalog := connect(t, dbtest.NewEmptyDatabase(t)), connect(t, dbtest.NewEmptyDatabase(t))
+	qs, err := dbmigrate.UpPart(ctx, queue, dbmigrate.PartQueue)
+	require.NoError(t, err)
+	cs, err := dbmigrate.UpPart(ctx, catalog, dbmigrate.PartCatalog)
+	require.NoError(t, err)
+	require.True(t, qs.UpToDate())
+	require.True(t, cs.UpToDate())
+	require.Equal(t, qs.Current, cs.Current, "one numbering for both databases")
+	has := func(conn *pgx.Conn, table string) bool {
+		var ok bool
+		require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&ok))
+		return ok
+	}
+	for _, table := range []string{"tasks.tasks", "tasks.events", "tasks.relayed_events", "tasks.pauses"} {
+		require.True(t, has(queue, table), table)
+		require.False(t, has(catalog, table), table)
+	}
+	for _, table := range []string{"catalog.catalogs", "catalog.assets", "catalog.owned_tables", "catalog.outbox", "catalog.search_indexes"} {
+		require.True(t, has(catalog, table), table)
+		require.False(t, has(queue, table), table)
+	}
+	// Again: nothing pending on either.
+	again, err := dbmigrate.UpPart(ctx, catalog, dbmigrate.PartCatalog)
+	require.NoError(t, err)
+	require.Equal(t, cs.Current, again.Current)
+}

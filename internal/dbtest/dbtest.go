@@ -427,3 +427,93 @@ func PgBouncer(t testing.TB, url string) string {
 	t.Cleanup(b.Stop)
 	return b.URL(cfg.Database)
 }
+
+// NewSplitDatabases creates two fresh databases for a test of a catalog in
+// a database of its own (catalog.database_url): one migrated with the
+// queue's sections of the migrations only (schema tasks), one with the
+// catalog's only (schema catalog, and PostGIS when the server has it). Both
+// are dropped when the test ends.
+func NewSplitDatabases(t testing.TB) (queueURL, catalogURL string) {
+	t.Helper()
+	base := BaseURL(t)
+	suffix := randomSuffix()
+	queueURL = createDatabase(t, base, "wf_queue_"+suffix, "")
+	catalogURL = createDatabase(t, base, "wf_catalog_"+suffix, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, db := range []struct {
+		url  string
+		part dbmigrate.Part
+	}{{queueURL, dbmigrate.PartQueue}, {catalogURL, dbmigrate.PartCatalog}} {
+		conn, err := pgx.Connect(ctx, db.url)
+		if err != nil {
+			t.Fatalf("error connecting to the test database: %v", err)
+		}
+		_, err = dbmigrate.UpPart(ctx, conn, db.part)
+		if err == nil && db.part == dbmigrate.PartCatalog {
+			err = store.EnsurePostGISOn(ctx, conn)
+		}
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatalf("error migrating the %s test database: %v", db.part, err)
+		}
+	}
+	return queueURL, catalogURL
+}
+
+// Replica starts, for one test, a PostgreSQL server of its own with a
+// migrated database "wf", and a real streaming replica of it
+// (localpg.Cluster.StartStandby: pg_basebackup -R and a second postmaster
+// on another port), and returns the database's URL on each. Both are
+// stopped, and their folders removed, when the test ends. It needs the
+// server binaries (make test installs them) whatever WF_TEST_DATABASE_URL
+// says: a replica is made of a server this process runs.
+func Replica(t testing.TB) (primaryURL, replicaURL string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	primary, stop, err := StartThrowaway(ctx)
+	if err != nil {
+		t.Fatalf("error starting a primary for a replica: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = stop(ctx)
+	})
+	if err := create(primary.URL("postgres"), "wf", ""); err != nil {
+		t.Fatal(err)
+	}
+	primaryURL = primary.URL("wf")
+	conn, err := pgx.Connect(ctx, primaryURL)
+	if err != nil {
+		t.Fatalf("error connecting to the primary: %v", err)
+	}
+	_, err = dbmigrate.Up(ctx, conn)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatalf("error migrating the primary: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "wf-standby-")
+	if err != nil {
+		t.Fatalf("error creating a folder for the standby: %v", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the server's user may be another
+		t.Fatal(err)
+	}
+	standby, err := primary.StartStandby(ctx, filepath.Join(dir, "data"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = standby.Stop(ctx)
+		_ = os.RemoveAll(dir)
+		if standby.Moved() {
+			_ = os.RemoveAll(standby.DataDir())
+		}
+	})
+	return primaryURL, standby.URL("wf")
+}

@@ -331,6 +331,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err == nil {
 			c.port = port
 			_ = os.WriteFile(filepath.Join(c.cfg.DataDir, portFile), []byte(strconv.Itoa(port)+"\n"), 0o600)
+			// The server's user owns everything in its folder (pg_basebackup
+			// of a standby reads every file).
+			_ = c.chown(filepath.Join(c.cfg.DataDir, portFile))
 			return nil
 		}
 		tail, _ := os.ReadFile(logFile)
