@@ -54,8 +54,9 @@ func New(cfg Config) (*Client, error) {
 	return &Client{base: u, token: cfg.Token, http: hc}, nil
 }
 
-// Problem is an error answer of wf (an RFC 9457 problem document), or, with
-// Status 0, a request that got no answer.
+// Problem is an error answer of wf (an RFC 9457 problem document). A
+// request that got no answer fails with the transport's error wrapped
+// instead (errors.Is finds context.DeadlineExceeded, net errors…).
 type Problem struct {
 	Status int          `json:"status"`
 	Type   string       `json:"type"`
@@ -121,7 +122,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return &Problem{Title: "No answer", Detail: fmt.Sprintf("%s %s: %v", method, path, err)}
+		return fmt.Errorf("error sending %s %s to wf (no answer): %w", method, path, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))

@@ -128,7 +128,14 @@ async function signOut() {
 // ---- routing --------------------------------------------------------------------
 
 function stopTimer() { if (state.timer) { clearInterval(state.timer); state.timer = null; } }
-function every(ms, fn) { stopTimer(); state.timer = setInterval(fn, ms); }
+// every refreshes a page's root every ms milliseconds while that root is the
+// one shown: a page whose first answer arrives after the user moved on (a
+// slow server) neither installs its timer nor paints over the new page.
+function every(root, ms, fn) {
+  if (!root.isConnected) return;
+  stopTimer();
+  state.timer = setInterval(() => { if (root.isConnected) fn(); }, ms);
+}
 
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, "");
@@ -143,8 +150,10 @@ async function route() {
   const page = parts[0] || "overview";
   const section = { task: "tasks", catalog: "catalogs" }[page] || page;
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === section);
-  const root = document.getElementById("page");
-  root.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  // Each route paints into a container of its own: a late answer for the
+  // page the user left lands in a detached node, not over this one.
+  const root = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  document.getElementById("page").replaceChildren(root);
   try {
     switch (page) {
       case "tasks": await tasksPage(root, params); break;
@@ -169,7 +178,7 @@ async function overviewPage(root) {
     setStatus("updated " + new Date().toLocaleTimeString());
   };
   await draw();
-  every(5000, () => draw().catch((e) => setStatus("refresh failed: " + e.message, true)));
+  every(root, 5000, () => draw().catch((e) => setStatus("refresh failed: " + e.message, true)));
 }
 
 function renderOverview(s) {
@@ -328,7 +337,7 @@ async function tasksPage(root, params) {
     setStatus("updated " + new Date().toLocaleTimeString());
   };
   await load();
-  every(3000, () => {
+  every(root, 3000, () => {
     const live = document.getElementById("f-live");
     if (live && live.checked && page === 0) load().catch((e) => setStatus("refresh failed: " + e.message, true));
   });
@@ -345,7 +354,7 @@ async function taskPage(root, id) {
   };
   const t = await draw();
   if (t.status === "PENDING" || t.status === "ACTIVE") {
-    every(2000, () => draw().then((x) => { if (x.status !== "PENDING" && x.status !== "ACTIVE") stopTimer(); })
+    every(root, 2000, () => draw().then((x) => { if (x.status !== "PENDING" && x.status !== "ACTIVE") stopTimer(); })
       .catch((e) => setStatus("refresh failed: " + e.message, true)));
   }
 }
