@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 # staticcheck is pinned: a new release may bring new checks, taken deliberately.
 STATICCHECK_VERSION ?= v0.7.0
-GO_TEST_FLAGS ?= -count=1 -timeout 15m
+GO_TEST_FLAGS ?= -count=1 -timeout 25m
 ARGS ?=
 
 .DEFAULT_GOAL := help

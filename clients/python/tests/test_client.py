@@ -17,6 +17,10 @@ from wf_client import AsyncClient, Client, Conflict, NotFound, WaitTimeout, WFEr
 from wf_client import webhooks  # noqa: E402
 
 URL = os.environ.get("WF_URL")
+# How long a test waits for a task to end: generous, since a loaded machine
+# (make test beside other work) can take minutes to run a Python handler.
+WAIT = 300
+
 SKIP = "WF_URL is not set: these tests run against a wf server (go test ./cli -run TestPythonClient starts one)"
 
 
@@ -30,7 +34,7 @@ class ClientTest(unittest.TestCase):
         sub = self.admin.enqueue("py_echo", {"records": 5, "word": "hi"})
         self.assertEqual(sub.status, "PENDING")
         self.assertFalse(sub.deduplicated)
-        t = self.admin.wait(sub.task_id, timeout=60)
+        t = self.admin.wait(sub.task_id, timeout=WAIT)
         self.assertEqual(t.status, "COMPLETED", t.error)
         self.assertEqual(t.outputs["echo"], {"records": 5, "word": "hi"})
         self.assertEqual(t.outputs["emitted"], 5)
@@ -39,18 +43,18 @@ class ClientTest(unittest.TestCase):
         self.assertIsNotNone(t.finished_at)
 
     def test_permanent_failure(self):
-        t = self.admin.wait(self.admin.enqueue("py_echo", {"mode": "permanent"}).task_id, timeout=60)
+        t = self.admin.wait(self.admin.enqueue("py_echo", {"mode": "permanent"}).task_id, timeout=WAIT)
         self.assertEqual(t.status, "FAILED")
         self.assertIn("fail for good", t.error)
         self.assertEqual(t.retry_count, 0)
 
     def test_retryable_failure(self):
-        t = self.admin.wait(self.admin.enqueue("py_crash", {"mode": "crash"}).task_id, timeout=60)
+        t = self.admin.wait(self.admin.enqueue("py_crash", {"mode": "crash"}).task_id, timeout=WAIT)
         self.assertEqual(t.status, "DEAD_LETTER")
         self.assertIn("a bug", t.error)
 
     def test_snooze_counts_no_retry(self):
-        t = self.admin.wait(self.admin.enqueue("py_echo", {"mode": "snooze"}).task_id, timeout=60)
+        t = self.admin.wait(self.admin.enqueue("py_echo", {"mode": "snooze"}).task_id, timeout=WAIT)
         self.assertEqual(t.status, "COMPLETED", t.error)
         self.assertEqual(t.snoozes, 1)
         self.assertEqual(t.retry_count, 0)
@@ -118,7 +122,7 @@ class ClientTest(unittest.TestCase):
         async def go():
             c = AsyncClient(URL, os.environ["WF_ADMIN_TOKEN"])
             subs = await asyncio.gather(*[c.enqueue("py_echo", {"records": 1, "n": i}) for i in range(3)])
-            done = await asyncio.gather(*[c.wait(s.task_id, timeout=60) for s in subs])
+            done = await asyncio.gather(*[c.wait(s.task_id, timeout=WAIT) for s in subs])
             return [t.status for t in done], [t.outputs["echo"]["n"] for t in done]
 
         statuses, ns = asyncio.run(go())
