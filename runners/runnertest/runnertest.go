@@ -193,6 +193,32 @@ func (r *Recorder) ByStatus() map[reporters.RecordStatus]int {
 	return out
 }
 
+// Counter is a reporters.Reporter that counts envelopes and keeps none,
+// for benchmarks whose millions of records a Recorder would hold. It is
+// safe for concurrent use.
+type Counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+// Report implements reporters.Reporter.
+func (c *Counter) Report(context.Context, reporters.Envelope) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return nil
+}
+
+// Finish implements reporters.Reporter; it adds nothing to the outputs.
+func (c *Counter) Finish(context.Context) (map[string]any, error) { return nil, nil }
+
+// Count returns how many envelopes were reported.
+func (c *Counter) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // NewTask returns an ACTIVE task row of the given mode and type, as the
 // dispatcher hands it to a runner.
 func NewTask(mode wftype.ExecutionMode, taskType string) *wftype.Task {

@@ -1,0 +1,54 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/catalog/catalogtest"
+	"github.com/wfhq/wf/catalog/search"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/esfake"
+	"github.com/wfhq/wf/runners/runnertest"
+	"github.com/wfhq/wf/wftype"
+)
+
+// BenchmarkIndexDocuments times a full elasticsearch run over
+// WF_BENCH_INDEX_FEATURES current features (default 50,000; points with
+// three properties) into internal/esfake with the default bulk settings,
+// and reports documents/s. It measures wf's side (reading the versions,
+// building the documents, the bulk indexer's requests over loopback) and
+// the fake's parsing, not a real cluster's indexing:
+//
+//	go run ./internal/dbtest/withdb -- go test -run '^$' -bench IndexDocuments -benchtime 3x ./catalog/search/
+func BenchmarkIndexDocuments(b *testing.B) {
+	n := 50000
+	if v, err := strconv.Atoi(os.Getenv("WF_BENCH_INDEX_FEATURES")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	pool := dbtest.NewPool(b)
+	st := store.New(pool)
+	catalogtest.SeedPoints(b, pool, "towns", json.RawMessage(`{"fields": {"name": "text", "pop": "integer"}}`), n)
+	es := esfake.New()
+	b.Cleanup(es.Close)
+	h, err := search.New(search.Config{Store: st, Settings: search.Settings{Addresses: []string{es.URL}}})
+	require.NoError(b, err)
+	inputs := json.RawMessage(`{"catalog_id": "cat", "collection_id": "towns", "full": true}`)
+	b.ResetTimer()
+	for b.Loop() {
+		id, ts, err := store.NewID()
+		require.NoError(b, err)
+		raw, err := h.Index(ctx, &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: inputs}, &runnertest.Counter{})
+		require.NoError(b, err)
+		var out search.Outputs
+		require.NoError(b, json.Unmarshal(raw, &out))
+		require.Equal(b, int64(n), out.Indexed, "%+v", out)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
+}
