@@ -51,6 +51,9 @@ type recordStats struct {
 	// S2Cell is the token of the S2 cell of the centroid at S2Level.
 	S2Cell  string
 	S2Level int
+	// Centroid is the centroid as hex WKB (geom.Stats.CentroidHex), made
+	// once for the stored stats and the envelope.
+	Centroid string
 }
 
 // processor turns records into items; it holds the run's fixed values.
@@ -77,44 +80,48 @@ func (p *processor) reject(rec *record, props map[string]any, system map[string]
 	return item{rejected: &env}
 }
 
-// process checks and measures one record.
-func (p *processor) process(rec *record) (item, error) {
+// process checks and measures one record. It is safe for concurrent use;
+// the version's GeoID is left for the caller to give, in source order.
+func (p *processor) process(rec *record) item {
 	props, stored, propsErr := rec.attributes()
 	if rec.err != nil {
-		return p.reject(rec, props, nil, nil, rec.err.Error()), nil
+		return p.reject(rec, props, nil, nil, rec.err.Error())
 	}
 	if propsErr != nil {
-		return p.reject(rec, nil, nil, nil, propsErr.Error()), nil
+		return p.reject(rec, nil, nil, nil, propsErr.Error())
 	}
-	system := map[string]any{}
-	if p.assetID != nil {
-		system[reporters.SystemAssetID] = *p.assetID
+	// The system members of a rejection: built only for one.
+	var extID string
+	system := func() map[string]any {
+		m := map[string]any{}
+		if p.assetID != nil {
+			m[reporters.SystemAssetID] = *p.assetID
+		}
+		if extID != "" {
+			m[reporters.SystemExternalID] = extID
+		}
+		return m
 	}
 	extID, err := p.externalID(rec, props)
 	if err != nil {
-		return p.reject(rec, props, system, nil, err.Error()), nil
+		return p.reject(rec, props, system(), nil, err.Error())
 	}
-	system[reporters.SystemExternalID] = extID
 
 	g, echo, err := rec.parseGeometry()
 	if err == nil {
 		err = geom.Validate(g)
 	}
 	if err != nil {
-		return p.reject(rec, props, system, echo, "invalid geometry: "+err.Error()), nil
+		return p.reject(rec, props, system(), echo, "invalid geometry: "+err.Error())
 	}
 	g = geom.Normalize(g)
 	wkb, err := geom.WKB(g)
 	if err != nil {
-		return p.reject(rec, props, system, echo, "invalid geometry: "+err.Error()), nil
+		return p.reject(rec, props, system(), echo, "invalid geometry: "+err.Error())
 	}
 	canon, err := appendCanonicalJSON(nil, props)
 	if err != nil {
-		return p.reject(rec, props, system, echo, err.Error()), nil
-	}
-	id, _, err := store.NewID()
-	if err != nil {
-		return item{}, err
+		return p.reject(rec, props, system(), echo, err.Error())
 	}
 	stats := recordStats{Stats: geom.Measure(g), Fields: len(props), GeometryHash: geom.Hash(wkb), AttributesHash: geom.Hash(canon),
 		S2Level: p.s2Level}
@@ -124,9 +131,9 @@ func (p *processor) process(rec *record) (item, error) {
 		}
 	}
 	stats.S2Cell = stats.Stats.S2Cell(p.s2Level)
+	stats.Centroid = stats.CentroidHex()
 	return item{
 		version: store.FeatureVersion{
-			GeoID:          id,
 			ExternalID:     extID,
 			AssetID:        p.assetID,
 			Geometry:       geom.AppendGeoJSON(nil, g),
@@ -139,7 +146,7 @@ func (p *processor) process(rec *record) (item, error) {
 		},
 		props: props,
 		stats: stats,
-	}, nil
+	}
 }
 
 // attributes returns a record's attributes as a map (numbers as
@@ -287,7 +294,7 @@ func appendStatsJSON(dst []byte, s recordStats) []byte {
 	dst = append(dst, `{"area":`...)
 	dst = strconv.AppendFloat(dst, s.Area, 'f', -1, 64)
 	num(statLength, s.Length)
-	str(statCentroid, s.CentroidHex())
+	str(statCentroid, s.Centroid)
 	dst = append(dst, `,"bbox":[`...)
 	for i, v := range s.BBox {
 		if i > 0 {
@@ -332,7 +339,7 @@ func statsMap(s recordStats) map[string]any {
 	return map[string]any{
 		statArea:           s.Area,
 		statLength:         s.Length,
-		statCentroid:       s.CentroidHex(),
+		statCentroid:       s.Centroid,
 		statBBox:           []float64{s.BBox[0], s.BBox[1], s.BBox[2], s.BBox[3]},
 		statVertexCount:    s.Vertices,
 		statPartCount:      s.Parts,

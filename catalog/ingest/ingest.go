@@ -6,9 +6,10 @@
 // external id: an unchanged record writes nothing, a changed one closes the
 // current version's validity and adds a new version.
 //
-// Memory does not grow with the source: records are decoded one at a time
-// from a stream and written in batches of bounded size, with one batch being
-// written while the next is read. Every record is reported through the
+// Memory does not grow with the source: records are decoded from a stream,
+// checked by one worker per CPU and written in batches of bounded size,
+// one batch being written while the next is cut and the previous one
+// reported (pipeline.go). Every record is reported through the
 // task's reporter with the seed's per-record envelope; a rejected record is
 // reported with its reason and does not stop the others. At the end the
 // handler emits ingestion.completed with the counts.
@@ -248,146 +249,6 @@ func (h *Handler) emitCompleted(ctx context.Context, task *wftype.Task, out Outp
 	})
 	if err != nil {
 		return fmt.Errorf("error emitting %s: %w", EventCompleted, err)
-	}
-	return nil
-}
-
-// errSource marks a source that broke off (malformed or unreadable).
-var errSource = errors.New("the source cannot be read further")
-
-// batch is a run of items merged in one transaction.
-type batch struct {
-	items    []item
-	versions []store.FeatureVersion
-	index    []int // versions[k] belongs to items[index[k]]
-	ids      map[string]bool
-	bytes    int
-}
-
-// run reads, checks and writes every record: this goroutine reads and
-// processes into batches while a second one merges and reports the
-// previous batch. It returns the counts of what was reported.
-func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	batches := make(chan *batch, 1)
-	type result struct {
-		counts Counts
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var c Counts
-		var err error
-		for b := range batches {
-			if err == nil {
-				if err = h.write(ctx, t, b, rep, &c, sum); err != nil {
-					cancel() // stop the reader; drain what it already sent
-				}
-			}
-		}
-		done <- result{c, err}
-	}()
-
-	newBatch := func() *batch { return &batch{ids: make(map[string]bool, h.cfg.BatchSize)} }
-	cur := newBatch()
-	var readErr error
-	for {
-		if ctx.Err() != nil {
-			readErr = ctx.Err()
-			break
-		}
-		rec, err := rr.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				// Cancelled or timed out while reading: not the source's fault.
-				readErr = fmt.Errorf("error reading the source: %w", context.Cause(ctx))
-				break
-			}
-			readErr = fmt.Errorf("%w: %w", errSource, err)
-			break
-		}
-		it, err := p.process(rec)
-		if err != nil {
-			readErr = err
-			break
-		}
-		if it.rejected == nil {
-			id := it.version.ExternalID
-			// One batch holds one version per external id: a repeated id
-			// starts a new batch, so it merges against the first.
-			if cur.ids[id] {
-				batches <- cur
-				cur = newBatch()
-			}
-			cur.ids[id] = true
-			cur.versions = append(cur.versions, it.version)
-			cur.index = append(cur.index, len(cur.items))
-			cur.bytes += len(it.version.Geometry) + len(it.version.WKB) + len(it.version.Properties)
-		}
-		cur.items = append(cur.items, it)
-		if len(cur.versions) >= h.cfg.BatchSize || len(cur.items) >= 4*h.cfg.BatchSize || cur.bytes >= h.cfg.BatchBytes {
-			batches <- cur
-			cur = newBatch()
-		}
-	}
-	if len(cur.items) > 0 && (readErr == nil || errors.Is(readErr, errSource)) {
-		batches <- cur
-	}
-	close(batches)
-	res := <-done
-	if res.err != nil {
-		return res.counts, res.err
-	}
-	return res.counts, readErr
-}
-
-// write merges one batch, reports its items in source order and adds the
-// stored ones to the summary.
-func (h *Handler) write(ctx context.Context, t store.FeatureTable, b *batch, rep reporters.Reporter, c *Counts, sum *summarizer) error {
-	var outcomes []store.MergeOutcome
-	if len(b.versions) > 0 {
-		var err error
-		outcomes, _, err = h.cfg.Store.MergeFeatures(ctx, t, b.versions)
-		if err != nil {
-			return err
-		}
-	}
-	byItem := make(map[int]store.MergeOutcome, len(outcomes))
-	for k, o := range outcomes {
-		byItem[b.index[k]] = o
-	}
-	for i := range b.items {
-		it := &b.items[i]
-		c.Read++
-		var env reporters.Envelope
-		if it.rejected != nil {
-			env = *it.rejected
-			c.Rejected++
-		} else {
-			o := byItem[i]
-			env = it.envelope(o)
-			switch o.Action {
-			case store.MergeCreated:
-				c.Created++
-			case store.MergeVersioned:
-				c.Versioned++
-			case store.MergeUnchanged:
-				c.Unchanged++
-			default:
-				c.Rejected++
-			}
-			switch o.Action {
-			case store.MergeCreated, store.MergeVersioned, store.MergeUnchanged:
-				sum.add(it.props, it.stats.BBox)
-			}
-		}
-		if err := rep.Report(ctx, env); err != nil {
-			return fmt.Errorf("error reporting record %d: %w", c.Read, err)
-		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/gdaltest"
+	"github.com/wfhq/wf/internal/proccpu"
 	"github.com/wfhq/wf/reporters"
 )
 
@@ -51,6 +53,10 @@ func writeBenchGeoPackage(b *testing.B, dir string) string {
 	return gpkg
 }
 
+// wfRuns and ogrRuns number the benchmark's collections and tables, so
+// that -count runs it more than once.
+var wfRuns, ogrRuns atomic.Int64
+
 func ff(v float64) string { return strconv.FormatFloat(v, 'f', 7, 64) }
 
 // BenchmarkGeoPackage measures, on one GeoPackage of 202,500 polygons,
@@ -72,11 +78,15 @@ func BenchmarkGeoPackage(b *testing.B) {
 	const n = benchGrid * benchGrid
 	h, err := ingest.New(ingest.Config{Store: st, ScratchDir: dir})
 	require.NoError(b, err)
+	var backend int
+	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
+	postmaster := proccpu.Parent(backend)
 
 	b.Run("wf_ingestion", func(b *testing.B) {
 		var took time.Duration
-		for i := 0; b.Loop(); i++ {
-			coll := fmt.Sprintf("wf%d", i)
+		c := startCPU(postmaster)
+		for b.Loop() {
+			coll := fmt.Sprintf("wf%d", wfRuns.Add(1)-1) // the first, wf0, is tiled below
 			_, err := st.CreateCollection(ctx, store.NewCollection{CatalogID: "bench", ID: coll})
 			require.NoError(b, err)
 			started := time.Now()
@@ -86,14 +96,16 @@ func BenchmarkGeoPackage(b *testing.B) {
 			require.NoError(b, err, "%s", out)
 		}
 		b.ReportMetric(float64(n*b.N)/took.Seconds(), "features/s")
+		c.report(b)
 	})
 
 	b.Run("ogr2ogr_copy", func(b *testing.B) {
 		cc := pool.Config().ConnConfig
 		conn := fmt.Sprintf("PG:host=%s port=%d dbname=%s user=%s password=%s", cc.Host, cc.Port, cc.Database, cc.User, cc.Password)
 		var took time.Duration
-		for i := 0; b.Loop(); i++ {
-			cmd := exec.Command("ogr2ogr", "-f", "PostgreSQL", conn, gpkg, "parcels", "-nln", fmt.Sprintf("s_bench.ogr%d", i),
+		c := startCPU(postmaster)
+		for b.Loop() {
+			cmd := exec.Command("ogr2ogr", "-f", "PostgreSQL", conn, gpkg, "parcels", "-nln", fmt.Sprintf("s_bench.ogr%d", ogrRuns.Add(1)),
 				"-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=GIST", "-t_srs", "EPSG:4326", "--config", "PG_USE_COPY", "YES")
 			started := time.Now()
 			out, err := cmd.CombinedOutput()
@@ -101,6 +113,7 @@ func BenchmarkGeoPackage(b *testing.B) {
 			require.NoError(b, err, "%s", out)
 		}
 		b.ReportMetric(float64(n*b.N)/took.Seconds(), "features/s")
+		c.report(b)
 	})
 
 	b.Run("tiles_z0_z12", func(b *testing.B) {
@@ -119,4 +132,27 @@ func BenchmarkGeoPackage(b *testing.B) {
 		b.ReportMetric(float64(count.Total), "tiles")
 		b.ReportMetric(float64(count.Written), "written")
 	})
+}
+
+// cpuSpent is where a run's CPU time goes: this process (wf), its children
+// (GDAL's commands) and the PostgreSQL server (every backend and helper
+// process of its postmaster). On a loaded machine wall-clock rates follow
+// the load; CPU seconds per part say what the work itself costs.
+type cpuSpent struct {
+	postmaster        int
+	self, child, serv time.Duration
+}
+
+func startCPU(postmaster int) *cpuSpent {
+	return &cpuSpent{postmaster: postmaster, self: proccpu.Self().CPU(), child: proccpu.Children().CPU(), serv: proccpu.TreeCPU(postmaster)}
+}
+
+// report adds the CPU seconds spent since startCPU, per run, as metrics.
+func (c *cpuSpent) report(b *testing.B) {
+	self, child, serv := proccpu.Self().CPU()-c.self, proccpu.Children().CPU()-c.child, proccpu.TreeCPU(c.postmaster)-c.serv
+	per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
+	b.ReportMetric(per(self), "go-cpu-s")
+	b.ReportMetric(per(child), "gdal-cpu-s")
+	b.ReportMetric(per(serv), "pg-cpu-s")
+	b.ReportMetric(per(self+child+serv), "cpu-s")
 }

@@ -66,15 +66,15 @@ func (m *meter) cpu() CPU {
 	rssKB, _ := processRSS(os.Getpid())
 	busy, total := machineCPU()
 	c := CPU{
-		BenchUserSeconds:     (self.user - m.self.user).Seconds(),
-		BenchSysSeconds:      (self.sys - m.self.sys).Seconds(),
+		BenchUserSeconds:     (self.User - m.self.User).Seconds(),
+		BenchSysSeconds:      (self.Sys - m.self.Sys).Seconds(),
 		BenchRSSMB:           float64(rssKB) / 1024,
-		InstancesUserSeconds: (children.user - m.children.user).Seconds(),
-		InstancesSysSeconds:  (children.sys - m.children.sys).Seconds(),
+		InstancesUserSeconds: (children.User - m.children.User).Seconds(),
+		InstancesSysSeconds:  (children.Sys - m.children.Sys).Seconds(),
 		PostgresSeconds:      (processTreeCPU(m.e.postmasterPID()) - m.pg).Seconds(),
 	}
 	if m.e.cfg.Instances > 0 {
-		c.InstancesPeakRSSMB = float64(children.maxRSSKB) / 1024
+		c.InstancesPeakRSSMB = float64(children.MaxRSSKB) / 1024
 	}
 	if total > m.total {
 		c.MachineBusy = float64(busy-m.busy) / float64(total-m.total)

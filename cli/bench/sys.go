@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,33 +9,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wfhq/wf/internal/proccpu"
 )
 
 // usage is CPU time and peak memory from getrusage.
-type usage struct {
-	user, sys time.Duration
-	maxRSSKB  int64
-}
-
-func rusage(who int) usage {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(who, &ru); err != nil {
-		return usage{}
-	}
-	return usage{
-		user:     time.Duration(ru.Utime.Nano()),
-		sys:      time.Duration(ru.Stime.Nano()),
-		maxRSSKB: ru.Maxrss, // kilobytes on Linux
-	}
-}
+type usage = proccpu.Usage
 
 // selfUsage and childrenUsage read the bench process and its waited-for
 // children (the `wf run` instances once they exited).
-func selfUsage() usage     { return rusage(syscall.RUSAGE_SELF) }
-func childrenUsage() usage { return rusage(syscall.RUSAGE_CHILDREN) }
-
-// clockTicks is the unit of the times in /proc/<pid>/stat (USER_HZ, 100 on Linux).
-const clockTicks = 100
+func selfUsage() usage     { return proccpu.Self() }
+func childrenUsage() usage { return proccpu.Children() }
 
 // machineCPU returns the busy and total CPU time of the whole machine from
 // /proc/stat, in clock ticks.
@@ -60,57 +43,9 @@ func machineCPU() (busy, total int64) {
 	return busy, total
 }
 
-// processTreeCPU returns the CPU time of a process and its live children,
-// plus what its exited children used (PostgreSQL backends that ended): the
-// server's whole cost when pid is the postmaster.
-func processTreeCPU(pid int) time.Duration {
-	if pid <= 0 {
-		return 0
-	}
-	var ticks int64
-	entries, _ := os.ReadDir("/proc")
-	for _, ent := range entries {
-		p, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		st, ok := readStat(p)
-		if !ok {
-			continue
-		}
-		switch {
-		case p == pid:
-			ticks += st.utime + st.stime + st.cutime + st.cstime
-		case st.ppid == pid:
-			ticks += st.utime + st.stime
-		}
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
-}
-
-type procStat struct {
-	ppid                         int
-	utime, stime, cutime, cstime int64
-}
-
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name may hold spaces: fields start after its closing ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return procStat{}, false
-	}
-	num := func(k int) int64 { v, _ := strconv.ParseInt(f[k], 10, 64); return v }
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
-	return procStat{ppid: int(num(1)), utime: num(11), stime: num(12), cutime: num(13), cstime: num(14)}, true
-}
+// processTreeCPU returns the CPU time of a process and its children, live
+// and exited: the server's whole cost when pid is the postmaster.
+func processTreeCPU(pid int) time.Duration { return proccpu.TreeCPU(pid) }
 
 // processRSS returns a process's resident and peak resident memory in KiB
 // (VmRSS and VmHWM of /proc/<pid>/status).
