@@ -80,6 +80,12 @@ func (s *Server) routeTable() []route {
 		{"POST", "/tasks/{task_id}/cancel", clientRoles, s.cancelTask},
 
 		{"POST", "/events", clientRoles, s.emitEvent},
+
+		{"POST", "/workflows/{name}/runs", clientRoles, s.startWorkflowRun},
+		{"GET", "/workflows/runs", anyRole, s.listWorkflowRuns},
+		{"GET", "/workflows/runs/{run_id}", anyRole, s.getWorkflowRun},
+		{"POST", "/workflows/runs/{run_id}/cancel", clientRoles, s.cancelWorkflowRun},
+		{"POST", "/workflows/runs/{run_id}/retry", clientRoles, s.retryWorkflowRun},
 		// Pub/Sub pushes: authenticated by their OIDC token, not a wf token.
 		{"POST", "/hooks/gcs", nil, s.receiveStoragePush},
 

@@ -40,6 +40,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
+	"github.com/wfhq/wf/engine/workflow"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/schemas"
@@ -97,6 +98,9 @@ type Config struct {
 	// StoragePush receives the Pub/Sub pushes of the catalogs' Cloud
 	// Storage notifications on POST /hooks/gcs; nil answers 404 there.
 	StoragePush *gcp.PushReceiver
+	// Workflows starts and controls workflow runs; default one built on the
+	// server's store, client and emitter.
+	Workflows *workflow.Workflows
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string
@@ -126,6 +130,7 @@ type Server struct {
 	maxDepth  int
 	handler   http.Handler
 	ingestion *spec.TaskType
+	workflows *workflow.Workflows
 	// tiles serves the tile endpoint.
 	tiles *tiles.Service
 }
@@ -187,6 +192,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.New(metrics.Config{Store: st})
+	}
+	if s.workflows = cfg.Workflows; s.workflows == nil {
+		if s.workflows, err = workflow.New(workflow.Config{Specs: cfg.Specs, Client: cl, Emitter: em, Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("error creating the HTTP API: %w", err)
+		}
+		if cfg.Store == nil && len(cfg.Specs.Workflows()) > 0 {
+			// Remote workers and synchronous runs finish steps here too.
+			s.store = s.store.WithStepHook(s.workflows.Advance)
+		}
 	}
 	if s.tiles, err = tiles.New(tiles.Config{Store: st.Catalog(), Queue: st, CacheURL: cfg.TileCacheURL}); err != nil {
 		return nil, fmt.Errorf("error creating the HTTP API: %w", err)

@@ -69,6 +69,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 			runCommand(),
 			enqueueCommand(),
 			tasksCommand(),
+			workflowsCommand(),
 			eventsCommand(),
 			webhooksCommand(),
 			secretsCommand(),

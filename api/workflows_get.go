@@ -1,0 +1,145 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/redact"
+	"github.com/wfhq/wf/wftype"
+)
+
+// getWorkflowRun answers GET /workflows/runs/{run_id}, a run's status_url:
+// the run and every step (in the workflow's order) with its status, item
+// counts, outputs, error and tasks. A run of a tenant the token may not see
+// answers 404, as a missing one.
+func (s *Server) getWorkflowRun(w http.ResponseWriter, r *http.Request, p *principal) error {
+	id, prob := pathTaskID(r, "run_id")
+	if prob != nil {
+		return prob
+	}
+	if _, err := s.visibleRun(r, p, id.UUID); err != nil {
+		return err
+	}
+	st, err := s.workflows.Get(r.Context(), s.store, id.UUID)
+	if err != nil {
+		return s.runNotFound(id.UUID, err)
+	}
+	writeJSON(w, http.StatusOK, s.newRunStatusView(st))
+	return nil
+}
+
+// newRunStatusView is a run with its steps and their tasks.
+func (s *Server) newRunStatusView(st workflow.Status) wftype.WorkflowRunView {
+	v := s.newRunView(st.Run)
+	wf, _ := s.cfg.Specs.Workflow(st.Run.Workflow)
+	tasks := map[string][]wftype.WorkflowTaskView{}
+	for _, t := range st.Tasks {
+		tv := wftype.WorkflowTaskView{TaskID: t.TaskID.String(), Status: t.Status, Attempts: t.Attempts, Error: redact.Ptr(t.Error)}
+		if t.Item >= 0 {
+			item := t.Item
+			tv.Item = &item
+		}
+		tasks[t.Step] = append(tasks[t.Step], tv)
+	}
+	v.Steps = make([]wftype.WorkflowStepView, 0, len(st.Steps))
+	for _, row := range st.Steps {
+		sv := wftype.WorkflowStepView{
+			Step: row.Step, DependsOn: []string{}, Status: row.Status, Items: row.Items, Started: row.Started, Done: row.Done,
+			Outputs: nullableJSON(redact.JSON(row.Outputs)), Error: redact.Ptr(row.Error), Tasks: tasks[row.Step],
+		}
+		if sv.Tasks == nil {
+			sv.Tasks = []wftype.WorkflowTaskView{}
+		}
+		if wf != nil {
+			if spec, ok := wf.Step(row.Step); ok {
+				sv.TaskType, sv.DependsOn = spec.TaskType().Name(), spec.DependsOn()
+				if sv.DependsOn == nil {
+					sv.DependsOn = []string{}
+				}
+			}
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	return v
+}
+
+// visibleRun reads a run and checks the principal may see its tenant: a
+// run of another tenant answers exactly as a missing one (404).
+func (s *Server) visibleRun(r *http.Request, p *principal, id uuid.UUID) (wftype.WorkflowRun, error) {
+	run, err := s.store.GetWorkflowRun(r.Context(), id)
+	if err != nil {
+		return run, s.runNotFound(id, err)
+	}
+	sc, err := s.scopeOf(r.Context(), p)
+	if err != nil {
+		return run, err
+	}
+	if !sc.has(run.SchemaName) {
+		return wftype.WorkflowRun{}, notFound("no workflow run %s", id)
+	}
+	return run, nil
+}
+
+// runNotFound words a store miss of a run.
+func (s *Server) runNotFound(id uuid.UUID, err error) error {
+	if errors.Is(err, wftype.ErrNotFound) {
+		return notFound("no workflow run %s", id)
+	}
+	return err
+}
+
+// listWorkflowRuns answers GET /workflows/runs: runs newest first, filtered
+// by workflow and status, a page at a time (pass next_cursor back as
+// cursor). A token limited to catalogs sees only their tenants' runs.
+func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request, p *principal) error {
+	q, prob := parseQuery(r, []string{"limit", "cursor", "workflow", "status"}, nil)
+	if prob != nil {
+		return prob
+	}
+	limit, prob := q.limit(50, 500)
+	if prob != nil {
+		return prob
+	}
+	f := store.WorkflowRunFilter{Workflow: q.get("workflow"), Status: wftype.RunStatus(q.get("status")), Limit: limit + 1}
+	switch f.Status {
+	case "", wftype.RunRunning, wftype.RunCompleted, wftype.RunFailed, wftype.RunCancelled:
+	default:
+		return invalidParameter("status", "must be RUNNING, COMPLETED, FAILED or CANCELLED")
+	}
+	if c := q.get("cursor"); c != "" {
+		id, err := uuid.Parse(c)
+		if err != nil {
+			return invalidParameter("cursor", "must be the next_cursor of a previous page")
+		}
+		f.Before = &id
+	}
+	sc, err := s.scopeOf(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	if !sc.all {
+		f.Schemas = sc.schemas
+		if len(f.Schemas) == 0 {
+			writeJSON(w, http.StatusOK, wftype.WorkflowRunPage{Runs: []wftype.WorkflowRunView{}})
+			return nil
+		}
+	}
+	runs, err := s.store.ListWorkflowRuns(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	page := wftype.WorkflowRunPage{Runs: make([]wftype.WorkflowRunView, 0, len(runs))}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		page.NextCursor = runs[limit-1].ID.String()
+	}
+	for _, run := range runs {
+		page.Runs = append(page.Runs, s.newRunView(run))
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}

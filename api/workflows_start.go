@@ -1,0 +1,86 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/redact"
+	"github.com/wfhq/wf/wftype"
+)
+
+// startRunRequest is the body of POST /workflows/{name}/runs.
+type startRunRequest struct {
+	SchemaName string          `json:"schema_name"`
+	Inputs     json.RawMessage `json:"inputs"`
+}
+
+// startWorkflowRun answers POST /workflows/{name}/runs: it starts a run of
+// a workflow whose spec lets the caller's role start it (api.start; else
+// 403), in a tenant (schema_name, default "system"; a token limited to
+// catalogs may only use theirs, else 404), its inputs checked against the
+// workflow's inputs schema (400 listing every error under /inputs). The run
+// and the tasks of its first steps are created in one transaction: 202
+// Accepted with the run, its status_url and a Location header.
+func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *principal) error {
+	name := r.PathValue("name")
+	wf, ok := s.cfg.Specs.Workflow(name)
+	if !ok {
+		return notFound("no workflow %s", quote(name))
+	}
+	if !wf.CanStart(string(p.role)) {
+		msg := "is started only by wf itself, never over the API"
+		if roles := wf.StartRoles(); len(roles) > 0 {
+			msg = "may be started over the API only with a token of role " + strings.Join(roles, " or ")
+		}
+		return forbidden("workflow %s %s", wf.Name(), msg)
+	}
+	var req startRunRequest
+	if prob := s.decodeBody(w, r, &req); prob != nil {
+		return prob
+	}
+	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
+		return validationOne("/inputs", "must be a JSON object")
+	}
+	if string(req.Inputs) == "null" {
+		req.Inputs = nil
+	}
+	schema := req.SchemaName
+	if schema == "" {
+		schema = wftype.SystemSchema
+	}
+	if err := s.checkTenant(r, p, schema); err != nil {
+		return err
+	}
+	run, err := s.workflows.Start(r.Context(), s.store, workflow.StartRequest{Workflow: wf.Name(), SchemaName: schema, Inputs: req.Inputs})
+	var ie *workflow.InputError
+	if errors.As(err, &ie) {
+		if ie.Message != "" {
+			return validationOne("/inputs", ie.Message)
+		}
+		prob := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", ie.Error())
+		for _, e := range ie.Inputs {
+			prob.Errors = append(prob.Errors, pointerError("/inputs"+e.Pointer, e.Message))
+		}
+		return prob
+	}
+	if err != nil {
+		return err
+	}
+	v := s.newRunView(run)
+	w.Header().Set("Location", v.StatusURL)
+	writeJSON(w, http.StatusAccepted, v)
+	return nil
+}
+
+// newRunView converts a run row.
+func (s *Server) newRunView(r wftype.WorkflowRun) wftype.WorkflowRunView {
+	return wftype.WorkflowRunView{
+		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status,
+		Inputs: nonNullJSON(redact.JSON(r.Inputs), "{}"), Error: redact.Ptr(r.Error), Attempt: r.Attempt,
+		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
+		StatusURL: s.url("/workflows/runs/" + r.ID.String()),
+	}
+}

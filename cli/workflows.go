@@ -1,0 +1,326 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/urfave/cli/v2"
+
+	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/redact"
+	"github.com/wfhq/wf/wftype"
+)
+
+// workflowsCommand is `wf workflows`: start, show, list, cancel and retry
+// workflow runs.
+func workflowsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "workflows",
+		Usage: "start, show, list, cancel or retry workflow runs",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "start",
+				Usage:     "start a run of a workflow (its first steps' tasks are created at once; wf run does the rest)",
+				ArgsUsage: "WORKFLOW",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
+					&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
+					&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` of the run and its steps (default system)"},
+					&cli.BoolFlag{Name: "wait", Usage: "follow the run to its end; exit 1 unless it COMPLETED"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: workflowsStart,
+			},
+			{
+				Name:  "list",
+				Usage: "list runs, newest first",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "workflow", Usage: "only runs of `WORKFLOW`"},
+					&cli.StringFlag{Name: "status", Usage: "only runs in `STATUS` (RUNNING, COMPLETED, FAILED, CANCELLED)"},
+					&cli.StringFlag{Name: "schema-name", Usage: "only runs of tenant `SCHEMA`"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` runs (1..1000)"},
+					&cli.StringFlag{Name: "cursor", Usage: "continue after run `ID` (printed at the end of a page)"},
+					formatFlag(formatText, formatJSON),
+				},
+				Action: databaseAction(accessRead, workflowsList),
+			},
+			{Name: "show", Usage: "show a run with every step and its tasks", ArgsUsage: "RUN_ID",
+				Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: runAction(accessRead, workflowsShow)},
+			{Name: "cancel", Usage: "cancel a RUNNING run: pending steps are cancelled, running ones stopped", ArgsUsage: "RUN_ID",
+				Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: runAction(accessSchema, workflowsCancel)},
+			{Name: "retry", Usage: "run a FAILED or CANCELLED run again from the steps that did not complete", ArgsUsage: "RUN_ID",
+				Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: runAction(accessSchema, workflowsRetry)},
+		},
+	}
+}
+
+// runAction wraps a command taking one run id.
+func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
+	return databaseActionArgs(access, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		if c.NArg() != 1 {
+			return Usagef("%s takes one RUN_ID argument, got %d arguments", c.Command.Name, c.NArg())
+		}
+		id, err := uuid.Parse(c.Args().First())
+		if err != nil {
+			return Usagef("%q is not a run id (a UUID)", c.Args().First())
+		}
+		if _, err := checkFormat(c, formatText, formatJSON); err != nil {
+			return err
+		}
+		wfs, st, err := workflowRuntime(c, cfg, pool)
+		if err != nil {
+			return err
+		}
+		return run(c, wfs, st, id)
+	})
+}
+
+// workflowRuntime builds the workflow runtime on the database, from the
+// configured specs.
+func workflowRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) (*workflow.Workflows, *store.Store, error) {
+	specs, err := loadSpecs(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := store.New(pool).WithChannels(storeChannels(cfg))
+	files, err := filesOpener(cfg)
+	if err != nil {
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	wfs, err := workflow.New(workflow.Config{Specs: specs, Client: client.New(st, specs).WithFiles(files), Emitter: events.NewEmitter(st)})
+	if err != nil {
+		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+	}
+	return wfs, st, nil
+}
+
+// workflowsStart is `wf workflows start WORKFLOW`.
+func workflowsStart(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return Usagef("start takes one WORKFLOW argument (flags go before it), got %d arguments", c.NArg())
+	}
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	inputs, err := enqueueInputs(c)
+	if err != nil {
+		return err
+	}
+	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		wfs, st, err := workflowRuntime(c, cfg, pool)
+		if err != nil {
+			return err
+		}
+		run, err := wfs.Start(c.Context, st, workflow.StartRequest{Workflow: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs})
+		var ie *workflow.InputError
+		switch {
+		case errors.As(err, &ie) && len(ie.Inputs) > 0:
+			lines := make([]string, len(ie.Inputs))
+			for i, e := range ie.Inputs {
+				lines[i] = "  " + e.String()
+			}
+			return cli.Exit(fmt.Sprintf("invalid inputs for workflow %s:\n%s", ie.Workflow, strings.Join(lines, "\n")), ExitFailure)
+		case err != nil:
+			return cli.Exit(err.Error(), ExitFailure)
+		}
+		if !c.Bool("wait") {
+			if format == formatJSON {
+				return writeJSON(c.App.Writer, runJSON(workflow.Status{Run: run}))
+			}
+			_, err := fmt.Fprintf(c.App.Writer, "started run %s of %s (RUNNING)\n", run.ID, run.Workflow)
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "started run %s of %s; waiting for it to end\n", run.ID, run.Workflow)
+		for {
+			s, err := wfs.Get(c.Context, st, run.ID)
+			if err != nil {
+				return cli.Exit(err.Error(), ExitFailure)
+			}
+			if s.Run.Status != wftype.RunRunning {
+				if err := writeRun(c, format, s); err != nil {
+					return err
+				}
+				if s.Run.Status != wftype.RunCompleted {
+					return cli.Exit("", ExitFailure)
+				}
+				return nil
+			}
+			select {
+			case <-c.Context.Done():
+				return cli.Exit("interrupted while waiting", ExitFailure)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})(c)
+}
+
+// workflowsShow is `wf workflows show RUN_ID`.
+func workflowsShow(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id uuid.UUID) error {
+	s, err := wfs.Get(c.Context, st, id)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return writeRun(c, c.String("format"), s)
+}
+
+// workflowsCancel is `wf workflows cancel RUN_ID`.
+func workflowsCancel(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id uuid.UUID) error {
+	if _, err := wfs.Cancel(c.Context, st, id); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return workflowsShow(c, wfs, st, id)
+}
+
+// workflowsRetry is `wf workflows retry RUN_ID`.
+func workflowsRetry(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id uuid.UUID) error {
+	if _, err := wfs.Retry(c.Context, st, id); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	return workflowsShow(c, wfs, st, id)
+}
+
+// workflowsList is `wf workflows list`.
+func workflowsList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
+	format, err := checkFormat(c, formatText, formatJSON)
+	if err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 1 || limit > 1000 {
+		return Usagef("--limit must be between 1 and 1000, got %d", limit)
+	}
+	f := store.WorkflowRunFilter{Workflow: c.String("workflow"), Status: wftype.RunStatus(strings.ToUpper(c.String("status"))), Limit: limit + 1}
+	switch f.Status {
+	case "", wftype.RunRunning, wftype.RunCompleted, wftype.RunFailed, wftype.RunCancelled:
+	default:
+		return Usagef("--status must be RUNNING, COMPLETED, FAILED or CANCELLED, got %q", c.String("status"))
+	}
+	if s := c.String("schema-name"); s != "" {
+		f.Schemas = []string{s}
+	}
+	if cur := c.String("cursor"); cur != "" {
+		id, err := uuid.Parse(cur)
+		if err != nil {
+			return Usagef("--cursor %q is not a run id", cur)
+		}
+		f.Before = &id
+	}
+	runs, err := store.New(pool).ListWorkflowRuns(c.Context, f)
+	if err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = runs[limit-1].ID.String()
+	}
+	if format == formatJSON {
+		out := struct {
+			Runs       []wftype.WorkflowRunView `json:"runs"`
+			NextCursor string                   `json:"next_cursor,omitempty"`
+		}{Runs: []wftype.WorkflowRunView{}, NextCursor: next}
+		for _, r := range runs {
+			out.Runs = append(out.Runs, runJSON(workflow.Status{Run: r}))
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "RUN\tWORKFLOW\tSTATUS\tTENANT\tATTEMPT\tCREATED\n")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Workflow, r.Status, r.SchemaName, r.Attempt, r.CreatedAt.Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		_, err = fmt.Fprintf(c.App.Writer, "more: --cursor %s\n", next)
+	}
+	return err
+}
+
+// writeRun prints a run's status.
+func writeRun(c *cli.Context, format string, s workflow.Status) error {
+	if format == formatJSON {
+		return writeJSON(c.App.Writer, runJSON(s))
+	}
+	return writeRunText(c.App.Writer, s)
+}
+
+// runJSON is a run as `--format json` prints it: the HTTP API's shape.
+func runJSON(s workflow.Status) wftype.WorkflowRunView {
+	r := s.Run
+	v := wftype.WorkflowRunView{
+		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status, Inputs: redact.JSON(r.Inputs),
+		Error: redact.Ptr(r.Error), Attempt: r.Attempt, CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
+		StatusURL: "/workflows/runs/" + r.ID.String(),
+	}
+	for _, st := range s.Steps {
+		sv := wftype.WorkflowStepView{Step: st.Step, DependsOn: []string{}, Status: st.Status, Items: st.Items, Started: st.Started,
+			Done: st.Done, Outputs: redact.JSON(st.Outputs), Error: redact.Ptr(st.Error), Tasks: []wftype.WorkflowTaskView{}}
+		for _, t := range s.Tasks {
+			if t.Step != st.Step {
+				continue
+			}
+			tv := wftype.WorkflowTaskView{TaskID: t.TaskID.String(), Status: t.Status, Attempts: t.Attempts, Error: redact.Ptr(t.Error)}
+			if t.Item >= 0 {
+				item := t.Item
+				tv.Item = &item
+			}
+			sv.Tasks = append(sv.Tasks, tv)
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	return v
+}
+
+// writeRunText prints a run and its steps for a person.
+func writeRunText(w io.Writer, s workflow.Status) error {
+	r := s.Run
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s of %s: %s (attempt %d, tenant %s)\n", r.ID, r.Workflow, r.Status, r.Attempt, r.SchemaName)
+	fmt.Fprintf(&b, "  created %s, deadline %s", r.CreatedAt.Format(time.RFC3339), r.Deadline.Format(time.RFC3339))
+	if r.FinishedAt != nil {
+		fmt.Fprintf(&b, ", ended %s", r.FinishedAt.Format(time.RFC3339))
+	}
+	b.WriteString("\n")
+	if r.Error != nil {
+		fmt.Fprintf(&b, "  error: %s\n", *redact.Ptr(r.Error))
+	}
+	fmt.Fprintf(&b, "  inputs: %s\n", redact.JSON(r.Inputs))
+	tasks := map[string]int{}
+	for _, t := range s.Tasks {
+		tasks[t.Step]++
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  STEP\tSTATUS\tPROGRESS\tTASKS\n")
+	for _, st := range s.Steps {
+		progress := "-"
+		switch {
+		case st.Items != nil:
+			progress = fmt.Sprintf("%d/%d items (%d started)", st.Done, *st.Items, st.Started)
+		case st.Started > 0:
+			progress = strconv.Itoa(st.Done) + "/1"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", st.Step, st.Status, progress, tasks[st.Step])
+	}
+	_ = tw.Flush() // writes to a strings.Builder cannot fail
+	for _, st := range s.Steps {
+		if st.Error != nil {
+			fmt.Fprintf(&b, "  %s: %s\n", st.Step, *redact.Ptr(st.Error))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
