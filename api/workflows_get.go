@@ -8,7 +8,6 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/workflow"
-	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -34,37 +33,7 @@ func (s *Server) getWorkflowRun(w http.ResponseWriter, r *http.Request, p *princ
 
 // newRunStatusView is a run with its steps and their tasks.
 func (s *Server) newRunStatusView(st workflow.Status) wftype.WorkflowRunView {
-	v := s.newRunView(st.Run)
-	wf, _ := s.cfg.Specs.Workflow(st.Run.Workflow)
-	tasks := map[string][]wftype.WorkflowTaskView{}
-	for _, t := range st.Tasks {
-		tv := wftype.WorkflowTaskView{TaskID: t.TaskID.String(), Status: t.Status, Attempts: t.Attempts, Error: redact.Ptr(t.Error)}
-		if t.Item >= 0 {
-			item := t.Item
-			tv.Item = &item
-		}
-		tasks[t.Step] = append(tasks[t.Step], tv)
-	}
-	v.Steps = make([]wftype.WorkflowStepView, 0, len(st.Steps))
-	for _, row := range st.Steps {
-		sv := wftype.WorkflowStepView{
-			Step: row.Step, DependsOn: []string{}, Status: row.Status, Items: row.Items, Started: row.Started, Done: row.Done,
-			Outputs: nullableJSON(redact.JSON(row.Outputs)), Error: redact.Ptr(row.Error), Tasks: tasks[row.Step],
-		}
-		if sv.Tasks == nil {
-			sv.Tasks = []wftype.WorkflowTaskView{}
-		}
-		if wf != nil {
-			if spec, ok := wf.Step(row.Step); ok {
-				sv.TaskType, sv.DependsOn = spec.TaskType().Name(), spec.DependsOn()
-				if sv.DependsOn == nil {
-					sv.DependsOn = []string{}
-				}
-			}
-		}
-		v.Steps = append(v.Steps, sv)
-	}
-	return v
+	return s.workflows.View(st, s.url("/workflows/runs/"+st.Run.ID.String()))
 }
 
 // visibleRun reads a run and checks the principal may see its tenant: a

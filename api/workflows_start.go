@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/wfhq/wf/engine/workflow"
-	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -77,10 +76,5 @@ func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *pri
 
 // newRunView converts a run row.
 func (s *Server) newRunView(r wftype.WorkflowRun) wftype.WorkflowRunView {
-	return wftype.WorkflowRunView{
-		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status,
-		Inputs: nonNullJSON(redact.JSON(r.Inputs), "{}"), Error: redact.Ptr(r.Error), Attempt: r.Attempt,
-		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
-		StatusURL: s.url("/workflows/runs/" + r.ID.String()),
-	}
+	return workflow.RunView(r, s.url("/workflows/runs/"+r.ID.String()))
 }

@@ -181,3 +181,10 @@ WHERE t.attempts = 1 AND (SELECT count(*) FROM wf_test.executions e WHERE e.task
 	// Exactly the tasks the victim held were rescued, each counting a retry.
 	require.Equal(t, inFlight, c.count(`SELECT count(*) FROM tasks.tasks WHERE retry_count > 0`))
 }
+
+// string runs a query returning one text value.
+func (c *cluster) string(q string) string {
+	var s string
+	require.NoError(c.t, c.pool.QueryRow(context.Background(), q).Scan(&s))
+	return s
+}

@@ -137,7 +137,7 @@ func workflowsStart(c *cli.Context) error {
 		}
 		if !c.Bool("wait") {
 			if format == formatJSON {
-				return writeJSON(c.App.Writer, runJSON(workflow.Status{Run: run}))
+				return writeJSON(c.App.Writer, workflow.RunView(run, "/workflows/runs/"+run.ID.String()))
 			}
 			_, err := fmt.Fprintf(c.App.Writer, "started run %s of %s (RUNNING)\n", run.ID, run.Workflow)
 			return err
@@ -149,7 +149,7 @@ func workflowsStart(c *cli.Context) error {
 				return cli.Exit(err.Error(), ExitFailure)
 			}
 			if s.Run.Status != wftype.RunRunning {
-				if err := writeRun(c, format, s); err != nil {
+				if err := writeRun(c, wfs, format, s); err != nil {
 					return err
 				}
 				if s.Run.Status != wftype.RunCompleted {
@@ -172,7 +172,7 @@ func workflowsShow(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id 
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	return writeRun(c, c.String("format"), s)
+	return writeRun(c, wfs, c.String("format"), s)
 }
 
 // workflowsCancel is `wf workflows cancel RUN_ID`.
@@ -232,7 +232,7 @@ func workflowsList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 			NextCursor string                   `json:"next_cursor,omitempty"`
 		}{Runs: []wftype.WorkflowRunView{}, NextCursor: next}
 		for _, r := range runs {
-			out.Runs = append(out.Runs, runJSON(workflow.Status{Run: r}))
+			out.Runs = append(out.Runs, workflow.RunView(r, "/workflows/runs/"+r.ID.String()))
 		}
 		return writeJSON(c.App.Writer, out)
 	}
@@ -251,38 +251,11 @@ func workflowsList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 }
 
 // writeRun prints a run's status.
-func writeRun(c *cli.Context, format string, s workflow.Status) error {
+func writeRun(c *cli.Context, wfs *workflow.Workflows, format string, s workflow.Status) error {
 	if format == formatJSON {
-		return writeJSON(c.App.Writer, runJSON(s))
+		return writeJSON(c.App.Writer, wfs.View(s, "/workflows/runs/"+s.Run.ID.String()))
 	}
 	return writeRunText(c.App.Writer, s)
-}
-
-// runJSON is a run as `--format json` prints it: the HTTP API's shape.
-func runJSON(s workflow.Status) wftype.WorkflowRunView {
-	r := s.Run
-	v := wftype.WorkflowRunView{
-		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status, Inputs: redact.JSON(r.Inputs),
-		Error: redact.Ptr(r.Error), Attempt: r.Attempt, CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt,
-		StatusURL: "/workflows/runs/" + r.ID.String(),
-	}
-	for _, st := range s.Steps {
-		sv := wftype.WorkflowStepView{Step: st.Step, DependsOn: []string{}, Status: st.Status, Items: st.Items, Started: st.Started,
-			Done: st.Done, Outputs: redact.JSON(st.Outputs), Error: redact.Ptr(st.Error), Tasks: []wftype.WorkflowTaskView{}}
-		for _, t := range s.Tasks {
-			if t.Step != st.Step {
-				continue
-			}
-			tv := wftype.WorkflowTaskView{TaskID: t.TaskID.String(), Status: t.Status, Attempts: t.Attempts, Error: redact.Ptr(t.Error)}
-			if t.Item >= 0 {
-				item := t.Item
-				tv.Item = &item
-			}
-			sv.Tasks = append(sv.Tasks, tv)
-		}
-		v.Steps = append(v.Steps, sv)
-	}
-	return v
 }
 
 // writeRunText prints a run and its steps for a person.

@@ -87,6 +87,31 @@ steps:
     on_upstream_skipped: run
     inputs: {tiles: steps.tiles.status}
 ---
+kind: TaskType
+name: nothing
+handler: {builtin: nothing}
+---
+kind: Workflow
+name: chain10
+steps:
+  s0: {task_type: nothing}
+  s1: {task_type: nothing, depends_on: [s0]}
+  s2: {task_type: nothing, depends_on: [s1]}
+  s3: {task_type: nothing, depends_on: [s2]}
+  s4: {task_type: nothing, depends_on: [s3]}
+  s5: {task_type: nothing, depends_on: [s4]}
+  s6: {task_type: nothing, depends_on: [s5]}
+  s7: {task_type: nothing, depends_on: [s6]}
+  s8: {task_type: nothing, depends_on: [s7]}
+  s9: {task_type: nothing, depends_on: [s8]}
+---
+kind: Workflow
+name: fan1000
+inputs: {type: object, properties: {n: {type: integer}}}
+steps:
+  each: {task_type: nothing, for_each: 'map(1..inputs.n, #)', concurrency: 1000}
+  join: {task_type: nothing, depends_on: [each]}
+---
 kind: Workflow
 name: stuck
 timeout: 1h
@@ -136,6 +161,9 @@ func (h *handlers) registry() *builtin.Registry {
 		}
 		return json.Marshal(map[string]any{"got": in})
 	})
+	_ = reg.Register("nothing", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
+		return nil, nil
+	})
 	_ = reg.Register("block", func(ctx context.Context, _ *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 		select {
 		case h.blocked <- struct{}{}:
@@ -156,11 +184,11 @@ type bundle struct {
 }
 
 // setup builds an engine over the test specs; run starts it.
-func setup(t *testing.T, clk clock.Clock, run bool) *bundle {
+func setup(t testing.TB, clk clock.Clock, run bool) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block"}})
+		spec.Options{Builtins: []string{"list", "echo", "block", "nothing"}})
 	require.NoError(t, err)
 	h := &handlers{blocked: make(chan struct{}, 10)}
 	e, err := engine.New(engine.Config{
@@ -179,7 +207,7 @@ func setup(t *testing.T, clk clock.Clock, run bool) *bundle {
 }
 
 // start starts a run of the workflow called name with inputs.
-func (b *bundle) start(t *testing.T, name, inputs string) wftype.WorkflowRun {
+func (b *bundle) start(t testing.TB, name, inputs string) wftype.WorkflowRun {
 	t.Helper()
 	run, err := b.e.Workflows().Start(context.Background(), b.st, workflow.StartRequest{Workflow: name, Inputs: json.RawMessage(inputs)})
 	require.NoError(t, err)
@@ -187,7 +215,7 @@ func (b *bundle) start(t *testing.T, name, inputs string) wftype.WorkflowRun {
 }
 
 // wait waits until the run reaches status.
-func (b *bundle) wait(t *testing.T, id uuid.UUID, status wftype.RunStatus) workflow.Status {
+func (b *bundle) wait(t testing.TB, id uuid.UUID, status wftype.RunStatus) workflow.Status {
 	t.Helper()
 	var s workflow.Status
 	require.Eventually(t, func() bool {
@@ -385,7 +413,7 @@ func TestConcurrentRunsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, true)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block"}})
+		spec.Options{Builtins: []string{"list", "echo", "block", "nothing"}})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
