@@ -14,7 +14,7 @@
 -- transaction that finishes the step's task, so a fan-in starts exactly
 -- once and a crash can neither lose nor duplicate a step. Runs are few
 -- beside tasks and looked up by id, so the table is not partitioned;
--- maintenance deletes finished runs with the tasks' retention.
+-- retention does not delete finished runs yet (their tasks go with the tasks' retention).
 --
 -- Adding nullable columns without defaults to tasks.tasks changes only the
 -- catalog; the partial index holds the steps only.
