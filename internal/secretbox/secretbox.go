@@ -109,7 +109,7 @@ func parseEntry(entry string, readFile func(string) ([]byte, error)) (string, ci
 	}
 	if path, isFile := strings.CutPrefix(enc, filePrefix); isFile {
 		if path == "" {
-			return "", nil, fmt.Errorf("key %q names no file after file:", id)
+			return "", nil, fmt.Errorf("key %q names no file (file:<path>)", id)
 		}
 		b, err := readFile(path)
 		if err != nil {

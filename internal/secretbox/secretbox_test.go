@@ -134,7 +134,7 @@ func TestKeysFromFiles(t *testing.T) {
 	for entries, want := range map[string]string{
 		"k1:" + key('a') + "|k2:file:" + dir + "/missing": `key 2: error reading key "k2" from ` + dir + `/missing: no such file or directory`,
 		"k3:file:" + short:                    `key 1: key "k3" is not the standard base64 of 32 bytes (e.g. openssl rand -base64 32)`,
-		"k4:file:":                            `key 1: key "k4" names no file after file:`,
+		"k4:file:":                            `key 1: key "k4" names no file (file:<path>)`,
 		"k2:file:" + path + "|k2:" + key('a'): `key 2: key id "k2" appears twice`,
 	} {
 		_, err := secretbox.ParseKeys(strings.Split(entries, "|"), os.ReadFile)

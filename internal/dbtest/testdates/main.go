@@ -311,7 +311,7 @@ func startServer(ctx context.Context, d date) (*server, error) {
 		return nil, fmt.Errorf("error opening the test cluster folder: %w", err)
 	}
 	s := &server{dir: dir, zone: d.zone, restartTook: 5 * time.Second}
-	offset := wholeSeconds(d.at.Add(-templateLead).Sub(time.Now()))
+	offset := wholeSeconds(time.Until(d.at.Add(-templateLead)))
 	if err := s.start(ctx, offset); err != nil {
 		s.remove()
 		return nil, err
