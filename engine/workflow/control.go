@@ -117,6 +117,19 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 		if !ok {
 			return fmt.Errorf("%w %q: the specs no longer declare it", ErrUnknownWorkflow, r.Workflow)
 		}
+		// A task of the last attempt that has not ended would, when it
+		// ends, be taken for the new attempt's (and fail it, or count as
+		// one of its items): the run is retried only once they all ended.
+		tasks, err := tx.WorkflowRunTasks(ctx, r)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if t.Status == wftype.StatusPending || t.Status == wftype.StatusActive {
+				return fmt.Errorf("workflow run %s still has task %s (step %s) %s from its last attempt; retry once it ends: %w",
+					id, t.TaskID, t.Step, t.Status, wftype.ErrConflict)
+			}
+		}
 		now := w.cfg.Clock.Now()
 		r.Status, r.Error, r.FinishedAt, r.Attempt = wftype.RunRunning, nil, nil, r.Attempt+1
 		r.Deadline = now.Add(wf.Timeout())

@@ -317,9 +317,18 @@ func TestFailedRunRetriesFromTheFailedStep(t *testing.T) {
 	_, err := b.e.Workflows().Retry(context.Background(), b.st, uuid.Must(uuid.NewV7()))
 	require.ErrorIs(t, err, wftype.ErrNotFound)
 
+	// The failed step's other items may still be running (the run failed
+	// with the first): the retry is refused until they end.
 	b.h.failing.Store(false)
-	retried, err := b.e.Workflows().Retry(context.Background(), b.st, run.ID)
-	require.NoError(t, err)
+	var retried wftype.WorkflowRun
+	require.Eventually(t, func() bool {
+		retried, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
+		if errors.Is(err, wftype.ErrConflict) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}, 2*time.Minute, 20*time.Millisecond)
 	require.Equal(t, wftype.RunRunning, retried.Status)
 	require.Equal(t, 2, retried.Attempt)
 	_, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
