@@ -3,6 +3,8 @@ package catalogtest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -40,4 +42,14 @@ FROM generate_series(1, $1) i`, n)
 	_, err = pool.Exec(ctx, `ANALYZE `+table)
 	require.NoError(t, err)
 	return ft
+}
+
+// BenchSize is the whole number in the environment variable name (a
+// benchmark's size, e.g. WF_BENCH_JOIN_ROWS=1000000), or def when it is
+// unset or not a positive number.
+func BenchSize(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

@@ -3,8 +3,6 @@ package search_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,10 +25,7 @@ import (
 //
 //	go run ./internal/dbtest/withdb -- go test -run '^$' -bench IndexDocuments -benchtime 3x ./catalog/search/
 func BenchmarkIndexDocuments(b *testing.B) {
-	n := 50000
-	if v, err := strconv.Atoi(os.Getenv("WF_BENCH_INDEX_FEATURES")); err == nil && v > 0 {
-		n = v
-	}
+	n := catalogtest.BenchSize("WF_BENCH_INDEX_FEATURES", 50000)
 	ctx := context.Background()
 	pool := dbtest.NewPool(b)
 	st := store.New(pool)

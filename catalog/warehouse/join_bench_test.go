@@ -3,8 +3,6 @@ package warehouse_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,10 +25,7 @@ import (
 //	WF_BENCH_JOIN_ROWS=1000000 go run ./internal/dbtest/withdb -- \
 //	  go test -run '^$' -bench JoinPostgres -benchtime 1x ./catalog/warehouse/
 func BenchmarkJoinPostgres(b *testing.B) {
-	n := 100000
-	if v, err := strconv.Atoi(os.Getenv("WF_BENCH_JOIN_ROWS")); err == nil && v > 0 {
-		n = v
-	}
+	n := catalogtest.BenchSize("WF_BENCH_JOIN_ROWS", 100000)
 	ctx := context.Background()
 	pool := dbtest.NewPool(b)
 	st := store.New(pool)
