@@ -117,7 +117,13 @@ func (s *Store) readCursor(ctx context.Context, before func(pgx.Tx) error, decla
 			return err
 		}
 		for {
-			rows, err := tx.Query(ctx, fetch)
+			// Every cursor is named wf_scan, so the same FETCH text
+			// returns different columns for different reads: it must be
+			// described each time, never served from the connection's
+			// statement cache (which would bind the previous read's
+			// result formats: "bind message has 13 result formats but
+			// query has 14 columns").
+			rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeDescribeExec)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/store"
@@ -254,4 +255,38 @@ func TestFeatureTablesOwnership(t *testing.T) {
 	var n int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_tables WHERE schemaname IN ('s_foreign', 's_mine')`).Scan(&n))
 	require.Equal(t, 4, n, "nothing was dropped")
+}
+
+// TestCursorReadsOfDifferentShapesShareAConnection runs two cursor reads
+// with different columns (a plain scan, then a keyed scan with two more)
+// on one connection, with the same batch size. Every cursor has the same
+// name, so a FETCH served from the statement cache failed the second with
+// "bind message has 12 result formats but query has 14 columns" (dwh_join
+// retried once after an earlier read on its connection).
+func TestCursorReadsOfDifferentShapesShareAConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.pool.Config()
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(one.Close)
+	s := store.New(one)
+	ft := registerCollection(t, b, "cat", "s_cat", "roads")
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, _, err = s.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "a", 1, "x", t0), version(t, "b", 2, "y", t0)})
+	require.NoError(t, err)
+	for range 2 {
+		n, err := s.ScanFeatures(b.ctx, ft, store.FeatureFilter{BatchSize: 10}, func(*store.FeatureRow) error { return nil })
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
+		var keys []string
+		n, err = s.ScanFeaturesByKey(b.ctx, ft, "a", false, 10, func(f *store.KeyedFeature) error {
+			keys = append(keys, f.Key)
+			return nil
+		})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
+		require.Equal(t, []string{"x", "y"}, keys)
+	}
 }
