@@ -46,6 +46,10 @@ const (
 	// ModeOverview seeds OverviewFinished finished and OverviewPending
 	// PENDING tasks and times each statement of the dashboard's overview.
 	ModeOverview Mode = "overview"
+	// ModeNoisy is the noisy neighbour: with the workers running, tenant A
+	// enqueues Tasks in bulk, then tenants B..E 100 each; it reports B..E's
+	// enqueue→start and A's throughput (Unfair turns fair claiming off).
+	ModeNoisy Mode = "noisy-neighbour"
 )
 
 // Runner kinds a run can use for its task type.
@@ -95,6 +99,8 @@ type Config struct {
 	OverviewRuns int
 	// PollInterval of the engines (idle followers poll at this rate). Default 1s.
 	PollInterval time.Duration
+	// Unfair turns the engines' fair claiming across tenants off.
+	Unfair bool
 
 	// DatabaseURL names a server to run on; empty starts a local cluster.
 	DatabaseURL string
@@ -159,9 +165,9 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch c.Mode {
-	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle, ModeOverview:
+	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle, ModeOverview, ModeNoisy:
 	default:
-		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale, idle or overview", c.Mode)
+		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale, idle, overview or noisy-neighbour", c.Mode)
 	}
 	switch c.Runner {
 	case RunnerBuiltin, RunnerExec, RunnerHTTP:
@@ -218,6 +224,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = idle(ctx, env, res)
 	case ModeOverview:
 		err = overview(ctx, env, res)
+	case ModeNoisy:
+		err = noisy(ctx, env, res)
 	}
 	if err != nil {
 		return nil, err

@@ -70,7 +70,7 @@ func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error
 	// rules and leader services are those of the bench's task type.
 	eng, err := engine.New(engine.Config{
 		Name: serviceName, Pool: w.pool, Specs: e.specs,
-		Slots: e.cfg.Slots, PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger,
+		Slots: e.cfg.Slots, PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger, Unfair: e.cfg.Unfair,
 		TracerProvider: e.cfg.TracerProvider,
 	})
 	if err != nil {

@@ -117,6 +117,7 @@ WHERE task_type = $1 AND status = 'COMPLETED'`
 // TaskTiming is when one task was created, claimed and finished.
 type TaskTiming struct {
 	ID         uuid.UUID
+	SchemaName string
 	Created    time.Time
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -125,7 +126,7 @@ type TaskTiming struct {
 // CompletedTimings returns the timing of every COMPLETED task of a type.
 func (s *Store) CompletedTimings(ctx context.Context, taskType string) ([]TaskTiming, error) {
 	const q = `
-SELECT task_id, "timestamp", started_at, finished_at
+SELECT task_id, schema_name, "timestamp", started_at, finished_at
 FROM tasks.tasks
 WHERE task_type = $1 AND status = 'COMPLETED'`
 	rows, err := s.db.Query(ctx, q, taskType)
@@ -136,7 +137,7 @@ WHERE task_type = $1 AND status = 'COMPLETED'`
 	var out []TaskTiming
 	for rows.Next() {
 		var t TaskTiming
-		if err := rows.Scan(&t.ID, &t.Created, &t.StartedAt, &t.FinishedAt); err != nil {
+		if err := rows.Scan(&t.ID, &t.SchemaName, &t.Created, &t.StartedAt, &t.FinishedAt); err != nil {
 			return nil, wrap("reading task timings", err)
 		}
 		out = append(out, t)

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// noisyTenants are the tenants that enqueue a few tasks each after the
+// flood (tenant A is the system tenant, through the bulk enqueue).
+var noisyTenants = []string{"bench_b", "bench_c", "bench_d", "bench_e"}
+
+// noisyEach is how many tasks each of noisyTenants enqueues.
+const noisyEach = 100
+
+// noisy is the noisy-neighbour run: with the workers running, tenant A
+// enqueues Tasks in bulk, then B..E noisyEach each; it reports B..E's
+// enqueue→start (from the rows: created → started_at) and A's throughput
+// (its tasks over the time from its first start to its last completion).
+func noisy(ctx context.Context, e *env, res *Result) error {
+	log := e.cfg.Logger
+	fair := !e.cfg.Unfair
+	res.Fair = &fair
+	for _, tn := range noisyTenants {
+		if _, err := e.store.CreateCatalog(ctx, store.NewCatalog{ID: tn, SchemaName: tn}); err != nil {
+			return err
+		}
+	}
+	w, err := startWorkers(ctx, e, false)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	inserted, took, err := bulkEnqueue(ctx, e, e.cfg.Tasks)
+	if err != nil {
+		_ = w.stop()
+		return err
+	}
+	res.Inserted, res.InsertRate = inserted, float64(inserted)/took.Seconds()
+	for _, tn := range noisyTenants {
+		batch := make([]store.NewTask, noisyEach)
+		for i := range batch {
+			batch[i] = store.NewTask{SchemaName: tn, Scope: wftype.ScopeCatalog, ExecutionMode: wftype.ModeAsync,
+				TaskType: taskTypeName, Inputs: payload(e.cfg.PayloadBytes)}
+		}
+		if _, err := e.store.InsertTasks(ctx, batch); err != nil {
+			_ = w.stop()
+			return err
+		}
+	}
+	total := inserted + len(noisyTenants)*noisyEach
+	log.Info("flood and neighbours enqueued; burning down", "fair", fair, "tasks", total)
+	timeout := time.Now().Add(max(2*time.Minute, time.Duration(total)*time.Millisecond))
+	for {
+		more, err := e.store.HasUnfinished(ctx, taskTypeName)
+		if err != nil {
+			_ = w.stop()
+			return err
+		}
+		if !more {
+			break
+		}
+		if time.Now().After(timeout) {
+			_ = w.stop()
+			return fmt.Errorf("noisy-neighbour run did not finish within %s", time.Since(start))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res.WallSeconds = time.Since(start).Seconds()
+	if err := w.stop(); err != nil {
+		return err
+	}
+	timings, err := e.store.CompletedTimings(ctx, taskTypeName)
+	if err != nil {
+		return err
+	}
+	var others []time.Duration
+	var first, last time.Time
+	flood := 0
+	for _, t := range timings {
+		if slices.Contains(noisyTenants, t.SchemaName) {
+			others = append(others, t.StartedAt.Sub(t.Created))
+			continue
+		}
+		flood++
+		if first.IsZero() || t.StartedAt.Before(first) {
+			first = t.StartedAt
+		}
+		if t.FinishedAt.After(last) {
+			last = t.FinishedAt
+		}
+	}
+	res.Completed = len(timings)
+	res.StartLatency = percentiles(others)
+	if d := last.Sub(first).Seconds(); d > 0 {
+		res.FloodRate = float64(flood) / d
+	}
+	log.Info("noisy neighbour", "fair", fair, "others_p50_ms", res.StartLatency.P50, "others_p99_ms", res.StartLatency.P99,
+		"flood_per_second", int(res.FloodRate))
+	return nil
+}
