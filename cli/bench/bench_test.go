@@ -122,3 +122,16 @@ func TestUpdateMarkdownKeepsProse(t *testing.T) {
 	require.Contains(t, string(b), "| burn-down | ≥ 30,000 tasks/s | 29000 tasks/s | ❌ missed |")
 	require.NotContains(t, string(b), "31000")
 }
+
+// TestNoisyNeighbour: both ways, every task completes and the neighbours'
+// enqueue→start is measured for each of their 400 tasks.
+func TestNoisyNeighbour(t *testing.T) {
+	t.Parallel()
+	for _, unfair := range []bool{false, true} {
+		res := runSmall(t, bench.Config{Mode: bench.ModeNoisy, Tasks: 500, Slots: 20, InsertBatch: 100, Unfair: unfair})
+		require.Equal(t, 900, res.Completed)
+		require.Equal(t, 400, res.StartLatency.Count)
+		require.Equal(t, !unfair, *res.Fair)
+		require.Positive(t, res.FloodRate)
+	}
+}
