@@ -56,7 +56,7 @@ const fairTenantProbe = `(
     )`
 
 // fairCTEs returns the common table expressions of a fair claim after slots
-// up to per_pair, from which the caller picks its candidates. $8 and $9 are
+// up to candidates: the batch, at most max_claim per pair and $5 in all. $8 and $9 are
 // the tenants that have a weight and their weights (1 for the others);
 // slots must come before them (with max_claim already cut to any room).
 // Limited (claim_limited.go) also keeps each tenant within its room
@@ -156,6 +156,14 @@ per_pair AS (
     SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
                                    ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth
     FROM ` + ranked + ` r
+),
+candidates AS (
+    SELECT p.task_id, p."timestamp"
+    FROM per_pair p
+    JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
+    WHERE p.nth <= s.max_claim
+    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
+    LIMIT (SELECT $5::int)
 )`
 }
 
@@ -173,15 +181,7 @@ WITH RECURSIVE slots AS (
     SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
         AS s(execution_mode, task_type, max_claim, lease_seconds)
     WHERE ` + pausedTypesSQL + `
-),` + fairCTEs(false) + `,
-candidates AS (
-    SELECT p.task_id, p."timestamp"
-    FROM per_pair p
-    JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
-    WHERE p.nth <= s.max_claim
-    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
-    LIMIT (SELECT $5::int)
-)` + claimUpdateSQL + `
+),` + fairCTEs(false) + claimUpdateSQL + `
 RETURNING ` + taskColumnsT
 
 // ClaimFairSQL returns the fair claim statement, for EXPLAIN in tests.

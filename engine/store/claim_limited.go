@@ -175,14 +175,6 @@ slots AS (
     LEFT JOIN type_room r ON r.task_type = s.task_type
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(true) + `,
-candidates AS (
-    SELECT p.task_id, p."timestamp"
-    FROM per_pair p
-    JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
-    WHERE p.nth <= s.max_claim
-    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
-    LIMIT (SELECT $5::int)
-),
 claimed AS (` + claimUpdateSQL + `
     RETURNING ` + taskColumnsT + `
 ),
