@@ -38,13 +38,14 @@ type Result struct {
 	// Latency: StartLatency is enqueue→start, CompleteLatency
 	// enqueue→complete (continuous, latency); RunLatency is claim→complete
 	// as written in the task row (burn-down: the completion batching delay).
-	StartLatency *Percentiles `json:"start_latency_ms,omitempty"`
-	// Noisy (noisy-neighbour): whether claims were fair, and the flooding
-	// tenant's throughput; StartLatency is then the other tenants'.
-	Fair            *bool        `json:"fair,omitempty"`
-	FloodRate       float64      `json:"flood_rate,omitempty"`
+	StartLatency    *Percentiles `json:"start_latency_ms,omitempty"`
 	CompleteLatency *Percentiles `json:"complete_latency_ms,omitempty"`
 	RunLatency      *Percentiles `json:"run_latency_ms,omitempty"`
+
+	// Noisy (noisy-neighbour): whether claims were fair, and the flooding
+	// tenant's throughput; StartLatency is then the other tenants'.
+	Fair      *bool   `json:"fair,omitempty"`
+	FloodRate float64 `json:"flood_rate,omitempty"`
 
 	// Commits is pg_stat_database.xact_commit over the work phase.
 	Commits        int64   `json:"commits,omitempty"`
