@@ -91,3 +91,48 @@ func TestAssets(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, res.status, "ids are per catalog")
 	})
 }
+
+// TestAssetViewsRedactCredentials: an asset registered with credentials in
+// its URI (a password, a signed query, a token) and in a URL of its
+// metadata keeps them in the registry, for the handlers that read it, but
+// no answer shows them: the create, read, list and update answers, to the
+// tenant's own token and to an admin's.
+func TestAssetViewsRedactCredentials(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	const uri = "https://ingest:hunter2@data.example.com/roads.gpkg?X-Goog-Signature=deadbeef&token=t0ps3cret&part=1"
+	const shown = "https://ingest:REDACTED@data.example.com/roads.gpkg?X-Goog-Signature=REDACTED&token=REDACTED&part=1"
+	secrets := []string{"hunter2", "deadbeef", "t0ps3cret", "m3tasecret"}
+	noSecrets := func(res response) {
+		t.Helper()
+		for _, s := range secrets {
+			require.NotContains(t, string(res.body), s)
+		}
+	}
+	res := b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{
+		"asset_id": "ROADS", "uri": uri, "kind": "other",
+		"metadata": map[string]any{"mirror": "https://mirror.example.com/roads.gpkg?api_key=m3tasecret"},
+	})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	noSecrets(res)
+	require.Equal(t, shown, res.json(t)["uri"])
+	require.Equal(t, map[string]any{"mirror": "https://mirror.example.com/roads.gpkg?api_key=REDACTED"}, res.json(t)["metadata"])
+	for _, tok := range []string{tokClientLimited, tokAdmin} {
+		got := b.do("GET", "/catalogs/cat-a/assets/ROADS", tok, nil)
+		require.Equal(t, http.StatusOK, got.status, string(got.body))
+		noSecrets(got)
+		require.Equal(t, shown, got.json(t)["uri"])
+		list := b.do("GET", "/catalogs/cat-a/assets", tok, nil)
+		require.Equal(t, http.StatusOK, list.status, string(list.body))
+		noSecrets(list)
+		require.Contains(t, string(list.body), "REDACTED")
+	}
+	res = b.do("PATCH", "/catalogs/cat-a/assets/ROADS", tokClientLimited, map[string]any{"metadata": map[string]any{"checked": true}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	noSecrets(res)
+
+	var stored string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT uri FROM catalog.assets WHERE catalog_id = 'cat-a' AND asset_id = 'ROADS'`).Scan(&stored))
+	require.Equal(t, uri, stored, "the registry keeps the URI as given")
+}

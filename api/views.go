@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/redact"
@@ -124,7 +125,10 @@ type assetView struct {
 	UpdatedAt    time.Time       `json:"updated_at"`
 }
 
+// newAssetView converts an asset, credentials in its URI and metadata
+// redacted (registry.Shown).
 func newAssetView(a store.Asset) assetView {
+	a = registry.Shown(a)
 	return assetView{
 		CatalogID: a.CatalogID, AssetID: a.ID, CollectionID: a.CollectionID, URI: a.URI, Kind: a.Kind,
 		Status: a.Status, Metadata: nonNullJSON(a.Metadata, "{}"), CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,

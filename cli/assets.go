@@ -77,7 +77,7 @@ func assetsList(c *cli.Context, reg *registry.Registry) error {
 		return err
 	}
 	return printRows(c, as, assetJSON, "ASSET\tKIND\tSTATUS\tCOLLECTION\tURI", func(a store.Asset) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", a.ID, a.Kind, a.Status, deref(a.CollectionID), a.URI)
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", a.ID, a.Kind, a.Status, deref(a.CollectionID), registry.Shown(a).URI)
 	})
 }
 
@@ -89,6 +89,7 @@ func assetsShow(c *cli.Context, reg *registry.Registry) error {
 	if c.String("format") == formatJSON {
 		return writeJSON(c.App.Writer, assetJSON(a))
 	}
+	a = registry.Shown(a) // credentials in its URI are not shown
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "asset:\t%s\ncatalog:\t%s\ncollection:\t%s\nuri:\t%s\nkind:\t%s\nstatus:\t%s\nmetadata:\t%s\nupdated:\t%s\n",
 		a.ID, a.CatalogID, deref(a.CollectionID), a.URI, a.Kind, a.Status, orEmptyObject(a.Metadata), a.UpdatedAt.Format("2006-01-02T15:04:05Z07:00"))
@@ -114,8 +115,10 @@ func assetsRemove(c *cli.Context, reg *registry.Registry) error {
 	return nil
 }
 
-// assetJSON is an asset as `--format json` prints it (the HTTP API's shape).
+// assetJSON is an asset as `--format json` prints it (the HTTP API's shape,
+// credentials in its URI redacted).
 func assetJSON(a store.Asset) map[string]any {
+	a = registry.Shown(a)
 	return map[string]any{
 		"catalog_id": a.CatalogID, "asset_id": a.ID, "collection_id": a.CollectionID, "uri": a.URI, "kind": a.Kind,
 		"status": a.Status, "metadata": json.RawMessage(orEmptyObject(a.Metadata)), "created_at": a.CreatedAt, "updated_at": a.UpdatedAt,

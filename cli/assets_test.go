@@ -51,4 +51,15 @@ func TestAssetsCommand(t *testing.T) {
 	require.Contains(t, out, "ROADS_2024  vector  deleted")
 	code, _, _ = wf("assets", "show", "albania", "NOPE")
 	require.Equal(t, ExitFailure, code)
+
+	// A URI with credentials is kept, but no view prints them.
+	code, _, errOut = wf("assets", "add", "--uri", "https://u:hunter2@data.example.com/r.gpkg?token=t0ps3cret", "albania", "SIGNED")
+	require.Equal(t, ExitOK, code, errOut)
+	for _, args := range [][]string{{"list", "albania"}, {"show", "albania", "SIGNED"}, {"show", "--format", "json", "albania", "SIGNED"}} {
+		code, out, errOut = wf(append([]string{"assets"}, args...)...)
+		require.Equal(t, ExitOK, code, errOut)
+		require.Contains(t, out, "https://u:REDACTED@data.example.com/r.gpkg?token=REDACTED", args)
+		require.NotContains(t, out, "hunter2", args)
+		require.NotContains(t, out, "t0ps3cret", args)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 )
 
 // Asset event types.
@@ -31,6 +32,15 @@ const maxAssetURI = 2048
 
 // ValidAssetID reports whether s is a valid asset id.
 func ValidAssetID(s string) bool { return assetIDRE.MatchString(s) }
+
+// Shown returns a as it may be shown to anyone (the HTTP API, the CLI, the
+// dashboard, events): the password and signed or token query parameters of
+// its URI, and of any URL in its metadata, redacted (internal/redact). The
+// stored asset keeps them, for the handlers that read it.
+func Shown(a store.Asset) store.Asset {
+	a.URI, a.Metadata = redact.URL(a.URI), redact.JSON(a.Metadata)
+	return a
+}
 
 // checkAsset validates what a new asset names.
 func checkAsset(a store.NewAsset) spec.InputErrors {

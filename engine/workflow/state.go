@@ -11,6 +11,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -96,7 +97,11 @@ func orNull(raw json.RawMessage) json.RawMessage {
 }
 
 // fail ends a step as FAILED, and its run with it when the run is running.
+// The message is stored as it is shown, credentials in URLs redacted
+// (internal/redact), as a task's error is: it may quote a task's error or
+// an expression's values, which come from the run's inputs.
 func (rs *runState) fail(step, msg string) {
+	msg = redact.String(msg)
 	if st := rs.steps[step]; st != nil {
 		st.Status, st.Error = wftype.StepFailed, &msg
 		rs.dirty[step] = true

@@ -30,6 +30,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -281,7 +282,8 @@ func runEvent(r wftype.WorkflowRun) events.Event {
 	payload, _ := json.Marshal(map[string]any{ // strings and a pointer always encode
 		"run_id": r.ID.String(), "workflow": r.Workflow, "status": r.Status, "error": r.Error, "attempt": r.Attempt,
 	})
-	return events.Event{Type: typ, Scope: scope, SchemaName: r.SchemaName, Payload: payload}
+	// Every subscriber and webhook receiver sees the event: no credentials.
+	return events.Event{Type: typ, Scope: scope, SchemaName: r.SchemaName, Payload: redact.JSON(payload)}
 }
 
 // deref is *p, or "" for nil.

@@ -112,6 +112,24 @@ steps:
   each: {task_type: nothing, for_each: 'map(1..inputs.n, #)', concurrency: 1000}
   join: {task_type: nothing, depends_on: [each]}
 ---
+kind: TaskType
+name: leak
+handler: {builtin: leak}
+max_retries: 0
+---
+kind: Workflow
+name: leaky
+inputs: {type: object, properties: {url: {type: string}}}
+steps:
+  fetch: {task_type: echo, inputs: {url: inputs.url}}
+  get: {task_type: leak, depends_on: [fetch], inputs: {url: steps.fetch.outputs.got.url}}
+---
+kind: Workflow
+name: leaky_expr
+inputs: {type: object, properties: {url: {type: string}}}
+steps:
+  parse: {task_type: echo, inputs: {n: 'int(inputs.url)'}}
+---
 kind: Workflow
 name: stuck
 timeout: 1h
@@ -161,6 +179,11 @@ func (h *handlers) registry() *builtin.Registry {
 		}
 		return json.Marshal(map[string]any{"got": in})
 	})
+	_ = reg.Register("leak", func(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		var in struct{ URL string }
+		_ = json.Unmarshal(task.Inputs, &in)
+		return nil, wftype.Permanent(fmt.Errorf("error fetching %s: 403 Forbidden", in.URL))
+	})
 	_ = reg.Register("nothing", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
 		return nil, nil
 	})
@@ -188,7 +211,7 @@ func setup(t testing.TB, clk clock.Clock, run bool) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block", "nothing"}})
+		spec.Options{Builtins: []string{"list", "echo", "block", "nothing", "leak"}})
 	require.NoError(t, err)
 	h := &handlers{blocked: make(chan struct{}, 10)}
 	e, err := engine.New(engine.Config{
@@ -422,7 +445,7 @@ func TestConcurrentRunsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, true)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block", "nothing"}})
+		spec.Options{Builtins: []string{"list", "echo", "block", "nothing", "leak"}})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -454,4 +477,40 @@ SELECT count(*) FROM (
 	var total int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks.tasks WHERE workflow_run_id IS NOT NULL`).Scan(&total))
 	require.Equal(t, 12*(1+9+1+1+1), total)
+}
+
+// TestRunViewsAndEventsRedactCredentials: a run whose inputs carry a URL
+// with a password and a token passes it to its steps (their tasks need
+// it), but the run's view (inputs, step outputs, step and run errors,
+// tasks' errors), its stored errors and its workflow.failed event show
+// neither: for a step whose task failed quoting the URL, and for a step
+// whose inputs expression failed quoting it.
+func TestRunViewsAndEventsRedactCredentials(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	const url = "https://reader:hunter2@data.example.com/x.gpkg?token=t0ps3cret"
+	inputs, err := json.Marshal(map[string]string{"url": url})
+	require.NoError(t, err)
+	for _, name := range []string{"leaky", "leaky_expr"} {
+		run := b.start(t, name, string(inputs))
+		s := b.wait(t, run.ID, wftype.RunFailed)
+		view, err := json.Marshal(b.e.Workflows().View(s, "/workflows/runs/"+run.ID.String()))
+		require.NoError(t, err)
+		require.Contains(t, string(view), "REDACTED", name)
+		var stored, payload string
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT
+			(SELECT coalesce(error, '') FROM tasks.workflow_runs WHERE run_id = $1) ||
+			(SELECT coalesce(string_agg(coalesce(error, ''), ' '), '') FROM tasks.workflow_steps WHERE run_id = $1),
+			(SELECT payload::text FROM tasks.events WHERE event_type = $2 AND payload->>'run_id' = $1::text)`,
+			run.ID, workflow.EventFailed).Scan(&stored, &payload))
+		require.Contains(t, payload, "REDACTED", name)
+		for _, shown := range []string{string(view), stored, payload} {
+			require.NotContains(t, shown, "hunter2", name)
+			require.NotContains(t, shown, "t0ps3cret", name)
+		}
+	}
+	// The steps' tasks had the URL as given.
+	var got string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT inputs->>'url' FROM tasks.tasks WHERE task_type = 'leak'`).Scan(&got))
+	require.Equal(t, url, got)
 }
