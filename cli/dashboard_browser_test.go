@@ -152,6 +152,9 @@ tokens:
 		case <-time.After(60 * time.Second):
 			t.Error("wf run did not stop")
 		}
+		if t.Failed() {
+			t.Logf("wf run's log:\n%s", errOut.String())
+		}
 	})
 	base := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
@@ -347,6 +350,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, attempts, 2)
 	require.Contains(t, textOf(t, ctx, `[data-testid="attempts"]`), "the disk is on fire")
+	// The events it emitted: a task.dead_lettered per dead-lettering, each
+	// shown with its status now (the outbox deletes consumed events; the
+	// task keeps their record), matching the database.
+	emitted, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="task-events"] tbody tr[data-event]`)))
+	require.NoError(t, err)
+	require.Len(t, emitted, 2)
+	require.Equal(t, 2, env.count(`SELECT jsonb_array_length(emitted_events) FROM tasks.tasks WHERE task_id = $1`, doomed))
+	for _, n := range emitted {
+		id := n.AttributeValue("data-event")
+		require.Equal(t, 1, env.count(`SELECT count(*) FROM tasks.tasks t, jsonb_array_elements(t.emitted_events) e
+WHERE t.task_id = $1 AND e ->> 'event_id' = $2 AND e ->> 'event_type' = 'task.dead_lettered'`, doomed, id))
+	}
+	require.Contains(t, textOf(t, ctx, `[data-testid="task-events"]`), "task.dead_lettered")
 	screenshot(t, ctx, "task-requeued")
 
 	// A catalog-limited token sees its tenant only.

@@ -43,6 +43,22 @@ type TaskView struct {
 	// that was retried shows the outcome AttemptRetried (the row keeps
 	// PENDING), and OwnerID only to workers and admins.
 	AttemptHistory []Attempt `json:"attempt_history,omitempty"`
+	// Events are shown by GET /tasks/{id} only: the events the task
+	// emitted (its handler's, and its task.failed or task.dead_lettered),
+	// the last 50, oldest first, with their status now.
+	Events []TaskEventView `json:"events,omitempty"`
+}
+
+// TaskEventView is one event a task emitted (schema TaskEvent).
+type TaskEventView struct {
+	EventID   string    `json:"event_id"`
+	EventType string    `json:"event_type"`
+	CreatedAt time.Time `json:"created_at"`
+	// Status is PENDING, PROCESSING or DEAD_LETTER while the event is in
+	// the outbox; CONSUMED once its subscriptions consumed it (consumed
+	// events are deleted) or its dead letter was purged.
+	Status string  `json:"status"`
+	Error  *string `json:"error,omitempty"`
 }
 
 // AttemptRetried is the outcome the HTTP API shows for an attempt that

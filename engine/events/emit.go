@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/tracing"
+	"github.com/wfhq/wf/wftype"
 )
 
 // Scopes an event may have.
@@ -39,6 +41,11 @@ type Event struct {
 	// DedupKey, when set, makes the emit a no-op while an event with the same
 	// key is still pending.
 	DedupKey string
+	// SourceTask is the task that emits the event; uuid.Nil means the task
+	// running in the emitting context (wftype.SourceTask), if any. The
+	// event records it, and the task keeps the event in its record of
+	// emitted events (its page lists them).
+	SourceTask uuid.UUID
 }
 
 // Result is the outcome of one emit.
@@ -177,6 +184,10 @@ func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Res
 			return nil, err
 		}
 		row.Traceparent = traceparent
+		row.SourceTaskID = ev.SourceTask
+		if row.SourceTaskID == uuid.Nil {
+			row.SourceTaskID, _ = wftype.SourceTask(ctx)
+		}
 		rows[i] = row
 	}
 	// On the store's pool, never inside a caller's transaction.

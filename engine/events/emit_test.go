@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -59,4 +62,84 @@ func TestEmitDedupAndTransactions(t *testing.T) {
 		_, err := em.Emit(ctx, bad)
 		require.ErrorIs(t, err, events.ErrInvalidEvent)
 	}
+}
+
+// TestEmittedEventsAreKeptWithTheTask: an event emitted in a task's run
+// (the context execution gives it) names the task as its source, and the
+// task keeps the event in its record after the outbox has deleted it; a
+// failed outcome's task.failed is recorded by the finishing statement;
+// the record keeps the last 50.
+func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	ctx := context.Background()
+	st := store.New(pool)
+	em := events.NewEmitter(st)
+	inserted, err := st.InsertTasks(ctx, []store.NewTask{{SchemaName: "system", Scope: "SYSTEM", ExecutionMode: "ASYNCHRONOUS", TaskType: "noop", MaxRetries: 0}})
+	require.NoError(t, err)
+	id := inserted[0].Task.ID
+
+	res, err := em.Emit(wftype.WithSourceTask(ctx, id), events.Event{Type: "thing.happened"})
+	require.NoError(t, err)
+	var source uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT source_task_id FROM tasks.events WHERE event_id = $1`, res.Event.ID).Scan(&source))
+	require.Equal(t, id, source)
+	evs, err := st.TaskEvents(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, res.Event.ID, evs[0].ID)
+	require.Equal(t, "thing.happened", evs[0].EventType)
+	require.Equal(t, "PENDING", evs[0].Status)
+	require.Equal(t, res.Event.CreatedAt, evs[0].CreatedAt)
+
+	// Consumed (deleted from the outbox): the task still lists it.
+	_, err = pool.Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1`, res.Event.ID)
+	require.NoError(t, err)
+	evs, err = st.TaskEvents(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.EventConsumed, evs[0].Status)
+
+	// An explicit source wins over the context; no source records nothing.
+	_, err = em.Emit(ctx, events.Event{Type: "other.thing", SourceTask: id})
+	require.NoError(t, err)
+	_, err = em.Emit(ctx, events.Event{Type: "nobodys.thing"})
+	require.NoError(t, err)
+	// 60 more in one statement: the record keeps the last 50.
+	many := make([]events.Event, 60)
+	for i := range many {
+		many[i] = events.Event{Type: "bulk.thing", SourceTask: id}
+	}
+	_, err = em.EmitMany(ctx, many)
+	require.NoError(t, err)
+	evs, err = st.TaskEvents(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, evs, 50)
+	for _, e := range evs {
+		require.Equal(t, "bulk.thing", e.EventType)
+	}
+
+	// A failed outcome's task.failed joins the record in the finishing statement.
+	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Owner: "w1", Total: 1,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 1, Lease: time.Minute}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	msg := "bad input"
+	done, err := st.FinishTasks(ctx, store.FinishParams{Owner: "w1"}, []store.Finish{{ID: id, Status: wftype.StatusFailed, Error: &msg}})
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+	var evID uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT event_id FROM tasks.events WHERE event_type = 'task.failed' AND source_task_id = $1`, id).Scan(&evID))
+	evs, err = st.TaskEvents(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, evs, 50)
+	last := evs[len(evs)-1]
+	require.Equal(t, "task.failed", last.EventType)
+	require.Equal(t, evID, last.ID)
+	require.Equal(t, "PENDING", last.Status)
+
+	// A task that does not exist.
+	missing, _, err := store.NewID()
+	require.NoError(t, err)
+	_, err = st.TaskEvents(ctx, missing)
+	require.ErrorIs(t, err, wftype.ErrNotFound)
 }

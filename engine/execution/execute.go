@@ -67,10 +67,11 @@ func Execute(ctx context.Context, r Run) (outputs json.RawMessage, err error) {
 			return nil, fmt.Errorf("error creating reporters: %w", err)
 		}
 	}
-	runCtx := ctx
+	// Events the run emits name this task as their source.
+	runCtx := wftype.WithSourceTask(ctx, r.Task.ID)
 	if r.Timeout > 0 {
 		var stop func()
-		runCtx, stop = withTimeout(ctx, r.Clock, r.Timeout)
+		runCtx, stop = withTimeout(runCtx, r.Clock, r.Timeout)
 		defer stop()
 	}
 	outputs, err = r.Runner.Run(runCtx, r.Task, rep)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,6 +73,10 @@ type NewEvent struct {
 	// Traceparent is the W3C trace context of the span that emitted the
 	// event ("" when tracing is off).
 	Traceparent string
+	// SourceTaskID is the task that emitted the event (uuid.Nil: none). The
+	// event records it, and the task's emitted_events record (migration
+	// 021) gains the event, in the same transaction.
+	SourceTaskID uuid.UUID
 }
 
 // EventInsertResult is the outcome of inserting one NewEvent.
@@ -92,8 +97,9 @@ type EventInsertResult struct {
 const insertEventsSQL = `
 WITH input AS (
     SELECT *
-    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $9::text[])
-         AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent)
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $9::text[],
+                $10::uuid[])
+         AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
 ),
 dedup AS (
     INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
@@ -102,16 +108,77 @@ dedup AS (
     RETURNING event_id
 ),
 inserted AS (
-    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent)
-    SELECT i.event_id, i.created_at, i.event_type, i.scope, i.schema_name, i.payload, i.dedup_key, i.traceparent
+    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
+    SELECT i.event_id, i.created_at, i.event_type, i.scope, i.schema_name, i.payload, i.dedup_key, i.traceparent, i.source_task_id
     FROM input i
     WHERE i.dedup_key IS NULL OR i.event_id IN (SELECT event_id FROM dedup)
-    RETURNING ` + eventColumns + `
+    RETURNING ` + eventColumns + `, source_task_id
 ),
 notified AS (
     SELECT count(pg_notify($8, q.event_type)) AS n FROM (SELECT DISTINCT event_type FROM inserted) q
 )
-SELECT ` + eventColumns + ` FROM inserted, notified`
+SELECT ` + eventColumns + `, source_task_id FROM inserted, notified`
+
+// insertedEvent is a row insertEventsSQL returns: the event and its source.
+type insertedEvent struct {
+	Event
+	source *uuid.UUID
+}
+
+func scanInsertedEvent(row pgx.Row) (insertedEvent, error) {
+	var e insertedEvent
+	var payload []byte
+	err := row.Scan(&e.ID, &e.CreatedAt, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.Status, &e.DedupKey,
+		&e.Attempts, &e.RunAfter, &e.LockedUntil, &e.OwnerID, &e.Error, &e.DeadLetteredAt, &e.Traceparent, &e.source)
+	if err != nil {
+		return e, err
+	}
+	e.Payload = payload
+	e.CreatedAt, e.RunAfter = e.CreatedAt.UTC(), e.RunAfter.UTC()
+	return e, nil
+}
+
+// recordEmittedSQL appends events ($3, a JSON array of {"event_id",
+// "event_type", "created_at"}) to the record of the task that emitted them
+// (migration 021), keeping the last 50: one row, by primary key and
+// partition. It is its own statement, run only for events that have a
+// source: inside the insert, an UPDATE of the partitioned task table whose
+// partition is not a constant locked every partition on every emit, and
+// deadlocked with partition maintenance.
+const recordEmittedSQL = `
+UPDATE tasks.tasks SET emitted_events = tasks.append_emitted(emitted_events, $3::jsonb)
+WHERE task_id = $1 AND "timestamp" = $2`
+
+// recordEmitted appends the inserted events that have a source to their
+// source tasks' records, one statement per source task.
+func (s *Store) recordEmitted(ctx context.Context, rows []insertedEvent) error {
+	type entry struct {
+		EventID   uuid.UUID `json:"event_id"`
+		EventType string    `json:"event_type"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	bySource := map[uuid.UUID][]entry{}
+	var order []uuid.UUID
+	for _, r := range rows {
+		if r.source == nil {
+			continue
+		}
+		if _, ok := bySource[*r.source]; !ok {
+			order = append(order, *r.source)
+		}
+		bySource[*r.source] = append(bySource[*r.source], entry{r.ID, r.EventType, r.CreatedAt})
+	}
+	for _, id := range order {
+		doc, err := json.Marshal(bySource[id])
+		if err != nil {
+			return fmt.Errorf("error recording emitted events: %w", err)
+		}
+		if _, err := s.db.Exec(ctx, recordEmittedSQL, id, IDTime(id), doc); err != nil {
+			return wrap("recording emitted events", err)
+		}
+	}
+	return nil
+}
 
 // existingEventsByDedupSQL reads the live events holding (tenant, key)
 // pairs: a key is only ever compared within its tenant.
@@ -131,6 +198,16 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	if len(events) == 0 {
 		return nil, nil
 	}
+	if !s.inTx && slices.ContainsFunc(events, func(e NewEvent) bool { return e.SourceTaskID != uuid.Nil }) {
+		// The events and their source tasks' records commit together.
+		var out []EventInsertResult
+		err := s.InTx(ctx, func(tx *Store) error {
+			var err error
+			out, err = tx.InsertEvents(ctx, events)
+			return err
+		})
+		return out, err
+	}
 	n := len(events)
 	ids := make([]uuid.UUID, n)
 	created := make([]time.Time, n)
@@ -138,6 +215,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	payloads := make([][]byte, n)
 	dedups := make([]*string, n)
 	traces := make([]*string, n)
+	sources := make([]*uuid.UUID, n)
 	for i := range events {
 		e := &events[i]
 		if e.ID == uuid.Nil {
@@ -164,9 +242,21 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 			tp := e.Traceparent
 			traces[i] = &tp
 		}
+		if e.SourceTaskID != uuid.Nil {
+			id := e.SourceTaskID
+			sources[i] = &id
+		}
 	}
-	inserted, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces)
+	rows, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanInsertedEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces,
+		sources)
 	if err != nil {
+		return nil, err
+	}
+	inserted := make([]Event, len(rows))
+	for i, r := range rows {
+		inserted[i] = r.Event
+	}
+	if err := s.recordEmitted(ctx, rows); err != nil {
 		return nil, err
 	}
 	keys := make([]tenantKey, n)

@@ -80,7 +80,10 @@ type FinishParams struct {
 //     a snooze, "n": the attempt the outcome is of, "ev": event id, "et":
 //     event time}};
 //   - the attempt that ended is appended to attempt_log (the last 20 kept),
-//     in the same row write; a snooze's outcome there is SNOOZED.
+//     in the same row write; a snooze's outcome there is SNOOZED;
+//   - a FAILED or DEAD_LETTER outcome's event is appended to the task's
+//     emitted_events (migration 021) in the same row write, and the event
+//     names the task as its source.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
@@ -95,7 +98,14 @@ WITH updated AS (
         attempt_log = tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
             coalesce($3::timestamptz, now()),
             CASE WHEN $1::jsonb -> t.task_id::text ? 'z' THEN 'SNOOZED' ELSE $1::jsonb -> t.task_id::text ->> 's' END,
-            $1::jsonb -> t.task_id::text ->> 'e')
+            $1::jsonb -> t.task_id::text ->> 'e'),
+        emitted_events = CASE
+            WHEN $1::jsonb -> t.task_id::text ->> 's' IN ('FAILED', 'DEAD_LETTER') AND $1::jsonb -> t.task_id::text ? 'ev'
+            THEN tasks.append_emitted(t.emitted_events, jsonb_build_array(jsonb_build_object(
+                'event_id', $1::jsonb -> t.task_id::text ->> 'ev',
+                'event_type', CASE $1::jsonb -> t.task_id::text ->> 's' WHEN 'FAILED' THEN 'task.failed' ELSE 'task.dead_lettered' END,
+                'created_at', ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz)))
+            ELSE t.emitted_events END
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE
@@ -109,13 +119,14 @@ WITH updated AS (
               CASE WHEN t.workflow_run_id IS NOT NULL THEN t.outputs END AS step_outputs
 ),
 events AS (
-    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload)
+    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, source_task_id)
     SELECT u.event_id, u.event_ts,
            CASE u.status WHEN 'FAILED' THEN 'task.failed' ELSE 'task.dead_lettered' END,
            CASE WHEN u.schema_name = 'system' THEN 'PLATFORM' ELSE 'CATALOG' END,
            u.schema_name,
            jsonb_build_object('task_id', u.task_id, 'task_type', u.task_type, 'status', u.status,
-                              'error', u.error, 'retry_count', u.retry_count, 'attempts', u.attempts)
+                              'error', u.error, 'retry_count', u.retry_count, 'attempts', u.attempts),
+           u.task_id
     FROM updated u
     WHERE u.status IN ('FAILED', 'DEAD_LETTER') AND u.event_id IS NOT NULL
     RETURNING event_id

@@ -47,22 +47,32 @@ WITH orphans AS (
 }
 
 // deadLetterOrphansTail dead-letters the tasks of the CTE orphans (task_id,
-// timestamp) and writes a task.dead_lettered event for each.
+// timestamp) and writes a task.dead_lettered event for each, naming the
+// task as its source; the task's record of emitted events (migration 021)
+// gains the event in the same row write. stamped gives each orphan its
+// event's id and time once, for both writes.
 const deadLetterOrphansTail = `
+stamped AS (
+    SELECT o.task_id, o."timestamp", tasks.uuid_v7(e.at) AS event_id, e.at AS event_at
+    FROM orphans o CROSS JOIN LATERAL (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) e
+),
 moved AS (
     UPDATE tasks.tasks t
     SET status = 'DEAD_LETTER', finished_at = now(), locked_until = NULL,
-        error = 'tenant ' || t.schema_name || ' no longer exists'
-    FROM orphans o
-    WHERE t.task_id = o.task_id AND t."timestamp" = o."timestamp"
-    RETURNING t.task_id, t.task_type, t.schema_name, t.error, t.retry_count, t.attempts
+        error = 'tenant ' || t.schema_name || ' no longer exists',
+        emitted_events = tasks.append_emitted(t.emitted_events, jsonb_build_array(jsonb_build_object(
+            'event_id', s.event_id, 'event_type', 'task.dead_lettered', 'created_at', s.event_at)))
+    FROM stamped s
+    WHERE t.task_id = s.task_id AND t."timestamp" = s."timestamp"
+    RETURNING t.task_id, t.task_type, t.schema_name, t.error, t.retry_count, t.attempts, s.event_id, s.event_at
 ),
 events AS (
-    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload)
-    SELECT tasks.uuid_v7(e.at), e.at, 'task.dead_lettered', 'CATALOG', m.schema_name,
+    INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, source_task_id)
+    SELECT m.event_id, m.event_at, 'task.dead_lettered', 'CATALOG', m.schema_name,
            jsonb_build_object('task_id', m.task_id, 'task_type', m.task_type, 'status', 'DEAD_LETTER',
-                              'error', m.error, 'retry_count', m.retry_count, 'attempts', m.attempts)
-    FROM moved m CROSS JOIN LATERAL (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) e
+                              'error', m.error, 'retry_count', m.retry_count, 'attempts', m.attempts),
+           m.task_id
+    FROM moved m
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM events)`

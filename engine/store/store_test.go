@@ -398,6 +398,17 @@ func TestExpiredLeasesAndOrphans(t *testing.T) {
 	g, _ := b.store.GetTask(b.ctx, res[2].Task.ID)
 	require.Equal(t, wftype.StatusDeadLetter, g.Status)
 	require.Contains(t, *g.Error, "s_gone")
+	// Its task.dead_lettered names it, and its record of emitted events
+	// holds that event.
+	evs, err := b.store.TaskEvents(b.ctx, g.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, "task.dead_lettered", evs[0].EventType)
+	require.Equal(t, store.EventPending, evs[0].Status)
+	var source uuid.UUID
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT source_task_id FROM tasks.events WHERE event_id = $1 AND created_at = $2`,
+		evs[0].ID, evs[0].CreatedAt).Scan(&source))
+	require.Equal(t, g.ID, source)
 
 	claimAll(t, b, "y", 1)
 	future := clock.Now().Add(2 * time.Minute)

@@ -395,6 +395,12 @@ function renderTask(t) {
       h("div", {}, h("h2", {}, "Inputs"), h("pre", { id: "task-inputs" }, fmtJSON(t.inputs))),
       h("div", {}, h("h2", {}, "Progress"), h("pre", { id: "task-progress" }, t.progress ? fmtJSON(t.progress) : "none"))),
     h("h2", {}, "Outputs"), h("pre", { id: "task-outputs" }, t.outputs ? fmtJSON(t.outputs) : "none"),
+    h("h2", {}, "Events emitted"),
+    t.events && t.events.length ? table(["event", "type", "created", "status", "error"], t.events.map((e) => h("tr", { "data-event": e.event_id },
+      h("td", { title: e.event_id }, e.event_id.slice(0, 8) + "…" + e.event_id.slice(-4)), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
+      h("td", {}, e.status === "CONSUMED" ? h("span", { class: "muted", title: "consumed by its subscriptions (deleted from the outbox)" }, "consumed") : statusBadge(e.status)),
+      h("td", { class: "error" }, e.error || ""))), { "data-testid": "task-events" })
+      : h("p", { class: "muted", "data-testid": "task-events-none" }, "none"),
     reportURL ? h("p", {}, "Per-record report: ", h("a", { href: reportURL, rel: "noopener noreferrer" }, reportURL)) : null);
 }
 

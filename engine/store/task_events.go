@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
+)
+
+// EventConsumed is the status TaskEvents gives an event no longer in the
+// outbox: its subscriptions consumed it (it was deleted on acknowledgement),
+// or, after its dead letter's retention, it was purged.
+const EventConsumed = "CONSUMED"
+
+// TaskEvent is one event a task emitted, with its status now.
+type TaskEvent struct {
+	ID        uuid.UUID
+	EventType string
+	CreatedAt time.Time
+	// Status is PENDING, PROCESSING or DEAD_LETTER while the event is in
+	// the outbox, else EventConsumed.
+	Status string
+	// Error is a dead-lettered event's last error.
+	Error *string
+}
+
+// taskEventsSQL reads a task's record of emitted events (migration 021,
+// oldest first) and each event's row where it is still in the outbox: one
+// primary-key read of the task, one of the events per entry (at most 50).
+// A task that does not exist returns no row. $1 task id, $2 its creation
+// time (its partition).
+const taskEventsSQL = `
+SELECT (x.e ->> 'event_id')::uuid, x.e ->> 'event_type', (x.e ->> 'created_at')::timestamptz,
+       coalesce(ev.status, '` + EventConsumed + `'), ev.error
+FROM tasks.tasks t
+CROSS JOIN LATERAL jsonb_array_elements(coalesce(t.emitted_events, '[]'::jsonb)) WITH ORDINALITY AS x(e, n)
+LEFT JOIN tasks.events ev ON ev.event_id = (x.e ->> 'event_id')::uuid AND ev.created_at = (x.e ->> 'created_at')::timestamptz
+WHERE t.task_id = $1 AND t."timestamp" = $2
+ORDER BY x.n`
+
+// TaskEvents returns the events a task emitted (the last 50, oldest first),
+// each with its status now. It fails with wftype.ErrNotFound for a task
+// that does not exist.
+func (s *Store) TaskEvents(ctx context.Context, id uuid.UUID) ([]TaskEvent, error) {
+	out, err := queryAll(ctx, s.db, "reading a task's events", taskEventsSQL, func(row pgx.Row) (TaskEvent, error) {
+		var e TaskEvent
+		err := row.Scan(&e.ID, &e.EventType, &e.CreatedAt, &e.Status, &e.Error)
+		e.CreatedAt = e.CreatedAt.UTC()
+		return e, err
+	}, id, IDTime(id))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		// No event, or no task.
+		if _, err := s.GetAttempts(ctx, id); err != nil {
+			if errors.Is(err, wftype.ErrNotFound) {
+				return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+			}
+			return nil, err
+		}
+		return []TaskEvent{}, nil
+	}
+	return out, nil
+}
