@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -58,19 +57,7 @@ func catalogStatus(ctx context.Context, cfg *config.Config) (dbmigrate.Status, e
 
 // connectCatalog opens one connection to catalog.database_url.
 func connectCatalog(ctx context.Context, cfg *config.Config) (*pgx.Conn, error) {
-	cc, err := pgx.ParseConfig(cfg.Catalog.DatabaseURL)
-	if err != nil {
-		return nil, errors.New("error reading catalog.database_url: it is not a valid PostgreSQL connection string " +
-			"(expected postgres://user:password@host:port/database)")
-	}
-	if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = connectTimeout
-	}
-	conn, err := pgx.ConnectConfig(ctx, cc)
-	if err != nil {
-		return nil, fmt.Errorf("catalog.database_url: %w", connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
-	}
-	return conn, nil
+	return connectSetting(ctx, "catalog.database_url", cfg.Catalog.DatabaseURL)
 }
 
 // openCatalogPool opens a pool on catalog.database_url, or returns nil (and

@@ -87,9 +87,7 @@ func writeSetText(w io.Writer, set *spec.Set) error {
 
 // writeTaskTypesText prints the task types and their dispatch rules.
 func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
-	fmt.Fprintf(b, "\ntask types:\n")
-	for _, t := range set.TaskTypes() {
-		fmt.Fprintf(b, "  %s  (%s)\n", t.Name(), t.Source())
+	writeSpecsText(b, "task types", "", set.TaskTypes(), func(t *spec.TaskType) {
 		if t.Description() != "" {
 			fmt.Fprintf(b, "    %s\n", t.Description())
 		}
@@ -112,7 +110,7 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		fmt.Fprintf(b, "    created over the API by: %s\n", creators)
 		fmt.Fprintf(b, "    reporters: %s\n", reportersText(t.Reporters()))
 		fmt.Fprintf(b, "    inputs: %s\n", t.InputSchema())
-	}
+	})
 }
 
 // writeCapabilitiesText prints the capability map as a table.
@@ -138,13 +136,7 @@ func writeCapabilitiesText(b *strings.Builder, set *spec.Set) {
 
 // writeSubscriptionsText prints the subscription table.
 func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
-	fmt.Fprintf(b, "\nsubscriptions:\n")
-	subs := set.Subscriptions()
-	if len(subs) == 0 {
-		fmt.Fprintf(b, "  none\n")
-	}
-	for _, s := range subs {
-		fmt.Fprintf(b, "  %s  (%s)\n", s.Name(), s.Source())
+	writeSpecsText(b, "subscriptions", "none", set.Subscriptions(), func(s *spec.Subscription) {
 		match := "event type " + s.EventType()
 		if s.IsGlob() {
 			match = "event types matching " + s.EventType()
@@ -158,37 +150,45 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 		for _, name := range sortedNames(exprs) {
 			fmt.Fprintf(b, "    input %s = %s\n", name, exprs[name])
 		}
-	}
+	})
 }
 
 // writeSchedulesText prints the schedule table.
 func writeSchedulesText(b *strings.Builder, set *spec.Set) {
-	fmt.Fprintf(b, "\nschedules:\n")
-	scheds := set.Schedules()
-	if len(scheds) == 0 {
-		fmt.Fprintf(b, "  none\n")
-	}
-	for _, s := range scheds {
-		fmt.Fprintf(b, "  %s  (%s)\n", s.Name(), s.Source())
+	writeSpecsText(b, "schedules", "none", set.Schedules(), func(s *spec.Schedule) {
 		fmt.Fprintf(b, "    cron %q in %s, missed ticks: %s\n", s.Cron(), s.Location(), s.Missed())
 		fmt.Fprintf(b, "    creates %s in schema %s with inputs %s\n", s.TaskType(), s.SchemaName(), s.Inputs())
-	}
+	})
 }
 
 // writeRunnersText prints the Runner specs.
 func writeRunnersText(b *strings.Builder, set *spec.Set) {
-	fmt.Fprintf(b, "\nrunners:\n")
-	runners := set.Runners()
-	if len(runners) == 0 {
-		fmt.Fprintf(b, "  none besides the local background and sync runners\n")
-	}
-	for _, r := range runners {
-		fmt.Fprintf(b, "  %s  (%s)\n", r.Name(), r.Source())
+	writeSpecsText(b, "runners", "none besides the local background and sync runners", set.Runners(), func(r *spec.Runner) {
 		cr := r.CloudRun()
 		fmt.Fprintf(b, "    %s, priority %d, project %s, region %s\n", r.Type(), r.Priority(), cr.Project, cr.Region)
 		for _, tt := range r.TaskTypes() {
 			fmt.Fprintf(b, "    %s -> job %s\n", tt, cr.Jobs[tt])
 		}
+	})
+}
+
+// namedSpec is a compiled spec as the text sections list it.
+type namedSpec interface {
+	Name() string
+	Source() spec.Location
+}
+
+// writeSpecsText prints one section of the text output: its title, then
+// each spec's name and source followed by what detail prints of it; a
+// section without specs says none (nothing when none is "").
+func writeSpecsText[T namedSpec](b *strings.Builder, title, none string, specs []T, detail func(T)) {
+	fmt.Fprintf(b, "\n%s:\n", title)
+	if len(specs) == 0 && none != "" {
+		fmt.Fprintf(b, "  %s\n", none)
+	}
+	for _, s := range specs {
+		fmt.Fprintf(b, "  %s  (%s)\n", s.Name(), s.Source())
+		detail(s)
 	}
 }
 

@@ -47,6 +47,18 @@ settings: {project: p, region: europe-west1, jobs: {ingestion: ingest-job}}
 	}
 }
 
+// TestCompileTextEmptySections: a set of one task type lists each other
+// kind of spec as none.
+func TestCompileTextEmptySections(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": "kind: TaskType\nname: noop\nhandler: {builtin: noop}\n"})
+	code, out, errOut := runSpecCLI(t, "compile", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "\ntask types:\n  noop  ("+filepath.Join(dir, "a.yaml")+":1:1)\n")
+	require.Contains(t, out, "\nsubscriptions:\n  none\n\nschedules:\n  none\n\nrunners:\n"+
+		"  none besides the local background and sync runners\n\nworkflows:\n  none\n")
+}
+
 func TestCompileJSON(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML})

@@ -359,20 +359,31 @@ func connectReason(err error) string {
 // connectSession parses a session URL (database.session_url) and checks
 // that it connects, returning its connection settings.
 func connectSession(ctx context.Context, sessionURL string) (*pgx.ConnConfig, error) {
-	cc, err := pgx.ParseConfig(sessionURL)
+	conn, err := connectSetting(ctx, "database.session_url", sessionURL)
 	if err != nil {
-		return nil, errors.New("error reading database.session_url: it is not a valid PostgreSQL connection string " +
-			"(expected postgres://user:password@host:port/database)")
+		return nil, err
+	}
+	_ = conn.Close(context.WithoutCancel(ctx))
+	return conn.Config(), nil
+}
+
+// connectSetting opens one connection to url, the value of the setting
+// name (such as catalog.database_url); its errors name the setting, never
+// the URL, which may hold a password.
+func connectSetting(ctx context.Context, name, url string) (*pgx.Conn, error) {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("error reading %s: it is not a valid PostgreSQL connection string "+
+			"(expected postgres://user:password@host:port/database)", name)
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
 	}
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
-		return nil, fmt.Errorf("database.session_url: %w", connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
+		return nil, fmt.Errorf("%s: %w", name, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
 	}
-	_ = conn.Close(context.WithoutCancel(ctx))
-	return cc, nil
+	return conn, nil
 }
 
 // sessionConfig returns the settings of the connection that holds session

@@ -29,9 +29,7 @@ func enqueueCommand() *cli.Command {
 		Name:      "enqueue",
 		Usage:     "create a task (PENDING) of a task type",
 		ArgsUsage: "TYPE",
-		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
-			&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
+		Flags: inputFlags(
 			&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` (default system; required for CATALOG and ASSET task types)"},
 			&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY` overriding the spec's expression"},
 			&cli.StringFlag{Name: "run-at", Usage: "run no earlier than `TIME` (RFC 3339, e.g. 2026-12-01T18:00:00Z)"},
@@ -39,7 +37,7 @@ func enqueueCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Value: 1, Usage: "create `N` tasks with these inputs in one statement (bulk)"},
 			&cli.BoolFlag{Name: "wait", Usage: "follow the task to its end; exit 1 unless it COMPLETED"},
 			formatFlag(formatText, formatJSON),
-		},
+		),
 		Action: runEnqueue,
 	}
 }
@@ -104,15 +102,7 @@ func runEnqueue(c *cli.Context) error {
 	}
 	results, err := cl.EnqueueMany(c.Context, reqs)
 	if err != nil {
-		var verr *client.ValidationError
-		if errors.As(err, &verr) && len(verr.Inputs) > 0 {
-			lines := make([]string, len(verr.Inputs))
-			for i, ie := range verr.Inputs {
-				lines[i] = "  " + ie.String()
-			}
-			return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
-		}
-		return cli.Exit(err.Error(), ExitFailure)
+		return enqueueError(err)
 	}
 	// With --wait, JSON output is one document: the task as it ended.
 	if !c.Bool("wait") || format != formatJSON {
@@ -146,6 +136,15 @@ func runEnqueue(c *cli.Context) error {
 		return cli.Exit(msg, ExitFailure)
 	}
 	return nil
+}
+
+// inputFlags are --input and --json, which enqueueInputs reads, followed
+// by a command's other flags.
+func inputFlags(more ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
+		&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
+	}, more...)
 }
 
 // enqueueInputs builds the inputs object from --json and --input flags.
@@ -311,4 +310,19 @@ func progressLine(t wftype.Task) string {
 		}
 	}
 	return line
+}
+
+// enqueueError is a failed enqueue as a command's exit: inputs that do not
+// match the task type's schema one problem a line, any other error as it
+// reads.
+func enqueueError(err error) error {
+	var verr *client.ValidationError
+	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
+		lines := make([]string, len(verr.Inputs))
+		for i, ie := range verr.Inputs {
+			lines[i] = "  " + ie.String()
+		}
+		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
+	}
+	return cli.Exit(err.Error(), ExitFailure)
 }

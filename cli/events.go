@@ -39,13 +39,10 @@ func eventsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list outbox events, newest first (keyset pagination: pass --cursor from the previous page)",
-				Flags: []cli.Flag{
+				Flags: listFlagsOf("event",
 					&cli.StringSliceFlag{Name: "status", Usage: "only events in `STATUS`: PENDING, PROCESSING or DEAD_LETTER (repeatable)"},
 					&cli.StringSliceFlag{Name: "type", Usage: "only events of event `TYPE` (repeatable)"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` events (1..1000)"},
-					&cli.StringFlag{Name: "cursor", Usage: "continue after event `ID` (printed at the end of a page)"},
-					formatFlag(formatText, formatJSON),
-				},
+				),
 				Action: eventsList,
 			},
 			{

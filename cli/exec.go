@@ -203,15 +203,7 @@ func execTakeError(c *cli.Context, format string, err error) error {
 		}
 		return cli.Exit(fin.Error(), ExitFailure)
 	}
-	var verr *client.ValidationError
-	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
-		lines := make([]string, len(verr.Inputs))
-		for i, ie := range verr.Inputs {
-			lines[i] = "  " + ie.String()
-		}
-		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
-	}
-	return cli.Exit(err.Error(), ExitFailure)
+	return enqueueError(err)
 }
 
 // printExecResult prints the task as it ended: one line (and its outputs)

@@ -24,6 +24,16 @@ type listFlags[S ~string] struct {
 	afterID   *uuid.UUID
 }
 
+// listFlagsOf is a list command's flags: its filters, then --limit (default
+// 50), --cursor and --format; row names one of its rows ("task") in their
+// help.
+func listFlagsOf(row string, filters ...cli.Flag) []cli.Flag {
+	return append(filters,
+		&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` " + row + "s (1..1000)"},
+		&cli.StringFlag{Name: "cursor", Usage: "continue after " + row + " `ID` (printed at the end of a page)"},
+		formatFlag(formatText, formatJSON))
+}
+
 // parseListFlags checks a list command's --limit (1..1000), --status (each
 // upper-cased, one of allowed) and --cursor (an id parseID accepts) flags;
 // every mistake is a usage error.

@@ -30,14 +30,11 @@ func tasksCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "list tasks, newest first (keyset pagination: pass --cursor from the previous page)",
-				Flags: []cli.Flag{
+				Flags: listFlagsOf("task",
 					&cli.StringSliceFlag{Name: "status", Usage: "only tasks in `STATUS` (repeatable)"},
 					&cli.StringSliceFlag{Name: "type", Usage: "only tasks of task `TYPE` (repeatable)"},
 					&cli.StringSliceFlag{Name: "schema-name", Usage: "only tasks of tenant `SCHEMA` (repeatable)"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` tasks (1..1000)"},
-					&cli.StringFlag{Name: "cursor", Usage: "continue after task `ID` (printed at the end of a page)"},
-					formatFlag(formatText, formatJSON),
-				},
+				),
 				Action: databaseAction(accessRead, tasksList),
 			},
 			{

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -28,18 +29,20 @@ func bulkCommands() []*cli.Command {
 			&cli.BoolFlag{Name: "all", Usage: "needed when no --type, --schema-name or creation time narrows the match"},
 		}
 	}
+	live := []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}
 	return []*cli.Command{
 		{
 			Name:   "bulk-cancel",
 			Usage:  "cancel every PENDING or ACTIVE task a filter matches (running ones are stopped)",
 			Flags:  flags("PENDING, ACTIVE (default both)"),
-			Action: databaseAction(accessSchema, tasksBulkCancel),
+			Action: bulkAction("cancel", live, live, bulkCancel),
 		},
 		{
-			Name:   "bulk-requeue",
-			Usage:  "put every DEAD_LETTER (or FAILED, CANCELLED) task a filter matches back to PENDING",
-			Flags:  flags("DEAD_LETTER (default), FAILED, CANCELLED"),
-			Action: databaseAction(accessSchema, tasksBulkRequeue),
+			Name:  "bulk-requeue",
+			Usage: "put every DEAD_LETTER (or FAILED, CANCELLED) task a filter matches back to PENDING",
+			Flags: flags("DEAD_LETTER (default), FAILED, CANCELLED"),
+			Action: bulkAction("requeue", []wftype.TaskStatus{wftype.StatusDeadLetter, wftype.StatusFailed, wftype.StatusCancelled},
+				[]wftype.TaskStatus{wftype.StatusDeadLetter}, bulkRequeue),
 		},
 	}
 }
@@ -72,54 +75,46 @@ func bulkMatch(c *cli.Context, allowed, defaults []wftype.TaskStatus) (store.Tas
 	return m, nil
 }
 
-func tasksBulkCancel(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-	live := []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}
-	m, err := bulkMatch(c, live, live)
-	if err != nil {
-		return err
-	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
-	if c.Bool("dry-run") {
-		return printMatched(c, st, m, "cancel")
-	}
-	res, err := st.CancelTasks(c.Context, m)
-	if err != nil {
-		return storeError(err)
-	}
-	fmt.Fprintf(c.App.Writer, "cancelled %d tasks%s\n", res.Cancelled, moreNote(res.More))
-	return nil
+// bulkAction is a bulk command's action: it reads the match (bulkMatch
+// with allowed and defaults), counts it on --dry-run, else changes the
+// tasks with change and prints the line change returns.
+func bulkAction(verb string, allowed, defaults []wftype.TaskStatus,
+	change func(ctx context.Context, st *store.Store, m store.TaskMatch) (string, error)) cli.ActionFunc {
+	return databaseAction(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
+		m, err := bulkMatch(c, allowed, defaults)
+		if err != nil {
+			return err
+		}
+		st := store.New(pool).WithChannels(storeChannels(cfg))
+		if c.Bool("dry-run") {
+			n, err := st.CountTasks(c.Context, m)
+			if err != nil {
+				return storeError(err)
+			}
+			fmt.Fprintf(c.App.Writer, "%d tasks match (dry run: nothing changed; a run would %s up to %d of them)\n", n, verb, m.Limit)
+			return nil
+		}
+		done, err := change(c.Context, st, m)
+		if err != nil {
+			return storeError(err)
+		}
+		fmt.Fprintln(c.App.Writer, done)
+		return nil
+	})
 }
 
-func tasksBulkRequeue(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-	m, err := bulkMatch(c, []wftype.TaskStatus{wftype.StatusDeadLetter, wftype.StatusFailed, wftype.StatusCancelled},
-		[]wftype.TaskStatus{wftype.StatusDeadLetter})
-	if err != nil {
-		return err
-	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
-	if c.Bool("dry-run") {
-		return printMatched(c, st, m, "requeue")
-	}
-	res, err := st.RequeueTasks(c.Context, m)
-	if err != nil {
-		return storeError(err)
-	}
-	fmt.Fprintf(c.App.Writer, "requeued %d tasks", res.Requeued)
+func bulkCancel(ctx context.Context, st *store.Store, m store.TaskMatch) (string, error) {
+	res, err := st.CancelTasks(ctx, m)
+	return fmt.Sprintf("cancelled %d tasks%s", res.Cancelled, moreNote(res.More)), err
+}
+
+func bulkRequeue(ctx context.Context, st *store.Store, m store.TaskMatch) (string, error) {
+	res, err := st.RequeueTasks(ctx, m)
+	done := fmt.Sprintf("requeued %d tasks", res.Requeued)
 	if res.Skipped > 0 {
-		fmt.Fprintf(c.App.Writer, "; skipped %d whose dedup key a live task holds", res.Skipped)
+		done += fmt.Sprintf("; skipped %d whose dedup key a live task holds", res.Skipped)
 	}
-	fmt.Fprintf(c.App.Writer, "%s\n", moreNote(res.More))
-	return nil
-}
-
-// printMatched is a bulk command's dry run.
-func printMatched(c *cli.Context, st *store.Store, m store.TaskMatch, verb string) error {
-	n, err := st.CountTasks(c.Context, m)
-	if err != nil {
-		return storeError(err)
-	}
-	fmt.Fprintf(c.App.Writer, "%d tasks match (dry run: nothing changed; a run would %s up to %d of them)\n", n, verb, m.Limit)
-	return nil
+	return done + moreNote(res.More), err
 }
 
 func moreNote(more bool) string {

@@ -12,13 +12,7 @@ import (
 // writeWorkflowsText prints each workflow and its graph: the steps in the
 // order they can run, each with what it waits for and what it starts.
 func writeWorkflowsText(b *strings.Builder, set *spec.Set) {
-	fmt.Fprintf(b, "\nworkflows:\n")
-	wfs := set.Workflows()
-	if len(wfs) == 0 {
-		fmt.Fprintf(b, "  none\n")
-	}
-	for _, w := range wfs {
-		fmt.Fprintf(b, "  %s  (%s)\n", w.Name(), w.Source())
+	writeSpecsText(b, "workflows", "none", set.Workflows(), func(w *spec.Workflow) {
 		if w.Description() != "" {
 			fmt.Fprintf(b, "    %s\n", w.Description())
 		}
@@ -29,7 +23,7 @@ func writeWorkflowsText(b *strings.Builder, set *spec.Set) {
 		fmt.Fprintf(b, "    timeout %s, started over the API by: %s\n", spec.FormatDuration(w.Timeout()), roles)
 		fmt.Fprintf(b, "    inputs: %s\n", w.InputSchema())
 		writeWorkflowGraphText(b, w, "    ")
-	}
+	})
 }
 
 // writeWorkflowGraphText draws a workflow's steps in topological order:
