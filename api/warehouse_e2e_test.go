@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/internal/bqfake"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -90,14 +90,14 @@ func TestWarehouseJoinEndToEnd(t *testing.T) {
 	require.Equal(t, 2.0, progress["succeeded"], progress)
 	require.Equal(t, 2.0, progress["rejected"], "P3 has no row (inner join), P4 no key: %v", progress)
 	owners := map[string][]any{}
-	for _, f := range readNDJSON(t, filepath.Join(rootA, "joined.ndjson")) {
+	for _, f := range catalogtest.ReadNDJSONFile[map[string]any](t, filepath.Join(rootA, "joined.ndjson")) {
 		p := f["properties"].(map[string]any)
 		owners[p["id"].(string)] = append(owners[p["id"].(string)], p["owner"])
 		require.Equal(t, "Polygon", f["geometry"].(map[string]any)["type"])
 	}
 	require.Equal(t, map[string][]any{"P1": {"Ada", "Alan"}, "P2": {"Bob"}}, owners)
 	require.Equal(t, []map[string]any{{"side": "features", "key": "3"}, {"side": "warehouse", "key": "9"}},
-		readNDJSON(t, filepath.Join(rootA, "unmatched.ndjson")))
+		catalogtest.ReadNDJSONFile[map[string]any](t, filepath.Join(rootA, "unmatched.ndjson")))
 
 	// BigQuery, left join on the string key, CSV, paged results.
 	task = join(tokClientLimited, "s_cat_a", map[string]any{"catalog_id": "cat-a", "collection_id": "parcels",
@@ -169,22 +169,4 @@ func TestWarehouseJoinEndToEnd(t *testing.T) {
 		require.Equal(t, []string{"/inputs/unmatched_destination"}, problemPointers(t, res))
 		require.Equal(t, before, joins(), "a refused submission creates no task")
 	}
-}
-
-// readNDJSON reads the objects of an NDJSON file.
-func readNDJSON(t *testing.T, name string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(name)
-	require.NoError(t, err)
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
-	}
-	require.NoError(t, sc.Err())
-	return out
 }

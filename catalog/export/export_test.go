@@ -1,10 +1,8 @@
 package export_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,19 +65,6 @@ type exported struct {
 	System     map[string]any  `json:"system"`
 }
 
-func readNDJSON(t *testing.T, r io.Reader) []exported {
-	t.Helper()
-	var out []exported
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var f exported
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &f))
-		out = append(out, f)
-	}
-	require.NoError(t, sc.Err())
-	return out
-}
-
 func codes(fs []exported) []string {
 	var out []string
 	for _, f := range fs {
@@ -111,7 +96,7 @@ func TestExport(t *testing.T) {
 	require.Equal(t, export.Outputs{Table: "s_cat.regions", Destination: filepath.Join(dir, "now.ndjson"), Format: "ndjson", Features: 6}, out)
 	f, err := os.Open(filepath.Join(dir, "now.ndjson"))
 	require.NoError(t, err)
-	now := readNDJSON(t, f)
+	now := catalogtest.ReadNDJSON[exported](t, f)
 	require.NoError(t, f.Close())
 	require.Equal(t, []string{"IT-82", "MT", "US-CO", "US-UT", "US-WY", "ZA"}, codes(now))
 	co := now[2]
@@ -151,7 +136,7 @@ func TestExport(t *testing.T) {
 	f, err = os.Open(filepath.Join(dir, "bbox.ndjson"))
 	require.NoError(t, err)
 	defer f.Close()
-	require.Equal(t, []string{"IT-82", "MT"}, codes(readNDJSON(t, f)))
+	require.Equal(t, []string{"IT-82", "MT"}, codes(catalogtest.ReadNDJSON[exported](t, f)))
 	require.EqualValues(t, 2, out.Features)
 }
 
@@ -169,7 +154,7 @@ func TestExportToBucket(t *testing.T) {
 	require.NoError(t, err)
 	obj, err := gcs.GetObject("exports", "cat/regions.ndjson")
 	require.NoError(t, err)
-	require.Len(t, readNDJSON(t, strings.NewReader(string(obj.Content))), 6)
+	require.Len(t, catalogtest.ReadNDJSON[exported](t, strings.NewReader(string(obj.Content))), 6)
 	require.Equal(t, "application/x-ndjson", obj.ContentType)
 }
 
@@ -271,7 +256,7 @@ func TestExportOutsideRoots(t *testing.T) {
 		require.Equal(t, 6, rep.n, dest)
 		f, err := os.Open(path)
 		require.NoError(t, err, dest)
-		require.Len(t, readNDJSON(t, f), 6, dest)
+		require.Len(t, catalogtest.ReadNDJSON[exported](t, f), 6, dest)
 		require.NoError(t, f.Close())
 	}
 }

@@ -76,7 +76,13 @@ func TestValidate(t *testing.T) {
 		{orb.Polygon{{{0, 0}, {1, 0}, {0, 0}}}, "3 positions, want 4"},
 		{orb.Polygon{{{0, 0}, {1, 0}, {1, 1}, {0, 0}}, {{0, 0}, {1, 0}, {1, 1}, {0, 1}}}, "hole 1 is not closed"},
 		{orb.Polygon{}, "no rings"},
-		{orb.MultiPolygon{}, "empty"},
+		{orb.MultiPolygon{}, "the MultiPolygon is empty"},
+		{orb.MultiPoint{}, "the MultiPoint is empty"},
+		{orb.MultiLineString{}, "the MultiLineString is empty"},
+		{orb.Collection{}, "the GeometryCollection is empty"},
+		{orb.MultiPoint{{0, 0}, {0, 91}}, "point 1: latitude 91"},
+		{orb.MultiLineString{{{0, 0}}}, "line 0: the line string has 1 positions, want 2 or more"},
+		{orb.MultiPolygon{{{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}, "polygon 0: the exterior ring is not closed"},
 		{orb.Collection{orb.Point{0, 100}}, "geometries[0]: latitude 100"},
 	}
 	for _, c := range bad {

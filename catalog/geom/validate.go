@@ -20,47 +20,33 @@ func Validate(g orb.Geometry) error {
 	case orb.Point:
 		return checkPoint(g)
 	case orb.MultiPoint:
-		if len(g) == 0 {
-			return errors.New("the MultiPoint is empty")
-		}
-		for i, p := range g {
-			if err := checkPoint(p); err != nil {
-				return fmt.Errorf("point %d: %w", i, err)
-			}
-		}
+		return checkParts("MultiPoint", "point %d", g, checkPoint)
 	case orb.LineString:
 		return checkLine(g)
 	case orb.MultiLineString:
-		if len(g) == 0 {
-			return errors.New("the MultiLineString is empty")
-		}
-		for i, l := range g {
-			if err := checkLine(l); err != nil {
-				return fmt.Errorf("line %d: %w", i, err)
-			}
-		}
+		return checkParts("MultiLineString", "line %d", g, checkLine)
 	case orb.Polygon:
 		return checkPolygon(g)
 	case orb.MultiPolygon:
-		if len(g) == 0 {
-			return errors.New("the MultiPolygon is empty")
-		}
-		for i, p := range g {
-			if err := checkPolygon(p); err != nil {
-				return fmt.Errorf("polygon %d: %w", i, err)
-			}
-		}
+		return checkParts("MultiPolygon", "polygon %d", g, checkPolygon)
 	case orb.Collection:
-		if len(g) == 0 {
-			return errors.New("the GeometryCollection is empty")
-		}
-		for i, m := range g {
-			if err := Validate(m); err != nil {
-				return fmt.Errorf("geometries[%d]: %w", i, err)
-			}
-		}
+		return checkParts("GeometryCollection", "geometries[%d]", g, Validate)
 	default:
 		return fmt.Errorf("unsupported geometry type %s", g.GeoJSONType())
+	}
+}
+
+// checkParts checks every part of a multi-geometry of type kind with check,
+// naming a bad part with where (a format taking its index); a geometry
+// without parts is an error.
+func checkParts[S ~[]T, T any](kind, where string, parts S, check func(T) error) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("the %s is empty", kind)
+	}
+	for i, p := range parts {
+		if err := check(p); err != nil {
+			return fmt.Errorf(where+": %w", i, err)
+		}
 	}
 	return nil
 }

@@ -351,21 +351,8 @@ func (j *join) run(ctx context.Context, t store.FeatureTable, src source) error 
 	if err := j.closeGroup(); err != nil {
 		return err
 	}
-	for {
-		r, err := j.next()
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			break
-		}
-		k := j.rowKey(r)
-		if !j.haveGroup || k != j.groupKey {
-			if err := j.closeGroup(); err != nil {
-				return err
-			}
-			j.groupKey, j.haveGroup, j.groupMatched = k, true, false
-		}
+	if err := j.drainUnmatched(); err != nil {
+		return err
 	}
 	if err := j.closeGroup(); err != nil {
 		return err
@@ -453,6 +440,33 @@ func (j *join) closeGroup() error {
 	return nil
 }
 
+// enterGroup makes k the current group's key, ending the current group
+// first when its key is another.
+func (j *join) enterGroup(k string) error {
+	if j.haveGroup && k == j.groupKey {
+		return nil
+	}
+	if err := j.closeGroup(); err != nil {
+		return err
+	}
+	j.groupKey, j.haveGroup, j.groupMatched = k, true, false
+	return nil
+}
+
+// drainUnmatched reads the warehouse rows after the last feature's key: no
+// feature has their keys, each ends unmatched.
+func (j *join) drainUnmatched() error {
+	for {
+		r, err := j.next()
+		if err != nil || r == nil {
+			return err
+		}
+		if err := j.enterGroup(j.rowKey(r)); err != nil {
+			return err
+		}
+	}
+}
+
 // loadGroup advances the warehouse to key k: every smaller key ends
 // unmatched, and the rows of k (if any) become the group.
 func (j *join) loadGroup(k string) error {
@@ -476,11 +490,8 @@ func (j *join) loadGroup(k string) error {
 			break
 		}
 		// rk < k is a key no feature has (features come in key order too).
-		if !j.haveGroup || rk != j.groupKey {
-			if err := j.closeGroup(); err != nil {
-				return err
-			}
-			j.groupKey, j.haveGroup, j.groupMatched = rk, true, false
+		if err := j.enterGroup(rk); err != nil {
+			return err
 		}
 		if rk == k {
 			if len(j.group) >= j.h.cfg.MaxGroupRows {

@@ -1,7 +1,6 @@
 package warehouse_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -119,19 +118,7 @@ func (b *bundle) join(t *testing.T, h *warehouse.Handler, inputs map[string]any)
 
 // lines reads an NDJSON file's objects.
 func (b *bundle) lines(t *testing.T, name string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(filepath.Join(b.root, "s_cat", name))
-	require.NoError(t, err)
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
-	}
-	require.NoError(t, sc.Err())
-	return out
+	return catalogtest.ReadNDJSONFile[map[string]any](t, filepath.Join(b.root, "s_cat", name))
 }
 
 // ownersOf maps each exported feature's id to its owners, in order.

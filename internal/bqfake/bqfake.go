@@ -125,10 +125,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && tablePath.MatchString(p):
 		s.requests["tables.get"]++
-		m := tablePath.FindStringSubmatch(p)
-		t := s.tables[m[1]+"."+m[2]+"."+m[3]]
+		m, t := s.pathTable(w, tablePath, p)
 		if t == nil {
-			apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Table %s:%s.%s", m[1], m[2], m[3]))
 			return
 		}
 		write(w, map[string]any{"kind": "bigquery#table", "id": m[1] + ":" + m[2] + "." + m[3], "type": "TABLE",
@@ -136,10 +134,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"schema":         map[string]any{"fields": t.fields}, "numRows": strconv.Itoa(len(t.rows))})
 	case r.Method == http.MethodGet && dataPath.MatchString(p):
 		s.requests["tabledata.list"]++
-		m := dataPath.FindStringSubmatch(p)
-		t := s.tables[m[1]+"."+m[2]+"."+m[3]]
+		_, t := s.pathTable(w, dataPath, p)
 		if t == nil {
-			apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Table %s:%s.%s", m[1], m[2], m[3]))
 			return
 		}
 		page, token, err := s.page(t.rows, r)
@@ -203,6 +199,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("bqfake does not serve %s %s", r.Method, r.URL.Path))
 	}
+}
+
+// pathTable returns the groups of re in path (project, dataset, table)
+// and the table they name, or answers 404 and returns a nil table.
+func (s *Server) pathTable(w http.ResponseWriter, re *regexp.Regexp, path string) ([]string, *table) {
+	m := re.FindStringSubmatch(path)
+	t := s.tables[m[1]+"."+m[2]+"."+m[3]]
+	if t == nil {
+		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Table %s:%s.%s", m[1], m[2], m[3]))
+	}
+	return m, t
 }
 
 // pathJob returns the job whose id is the second group of re in path, or
