@@ -114,3 +114,33 @@ func TestWorkflowRunsStayInTheirTenant(t *testing.T) {
 	res = b.do("GET", "/workflows/runs", tokAdmin, nil)
 	require.Len(t, res.json(t)["runs"], 1)
 }
+
+// TestCancellingAStepTaskFailsItsRun: POST /tasks/{id}/cancel on the task
+// of a run's step fails the run (its step CANCELLED) as the cancel
+// commits, so the run's status says so at once; the run can be retried.
+func TestCancellingAStepTaskFailsItsRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{specs: workflowSpecs})
+	cat := b.createCatalog("cat-a")
+	res := b.do("POST", "/workflows/tenant_pipeline/runs", tokClientLimited, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	id := res.json(t)["run_id"].(string)
+	res = b.do("GET", "/workflows/runs/"+id, tokClientLimited, nil)
+	first := res.json(t)["steps"].([]any)[0].(map[string]any)
+	taskID := first["tasks"].([]any)[0].(map[string]any)["task_id"].(string)
+
+	res = b.do("POST", "/tasks/"+taskID+"/cancel", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res = b.do("GET", "/workflows/runs/"+id, tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	run := res.json(t)
+	require.Equal(t, "FAILED", run["status"])
+	require.Contains(t, run["error"], "step first was cancelled")
+	steps := run["steps"].([]any)
+	require.Equal(t, "CANCELLED", steps[0].(map[string]any)["status"])
+	require.Equal(t, "WAITING", steps[1].(map[string]any)["status"])
+
+	res = b.do("POST", "/workflows/runs/"+id+"/retry", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "RUNNING", res.json(t)["status"])
+}

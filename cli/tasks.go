@@ -49,7 +49,7 @@ func tasksCommand() *cli.Command {
 			},
 			{Name: "show", Usage: "show one task", ArgsUsage: "ID", Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: taskAction(accessRead, tasksShow)},
 			{Name: "requeue", Usage: "put a DEAD_LETTER, FAILED or CANCELLED task back to PENDING", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksRequeue)},
-			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskAction(accessSchema, tasksCancel)},
+			{Name: "cancel", Usage: "cancel a PENDING or ACTIVE task (its runner is stopped)", ArgsUsage: "ID", Action: taskActionWith(accessSchema, true, tasksCancel)},
 		}, append(pauseCommands(), bulkCommands()...)...),
 	}
 }
@@ -58,6 +58,13 @@ func tasksCommand() *cli.Command {
 // unique prefix of one (as git takes commits). Its flags may also come after
 // the id (wf tasks show 01a2… --format json).
 func taskAction(access dbAccess, run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
+	return taskActionWith(access, false, run)
+}
+
+// taskActionWith is taskAction; with steps, the store run gets is the one
+// of withStepHook, so that a change to a workflow step's task advances its
+// run in the same transaction, as it does in wf run and over HTTP.
+func taskActionWith(access dbAccess, steps bool, run func(c *cli.Context, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args, err := flagsAfterArgs(c, 1)
 		if err != nil {
@@ -81,6 +88,9 @@ func taskAction(access dbAccess, run func(c *cli.Context, st *store.Store, id uu
 				if id, err = resolveTaskPrefix(c.Context, st, arg, lo, hi); err != nil {
 					return err
 				}
+			}
+			if steps {
+				st = withStepHook(c, cfg, pool, st)
 			}
 			return run(c, st, id)
 		})(c)

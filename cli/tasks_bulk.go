@@ -94,7 +94,9 @@ func bulkAction(verb string, allowed, defaults []wftype.TaskStatus,
 			fmt.Fprintf(c.App.Writer, "%d tasks match (dry run: nothing changed; a run would %s up to %d of them)\n", n, verb, m.Limit)
 			return nil
 		}
-		done, err := change(c.Context, st, m)
+		// With the step hook, a cancelled step task fails its run in the
+		// cancel's transaction (requeues do not call it).
+		done, err := change(c.Context, withStepHook(c, cfg, pool, st), m)
 		if err != nil {
 			return storeError(err)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,24 @@ func workflowRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) (*w
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
 	return wfs, st, nil
+}
+
+// withStepHook returns st with the workflow runtime's step hook, so that
+// cancelling a step's task by hand fails its run in the cancel's
+// transaction, as in wf run and over HTTP. The specs are read when the
+// hook is first called, that is only for the tasks of workflow steps: a
+// command on other tasks does not need them.
+func withStepHook(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool, st *store.Store) *store.Store {
+	var wfs *workflow.Workflows
+	return st.WithStepHook(func(ctx context.Context, tx *store.Store, steps []store.FinishedStep) error {
+		if wfs == nil {
+			var err error
+			if wfs, _, err = workflowRuntime(c, cfg, pool); err != nil {
+				return fmt.Errorf("error reading the specs of the workflow runs these tasks belong to: %w", err)
+			}
+		}
+		return wfs.Advance(ctx, tx, steps)
+	})
 }
 
 // workflowsStart is `wf workflows start WORKFLOW`.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/wfhq/wf/wftype"
 )
@@ -156,20 +157,84 @@ WITH cancelled AS (
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
       AND t."timestamp" BETWEEN $2 AND $3
       AND (t.status IN ('PENDING', 'ACTIVE')) IS TRUE -- by primary key, not a partial index (see finishTasksSQL)
-    RETURNING ` + taskColumnsT + `
+    RETURNING ` + taskColumnsT + `, t.workflow_run_id, t.workflow_step, t.workflow_item
 ),
 notified AS (SELECT count(pg_notify($4, 'CANCELLED:' || task_id::text)) AS n FROM cancelled)
-SELECT ` + taskColumns + ` FROM cancelled, notified`
+SELECT ` + taskColumns + `, workflow_run_id, workflow_step, workflow_item FROM cancelled, notified`
 
 // cancelTasks cancels the PENDING or ACTIVE tasks among ids and returns
-// them.
+// them. With a step hook (WithStepHook), the cancelled tasks of workflow
+// steps are handed to it in the same transaction, so a run learns that its
+// step cannot complete as the cancel commits.
 func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	keys, lo, hi := idKeys(ids)
-	return queryAll(ctx, s.db, "cancelling tasks", cancelTasksSQL, scanTask, keys, lo, hi, s.channels.TaskStatusChanged)
+	if s.stepHook == nil || s.inTx {
+		return s.cancelTasksIn(ctx, ids)
+	}
+	var out []wftype.Task
+	err := s.InTx(ctx, func(tx *Store) error {
+		var err error
+		out, err = tx.cancelTasksIn(ctx, ids)
+		return err
+	})
+	return out, err
 }
+
+// cancelTasksIn is cancelTasks on the store as it is (a transaction when
+// it has a step hook).
+func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
+	keys, lo, hi := idKeys(ids)
+	type cancelled struct {
+		task wftype.Task
+		step *FinishedStep
+	}
+	rows, err := queryAll(ctx, s.db, "cancelling tasks", cancelTasksSQL, func(row pgx.Row) (cancelled, error) {
+		var run *[16]byte
+		var step *string
+		var item *int
+		t, err := scanTask(withExtra{row, []any{&run, &step, &item}})
+		if err != nil || run == nil {
+			return cancelled{task: t}, err
+		}
+		fs := &FinishedStep{TaskID: t.ID, RunID: *run, Item: -1, Status: wftype.StatusCancelled, Error: t.Error}
+		if step != nil {
+			fs.Step = *step
+		}
+		if item != nil {
+			fs.Item = *item
+		}
+		return cancelled{task: t, step: fs}, nil
+	}, keys, lo, hi, s.channels.TaskStatusChanged)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wftype.Task, len(rows))
+	var steps []FinishedStep
+	for i, r := range rows {
+		out[i] = r.task
+		if r.step != nil {
+			steps = append(steps, *r.step)
+		}
+	}
+	if len(steps) > 0 && s.stepHook != nil {
+		if err := s.stepHook(ctx, s, steps); err != nil {
+			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// withExtra is a row whose scan reads the columns of a scan function
+// (scanTask) and then the extra ones after them.
+type withExtra struct {
+	pgx.Row
+	extra []any
+}
+
+// Scan implements pgx.Row.
+func (r withExtra) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
 
 // CancelTask moves a PENDING or ACTIVE task to CANCELLED (see
 // cancelTasksSQL). A task in another status gives wftype.ErrConflict; a

@@ -21,7 +21,8 @@ import (
 // (LockWorkflowRuns), in the transaction that finished the step's task.
 
 // FinishedStep is a task of a workflow step that FinishTasks moved to an end
-// (COMPLETED, FAILED or DEAD_LETTER).
+// (COMPLETED, FAILED or DEAD_LETTER), or that a cancel by hand moved to
+// CANCELLED (CancelTask, CancelTasks).
 type FinishedStep struct {
 	TaskID uuid.UUID
 	RunID  uuid.UUID
@@ -33,13 +34,14 @@ type FinishedStep struct {
 	Error   *string
 }
 
-// StepHook is told, inside the transaction of a FinishTasks call (tx), about
-// the workflow steps whose tasks that call ended; what it writes through tx
+// StepHook is told, inside the transaction of a FinishTasks call or of a
+// cancel by hand (tx), about the workflow steps whose tasks that call ended; what it writes through tx
 // commits with the outcomes or not at all. An error rolls both back.
 type StepHook func(ctx context.Context, tx *Store, steps []FinishedStep) error
 
-// WithStepHook returns a copy of the store whose FinishTasks calls hook
-// for the workflow steps they end, in the same transaction (opening one
+// WithStepHook returns a copy of the store whose FinishTasks, CancelTask
+// and CancelTasks call hook for the workflow steps they end, in the same
+// transaction (opening one
 // when the store is not in one already).
 func (s *Store) WithStepHook(hook StepHook) *Store {
 	cp := *s
@@ -297,6 +299,36 @@ WHERE workflow_run_id = $1 AND "timestamp" >= $2 AND status IN ('PENDING', 'ACTI
 	}
 	tasks, err := s.cancelTasks(ctx, ids)
 	return len(tasks), err
+}
+
+// CancelPendingWorkflowTasks cancels the PENDING tasks of a run that just
+// failed, in the caller's transaction (the one that fails the run), with
+// reason as their error, and returns the step (and item) of each.
+//
+// A PENDING task that another transaction holds at that moment is skipped
+// (FOR UPDATE SKIP LOCKED), not waited for: a claim that is starting it
+// (it becomes ACTIVE, and is left to finish like the run's other running
+// tasks), or a cancel by hand (which locks the task, then the run this
+// transaction holds: waiting for it would deadlock). The tasks are found
+// through the partial index on workflow_run_id, in the partitions from the
+// run's on (runTasksFrom), then updated by primary key.
+func (s *Store) CancelPendingWorkflowTasks(ctx context.Context, run wftype.WorkflowRun, reason string, now *time.Time) ([]StepTask, error) {
+	return queryAll(ctx, s.db, "cancelling a failed workflow run's pending tasks", `
+UPDATE tasks.tasks t
+SET status = 'CANCELLED', finished_at = coalesce($4::timestamptz, now()), locked_until = NULL, error = $3
+WHERE t.task_id = ANY (ARRAY(
+        SELECT p.task_id FROM tasks.tasks p
+        WHERE p.workflow_run_id = $1 AND p."timestamp" >= $2 AND p.status = 'PENDING'
+        FOR UPDATE SKIP LOCKED))
+  AND t."timestamp" >= $2
+  AND (t.status = 'PENDING') IS TRUE
+RETURNING t.task_id, t.workflow_step, coalesce(t.workflow_item, -1)`, func(row pgx.Row) (StepTask, error) {
+		st := StepTask{RunID: run.ID}
+		var id [16]byte
+		err := row.Scan(&id, &st.Step, &st.Item)
+		st.TaskID = id
+		return st, err
+	}, run.ID, runTasksFrom(run), reason, now)
 }
 
 // GetWorkflowRun reads a run; wftype.ErrNotFound when there is none.

@@ -79,7 +79,7 @@ func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (
 			return fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, runs[0].Status, wftype.ErrConflict)
 		}
 		rs := newRunState(runs[0], nil, steps, w.cfg.Clock.Now())
-		rs.stop(wftype.RunCancelled, "cancelled")
+		rs.cancel("cancelled")
 		run = rs.run
 		return w.write(ctx, tx, []*runState{rs})
 	})
@@ -136,7 +136,9 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 		rs := newRunState(r, wf, steps, now)
 		rs.runChanged = true
 		for name, s := range rs.steps {
-			if s.Status == wftype.StepFailed || s.Status == wftype.StepCancelled {
+			// A step left RUNNING when the run failed has no live task any
+			// more (checked above), so it is run again as well.
+			if s.Status == wftype.StepFailed || s.Status == wftype.StepCancelled || s.Status == wftype.StepRunning {
 				s.Status, s.Items, s.Started, s.Done, s.Outputs, s.Error = wftype.StepWaiting, nil, 0, 0, nil, nil
 				rs.dirty[name] = true
 			}
@@ -152,8 +154,9 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 }
 
 // Expire fails the RUNNING runs whose deadline passed (up to limit), each
-// in a transaction of its own, and cancels their unfinished tasks. It
-// returns how many it failed.
+// in a transaction of its own that also cancels the run's PENDING tasks, as
+// any failure of a run does (its ACTIVE ones are left to finish). It returns
+// how many it failed.
 func (w *Workflows) Expire(ctx context.Context, st *store.Store, limit int) (int, error) {
 	ids, err := st.ExpiredWorkflowRuns(ctx, w.cfg.Clock.DBNow(), limit)
 	if err != nil {
@@ -176,19 +179,15 @@ func (w *Workflows) Expire(ctx context.Context, st *store.Store, limit int) (int
 			if wf, ok := w.cfg.Specs.Workflow(runs[0].Workflow); ok {
 				msg = timeoutMessage(wf, runs[0].Deadline)
 			}
-			rs.stop(wftype.RunFailed, msg)
+			rs.end(wftype.RunFailed, &msg)
 			run = rs.run
 			return w.write(ctx, tx, []*runState{rs})
 		})
 		if err != nil {
 			return n, fmt.Errorf("error expiring workflow run %s: %w", id, err)
 		}
-		if run.Status != wftype.RunFailed {
-			continue
-		}
-		n++
-		if _, err := st.CancelWorkflowTasks(ctx, run); err != nil {
-			return n, fmt.Errorf("error cancelling the tasks of workflow run %s: %w", id, err)
+		if run.Status == wftype.RunFailed {
+			n++
 		}
 	}
 	return n, nil

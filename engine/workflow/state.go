@@ -23,11 +23,14 @@ type runState struct {
 	steps      map[string]*wftype.WorkflowStep
 	dirty      map[string]bool // steps whose row changed
 	runChanged bool
-	tasks      []newTask
-	events     []events.Event
-	now        time.Time
-	env        *spec.RunEnv     // built on first use
-	items      map[string][]any // for_each lists evaluated in this batch
+	// failedNow: the run failed in this batch, so its PENDING tasks are
+	// cancelled in the same transaction (Workflows.write).
+	failedNow bool
+	tasks     []newTask
+	events    []events.Event
+	now       time.Time
+	env       *spec.RunEnv     // built on first use
+	items     map[string][]any // for_each lists evaluated in this batch
 }
 
 // newTask is a step task to create.
@@ -57,6 +60,16 @@ func (rs *runState) apply(ctx context.Context, tx *store.Store, f store.Finished
 		what := "its task"
 		if f.Item >= 0 {
 			what = fmt.Sprintf("the task of item %d", f.Item)
+		}
+		if f.Status == wftype.StatusCancelled {
+			// Cancelled by hand (POST /tasks/{id}/cancel, wf tasks cancel):
+			// the step cannot complete, so the run fails, and a retry runs
+			// the step again.
+			msg := fmt.Sprintf("step %s was cancelled: %s (%s) was cancelled", f.Step, what, f.TaskID)
+			st.Status, st.Error = wftype.StepCancelled, &msg
+			rs.dirty[f.Step] = true
+			rs.end(wftype.RunFailed, &msg)
+			return nil
 		}
 		rs.fail(f.Step, fmt.Sprintf("step %s failed: %s (%s) ended %s: %s", f.Step, what, f.TaskID, f.Status, deref(f.Error)))
 		return nil
@@ -115,22 +128,41 @@ func (rs *runState) end(status wftype.RunStatus, msg *string) {
 		return
 	}
 	rs.run.Status, rs.run.Error, rs.runChanged = status, msg, true
+	rs.failedNow = status == wftype.RunFailed
 	at := rs.now
 	rs.run.FinishedAt = &at
 	rs.events = append(rs.events, runEvent(rs.run))
 }
 
-// stop ends a running run with status (CANCELLED, or FAILED when it timed
-// out): its steps that did not end become CANCELLED, so a retry runs them
-// again; the caller cancels their tasks once this commits.
-func (rs *runState) stop(status wftype.RunStatus, msg string) {
+// cancel ends a running run as CANCELLED (Workflows.Cancel): its steps
+// that did not end become CANCELLED, so a retry runs them again; the
+// caller cancels their tasks, running ones included, once this commits.
+func (rs *runState) cancel(msg string) {
 	for name, s := range rs.steps {
 		if !s.Status.Ended() {
 			s.Status, s.Error = wftype.StepCancelled, &msg
 			rs.dirty[name] = true
 		}
 	}
-	rs.end(status, &msg)
+	rs.end(wftype.RunCancelled, &msg)
+}
+
+// afterFailure ends the running steps of a run that failed which can no
+// longer complete: those one of whose tasks was just cancelled (cancelled
+// names them) and the for_each steps with items not started. A running
+// step whose tasks all run on stays RUNNING: their outcomes are recorded
+// when they end (a completed step keeps its outputs for a retry), but they
+// do not revive the run.
+func (rs *runState) afterFailure(cancelled map[string]bool, msg string) {
+	for name, s := range rs.steps {
+		if s.Status != wftype.StepRunning {
+			continue
+		}
+		if cancelled[name] || (s.Items != nil && s.Started < *s.Items) {
+			s.Status, s.Error = wftype.StepCancelled, &msg
+			rs.dirty[name] = true
+		}
+	}
 }
 
 // schedule starts what the run's state allows: the steps whose upstream

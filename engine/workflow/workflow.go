@@ -237,6 +237,13 @@ func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runSta
 			return err
 		}
 	}
+	for _, rs := range states {
+		if rs.failedNow {
+			if err := w.cancelPending(ctx, tx, rs); err != nil {
+				return err
+			}
+		}
+	}
 	var steps []wftype.WorkflowStep
 	var runs []wftype.WorkflowRun
 	var evs []events.Event
@@ -263,6 +270,24 @@ func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runSta
 			return err
 		}
 	}
+	return nil
+}
+
+// cancelPending cancels the PENDING tasks of a run that failed in this
+// batch (fan-out items not started, steps created but not started: the
+// tasks this batch created included), in tx, and ends the steps that can
+// therefore no longer complete. Its ACTIVE tasks are left to finish.
+func (w *Workflows) cancelPending(ctx context.Context, tx *store.Store, rs *runState) error {
+	msg := fmt.Sprintf("cancelled: workflow run %s failed", rs.run.ID)
+	cancelled, err := tx.CancelPendingWorkflowTasks(ctx, rs.run, msg, w.cfg.Clock.DBNow())
+	if err != nil {
+		return err
+	}
+	steps := map[string]bool{}
+	for _, c := range cancelled {
+		steps[c.Step] = true
+	}
+	rs.afterFailure(steps, msg)
 	return nil
 }
 

@@ -136,13 +136,56 @@ timeout: 1h
 steps:
   wait: {task_type: block}
   after: {task_type: echo, depends_on: [wait]}
+---
+kind: TaskType
+name: gate
+handler: {builtin: gate}
+max_retries: 0
+---
+kind: Workflow
+name: fan50
+steps:
+  each: {task_type: gate, for_each: 'map(1..50, # - 1)', concurrency: 2, inputs: {i: item_index}}
+  side: {task_type: gate, inputs: {i: '100'}}
+  after: {task_type: echo, depends_on: [each, side]}
 `
+
+// testBuiltins are the builtin handlers the test specs name.
+var testBuiltins = []string{"list", "echo", "block", "nothing", "leak", "gate"}
 
 // handlers are the test's builtin handlers and what they saw.
 type handlers struct {
 	running, maxItems atomic.Int32 // convert items running at once, and the most seen
 	failing           atomic.Bool  // echo fails items whose inputs say fail
 	blocked           chan struct{}
+	gates             gates
+}
+
+// gates holds each item of a gate step until the test releases it.
+type gates struct {
+	mu      sync.Mutex
+	ch      map[int]chan bool // true: the item fails for good
+	started chan int          // the items that started, in order
+}
+
+// of is item i's gate.
+func (g *gates) of(i int) chan bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = map[int]chan bool{}
+	}
+	if g.ch[i] == nil {
+		g.ch[i] = make(chan bool, 1)
+	}
+	return g.ch[i]
+}
+
+// open lets every item, waiting or to come, complete at once.
+func (g *gates) open() {
+	for i := range 101 {
+		close(g.of(i))
+	}
 }
 
 func (h *handlers) registry() *builtin.Registry {
@@ -187,6 +230,22 @@ func (h *handlers) registry() *builtin.Registry {
 	_ = reg.Register("nothing", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
 		return nil, nil
 	})
+	_ = reg.Register("gate", func(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+		var in struct{ I int }
+		if err := json.Unmarshal(task.Inputs, &in); err != nil {
+			return nil, err
+		}
+		h.gates.started <- in.I
+		select {
+		case fail := <-h.gates.of(in.I):
+			if fail {
+				return nil, wftype.Permanent(fmt.Errorf("item %d is bad", in.I))
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return json.Marshal(map[string]any{"i": in.I})
+	})
 	_ = reg.Register("block", func(ctx context.Context, _ *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 		select {
 		case h.blocked <- struct{}{}:
@@ -211,9 +270,9 @@ func setup(t testing.TB, clk clock.Clock, run bool) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block", "nothing", "leak"}})
+		spec.Options{Builtins: testBuiltins})
 	require.NoError(t, err)
-	h := &handlers{blocked: make(chan struct{}, 10)}
+	h := &handlers{blocked: make(chan struct{}, 10), gates: gates{started: make(chan int, 200)}}
 	e, err := engine.New(engine.Config{
 		Name: "wf-" + uuid.NewString()[:8], Pool: pool, Specs: set, Registry: h.registry(), Clock: clk,
 		PollInterval: 100 * time.Millisecond, Slots: 20,
@@ -445,7 +504,7 @@ func TestConcurrentRunsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, true)
 	set, err := spec.Compile([]spec.Source{{Name: "workflows.yaml", Data: []byte(pipelineSpecs)}},
-		spec.Options{Builtins: []string{"list", "echo", "block", "nothing", "leak"}})
+		spec.Options{Builtins: testBuiltins})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
