@@ -92,6 +92,9 @@ type Result struct {
 	// InboxDeleted counts the records of pushed messages (tasks.inbox_messages)
 	// older than InboxWindow deleted.
 	InboxDeleted int64
+	// WorkflowRunsDeleted counts the finished workflow runs deleted (with
+	// their step rows), by the tasks' windows for their status.
+	WorkflowRunsDeleted int64
 }
 
 // InboxWindow is how long the id of a message pushed to wf is remembered
@@ -101,7 +104,8 @@ const InboxWindow = 32 * 24 * time.Hour
 
 func (r Result) changed() bool {
 	return r.PartitionsCreated > 0 || len(r.Dropped) > 0 || len(r.Deferred) > 0 ||
-		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0 || r.InboxDeleted > 0
+		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0 || r.InboxDeleted > 0 ||
+		r.WorkflowRunsDeleted > 0
 }
 
 // Supervisor runs maintenance on the leader.
@@ -155,7 +159,8 @@ func monthStart(t time.Time) time.Time {
 }
 
 // RunOnce runs maintenance once as of now: partitions ahead, then retention
-// of tasks, events, schedule ticks and pushed message ids.
+// of tasks, events, schedule ticks, pushed message ids and finished
+// workflow runs.
 func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
 	created, err := s.cfg.Store.EnsurePartitionsWithin(ctx, now, s.cfg.PartitionsAhead+1, s.cfg.LockTimeout)
@@ -189,22 +194,36 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		return res, err
 	}
 	res.RemoteRunsPurged = int(purged)
-	for {
-		n, err := s.cfg.Store.PurgeInboxMessages(ctx, now.Add(-InboxWindow), s.cfg.BatchSize)
-		if err != nil {
-			return res, err
-		}
-		res.InboxDeleted += n
-		if n < int64(s.cfg.BatchSize) {
-			break
-		}
+	if res.InboxDeleted, err = s.inBatches(func() (int64, error) {
+		return s.cfg.Store.PurgeInboxMessages(ctx, now.Add(-InboxWindow), s.cfg.BatchSize)
+	}); err != nil {
+		return res, err
+	}
+	if res.WorkflowRunsDeleted, err = s.inBatches(func() (int64, error) {
+		return s.cfg.Store.DeleteFinishedWorkflowRuns(ctx, taskCut, s.cfg.BatchSize)
+	}); err != nil {
+		return res, err
 	}
 	if res.changed() {
 		s.log.Info("maintenance", "partitions_created", res.PartitionsCreated, "dropped", res.Dropped,
 			"deferred", res.Deferred, "tasks_deleted", res.TasksDeleted, "events_deleted", res.EventsDeleted,
-			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged, "inbox_deleted", res.InboxDeleted)
+			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged, "inbox_deleted", res.InboxDeleted,
+			"workflow_runs_deleted", res.WorkflowRunsDeleted)
 	}
 	return res, nil
+}
+
+// inBatches calls deleteBatch, a delete of up to BatchSize rows, until one
+// deletes fewer, and returns how many rows they deleted in all.
+func (s *Supervisor) inBatches(deleteBatch func() (int64, error)) (int64, error) {
+	var total int64
+	for {
+		n, err := deleteBatch()
+		total += n
+		if err != nil || n < int64(s.cfg.BatchSize) {
+			return total, err
+		}
+	}
 }
 
 // partitionRetention is the table-specific part of retention.

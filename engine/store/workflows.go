@@ -388,6 +388,43 @@ ORDER BY deadline
 LIMIT $2`, now, limit)
 }
 
+// workflowRunExpiredSQL: a run retention may delete ($1: cutoff of
+// COMPLETED runs, $2: of FAILED ones, $3: of CANCELLED ones). Never a
+// RUNNING one.
+const workflowRunExpiredSQL = `(
+       (r.status = 'COMPLETED' AND r.finished_at < $1)
+    OR (r.status = 'FAILED'    AND r.finished_at < $2)
+    OR (r.status = 'CANCELLED' AND r.finished_at < $3))`
+
+// DeleteFinishedWorkflowRuns deletes up to limit runs that ended before the
+// cutoff of their status (c.Completed, c.Failed, c.Cancelled), with their
+// step rows (ON DELETE CASCADE), and returns how many. The candidates come
+// from the partial index on finished_at (migration 022), oldest first,
+// without the runs that still have a PENDING or ACTIVE task (one left to
+// finish when the run failed: found through the partial index on
+// workflow_run_id). The expiry test is repeated on the deleted row, so a
+// run retried meanwhile (RUNNING again: the retry holds its row, and the
+// delete sees the new version) is left. The run's tasks are not deleted
+// here: they go with the tasks' own retention.
+func (s *Store) DeleteFinishedWorkflowRuns(ctx context.Context, c TaskCutoffs, limit int) (int64, error) {
+	const q = `
+DELETE FROM tasks.workflow_runs r
+WHERE r.run_id = ANY (ARRAY(
+        SELECT r.run_id FROM tasks.workflow_runs r
+        WHERE r.status <> 'RUNNING' AND r.finished_at < greatest($1::timestamptz, $2::timestamptz, $3::timestamptz)
+          AND ` + workflowRunExpiredSQL + `
+          AND NOT EXISTS (SELECT 1 FROM tasks.tasks t
+                          WHERE t.workflow_run_id = r.run_id AND t.status IN ('PENDING', 'ACTIVE'))
+        ORDER BY r.finished_at
+        LIMIT $4))
+  AND ` + workflowRunExpiredSQL
+	tag, err := s.db.Exec(ctx, q, c.Completed, c.Failed, c.Cancelled, limit)
+	if err != nil {
+		return 0, wrap("deleting finished workflow runs", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // runTasksFrom is the earliest creation time a task of run can have: its
 // tasks are created after its id, but maybe by an instance whose clock is
 // behind, so a day earlier (partitions are months: this prunes as well).

@@ -1,0 +1,12 @@
+-- wf schema, version 22: retention of finished workflow runs.
+--
+-- The leader's maintenance deletes the runs that ended longer ago than the
+-- retention window of their status (the tasks' windows: COMPLETED and
+-- CANCELLED runs after the completed window, FAILED ones after the failed
+-- window), their step rows with them (ON DELETE CASCADE), in batches.
+-- tasks.workflow_runs is not partitioned (runs are few beside tasks and
+-- read by id), so this is a batched delete rather than a partition drop; a
+-- RUNNING run is never deleted. This index finds the ended runs oldest
+-- first without reading the running ones or the table.
+-- wf:database queue
+CREATE INDEX workflow_runs_finished_idx ON tasks.workflow_runs (finished_at) WHERE status <> 'RUNNING';
