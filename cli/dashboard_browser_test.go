@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 )
 
 // browserSpecs are the task types of the dashboard's browser test, beside
@@ -139,7 +140,7 @@ tokens:
 `, filepath.Join(dir, "browser.yaml")))
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut inproc.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",

@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -251,7 +252,7 @@ func TestExecStopped(t *testing.T) {
 	run := func(args ...string) (uuid.UUID, int) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		var errOut syncBuffer
+		var errOut inproc.Buffer
 		done := make(chan int, 1)
 		go func() {
 			done <- MainWith(ctx, append(e.global(), append([]string{"exec", "--heartbeat-interval", "200ms"}, args...)...), &bytes.Buffer{}, &errOut, e.opts)

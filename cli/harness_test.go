@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -142,41 +144,11 @@ func (e *wfEnv) waitEnded(id uuid.UUID) wftype.Task {
 // the run command.
 func (e *wfEnv) engine(extra ...string) {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(e.t.Context()))
 	args := append(e.global(), append([]string{"run", "--listen", "127.0.0.1:0",
 		"--poll-interval", "100ms", "--heartbeat-interval", "300ms", "--grace", "5s"}, extra...)...)
-	var errOut syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- MainWith(ctx, args, &bytes.Buffer{}, &errOut, e.opts) }()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != ExitOK || e.t.Failed() {
-				e.t.Logf("wf run exited %d:\n%s", code, errOut.String())
-			}
-		case <-time.After(30 * time.Second):
-			e.t.Errorf("wf run did not stop within 30s:\n%s", errOut.String())
-		}
+	inproc.Start(e.t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
+		return MainWith(ctx, args, stdout, stderr, e.opts)
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // readReport reads the NDJSON report a task's outputs point at (file://).

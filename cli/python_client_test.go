@@ -4,19 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/internal/inproc"
 )
 
 // TestPythonClient runs the Python client's unittest suite
@@ -52,33 +52,12 @@ max_retries: 0
 		e.url, e.data, repoSpecs, e.specs, admin, client)
 	require.NoError(t, os.WriteFile(e.config, []byte(cfg), 0o600))
 
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	var errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- MainWith(ctx, append(e.global(), "run", "--listen", addr, "--poll-interval", "100ms",
-			"--heartbeat-interval", "300ms", "--grace", "5s"), &syncBuffer{}, &errOut, e.opts)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != ExitOK || t.Failed() {
-				t.Logf("wf run exited %d:\n%s", code, errOut.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("wf run did not stop within 30s:\n%s", errOut.String())
-		}
+	errOut := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
+		return MainWith(ctx, append(e.global(), "run", "--listen", addr, "--poll-interval", "100ms",
+			"--heartbeat-interval", "300ms", "--grace", "5s"), stdout, stderr, e.opts)
 	})
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		res, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	}, 60*time.Second, 50*time.Millisecond, "wf run did not become ready: %s", &errOut)
+	inproc.WaitReady(t, base, errOut)
 
 	// Signatures made by wf's signer, for the Python verifiers.
 	const wfSecret, stdSecret = "py-webhook-secret-0123456789", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/wfhq/wf/cli"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/wfclient"
 )
 
@@ -26,24 +27,6 @@ const (
 	adminToken  = "go-admin-token-0123456789"
 	clientToken = "go-client-token-0123456789"
 )
-
-// lockedBuffer collects a server's log from its goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startWF runs `wf run` (engine and HTTP API) on a throwaway database with
 // the shipped specs until the test ends, and returns its base URL once it
@@ -61,32 +44,11 @@ func startWF(t *testing.T) string {
 		"database_url: %q\ndata_dir: %q\nspecs: [%q]\nlog_format: json\nlog_level: warn\ntokens:\n"+
 			"  - {name: admin, role: admin, token: %q}\n  - {name: client, role: client, token: %q}\n",
 		dbtest.NewDatabase(t), t.TempDir(), specs, adminToken, clientToken)), 0o600))
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	var logs lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, []string{"wf", "--config", cfg, "run", "--listen", addr, "--poll-interval", "100ms"}, &logs, &logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 || t.Failed() {
-				t.Logf("wf run exited %d:\n%s", code, logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("wf run did not stop:\n%s", logs.String())
-		}
+	logs := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
+		return cli.Main(ctx, []string{"wf", "--config", cfg, "run", "--listen", addr, "--poll-interval", "100ms"}, stdout, stderr)
 	})
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		res, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	}, 60*time.Second, 50*time.Millisecond, "wf run did not become ready")
+	inproc.WaitReady(t, base, logs)
 	return base
 }
 
