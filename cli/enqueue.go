@@ -34,7 +34,7 @@ func enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY` overriding the spec's expression"},
 			&cli.StringFlag{Name: "run-at", Usage: "run no earlier than `TIME` (RFC 3339, e.g. 2026-12-01T18:00:00Z)"},
 			&cli.StringFlag{Name: "in", Usage: "run after `DURATION` from now (e.g. 90s, 5m, 1h30m)"},
-			&cli.IntFlag{Name: "count", Value: 1, Usage: "create `N` tasks with these inputs in one statement (bulk)"},
+			&cli.IntFlag{Name: "count", Value: 1, Usage: "create `N` tasks with these inputs at once (bulk: one statement, a COPY from 500 on)"},
 			&cli.BoolFlag{Name: "wait", Usage: "follow the task to its end; exit 1 unless it COMPLETED"},
 			formatFlag(formatText, formatJSON),
 		),

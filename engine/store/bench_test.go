@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -163,24 +161,6 @@ func BenchmarkHeartbeat(b *testing.B) {
 		}
 		if len(held) != n {
 			b.Fatalf("held %d leases, want %d", len(held), n)
-		}
-	}
-	reportPerTask(b, n)
-}
-
-// BenchmarkInsertTasks enqueues batches of 1,000 tasks in one statement.
-func BenchmarkInsertTasks(b *testing.B) {
-	const n = 1000
-	bb := setupBench(b)
-	b.ResetTimer()
-	for range b.N {
-		batch := make([]store.NewTask, n)
-		for i := range batch {
-			batch[i] = newTask("noop")
-			batch[i].ID = uuid.Must(uuid.NewV7())
-		}
-		if _, err := bb.store.InsertTasks(bb.ctx, batch); err != nil {
-			b.Fatal(err)
 		}
 	}
 	reportPerTask(b, n)

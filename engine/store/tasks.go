@@ -123,27 +123,26 @@ FROM unnest($1::text[], $2::text[]) AS k(schema_name, dedup_key)
 JOIN tasks.task_dedup d ON d.schema_name = k.schema_name AND d.dedup_key = k.dedup_key
 JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp`
 
-// InsertTasks inserts tasks as PENDING in one statement (whatever their
-// number) and notifies the queued channel once per task type, in the same
-// transaction as the caller's when the store runs on one. A task whose dedup
-// key is held by a live task is not inserted; its result is the existing task
-// with Duplicate set (or Released, when that task finished meanwhile). Two
-// tasks in one call with the same key: the first wins.
+// InsertTasks inserts tasks as PENDING and notifies the queued channel once
+// per task type, in one transaction (the caller's when the store runs on
+// one). A task whose dedup key is held by a live task is not inserted; its
+// result is the existing task with Duplicate set (or Released, when that
+// task finished meanwhile). Two tasks in one call with the same key: the
+// first wins. A batch of fewer than copyMinTasks tasks is one statement
+// (insertTasksSQL), a larger one a COPY (copyTasks), with the same answers;
+// the inserted tasks a COPY returns carry their Inputs as given rather than
+// as jsonb renders them.
 // The partitions for the tasks' months must exist (EnsurePartitions).
 func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
+	return s.insertTasks(ctx, tasks, len(tasks) >= copyMinTasks)
+}
+
+// insertTasks is InsertTasks through COPY or through one statement.
+func (s *Store) insertTasks(ctx context.Context, tasks []NewTask, viaCopy bool) ([]InsertResult, error) {
 	if len(tasks) == 0 {
 		return nil, nil
 	}
-	n := len(tasks)
-	ids := make([]uuid.UUID, n)
-	ts := make([]time.Time, n)
-	schemas, scopes, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	dedups := make([]*string, n)
-	inputs := make([][]byte, n)
-	prios := make([]int16, n)
-	maxRetries := make([]int32, n)
-	runAfter := make([]*time.Time, n)
-	traces := make([]*string, n)
+	ids := make([]uuid.UUID, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
 		if t.ID == uuid.Nil {
@@ -156,28 +155,17 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		if !IsV7(t.ID) {
 			return nil, fmt.Errorf("error inserting task: id %s is not a UUIDv7", t.ID)
 		}
-		ids[i], ts[i] = t.ID, IDTime(t.ID)
-		schemas[i], scopes[i], modes[i], types[i] = t.SchemaName, string(t.Scope), string(t.ExecutionMode), t.TaskType
-		if t.DedupKey != "" {
-			k := t.DedupKey
-			dedups[i] = &k
-		}
-		inputs[i] = t.Inputs
-		if len(inputs[i]) == 0 {
-			inputs[i] = []byte("{}")
-		}
-		prios[i], maxRetries[i], runAfter[i] = int16(t.Priority), int32(t.MaxRetries), t.RunAfter
-		if t.Traceparent != "" {
-			tp := t.Traceparent
-			traces[i] = &tp
-		}
+		ids[i] = t.ID
 	}
-	inserted, err := queryAll(ctx, s.db, "inserting tasks", insertTasksSQL, scanTask, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
-		maxRetries, runAfter, s.channels.TaskQueued, traces)
+	insert := s.insertTasksStatement
+	if viaCopy {
+		insert = s.copyTasks
+	}
+	inserted, err := insert(ctx, tasks)
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]tenantKey, n)
+	keys := make([]tenantKey, len(tasks))
 	for i := range tasks {
 		keys[i] = tenantKey{tasks[i].SchemaName, tasks[i].DedupKey}
 	}
@@ -185,7 +173,7 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 	if err != nil {
 		return nil, err
 	}
-	results := make([]InsertResult, n)
+	results := make([]InsertResult, len(tasks))
 	for i, r := range settled {
 		results[i] = InsertResult{Task: r.row, Duplicate: r.duplicate, Released: r.released}
 		if r.released {
@@ -193,6 +181,38 @@ func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResul
 		}
 	}
 	return results, nil
+}
+
+// insertTasksStatement inserts tasks (their ids set) with insertTasksSQL
+// and returns the rows it inserted.
+func (s *Store) insertTasksStatement(ctx context.Context, tasks []NewTask) ([]wftype.Task, error) {
+	n := len(tasks)
+	ids := make([]uuid.UUID, n)
+	ts := make([]time.Time, n)
+	schemas, scopes, modes, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dedups := make([]*string, n)
+	inputs := make([][]byte, n)
+	prios := make([]int16, n)
+	maxRetries := make([]int32, n)
+	runAfter := make([]*time.Time, n)
+	traces := make([]*string, n)
+	for i := range tasks {
+		t := &tasks[i]
+		ids[i], ts[i] = t.ID, IDTime(t.ID)
+		schemas[i], scopes[i], modes[i], types[i] = t.SchemaName, string(t.Scope), string(t.ExecutionMode), t.TaskType
+		if t.DedupKey != "" {
+			k := t.DedupKey
+			dedups[i] = &k
+		}
+		inputs[i] = taskInputs(t)
+		prios[i], maxRetries[i], runAfter[i] = int16(t.Priority), int32(t.MaxRetries), t.RunAfter
+		if t.Traceparent != "" {
+			tp := t.Traceparent
+			traces[i] = &tp
+		}
+	}
+	return queryAll(ctx, s.db, "inserting tasks", insertTasksSQL, scanTask, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
+		maxRetries, runAfter, s.channels.TaskQueued, traces)
 }
 
 func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]wftype.Task, error) {

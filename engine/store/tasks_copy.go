@@ -1,0 +1,203 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
+)
+
+// copyMinTasks is the smallest batch InsertTasks writes through COPY. A
+// COPY takes four round trips (begin, keys, copy, commit) where the one
+// statement of insertTasksSQL takes one, and it pays off from a few hundred
+// rows on (BenchmarkInsertTasks; BENCHMARKS.md).
+const copyMinTasks = 500
+
+// taskCopyColumns are the columns a COPY of new tasks writes, in
+// copySource's order; the others take their defaults (status PENDING,
+// counters 0, the rest NULL), as they do in insertTasksSQL.
+var taskCopyColumns = []string{"task_id", "timestamp", "schema_name", "scope", "execution_mode", "task_type",
+	"dedup_key", "inputs", "priority", "max_retries", "run_after", "traceparent"}
+
+// takeKeysSQL is the first statement of a COPY insert: it takes the batch's
+// dedup keys in task_dedup (one task per key, the first of the batch, as in
+// insertTasksSQL: copyTasks leaves the others out), notifies the queued
+// channel once per task type that gets a task (those without a key, $6, and
+// those whose key was taken; delivered at commit, so only if the COPY
+// succeeds), and returns the transaction's now() (the run_after of the tasks
+// that give none, as the column's default would be) and the ids of the tasks
+// whose key it took. A key held by another live task is left to its holder;
+// a key another transaction is inserting waits for it, as in insertTasksSQL.
+const takeKeysSQL = `
+WITH keyed AS MATERIALIZED (
+    SELECT *
+    FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[], $5::text[])
+         AS k(schema_name, dedup_key, task_id, ts, task_type)
+),
+taken AS (
+    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
+    SELECT schema_name, dedup_key, task_id, ts FROM keyed
+    ON CONFLICT (schema_name, dedup_key) DO NOTHING
+    RETURNING task_id
+),
+notified AS (
+    SELECT count(pg_notify($7, q.task_type)) AS n
+    FROM (SELECT unnest($6::text[]) AS task_type
+          UNION
+          SELECT k.task_type FROM taken JOIN keyed k USING (task_id)) q
+)
+SELECT now(), coalesce((SELECT array_agg(task_id) FROM taken), '{}')
+FROM notified`
+
+// copyTasks inserts tasks (their ids set) as insertTasksSQL does, in one
+// transaction (the caller's when the store runs on one): takeKeysSQL, then
+// one COPY of the tasks without a key and of those whose key it took into
+// tasks.tasks, which routes each row to its month's partition. It returns
+// the tasks it inserted, as the rows read back would be, but for Inputs:
+// those are the bytes given, where a row read back has jsonb's rendering of
+// the same JSON.
+func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, error) {
+	// The first task of each key, in key order: the batch's other tasks of
+	// that key are its duplicates (settleInserts finds them), and
+	// transactions that take keys in one order never wait for each other
+	// in a cycle.
+	var keyed []*NewTask
+	seen := map[tenantKey]bool{}
+	var freeTypes []string
+	for i := range tasks {
+		t := &tasks[i]
+		if t.DedupKey == "" {
+			if !slices.Contains(freeTypes, t.TaskType) {
+				freeTypes = append(freeTypes, t.TaskType)
+			}
+			continue
+		}
+		if k := (tenantKey{t.SchemaName, t.DedupKey}); !seen[k] {
+			seen[k] = true
+			keyed = append(keyed, t)
+		}
+	}
+	slices.SortFunc(keyed, func(a, b *NewTask) int {
+		return cmp.Or(strings.Compare(a.SchemaName, b.SchemaName), strings.Compare(a.DedupKey, b.DedupKey))
+	})
+	keySchemas, keys, keyTypes := make([]string, len(keyed)), make([]string, len(keyed)), make([]string, len(keyed))
+	keyIDs, keyTimes := make([][16]byte, len(keyed)), make([]time.Time, len(keyed))
+	for i, t := range keyed {
+		keySchemas[i], keys[i], keyTypes[i], keyIDs[i], keyTimes[i] = t.SchemaName, t.DedupKey, t.TaskType, t.ID, IDTime(t.ID)
+	}
+	src := &copySource{tasks: tasks}
+	write := func(tx pgx.Tx) error {
+		var won [][16]byte
+		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyTypes, freeTypes, s.channels.TaskQueued).
+			Scan(&src.now, &won)
+		if err != nil {
+			return wrap("taking the dedup keys of tasks", err)
+		}
+		src.won = make(map[uuid.UUID]bool, len(won))
+		for _, id := range won {
+			src.won[id] = true
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"tasks", "tasks"}, taskCopyColumns, src)
+		return wrap("copying tasks", err)
+	}
+	var err error
+	if tx, ok := s.db.(pgx.Tx); ok {
+		err = write(tx)
+	} else {
+		err = pgx.BeginFunc(ctx, s.db, write)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wftype.Task, 0, len(tasks))
+	for i := range tasks {
+		if t := &tasks[i]; src.copies(t) {
+			out = append(out, copiedTask(t, src.now))
+		}
+	}
+	return out, nil
+}
+
+// copiedTask is the row copyTasks wrote for t, as scanTask would read it.
+func copiedTask(t *NewTask, now time.Time) wftype.Task {
+	row := wftype.Task{
+		ID: t.ID, Timestamp: IDTime(t.ID), SchemaName: t.SchemaName, Scope: t.Scope, ExecutionMode: t.ExecutionMode,
+		TaskType: t.TaskType, Status: wftype.StatusPending, Inputs: taskInputs(t), Priority: t.Priority,
+		MaxRetries: t.MaxRetries, RunAfter: runAfterOr(t, now), Traceparent: t.Traceparent,
+	}
+	if t.DedupKey != "" {
+		k := t.DedupKey
+		row.DedupKey = &k
+	}
+	utcTimes(&row)
+	return row
+}
+
+// taskInputs returns t's inputs, {} when it has none.
+func taskInputs(t *NewTask) []byte {
+	if len(t.Inputs) == 0 {
+		return []byte("{}")
+	}
+	return t.Inputs
+}
+
+// runAfterOr returns t's run_after as the database keeps it (to the
+// microsecond), now when it has none.
+func runAfterOr(t *NewTask, now time.Time) time.Time {
+	if t.RunAfter == nil {
+		return now
+	}
+	return t.RunAfter.Truncate(time.Microsecond)
+}
+
+// copySource feeds copyTasks' COPY: the tasks without a dedup key and those
+// whose key was taken (won), in taskCopyColumns' order.
+type copySource struct {
+	tasks []NewTask
+	won   map[uuid.UUID]bool
+	now   time.Time
+	next  int // index of the next task to look at
+	cur   *NewTask
+	vals  [12]any
+}
+
+// Next implements pgx.CopyFromSource.
+func (c *copySource) Next() bool {
+	for c.next < len(c.tasks) {
+		t := &c.tasks[c.next]
+		c.next++
+		if c.copies(t) {
+			c.cur = t
+			return true
+		}
+	}
+	return false
+}
+
+// copies reports whether t is written: it has no dedup key, or it took its
+// key.
+func (c *copySource) copies(t *NewTask) bool { return t.DedupKey == "" || c.won[t.ID] }
+
+// Values implements pgx.CopyFromSource.
+func (c *copySource) Values() ([]any, error) {
+	t := c.cur
+	var key, trace *string
+	if t.DedupKey != "" {
+		key = &t.DedupKey
+	}
+	if t.Traceparent != "" {
+		trace = &t.Traceparent
+	}
+	c.vals = [12]any{[16]byte(t.ID), IDTime(t.ID), t.SchemaName, string(t.Scope), string(t.ExecutionMode), t.TaskType,
+		key, taskInputs(t), int16(t.Priority), int32(t.MaxRetries), runAfterOr(t, c.now), trace}
+	return c.vals[:], nil
+}
+
+// Err implements pgx.CopyFromSource.
+func (c *copySource) Err() error { return nil }
