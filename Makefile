@@ -35,6 +35,11 @@ test: postgres chromium datefudge python ## run every test against one throwaway
 	$(GO) build -buildvcs=auto -o bin/wf . && ./bin/wf validate specs/
 	$(MAKE) --no-print-directory check-deploy
 	$(MAKE) --no-print-directory embed-check
+	$(MAKE) --no-print-directory test-riverbench
+
+.PHONY: test-riverbench
+test-riverbench: postgres ## vet the River comparison's module (cli/bench/riverbench) and run it small against a throwaway PostgreSQL
+	cd cli/bench/riverbench && $(GO) vet ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: embed-check
 embed-check: postgres ## build a throwaway module outside the repository that embeds wf (replace to this checkout) and run it
@@ -50,8 +55,18 @@ test-race: postgres ## run every test with the race detector
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: postgres build ## run the standard benchmarks on a durable local PostgreSQL (~4 min) and rewrite BENCHMARKS.md
+bench: postgres build ## run the standard benchmarks and wf beside River on a durable local PostgreSQL (~8 min) and rewrite BENCHMARKS.md
 	./bin/wf --log-level warn bench suite --markdown BENCHMARKS.md --json-out bin/bench.json $(ARGS)
+	$(MAKE) --no-print-directory bench-river
+
+# The comparison with River is a module of its own (cli/bench/riverbench), so
+# River never enters wf's go.mod; RIVER_ARGS="--rounds 3" takes medians of three.
+RIVER_ARGS ?=
+
+.PHONY: bench-river
+bench-river: postgres ## burn-down and bulk enqueue of wf beside River v0.51.2 on one durable local PostgreSQL (~4 min); rewrites its part of BENCHMARKS.md
+	@mkdir -p bin
+	cd cli/bench/riverbench && $(GO) run . --markdown $(CURDIR)/BENCHMARKS.md --json-out $(CURDIR)/bin/bench-river.json $(RIVER_ARGS)
 
 .PHONY: bench-go
 bench-go: postgres ## run the Go benchmarks of the hot paths (claim, completion, heartbeat, specs, expressions)
@@ -62,6 +77,7 @@ lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd cli/bench/riverbench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # The dates test-dates runs at: the first and the last second of a month,
 # 31 December -> 1 January and 29 February (UTC); the two DST change days of

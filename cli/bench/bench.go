@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/wfhq/wf/internal/localpg"
 )
 
 // Mode is what a run measures.
@@ -121,6 +123,10 @@ type Config struct {
 	// (tracing's cost: the OTEL_* variables turn it on for wf bench); nil
 	// means off.
 	TracerProvider trace.TracerProvider
+
+	// server is the local cluster behind DatabaseURL when a comparison
+	// started it (its processes' CPU is measured); nil otherwise.
+	server *localpg.Cluster
 
 	// Logger receives progress lines; nil discards them.
 	Logger *slog.Logger

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,18 @@ func TestNoisyNeighbour(t *testing.T) {
 		require.Equal(t, 400, res.StartLatency.Count)
 		require.Equal(t, !unfair, *res.Fair)
 		require.Positive(t, res.FloodRate)
+	}
+}
+
+// TestCompareRefusesBadConfig: a side-by-side run with impossible sizes
+// fails before it starts a server or creates a database.
+func TestCompareRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []bench.CompareConfig{
+		{Tasks: -1}, {Rounds: -2}, {WfSlots: []int{100, 0}}, {InsertBatch: -5},
+	} {
+		cfg.DatabaseURL = "postgres://127.0.0.1:1/none" // never reached
+		_, err := bench.Compare(context.Background(), cfg, nil, io.Discard)
+		require.Error(t, err, "%+v", cfg)
 	}
 }

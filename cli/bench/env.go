@@ -53,6 +53,27 @@ type env struct {
 
 // setUp prepares the database, specs and endpoint of a run.
 func setUp(ctx context.Context, cfg Config) (_ *env, err error) {
+	e, err := setUpServer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.tearDown()
+		}
+	}()
+	if err := e.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.writeSpecs(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// setUpServer makes the bench folder and starts the server (a local cluster
+// unless cfg names one), with no database yet.
+func setUpServer(ctx context.Context, cfg Config) (_ *env, err error) {
 	e := &env{cfg: cfg}
 	defer func() {
 		if err != nil {
@@ -70,12 +91,6 @@ func setUp(ctx context.Context, cfg Config) (_ *env, err error) {
 	if err := e.startServer(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.createDatabase(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.writeSpecs(); err != nil {
-		return nil, err
-	}
 	return e, nil
 }
 
@@ -83,6 +98,7 @@ func setUp(ctx context.Context, cfg Config) (_ *env, err error) {
 func (e *env) startServer(ctx context.Context) error {
 	if e.cfg.DatabaseURL != "" {
 		e.adminURL = e.cfg.DatabaseURL
+		e.cluster = e.cfg.server // measured, not stopped: its starter stops it
 		return nil
 	}
 	dir := e.cfg.DataDir

@@ -19,6 +19,13 @@ const (
 // suite's tables, keeping the rest; a file without markers gets them
 // appended (a missing file is created).
 func UpdateMarkdown(path string, s *Suite) error {
+	return replaceGenerated(path, markBegin, markEnd, Markdown(s))
+}
+
+// replaceGenerated puts gen between the begin and end markers of the file
+// at path, keeping the rest; a file without them gets them appended (a
+// missing file is created).
+func replaceGenerated(path, begin, end, gen string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("error reading %s: %w", path, err)
@@ -27,10 +34,10 @@ func UpdateMarkdown(path string, s *Suite) error {
 	if text == "" {
 		text = "# Benchmarks\n\n"
 	}
-	gen := markBegin + "\n" + Markdown(s) + markEnd
-	i, j := strings.Index(text, markBegin), strings.Index(text, markEnd)
+	gen = begin + "\n" + gen + end
+	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i >= 0 && j > i {
-		text = text[:i] + gen + text[j+len(markEnd):]
+		text = text[:i] + gen + text[j+len(end):]
 	} else {
 		text = strings.TrimRight(text, "\n") + "\n\n" + gen + "\n"
 	}
