@@ -98,7 +98,7 @@ SELECT to_regclass('tasks.tasks_p' || $1::text) IS NOT NULL
 func (s *Store) createMonth(ctx context.Context, at time.Time) error {
 	pool, isPool := s.root.(*pgxpool.Pool)
 	if !s.inTx || !isPool {
-		root := &Store{db: s.root, channels: s.channels, root: s.root, months: s.months}
+		root := &Store{db: s.root, channels: s.channels, root: s.root, months: s.months, plans: s.plans}
 		return root.EnsureMonth(ctx, at)
 	}
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
@@ -106,7 +106,7 @@ func (s *Store) createMonth(ctx context.Context, at time.Time) error {
 		return fmt.Errorf("error connecting to create the partitions of %s: %w", at.UTC().Format("2006-01"), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	own := &Store{db: conn, channels: s.channels, root: conn, months: s.months}
+	own := &Store{db: conn, channels: s.channels, root: conn, months: s.months, plans: s.plans}
 	return own.EnsureMonth(ctx, at)
 }
 

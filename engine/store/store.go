@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/internal/secretbox"
 )
@@ -57,6 +56,9 @@ type Store struct {
 	// every copy of the store (WithTx, WithChannels): one cache per process
 	// for tasks and events alike (see EnsureMonths).
 	months *monthCache
+	// plans remembers when each connection last dropped its cached plans
+	// (withPlanGuard), shared by every copy of the store.
+	plans *planGuard
 	// secrets seals the secrets the store writes and opens those it reads
 	// (webhook signing secrets); nil keeps them clear.
 	secrets *secretbox.Keyring
@@ -70,7 +72,8 @@ type Store struct {
 
 // New returns a store on db with the default channel names.
 func New(db DBTX) *Store {
-	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[string]bool{}}}
+	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[string]bool{}},
+		plans: &planGuard{last: map[*pgx.Conn]time.Time{}}}
 }
 
 // WithChannels returns a copy of the store that notifies on the given channels.
@@ -137,46 +140,6 @@ func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
 
 // DB returns what the store runs on.
 func (s *Store) DB() DBTX { return s.db }
-
-// The hot statements on tasks (claim and completion) run through
-// withPlanGuard, which guards against one failure of PostgreSQL's plan cache:
-// a prepared statement's generic plan keeps the shape it was given when it
-// was made. Made while a partition was (nearly) empty, it reads that
-// partition sequentially, which was right then, and keeps doing so once the
-// partition holds a backlog, until autovacuum happens to analyze it (a minute
-// or more): every claim then reads every waiting task. A statement that took
-// far longer than its rows explain makes the guard drop the cached plans of
-// the connection it ran on (DISCARD PLANS), so the next one is planned for
-// the partition's size now. Planning every statement instead would cost half
-// a millisecond each, a large share of a small claim.
-const (
-	slowStatement = 10 * time.Millisecond // always allowed
-	slowPerRow    = 50 * time.Microsecond // allowed per row returned
-)
-
-// withPlanGuard runs fn, which returns how many rows it read, on one
-// connection of the store's pool (or on the store's connection or
-// transaction as it is) and drops that connection's cached plans when fn was
-// slower than slowStatement + slowPerRow per row.
-func (s *Store) withPlanGuard(ctx context.Context, fn func(db DBTX) (rows int, err error)) error {
-	db, release := s.db, func() {}
-	if pool, ok := s.db.(*pgxpool.Pool); ok {
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			return wrap("acquiring a connection", err)
-		}
-		db, release = conn, conn.Release
-	}
-	defer release()
-	start := time.Now()
-	n, err := fn(db)
-	if err == nil && time.Since(start) > slowStatement+time.Duration(n)*slowPerRow {
-		// Inside a caller's transaction the plans are dropped too; an error
-		// here changes nothing for the statement that already succeeded.
-		_, _ = db.Exec(ctx, "DISCARD PLANS")
-	}
-	return err
-}
 
 // IsUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func IsUniqueViolation(err error) bool {
