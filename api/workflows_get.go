@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -62,10 +63,11 @@ func (s *Server) runNotFound(id uuid.UUID, err error) error {
 }
 
 // listWorkflowRuns answers GET /workflows/runs: runs newest first, filtered
-// by workflow and status, a page at a time (pass next_cursor back as
-// cursor). A token limited to catalogs sees only their tenants' runs.
+// by workflow, status and tenant (schema_name, repeatable), a page at a
+// time (pass next_cursor back as cursor). A token limited to catalogs sees
+// only their tenants' runs, whatever tenants it asks for.
 func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request, p *principal) error {
-	q, prob := parseQuery(r, []string{"limit", "cursor", "workflow", "status"}, nil)
+	q, prob := parseQuery(r, []string{"limit", "cursor", "workflow", "status"}, []string{"schema_name"})
 	if prob != nil {
 		return prob
 	}
@@ -73,7 +75,10 @@ func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request, p *pri
 	if prob != nil {
 		return prob
 	}
-	f := store.WorkflowRunFilter{Workflow: q.get("workflow"), Status: wftype.RunStatus(q.get("status")), Limit: limit + 1}
+	f := store.WorkflowRunFilter{Workflow: q.get("workflow"), Status: wftype.RunStatus(q.get("status")), Schemas: q.list("schema_name"), Limit: limit + 1}
+	if len(f.Schemas) == 0 {
+		f.Schemas = nil // every tenant
+	}
 	switch f.Status {
 	case "", wftype.RunRunning, wftype.RunCompleted, wftype.RunFailed, wftype.RunCancelled:
 	default:
@@ -91,7 +96,11 @@ func (s *Server) listWorkflowRuns(w http.ResponseWriter, r *http.Request, p *pri
 		return err
 	}
 	if !sc.all {
-		f.Schemas = sc.schemas
+		if f.Schemas == nil {
+			f.Schemas = sc.schemas
+		} else {
+			f.Schemas = slices.DeleteFunc(f.Schemas, func(n string) bool { return !sc.has(n) })
+		}
 		if len(f.Schemas) == 0 {
 			writeJSON(w, http.StatusOK, wftype.WorkflowRunPage{Runs: []wftype.WorkflowRunView{}})
 			return nil

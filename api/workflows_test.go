@@ -113,6 +113,20 @@ func TestWorkflowRunsStayInTheirTenant(t *testing.T) {
 	})
 	res = b.do("GET", "/workflows/runs", tokAdmin, nil)
 	require.Len(t, res.json(t)["runs"], 1)
+
+	// The tenant filter: another tenant's name lists nothing, and a limited
+	// token asking for a tenant it may not see gets nothing either.
+	schema := cat["schema_name"].(string)
+	res = b.do("GET", "/workflows/runs?schema_name="+schema, tokAdmin, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Len(t, res.json(t)["runs"], 1)
+	res = b.do("GET", "/workflows/runs?schema_name=s_cat_b", tokAdmin, nil)
+	require.Empty(t, res.json(t)["runs"])
+	res = b.do("GET", "/workflows/runs?schema_name="+schema, tokClientB, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Empty(t, res.json(t)["runs"])
+	res = b.do("GET", "/workflows/runs?schema_name="+schema, tokClientLimited, nil)
+	require.Len(t, res.json(t)["runs"], 1)
 }
 
 // TestCancellingAStepTaskFailsItsRun: POST /tasks/{id}/cancel on the task

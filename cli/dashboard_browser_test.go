@@ -43,6 +43,14 @@ inputs:
   type: object
   properties:
     message: {type: string}
+---
+kind: Workflow
+name: browser_flow
+inputs: {type: object, properties: {fail: {type: boolean}}}
+steps:
+  prepare: {task_type: tenant_noop}
+  each: {task_type: tenant_noop, depends_on: [prepare], for_each: 'map(1..3, #)', concurrency: 2}
+  check: {task_type: doomed, depends_on: [each], when: 'inputs.fail ?? false', inputs: {message: '"the run is bad"'}}
 `
 
 // chromiumPath finds Debian's chromium (installed by `make test`).

@@ -148,7 +148,7 @@ async function route() {
   stopTimer();
   const { parts, params } = parseHash();
   const page = parts[0] || "overview";
-  const section = { task: "tasks", catalog: "catalogs" }[page] || page;
+  const section = { task: "tasks", catalog: "catalogs", run: "workflows" }[page] || page;
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", a.dataset.page === section);
   // Each route paints into a container of its own: a late answer for the
   // page the user left lands in a detached node, not over this one.
@@ -162,6 +162,8 @@ async function route() {
       case "webhooks": await webhooksPage(root); break;
       case "catalogs": await catalogsPage(root); break;
       case "catalog": await catalogPage(root, parts[1], params); break;
+      case "workflows": await runsPage(root, params); break;
+      case "run": await runPage(root, parts[1]); break;
       default: await overviewPage(root);
     }
   } catch (e) {
@@ -532,6 +534,141 @@ async function catalogPage(root, id, params) {
     setStatus("updated " + new Date().toLocaleTimeString());
   };
   await load();
+}
+
+// ---- workflow runs ----------------------------------------------------------------
+
+const RUN_STATUSES = ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"];
+const RUN_FILTERS = [["status", "rf-status"], ["workflow", "rf-workflow"], ["schema_name", "rf-tenant"]];
+
+function shortID(id) { return id.slice(0, 8) + "…" + id.slice(-4); }
+
+// runsPage lists workflow runs, newest first, filtered by status, workflow
+// and tenant, a page at a time (keyset paging on the API's next_cursor).
+// The API keeps a catalog-limited token to its tenants' runs.
+async function runsPage(root, params) {
+  const filters = h("form", { class: "filters", id: "run-filters" },
+    h("label", {}, "status", h("select", { name: "status", id: "rf-status" }, h("option", { value: "" }, "any"),
+      RUN_STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s }, s)))),
+    h("label", {}, "workflow", h("input", { name: "workflow", id: "rf-workflow", size: 18, value: params.get("workflow") || "" })),
+    h("label", {}, "tenant", h("input", { name: "schema_name", id: "rf-tenant", size: 14, value: params.get("schema_name") || "" })),
+    h("button", { type: "submit", id: "rf-apply" }, "Apply"));
+  filters.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const [k, id] of RUN_FILTERS) {
+      const v = document.getElementById(id).value.trim();
+      if (v) q.set(k, v);
+    }
+    if (params.get("limit")) q.set("limit", params.get("limit"));
+    location.hash = "#/workflows" + (q.toString() ? "?" + q.toString() : "");
+  });
+  const list = h("div", { id: "run-list" });
+  root.replaceChildren(h("h1", {}, "Workflow runs"), filters, list);
+  const query = new URLSearchParams();
+  for (const [k] of RUN_FILTERS) if (params.get(k)) query.set(k, params.get(k));
+  query.set("limit", params.get("limit") || "50");
+  const cursors = [""]; // the cursor of each page shown so far
+  let page = 0;
+  const load = async () => {
+    const q = new URLSearchParams(query);
+    if (cursors[page]) q.set("cursor", cursors[page]);
+    const res = await api("GET", "/workflows/runs?" + q.toString());
+    cursors[page + 1] = res.next_cursor || "";
+    list.replaceChildren(
+      table(["run", "workflow", "tenant", "status", { label: "attempt", num: true }, "created", "finished", "error"],
+        res.runs.map((r) => h("tr", { "data-run": r.run_id, "data-status": r.status },
+          h("td", {}, h("a", { href: "#/run/" + r.run_id }, shortID(r.run_id))),
+          h("td", {}, r.workflow), h("td", {}, r.schema_name), h("td", {}, statusBadge(r.status)),
+          h("td", { class: "num" }, r.attempt), h("td", {}, fmtTime(r.created_at)), h("td", {}, fmtTime(r.finished_at)),
+          h("td", { class: "error" }, (r.error || "").slice(0, 120)))), { "data-testid": "runs" }),
+      h("p", {},
+        h("button", { type: "button", class: "secondary", id: "runs-prev", disabled: page === 0, onclick: () => { page--; load(); } }, "← Newer"), " ",
+        h("button", { type: "button", class: "secondary", id: "runs-next", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Older →"),
+        " ", h("span", { class: "muted" }, "page " + (page + 1))));
+    setStatus("updated " + new Date().toLocaleTimeString());
+  };
+  await load();
+  every(root, 5000, () => { if (page === 0) load().catch((e) => setStatus("refresh failed: " + e.message, true)); });
+}
+
+// runPage shows one run: its steps in the workflow's order, each with its
+// status, progress (a fan-out's items), its tasks linked to their pages,
+// and Cancel / Retry for admins. It refreshes while the run is RUNNING.
+async function runPage(root, id) {
+  const draw = async () => {
+    const r = await api("GET", "/workflows/runs/" + encodeURIComponent(id));
+    root.replaceChildren(renderRun(r));
+    setStatus("updated " + new Date().toLocaleTimeString());
+    return r;
+  };
+  const r = await draw();
+  if (r.status === "RUNNING") {
+    every(root, 2000, () => draw().then((x) => { if (x.status !== "RUNNING") stopTimer(); })
+      .catch((e) => setStatus("refresh failed: " + e.message, true)));
+  }
+}
+
+function renderRun(r) {
+  const actions = h("p", { id: "run-actions" });
+  const act = async (label, path) => {
+    try {
+      await api("POST", path);
+      setStatus(label + " done");
+      route();
+    } catch (e) { setStatus(label + " failed: " + e.message, true); }
+  };
+  const base = "/workflows/runs/" + encodeURIComponent(r.run_id);
+  if (isAdmin() && r.status === "RUNNING") {
+    actions.append(h("button", { type: "button", id: "run-cancel", onclick: () => act("cancel", base + "/cancel") }, "Cancel run"));
+  }
+  if (isAdmin() && (r.status === "FAILED" || r.status === "CANCELLED")) {
+    actions.append(h("button", { type: "button", id: "run-retry", onclick: () => act("retry", base + "/retry") }, "Retry from the failed steps"));
+  }
+  const link = (k, v) => h("a", { href: "#/workflows?" + new URLSearchParams({ [k]: v }).toString() }, v);
+  const rows = [
+    ["run id", r.run_id], ["workflow", link("workflow", r.workflow)], ["tenant", link("schema_name", r.schema_name)],
+    ["status", statusBadge(r.status)], ["attempt", r.attempt], ["created", fmtTime(r.created_at)],
+    ["deadline", fmtTime(r.deadline)], ["finished", fmtTime(r.finished_at)],
+  ].filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const steps = r.steps || [];
+  return h("div", { "data-testid": "run", "data-status": r.status, "data-attempt": r.attempt },
+    h("h1", {}, "Run of " + r.workflow + " ", statusBadge(r.status)),
+    actions,
+    h("table", { class: "kv" }, h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, v))))),
+    r.error ? h("div", {}, h("h2", {}, "Error"), h("pre", { class: "error", id: "run-error" }, r.error)) : null,
+    h("h2", {}, "Steps"),
+    h("p", { class: "muted" }, "In the workflow's order: a step starts once every step it waits for has ended."),
+    table([{ label: "#", num: true }, "step", "task type", "waits for", "status", "progress", "tasks", "error"],
+      steps.map((s, i) => stepRow(s, i)), { "data-testid": "steps", class: "steps" }),
+    h("h2", {}, "Inputs"), h("pre", { id: "run-inputs" }, fmtJSON(r.inputs)));
+}
+
+// stepRow is one step of a run: a fan-out shows its items' counts by
+// status, every step links its tasks (the latest first, at most 20).
+function stepRow(s, i) {
+  const tasks = s.tasks || [];
+  const counts = {};
+  for (const t of tasks) counts[t.status] = (counts[t.status] || 0) + 1;
+  const fanOut = s.items !== undefined && s.items !== null;
+  const progress = fanOut
+    ? s.done + " of " + s.items + " items done" + (s.started > s.done ? ", " + (s.started - s.done) + " started" : "")
+    : (s.status === "WAITING" || s.status === "SKIPPED" ? "" : s.done + " of 1");
+  const shown = tasks.slice(-20).reverse();
+  const taskLinks = shown.map((t) => h("a", { href: "#/task/" + t.task_id, "data-task": t.task_id, class: "step-task", title: t.status + " · " + t.task_id },
+    (t.item !== undefined && t.item !== null ? "item " + t.item : shortID(t.task_id)), " ", statusBadge(t.status)));
+  return h("tr", { "data-step": s.step, "data-status": s.status },
+    h("td", { class: "num" }, i + 1),
+    h("td", {}, s.step),
+    h("td", {}, s.task_type || ""),
+    h("td", {}, (s.depends_on || []).join(", ")),
+    h("td", {}, statusBadge(s.status)),
+    h("td", { class: "progress" }, progress,
+      fanOut && tasks.length ? h("div", { class: "muted counts", "data-testid": "counts-" + s.step },
+        Object.entries(counts).map(([k, v]) => v + " " + k).join(" · ")) : null),
+    h("td", { class: "tasks" }, taskLinks.length ? h("div", { class: "task-links" }, taskLinks) : h("span", { class: "muted" }, "none"),
+      tasks.length > shown.length ? h("div", { class: "muted" }, (tasks.length - shown.length) + " older not shown") : null),
+    h("td", { class: "error" }, s.error || ""));
 }
 
 // ---- start -----------------------------------------------------------------------
