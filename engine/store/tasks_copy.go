@@ -106,14 +106,22 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"tasks", "tasks"}, taskCopyColumns, src)
 		return wrap("copying tasks", err)
 	}
-	var err error
 	if tx, ok := s.db.(pgx.Tx); ok {
-		err = write(tx)
+		if err := write(tx); err != nil {
+			return nil, err
+		}
 	} else {
-		err = pgx.BeginFunc(ctx, s.db, write)
-	}
-	if err != nil {
-		return nil, err
+		var stepErr error // write's own error, already wrapped
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			stepErr = write(tx)
+			return stepErr
+		})
+		if err != nil && err != stepErr { // beginning or committing failed
+			err = wrap("beginning or committing the copy of tasks", err)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := make([]wftype.Task, 0, len(tasks))
 	for i := range tasks {
