@@ -74,6 +74,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/tasks", clientRoles, s.createTask},
 		{"GET", "/tasks", anyRole, s.listTasks},
 		{"GET", "/tasks/{task_id}", anyRole, s.getTask},
+		{"GET", "/tasks/{task_id}/records", anyRole, s.listTaskRecords},
 		{"POST", "/tasks/{task_id}/progress", workerRoles, s.reportProgress},
 		{"POST", "/tasks/{task_id}/complete", workerRoles, s.completeTask},
 		{"POST", "/tasks/{task_id}/fail", workerRoles, s.failTask},

@@ -23,9 +23,9 @@ import (
 	"github.com/wfhq/wf/internal/inproc"
 )
 
-// browserSpecs are the task types of the dashboard's browser test, beside
-// the shipped ones: a tenant job that succeeds and one that dead-letters on
-// its first failure.
+// browserSpecs are the task types of the dashboard's browser tests, beside
+// the shipped ones: a tenant job that succeeds, one that dead-letters on
+// its first failure, and one that reports records.
 const browserSpecs = `
 kind: TaskType
 name: tenant_noop
@@ -51,6 +51,27 @@ steps:
   prepare: {task_type: tenant_noop}
   each: {task_type: tenant_noop, depends_on: [prepare], for_each: 'map(1..3, #)', concurrency: 2}
   check: {task_type: doomed, depends_on: [each], when: 'inputs.fail ?? false', inputs: {message: '"the run is bad"'}}
+---
+kind: TaskType
+name: reporting_job
+description: Reports 250 records on file descriptor 3, every fourth one rejected.
+scope: CATALOG
+reporters: [database, gcs_detailed]
+handler:
+  exec:
+    command:
+      - sh
+      - -c
+      - |
+        i=1
+        while [ $i -le 250 ]; do
+          if [ $((i % 4)) -eq 0 ]; then
+            printf '{"status":"REJECTED","message":"NAME is required (record %d)","record":{"type":"Feature","id":"r%d","geometry":null,"properties":{"n":%d},"stats":{},"system":{}}}\n' $i $i $i >&3
+          else
+            printf '{"status":"SUCCESS","message":null,"record":{"type":"Feature","id":"r%d","geometry":null,"properties":{"n":%d},"stats":{},"system":{}}}\n' $i $i >&3
+          fi
+          i=$((i+1))
+        done
 `
 
 // chromiumPath finds Debian's chromium (installed by `make test`).
@@ -480,6 +501,81 @@ func TestDashboardAssetsInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="catalogs"] a[href="#/catalog/cat-a"]`)),
 	))
 	require.NotContains(t, textOf(t, ctx, `[data-testid="catalogs"]`), "cat-b")
+
+	require.Empty(t, consoleProblems(), "the dashboard logged errors")
+}
+
+// TestDashboardReportInBrowser opens the page of a task that reported 250
+// records (every fourth rejected) in headless Chromium: the records the
+// database reporter kept show ten at a time, matching the database, page
+// through, filter by outcome, and the detailed report's URL is the one the
+// task's outputs give. No console error on the way.
+func TestDashboardReportInBrowser(t *testing.T) {
+	t.Parallel()
+	env := startDashboard(t)
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a"})
+	id := env.call("POST", "/tasks", map[string]any{"task_type": "reporting_job", "schema_name": "s_cat_a"})["task_id"].(string)
+	env.waitSettled()
+	require.Equal(t, 1, env.count(`SELECT count(*) FROM tasks.tasks WHERE task_id = $1 AND status = 'COMPLETED'`, id))
+	// Kept: the first 100 successes (of 188) and every refusal (62).
+	require.Equal(t, 162, env.count(`SELECT jsonb_array_length(kept_records) FROM tasks.tasks WHERE task_id = $1`, id))
+	kept := func(outcome string, after, limit int) []string {
+		rows, err := env.pool.Query(context.Background(), `SELECT e ->> 'n' FROM tasks.tasks t, jsonb_array_elements(t.kept_records) e
+WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int > $3 ORDER BY (e ->> 'n')::int LIMIT $4`, id, outcome, after, limit)
+		require.NoError(t, err)
+		var out []string
+		for rows.Next() {
+			var n string
+			require.NoError(t, rows.Scan(&n))
+			out = append(out, n)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	ctx, consoleProblems := browser(t)
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	rowsShown := func(outcome string) []string {
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="records"] tbody tr[data-record]`)))
+		require.NoError(t, err)
+		var out []string
+		for _, n := range nodes {
+			out = append(out, n.AttributeValue("data-record"))
+			if outcome != "" {
+				require.Equal(t, outcome, n.AttributeValue("data-outcome"))
+			}
+		}
+		return out
+	}
+
+	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/task/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="1"]`)),
+	))
+	require.Equal(t, kept("", 0, 10), rowsShown(""))
+	require.Contains(t, textOf(t, ctx, `[data-testid="task-report"]`), "250 records: 188 succeeded, 62 rejected, 0 failed.")
+	var reportURL string
+	require.NoError(t, env.pool.QueryRow(context.Background(), `SELECT outputs ->> 'report_url' FROM tasks.tasks WHERE task_id = $1`, id).Scan(&reportURL))
+	require.NotEmpty(t, reportURL)
+	require.Equal(t, reportURL, textOf(t, ctx, `[data-testid="report-url"]`))
+	screenshot(t, ctx, "task-report")
+
+	// The next page, then refusals only, a page at a time.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("records-next")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="11"]`))))
+	require.Equal(t, kept("", 10, 10), rowsShown(""))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`(() => { const s = document.getElementById("r-outcome"); s.value = "REJECTED"; s.dispatchEvent(new Event("change")); })()`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="4"][data-outcome="REJECTED"]`))))
+	require.Equal(t, kept("REJECTED", 0, 10), rowsShown("REJECTED"))
+	require.Contains(t, textOf(t, ctx, `tr[data-record="4"]`), "NAME is required (record 4)")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("records-next")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="44"]`))))
+	require.Equal(t, kept("REJECTED", 40, 10), rowsShown("REJECTED"))
+	screenshot(t, ctx, "task-report-rejected")
 
 	require.Empty(t, consoleProblems(), "the dashboard logged errors")
 }

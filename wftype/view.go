@@ -61,6 +61,20 @@ type TaskEventView struct {
 	Error  *string `json:"error,omitempty"`
 }
 
+// ReportRecordView is one record the database reporter kept for a task
+// (schema ReportRecord), as GET /tasks/{id}/records shows it.
+type ReportRecordView struct {
+	// N is the record's number in its run, from 1.
+	N int64 `json:"n"`
+	// Status is the record's outcome: SUCCESS, REJECTED or FAILED.
+	Status string `json:"status"`
+	// Envelope is the per-record envelope (schemas/envelope.schema.json).
+	Envelope json.RawMessage `json:"envelope"`
+	// Truncated says the envelope was kept shortened (without its
+	// geometry, or also its properties and stats) to fit the bound.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
 // AttemptRetried is the outcome the HTTP API shows for an attempt that
 // put its task back to PENDING for a retry.
 const AttemptRetried TaskStatus = "RETRIED"

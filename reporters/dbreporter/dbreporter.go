@@ -1,6 +1,9 @@
 // Package dbreporter is the "database" reporter: it counts a task's records
 // by outcome and writes the counts into the task's progress, in batches,
-// never once per record.
+// never once per record. It also keeps the first records of each outcome
+// (KeepRecords of SUCCESS, of REJECTED and of FAILED) as their envelopes, in
+// the task's row, so a run's refusals can be read without a detailed report
+// (GET /tasks/{id}/records, the dashboard's task page).
 //
 // Writes happen on a background goroutine, started by the first Report:
 // every BatchSize records or every Interval, whichever comes first, and once
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +34,14 @@ import (
 	"github.com/wfhq/wf/reporters"
 )
 
-// ProgressWriter stores a task's progress. SetProgress merges the JSON
-// object progress into the task's progress (its keys replace the stored
-// ones). engine/store's *Store implements it.
+// ProgressWriter stores a task's progress and kept records. SetProgress
+// merges the JSON object progress into the task's progress (its keys
+// replace the stored ones); SetReportRecords replaces the task's kept
+// records with records, a JSON array of {"n", "status", "envelope",
+// "truncated"} ordered by n. engine/store's *Store implements it.
 type ProgressWriter interface {
 	SetProgress(ctx context.Context, taskID uuid.UUID, progress json.RawMessage) error
+	SetReportRecords(ctx context.Context, taskID uuid.UUID, records json.RawMessage) error
 }
 
 // Defaults, filled in by Config.withDefaults.
@@ -45,6 +52,13 @@ const (
 	DefaultInterval = 500 * time.Millisecond
 	// DefaultWriteTimeout bounds one background write.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultKeepRecords is how many records of each outcome are kept.
+	DefaultKeepRecords = 100
+	// MaxKeptEnvelope is the most bytes a kept envelope takes: a larger one
+	// is kept without its geometry, then without its properties and stats
+	// (and marked truncated), so the kept records stay a few megabytes at
+	// most whatever the records hold.
+	MaxKeptEnvelope = 16 << 10
 )
 
 // Config configures the database reporter. The zero value is ready to use.
@@ -58,6 +72,10 @@ type Config struct {
 	// WriteTimeout bounds each background write (Finish's write is bounded
 	// by Finish's context). Zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// KeepRecords is how many records of each outcome (SUCCESS, REJECTED,
+	// FAILED) are kept as envelopes: the first of the run. Zero means
+	// DefaultKeepRecords; a negative number keeps none.
+	KeepRecords int
 	// Now is the clock of the progress' updated_at; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a warning when a background write fails (the next
@@ -71,6 +89,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
+	cfg.KeepRecords = cmp.Or(cfg.KeepRecords, DefaultKeepRecords)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -147,8 +166,14 @@ type Reporter struct {
 	counts    Counts
 	snapTotal int64  // counts.Total when the last write was started
 	written   Counts // the counts of the last successful write
-	started   bool   // the background goroutine runs
-	finishing bool   // Finish was called: no more records
+	// kept holds the kept records' JSON entries, by record number; keptOf
+	// counts them by outcome; keptWritten is how many the last successful
+	// write stored (entries are only ever appended).
+	kept        []json.RawMessage
+	keptOf      map[reporters.RecordStatus]int
+	keptWritten int
+	started     bool // the background goroutine runs
+	finishing   bool // Finish was called: no more records
 
 	kick       chan struct{} // BatchSize records since the last snapshot
 	stopLoop   context.CancelFunc
@@ -169,7 +194,8 @@ func New(w ProgressWriter, taskID uuid.UUID, cfg Config) (*Reporter, error) {
 
 // newReporter builds a reporter from a defaulted, valid configuration.
 func newReporter(w ProgressWriter, taskID uuid.UUID, cfg Config) *Reporter {
-	return &Reporter{w: w, taskID: taskID, cfg: cfg, kick: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	return &Reporter{w: w, taskID: taskID, cfg: cfg, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
+		keptOf: map[reporters.RecordStatus]int{}}
 }
 
 // Report counts one envelope. It never writes: it wakes the background
@@ -191,6 +217,14 @@ func (r *Reporter) Report(_ context.Context, env reporters.Envelope) error {
 		return fmt.Errorf("error reporting a record of task %s: status %q, want SUCCESS, REJECTED or FAILED", r.taskID, env.Status)
 	}
 	r.counts.Total++
+	if r.keptOf[env.Status] < r.cfg.KeepRecords {
+		entry, err := keptEntry(r.counts.Total, env)
+		if err != nil {
+			return fmt.Errorf("error reporting a record of task %s: %w", r.taskID, err)
+		}
+		r.kept = append(r.kept, entry)
+		r.keptOf[env.Status]++
+	}
 	if !r.started {
 		r.started = true
 		ctx, cancel := context.WithCancel(context.Background())
@@ -240,19 +274,27 @@ func (r *Reporter) batchFull() bool {
 	return r.counts.Total-r.snapTotal >= int64(r.cfg.BatchSize)
 }
 
-// dirty reports whether the counts differ from the last written ones.
+// dirty reports whether the counts or kept records differ from the last
+// written ones.
 func (r *Reporter) dirty() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.counts != r.written
+	return r.counts != r.written || len(r.kept) != r.keptWritten
 }
 
-// snapshot returns the current counts and marks them as being written.
-func (r *Reporter) snapshot() Counts {
+// snap is what one write stores: the counts and the kept records.
+type snap struct {
+	counts Counts
+	kept   []json.RawMessage
+}
+
+// snapshot returns the current counts and kept records and marks them as
+// being written.
+func (r *Reporter) snapshot() snap {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.snapTotal = r.counts.Total
-	return r.counts
+	return snap{counts: r.counts, kept: r.kept[:len(r.kept):len(r.kept)]}
 }
 
 // flushInBackground writes the current counts, bounded by WriteTimeout; a
@@ -267,9 +309,23 @@ func (r *Reporter) flushInBackground(loopCtx context.Context) {
 	}
 }
 
-// write stores c as the task's progress and remembers it as written.
-func (r *Reporter) write(ctx context.Context, c Counts) error {
-	b, err := json.Marshal(progress{Counts: c, UpdatedAt: r.cfg.Now().UTC()})
+// write stores sn's counts as the task's progress, and its kept records
+// when they changed since the last write, and remembers them as written.
+func (r *Reporter) write(ctx context.Context, sn snap) error {
+	r.mu.Lock()
+	keptChanged := len(sn.kept) != r.keptWritten
+	r.mu.Unlock()
+	if keptChanged {
+		// The records first: counts that were written say the records
+		// they count were too.
+		if err := r.w.SetReportRecords(ctx, r.taskID, joinArray(sn.kept)); err != nil {
+			return fmt.Errorf("error writing the progress of task %s (its kept records): %w", r.taskID, err)
+		}
+		r.mu.Lock()
+		r.keptWritten = len(sn.kept)
+		r.mu.Unlock()
+	}
+	b, err := json.Marshal(progress{Counts: sn.counts, UpdatedAt: r.cfg.Now().UTC()})
 	if err != nil {
 		return fmt.Errorf("error encoding the progress of task %s: %w", r.taskID, err)
 	}
@@ -277,9 +333,72 @@ func (r *Reporter) write(ctx context.Context, c Counts) error {
 		return fmt.Errorf("error writing the progress of task %s: %w", r.taskID, err)
 	}
 	r.mu.Lock()
-	r.written = c
+	r.written = sn.counts
 	r.mu.Unlock()
 	return nil
+}
+
+// joinArray returns the JSON array of the entries.
+func joinArray(entries []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, e := range entries {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range entries {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// keptEntry is the JSON entry of record number n: {"n", "status",
+// "envelope"} and "truncated": true when the envelope was shortened to
+// MaxKeptEnvelope bytes (see shorten).
+func keptEntry(n int64, env reporters.Envelope) (json.RawMessage, error) {
+	body, truncated, err := shorten(env)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		N         int64                  `json:"n"`
+		Status    reporters.RecordStatus `json:"status"`
+		Envelope  json.RawMessage        `json:"envelope"`
+		Truncated bool                   `json:"truncated,omitempty"`
+	}{n, env.Status, body, truncated})
+}
+
+// shorten encodes env in at most MaxKeptEnvelope bytes: as it is when it
+// fits, else without its geometry, else also without its properties and
+// stats, else as its status, id and message (cut to 1 KiB) only.
+func shorten(env reporters.Envelope) (json.RawMessage, bool, error) {
+	steps := []func(e *reporters.Envelope){
+		func(*reporters.Envelope) {},
+		func(e *reporters.Envelope) { e.Record.Geometry = nil },
+		func(e *reporters.Envelope) { e.Record.Properties, e.Record.Stats = nil, nil },
+		func(e *reporters.Envelope) {
+			e.Record.System = nil
+			if e.Message != nil && len(*e.Message) > 1<<10 {
+				m := strings.ToValidUTF8((*e.Message)[:1<<10], "") + "…"
+				e.Message = &m
+			}
+		},
+	}
+	var b []byte
+	for i, step := range steps {
+		step(&env)
+		var err error
+		if b, err = json.Marshal(env); err != nil {
+			return nil, false, fmt.Errorf("error encoding the envelope: %w", err)
+		}
+		if len(b) <= MaxKeptEnvelope {
+			return b, i > 0, nil
+		}
+	}
+	return b, true, nil
 }
 
 // Finish stops the background writer, writes the final counts synchronously
@@ -305,7 +424,7 @@ func (r *Reporter) Finish(ctx context.Context) (map[string]any, error) {
 		return nil, fmt.Errorf("error finishing the progress of task %s: %w", r.taskID, err)
 	}
 	if final.Total > 0 {
-		if err := r.write(ctx, final); err != nil {
+		if err := r.write(ctx, r.snapshot()); err != nil {
 			return nil, err
 		}
 		r.result = map[string]any{"records": final}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,6 +60,19 @@ func (w *countingWriter) SetProgress(ctx context.Context, id uuid.UUID, p json.R
 	}
 	w.written <- struct{}{}
 	return nil
+}
+
+// SetReportRecords passes the kept records on, hanging or failing as
+// SetProgress does; it is not counted (the tests count progress writes).
+func (w *countingWriter) SetReportRecords(ctx context.Context, id uuid.UUID, records json.RawMessage) error {
+	if w.hang.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if w.fail.Load() {
+		return errors.New("database is down")
+	}
+	return w.inner.SetReportRecords(ctx, id, records)
 }
 
 // waitWrite waits for the next successful write.
@@ -298,5 +312,79 @@ func TestStoreProgress(t *testing.T) {
 	missing := uuid.Must(uuid.NewV7())
 	require.ErrorIs(t, b.store.SetProgress(ctx, missing, json.RawMessage(`{}`)), wftype.ErrNotFound)
 	_, err = b.store.GetProgress(ctx, missing)
+	require.ErrorIs(t, err, wftype.ErrNotFound)
+}
+
+// TestKeepsFirstRecordsOfEachOutcome: the reporter keeps the first
+// KeepRecords envelopes of each outcome, numbered by their place in the run,
+// in the task's row; an envelope too large is kept shortened; the store
+// pages through them by number and outcome; the next run's records replace
+// them.
+func TestKeepsFirstRecordsOfEachOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task, _, r := b.counted(t, dbreporter.Config{KeepRecords: 5, BatchSize: 7, Interval: time.Hour})
+	envs := reportertest.Envelopes(200)
+	// A success whose geometry alone is over the bound: kept without it.
+	big := reporters.Success(reporters.Record{Type: "Feature", ID: "big",
+		Geometry:   json.RawMessage(`{"type":"LineString","coordinates":[` + strings.Repeat("[1.5,2.5],", 3000) + `[1,2]]}`),
+		Properties: map[string]any{"CODE": "big"}})
+	envs = append([]reporters.Envelope{big}, envs...)
+	// One at a time, so record n is envs[n-1].
+	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
+	_, err := r.Finish(t.Context())
+	require.NoError(t, err)
+
+	all, err := b.store.ReportRecords(t.Context(), task.ID, store.ReportRecordsParams{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, all, 15)
+	byStatus := map[string][]int64{}
+	for i, rec := range all {
+		if i > 0 {
+			require.Greater(t, rec.N, all[i-1].N, "ordered by record number")
+		}
+		byStatus[rec.Status] = append(byStatus[rec.Status], rec.N)
+		var env reporters.Envelope
+		require.NoError(t, json.Unmarshal(rec.Envelope, &env))
+		require.Equal(t, envs[rec.N-1].Status, env.Status)
+		require.Equal(t, envs[rec.N-1].Record.ID, env.Record.ID)
+	}
+	// envs[1:] follows reportertest's pattern: 7 and 8 of every ten
+	// rejected, 9 failed, shifted by the big one in front.
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, byStatus["SUCCESS"])
+	require.Equal(t, []int64{9, 10, 19, 20, 29}, byStatus["REJECTED"])
+	require.Equal(t, []int64{11, 21, 31, 41, 51}, byStatus["FAILED"])
+	require.True(t, all[0].Truncated)
+	var bigKept reporters.Envelope
+	require.NoError(t, json.Unmarshal(all[0].Envelope, &bigKept))
+	require.Nil(t, bigKept.Record.Geometry)
+	require.Equal(t, "big", bigKept.Record.Properties["CODE"])
+	require.LessOrEqual(t, len(all[0].Envelope), dbreporter.MaxKeptEnvelope)
+	require.False(t, all[1].Truncated)
+
+	// A page of refusals after record 10.
+	page, err := b.store.ReportRecords(t.Context(), task.ID, store.ReportRecordsParams{
+		Statuses: []string{"REJECTED", "FAILED"}, After: 10, Limit: 3})
+	require.NoError(t, err)
+	require.Len(t, page, 3)
+	require.Equal(t, []int64{11, 19, 20}, []int64{page[0].N, page[1].N, page[2].N})
+
+	// The next run of the task replaces what the last one kept.
+	again, err := dbreporter.New(b.store, task.ID, dbreporter.Config{KeepRecords: 5, Logger: quiet(), Now: clock.Now})
+	require.NoError(t, err)
+	require.NoError(t, again.Report(t.Context(), envs[8]))
+	_, err = again.Finish(t.Context())
+	require.NoError(t, err)
+	all, err = b.store.ReportRecords(t.Context(), task.ID, store.ReportRecordsParams{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, "REJECTED", all[0].Status)
+
+	// A task with none, and none at all.
+	none := b.newTask(t)
+	all, err = b.store.ReportRecords(t.Context(), none.ID, store.ReportRecordsParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, all)
+	_, err = b.store.ReportRecords(t.Context(), uuid.Must(uuid.NewV7()), store.ReportRecordsParams{Limit: 10})
 	require.ErrorIs(t, err, wftype.ErrNotFound)
 }

@@ -33,6 +33,10 @@ func (m *memoryProgress) SetProgress(_ context.Context, id uuid.UUID, p json.Raw
 	return nil
 }
 
+func (m *memoryProgress) SetReportRecords(context.Context, uuid.UUID, json.RawMessage) error {
+	return nil
+}
+
 func TestOpenWiresBothReporters(t *testing.T) {
 	t.Parallel()
 	progress := &memoryProgress{}

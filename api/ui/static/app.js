@@ -348,9 +348,14 @@ async function tasksPage(root, params) {
 // ---- one task -------------------------------------------------------------------
 
 async function taskPage(root, id) {
+  // The task redraws while it runs; its report keeps its own pager.
+  const main = h("div", {});
+  const report = taskReport(id);
+  root.replaceChildren(main, report.el);
   const draw = async () => {
     const t = await api("GET", "/tasks/" + encodeURIComponent(id));
-    root.replaceChildren(renderTask(t));
+    main.replaceChildren(renderTask(t));
+    await report.refresh(t);
     setStatus("updated " + new Date().toLocaleTimeString());
     return t;
   };
@@ -382,7 +387,6 @@ function renderTask(t) {
     ["dedup key", t.dedup_key], ["created", fmtTime(t.created_at)], ["run after", fmtTime(t.run_after)],
     ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["instance", t.owner_id],
   ].filter(([, v]) => v !== undefined && v !== null && v !== "");
-  const reportURL = t.outputs && typeof t.outputs.report_url === "string" ? t.outputs.report_url : null;
   return h("div", { "data-testid": "task", "data-status": t.status },
     h("h1", {}, t.task_type + " ", statusBadge(t.status)),
     actions,
@@ -402,8 +406,81 @@ function renderTask(t) {
       h("td", { title: e.event_id }, e.event_id.slice(0, 8) + "…" + e.event_id.slice(-4)), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
       h("td", {}, e.status === "CONSUMED" ? h("span", { class: "muted", title: "consumed by its subscriptions (deleted from the outbox)" }, "consumed") : statusBadge(e.status)),
       h("td", { class: "error" }, e.error || ""))), { "data-testid": "task-events" })
-      : h("p", { class: "muted", "data-testid": "task-events-none" }, "none"),
-    reportURL ? h("p", {}, "Per-record report: ", h("a", { href: reportURL, rel: "noopener noreferrer" }, reportURL)) : null);
+      : h("p", { class: "muted", "data-testid": "task-events-none" }, "none"));
+}
+
+// ---- a task's per-record report -----------------------------------------------------
+
+const RECORD_OUTCOMES = ["SUCCESS", "REJECTED", "FAILED"];
+const RECORDS_PER_PAGE = 10;
+
+// taskReport is the report section of task id's page: the envelopes the
+// database reporter kept (GET /tasks/{id}/records), a page at a time and
+// by outcome, and the detailed report's URL (outputs.report_url) when the
+// task has one. refresh(t) redraws it for the task as last read; while
+// the first page is shown it reloads it (records arrive as the task runs).
+function taskReport(id) {
+  const el = h("div", { "data-testid": "task-report" });
+  const st = { outcome: "", cursors: [""], page: 0, task: null };
+  const base = "/tasks/" + encodeURIComponent(id) + "/records";
+  const query = () => {
+    const q = new URLSearchParams({ limit: String(RECORDS_PER_PAGE) });
+    if (st.outcome) q.set("status", st.outcome);
+    if (st.cursors[st.page]) q.set("cursor", st.cursors[st.page]);
+    return q;
+  };
+  const load = async () => {
+    const res = await api("GET", base + "?" + query().toString());
+    st.cursors[st.page + 1] = res.next_cursor || "";
+    el.replaceChildren(renderReport(st, res, base + "?" + query().toString(), {
+      outcome: (o) => { st.outcome = o; st.cursors = [""]; st.page = 0; load().catch(failed); },
+      newer: () => { st.page--; load().catch(failed); },
+      older: () => { st.page++; load().catch(failed); },
+    }));
+  };
+  const failed = (e) => setStatus("report failed: " + e.message, true);
+  return {
+    el,
+    refresh: async (t) => {
+      st.task = t;
+      if (st.page === 0) await load();
+    },
+  };
+}
+
+// renderReport draws one page of kept records: an outcome filter, a row per
+// record (its number, outcome, id, message, properties; the whole envelope
+// unfolds), the pager, and links to the page's JSON and the detailed report.
+function renderReport(st, res, apiPath, on) {
+  const t = st.task || {};
+  const counts = t.progress && typeof t.progress.total === "number" ? t.progress : null;
+  const reportURL = t.outputs && typeof t.outputs.report_url === "string" ? t.outputs.report_url : null;
+  const short = (v) => { const s = JSON.stringify(v); return s && s.length > 120 ? s.slice(0, 119) + "…" : s; };
+  const rows = res.items.map((r) => {
+    const rec = (r.envelope && r.envelope.record) || {};
+    return h("tr", { "data-record": r.n, "data-outcome": r.status },
+      h("td", { class: "num" }, r.n), h("td", {}, statusBadge(r.status)), h("td", {}, rec.id || ""),
+      h("td", { class: "error" }, r.envelope && r.envelope.message ? r.envelope.message : ""),
+      h("td", {}, h("details", {}, h("summary", {}, short(rec.properties) || "{}", r.truncated ? " (shortened)" : ""),
+        h("pre", {}, fmtJSON(r.envelope)))));
+  });
+  return h("div", {},
+    h("h2", {}, "Per-record report"),
+    h("p", { class: "muted" },
+      counts ? counts.total.toLocaleString() + " records: " + counts.succeeded.toLocaleString() + " succeeded, " +
+        counts.rejected.toLocaleString() + " rejected, " + counts.failed.toLocaleString() + " failed. " : "",
+      "The database reporter keeps the first 100 records of each outcome."),
+    reportURL ? h("p", {}, "Detailed report (every record): ",
+      h("a", { href: reportURL, rel: "noopener noreferrer", "data-testid": "report-url" }, reportURL)) : null,
+    h("p", { class: "filters" }, "outcome ",
+      h("select", { id: "r-outcome", onchange: (ev) => on.outcome(ev.target.value) }, h("option", { value: "" }, "any"),
+        RECORD_OUTCOMES.map((o) => h("option", { value: o, selected: st.outcome === o }, o)))),
+    table([{ label: "#", num: true }, "outcome", "record id", "message", "properties (click for the envelope)"], rows, { "data-testid": "records" }),
+    h("p", {},
+      h("button", { type: "button", class: "secondary", id: "records-prev", disabled: st.page === 0, onclick: on.newer }, "← Earlier"), " ",
+      h("button", { type: "button", class: "secondary", id: "records-next", disabled: !res.next_cursor, onclick: on.older }, "Later →"),
+      " ", h("span", { class: "muted" }, "page " + (st.page + 1)), " · ",
+      h("a", { href: apiPath, id: "records-json", target: "_blank", rel: "noopener noreferrer" }, "this page as JSON")));
 }
 
 // ---- dead letters ----------------------------------------------------------------

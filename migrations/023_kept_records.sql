@@ -1,0 +1,18 @@
+-- wf schema, version 23: the database reporter's kept records.
+--
+-- The database reporter counts every record into the task's progress; it
+-- now also keeps the first records of each outcome (SUCCESS, REJECTED,
+-- FAILED; 100 of each by default) as their per-record envelopes, so the
+-- task's page and GET /tasks/{id}/records show what a run accepted and,
+-- above all, what it refused, without a detailed (gcs_detailed) report.
+--
+-- tasks.tasks.kept_records is a JSON array, ordered by record number, of
+-- {"n": the record's number in its run (1-based), "status", "envelope",
+-- "truncated": true when the envelope was shortened to fit}. It is kept in
+-- the task's row, like emitted_events (migration 021): it lives exactly as
+-- long as the task and is read by primary key; bounded by the reporter, it
+-- is written a few times per run (while it fills) and replaced by the next
+-- run that reports records. A nullable column without a default changes
+-- only the catalog: no partition is rewritten.
+-- wf:database queue
+ALTER TABLE tasks.tasks ADD COLUMN kept_records jsonb;
