@@ -25,7 +25,7 @@ import (
 
 // browserSpecs are the task types of the dashboard's browser tests, beside
 // the shipped ones: a tenant job that succeeds, one that dead-letters on
-// its first failure, and one that reports records.
+// its first failure, one that reports records, and a workflow of them.
 const browserSpecs = `
 kind: TaskType
 name: tenant_noop
