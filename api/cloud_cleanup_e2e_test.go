@@ -73,7 +73,10 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		task := b.follow("/tasks/"+id, tokAdmin)
 		require.Equal(t, "COMPLETED", task["status"], task)
 		var after bool
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT c.timestamp >= d.finished_at
+		// A task's timestamp is its UUIDv7's, in whole milliseconds: the
+		// drop's finish is compared at that precision (a cleanup created
+		// in the same millisecond is after it).
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT c.timestamp >= date_trunc('milliseconds', d.finished_at)
 			FROM tasks.tasks c, tasks.tasks d
 			WHERE c.task_id = $1 AND d.task_type = $2 AND d.status = 'COMPLETED' AND d.inputs->>'catalog_id' = 'cat-a'
 			  AND ($2 = 'catalog_drop' OR d.inputs->>'collection_id' = $3)`, id, dropType, collection).Scan(&after))
