@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,15 +62,10 @@ func TestAssets(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.status)
 	require.Equal(t, "deleted", got.json(t)["status"])
 
-	var types []string
 	rows, err := b.pool.Query(b.ctx, `SELECT event_type FROM tasks.events WHERE schema_name = 's_cat_a' AND event_type LIKE 'asset.%' ORDER BY created_at, event_id`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		types = append(types, s)
-	}
-	require.NoError(t, rows.Err())
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Equal(t, []string{"asset.created", "asset.created", "asset.archived", "asset.updated", "asset.deleted"}, types)
 
 	// Another tenant: everything is 404, and nothing changes.

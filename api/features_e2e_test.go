@@ -19,6 +19,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/reporters/gcsreporter"
 	"github.com/wfhq/wf/reporters/standard"
@@ -55,10 +56,7 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 		},
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inproc.Go(t, eng.Run)
 }
 
 // TestFeaturesEndToEnd is issue 7's walkthrough over HTTP: register a

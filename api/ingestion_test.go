@@ -13,6 +13,7 @@ import (
 	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -114,10 +115,7 @@ func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 		Metrics: b.server.Metrics(), Logger: quietLogger,
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inproc.Go(t, eng.Run)
 }
 
 // follow polls a status_url, as a client would, until the task ends.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/client"
@@ -70,15 +71,10 @@ func (b *bundle) tenantState(catalogID, schema string) string {
 	q("collections", `SELECT coalesce(string_agg(collection_id, ',' ORDER BY collection_id), '') FROM catalog.collections WHERE catalog_id = $1`, catalogID)
 	q("schema", `SELECT count(*)::text FROM pg_namespace WHERE nspname = $1`, schema)
 	q("tables", `SELECT coalesce(string_agg(tablename, ',' ORDER BY tablename), '') FROM pg_tables WHERE schemaname = $1`, schema)
-	var tables []string
 	rows, err := b.pool.Query(b.ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`, schema)
 	require.NoError(b.t, err)
-	for rows.Next() {
-		var name string
-		require.NoError(b.t, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(b.t, rows.Err())
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(b.t, err)
 	for _, tbl := range tables {
 		q("rows of "+tbl, fmt.Sprintf(`SELECT count(*) || ' ' || md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM %q.%q x`, schema, tbl))
 	}

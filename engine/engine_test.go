@@ -17,6 +17,7 @@ import (
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -50,12 +51,7 @@ func startEngine(t *testing.T, pool *pgxpool.Pool, owner string, r runners.Runne
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = e.Run(ctx) }()
-	stop := func() { cancel(); <-done }
-	t.Cleanup(stop)
-	return e, stop
+	return e, inproc.Go(t, e.Run)
 }
 
 func enqueueCount(t *testing.T, s *store.Store, n int) {

@@ -23,6 +23,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/internal/tracing"
 )
 
@@ -59,10 +60,7 @@ func startTracedEngine(t *testing.T, pool *pgxpool.Pool, specs string, tp trace.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = e.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inproc.Go(t, e.Run)
 	return e
 }
 

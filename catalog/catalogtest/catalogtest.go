@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/runners/builtin"
 )
 
@@ -48,9 +49,6 @@ func StartEngine(t testing.TB, pool *pgxpool.Pool, deps builtins.Deps, paths ...
 		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}},
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inproc.Go(t, eng.Run)
 	return set
 }

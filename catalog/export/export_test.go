@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
@@ -16,6 +15,7 @@ import (
 	"github.com/wfhq/wf/catalog/export"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/wftype"
@@ -143,10 +143,7 @@ func TestExport(t *testing.T) {
 func TestExportToBucket(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(gcs.Stop)
-	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "exports"})
+	gcs := gcptest.NewFakeGCS(t, "exports")
 	h, err := export.New(export.Config{Store: b.store, Objects: objio.New(objio.Config{GCSEndpoint: gcs.URL() + "/storage/v1/"})})
 	require.NoError(t, err)
 	_, err = h.Handle(b.ctx, task(t, map[string]any{"catalog_id": "cat", "collection_id": "regions",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 )
@@ -78,9 +79,7 @@ func TestRemoteSources(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(gcs.Stop)
+	gcs := gcptest.NewFakeGCS(t)
 	gcs.CreateObject(fakestorage.Object{
 		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "data", Name: "in/regions.geojson"},
 		Content:     fixture,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/store"
@@ -109,15 +110,10 @@ func TestReingestion(t *testing.T) {
 	rows, current = b.count(t)
 	require.Equal(t, 304, rows)
 	require.Equal(t, 300, current)
-	var closed []string
 	r, err := b.pool.Query(b.ctx, `SELECT external_id FROM s_cat.regions WHERE validity = tstzrange($1, $2, '[)') ORDER BY 1`, t0, t1)
 	require.NoError(t, err)
-	for r.Next() {
-		var id string
-		require.NoError(t, r.Scan(&id))
-		closed = append(closed, id)
-	}
-	require.NoError(t, r.Err())
+	closed, err := pgx.CollectRows(r, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Equal(t, versioned, closed, "the replaced versions end where the new ones start")
 
 	// As of the first year, the old content; today, the new.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -47,15 +48,10 @@ func event(i int) events.Event {
 func (b *bundle) record(t *testing.T, evs ...events.Event) []uuid.UUID {
 	t.Helper()
 	require.NoError(t, b.catalog.InTx(b.ctx, func(st *store.Store) error { return outbox.Record(b.ctx, st, evs...) }))
-	var ids []uuid.UUID
 	rows, err := b.cpool.Query(b.ctx, `SELECT event_id FROM catalog.outbox ORDER BY event_id`)
 	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var id uuid.UUID
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	require.NoError(t, err)
 	return ids
 }
 

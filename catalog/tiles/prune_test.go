@@ -14,6 +14,7 @@ import (
 	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 )
 
@@ -54,10 +55,7 @@ func fileCache(t *testing.T) testCache {
 }
 
 func gcsCache(t *testing.T) testCache {
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "tiles"})
+	srv := gcptest.NewFakeGCS(t, "tiles")
 	return testCache{
 		url: "gs://tiles/wf", objects: objio.New(objio.Config{GCSEndpoint: srv.URL() + "/storage/v1/"}),
 		count: func(t *testing.T, folder string) int {

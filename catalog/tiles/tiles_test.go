@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/catalog/tiles"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/wftype"
@@ -210,10 +211,7 @@ func TestPreseedFileCache(t *testing.T) {
 func TestTileService(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "tiles"})
+	srv := gcptest.NewFakeGCS(t, "tiles")
 	svc, err := tiles.New(tiles.Config{Store: b.store, CacheURL: "gs://tiles/wf",
 		Objects: objio.New(objio.Config{GCSEndpoint: srv.URL() + "/storage/v1/"})})
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
@@ -136,10 +137,7 @@ func startEngine(t *testing.T) *bundle {
 		PollInterval: 50 * time.Millisecond, Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}}, Logger: quiet,
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inproc.Go(t, eng.Run)
 	return &bundle{ctx: context.Background(), pool: pool, store: st}
 }
 

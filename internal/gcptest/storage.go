@@ -60,6 +60,21 @@ func NewStorage(t *testing.T) *Storage {
 	return s
 }
 
+// NewFakeGCS starts a plain fake-gcs-server on loopback HTTP for the test,
+// holding the buckets named: the objects side of Cloud Storage only
+// (NewStorage keeps the bucket fields too). Clients take URL() +
+// "/storage/v1/" as their endpoint.
+func NewFakeGCS(t testing.TB, buckets ...string) *fakestorage.Server {
+	t.Helper()
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	for _, b := range buckets {
+		srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: b})
+	}
+	return srv
+}
+
 // BucketLabels returns a bucket's labels as the server keeps them.
 func (s *Storage) BucketLabels(bucket string) map[string]string {
 	s.mu.Lock()

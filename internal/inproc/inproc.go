@@ -1,6 +1,6 @@
-// Package inproc runs a command in a test's own process (wf's command line
-// through cli.Main, say) until the test ends, and waits for its HTTP
-// server to answer.
+// Package inproc runs a command (wf's command line through cli.Main, say)
+// or a service (an engine's Run) in a test's own process until the test
+// ends, and waits for an HTTP server to answer.
 package inproc
 
 import (
@@ -67,6 +67,18 @@ func Start(t testing.TB, name string, main func(ctx context.Context, stdout, std
 		}
 	})
 	return &stderr
+}
+
+// Go runs run in a goroutine until the test ends or stop is called,
+// whichever comes first: then run's context is cancelled and stop returns
+// once run has. Calling stop again does nothing more.
+func Go(t testing.TB, run func(ctx context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = run(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // WaitReady waits until base+"/readyz" answers 200 OK, for up to a minute;

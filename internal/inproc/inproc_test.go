@@ -52,3 +52,27 @@ func TestWaitReady(t *testing.T) {
 	inproc.WaitReady(t, srv.URL, &inproc.Buffer{})
 	require.Equal(t, int32(3), calls.Load())
 }
+
+// TestGo: stop cancels the service and returns once it has; the test's
+// end does the same for a service still running, and a second stop does
+// nothing.
+func TestGo(t *testing.T) {
+	t.Parallel()
+	var ended atomic.Int32
+	service := func(ctx context.Context) error {
+		<-ctx.Done()
+		ended.Add(1)
+		return ctx.Err()
+	}
+	t.Run("stop", func(t *testing.T) {
+		stop := inproc.Go(t, service)
+		require.Zero(t, ended.Load())
+		stop()
+		require.Equal(t, int32(1), ended.Load())
+		stop()
+	})
+	t.Run("end of the test", func(t *testing.T) {
+		inproc.Go(t, service)
+	})
+	require.Equal(t, int32(2), ended.Load())
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 )
 
@@ -64,7 +65,7 @@ func TestFoldersLocal(t *testing.T) {
 func TestFoldersGCS(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := fakeGCS(t)
+	srv := gcptest.NewFakeGCS(t, "b")
 	for _, k := range []string{"wf/s1/a/v1/0.mvt", "wf/s1/a/v1/1/2.mvt", "wf/s1/a/v10/0.mvt", "wf/s1/b/0.mvt", "wf/s2/c/0.mvt", "wf/top.mvt"} {
 		srv.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "b", Name: k}, Content: []byte("x")})
 	}

@@ -15,18 +15,9 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 )
-
-// fakeGCS starts an in-process fake Cloud Storage server with bucket b.
-func fakeGCS(t *testing.T) *fakestorage.Server {
-	t.Helper()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "b"})
-	return srv
-}
 
 // TestGCSLargeObject writes an object of several upload chunks (a
 // resumable upload), reads it back, and checks that an aborted large upload
@@ -34,7 +25,7 @@ func fakeGCS(t *testing.T) *fakestorage.Server {
 func TestGCSLargeObject(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	srv := fakeGCS(t)
+	srv := gcptest.NewFakeGCS(t, "b")
 	o := objio.New(objio.Config{GCSEndpoint: srv.URL() + "/storage/v1/"})
 	data := make([]byte, 20<<20+12345) // three chunks, the last one partial
 	_, _ = rand.Read(data)
@@ -75,7 +66,7 @@ func TestGCSLargeObject(t *testing.T) {
 func TestGCSErrors(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	srv := fakeGCS(t)
+	srv := gcptest.NewFakeGCS(t, "b")
 	srv.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "b", Name: "flaky"}, Content: []byte("eventually")})
 	target, err := url.Parse(srv.URL())
 	require.NoError(t, err)

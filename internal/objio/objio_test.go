@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/internal/egress"
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/internal/objio"
 )
 
@@ -108,10 +108,7 @@ func TestWriteAndRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
-	gcs, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(gcs.Stop)
-	gcs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "b"})
+	gcs := gcptest.NewFakeGCS(t, "b")
 	o := objio.New(objio.Config{LocalRoots: []string{root}, GCSEndpoint: gcs.URL() + "/storage/v1/"})
 
 	for _, loc := range []string{"sub/plain.txt", "file://" + filepath.ToSlash(filepath.Join(root, "deep", "f.txt")), "gs://b/k/obj.txt"} {

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/internal/gcptest"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/reporters/gcsreporter"
 	"github.com/wfhq/wf/reporters/reportertest"
@@ -66,10 +66,7 @@ func fileBackend(t *testing.T) backend {
 // own storage.
 func gcsBackend(t *testing.T) backend {
 	t.Helper()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: testBucket})
+	srv := gcptest.NewFakeGCS(t, testBucket)
 	return backend{
 		cfg: gcsreporter.Config{
 			BucketURL: "gs://" + testBucket + "/reports/v1",
@@ -280,10 +277,7 @@ func TestConfigValidation(t *testing.T) {
 
 func TestFinishCancelledDuringUpload(t *testing.T) {
 	t.Parallel()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: testBucket})
+	srv := gcptest.NewFakeGCS(t, testBucket)
 	target, err := url.Parse(srv.URL())
 	require.NoError(t, err)
 
