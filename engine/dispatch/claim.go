@@ -125,11 +125,12 @@ func (d *Dispatcher) inBacklog() bool {
 	return d.backlog
 }
 
-// freeCount is how many slots no run and no claim in flight holds.
+// freeCount is how many tasks a claim may take now: the slots no run and no
+// claim in flight holds, plus those that may be claimed ahead (ahead.go).
 func (d *Dispatcher) freeCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return max(d.cfg.Slots-d.busy()-d.reserved, 0)
+	return max(d.cfg.Slots+d.ahead()-d.busy()-d.reserved, 0)
 }
 
 // unreserve gives back the slots freeSlots reserved for a claim, once its
@@ -162,7 +163,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		d.mu.Unlock()
 		return false, nil
 	}
-	start := d.cfg.Clock.Now()
+	start, wallStart := d.cfg.Clock.Now(), time.Now()
 	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
 		Fair: d.cfg.Fair, Limits: d.typeLimits(slots),
@@ -170,6 +171,9 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	if err != nil {
 		return false, err
 	}
+	d.mu.Lock()
+	d.pace.claimed(time.Since(wallStart))
+	d.mu.Unlock()
 	tasks := claimed.Tasks
 	if d.cfg.Observer != nil && len(tasks) > 0 {
 		d.cfg.Observer.Claimed(tasks, d.cfg.Clock.Now().Sub(start))
@@ -218,13 +222,17 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	total := min(d.cfg.Slots-d.busy()-d.reserved, limit)
+	free := d.cfg.Slots - d.busy() - d.reserved // slots free now
+	total := min(free+d.ahead(), limit)
 	if total <= 0 {
 		return nil, 0
 	}
 	slots := make([]store.ClaimSlot, 0, len(d.rules))
 	for pair, r := range d.rules {
 		max := total
+		if limited(r) {
+			max = min(max, free) // never claimed ahead (ahead.go)
+		}
 		if r.PerInstance > 0 {
 			max = min(max, r.PerInstance-d.perType[pair]-d.reservedPer[pair])
 		}

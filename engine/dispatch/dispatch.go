@@ -51,6 +51,13 @@ type Config struct {
 	Rules execution.Rules
 	// Slots is how many tasks run at once in this instance. Default 100.
 	Slots int
+	// ClaimAhead is at most how many claimed tasks may wait in this
+	// instance for a slot (see ahead.go): claims then need not wait for
+	// slots to free, and a slot that frees starts a waiting task at once,
+	// without a round trip. How many wait is what runs end during one
+	// claim's round trip, so short tasks are claimed ahead and long ones
+	// not. Default Slots; -1 turns it off.
+	ClaimAhead int
 	// HeartbeatInterval is how often leases are extended. Default 30s.
 	HeartbeatInterval time.Duration
 	// FlushInterval and FlushSize batch completions. Defaults 5ms and 1000.
@@ -117,6 +124,13 @@ type Dispatcher struct {
 	reserved    int
 	reservedPer map[runners.Pair]int
 
+	// queue holds the claimed runs waiting for a slot, oldest first
+	// (ahead.go); they are in running too. draining is set once shutdown
+	// began: a freed slot then starts no queued run.
+	queue    []*run
+	draining bool
+	pace     pace // run and claim durations, for ClaimAhead
+
 	jobs          chan func()      // hands a task to an idle worker goroutine
 	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline
 	nextDeadline  time.Time        // what watchDeadlines waits for (zero: nothing)
@@ -125,7 +139,10 @@ type Dispatcher struct {
 type run struct {
 	task      wftype.Task
 	rule      execution.Rule
+	ctx       context.Context // the run's context, cancelled by cancel
 	cancel    context.CancelCauseFunc
+	queued    bool      // claimed, waiting for a slot (ahead.go)
+	launched  time.Time // wall time the run started, for pace
 	started   time.Time
 	deadline  time.Time // started + the run timeout (see watchDeadlines)
 	leaseLost bool      // result must be discarded
@@ -163,6 +180,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("error creating dispatcher: store, bus and owner are required")
 	}
 	cfg.Slots = cmp.Or(cfg.Slots, 100)
+	cfg.ClaimAhead = cmp.Or(cfg.ClaimAhead, cfg.Slots)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 5*time.Millisecond)
 	cfg.FlushSize = cmp.Or(cfg.FlushSize, 1000)
@@ -210,17 +228,18 @@ func New(cfg Config) (*Dispatcher, error) {
 // TaskTypes lists the task types this dispatcher can claim.
 func (d *Dispatcher) TaskTypes() []string { return append([]string(nil), d.types...) }
 
-// Running returns how many tasks run now.
+// Running returns how many tasks run now (not those claimed ahead).
 func (d *Dispatcher) Running() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.busy()
+	return d.busy() - len(d.queue)
 }
 
 // Slots is how many tasks this dispatcher runs at most at once.
 func (d *Dispatcher) Slots() int { return d.cfg.Slots }
 
-// busy is how many runs hold a slot; d.mu must be held.
+// busy is how many runs hold a slot or wait for one (claimed ahead); d.mu
+// must be held.
 func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
 
 // Run claims and runs tasks until ctx ends, then shuts down: no more claims,
@@ -261,32 +280,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// start runs one claimed task on a worker goroutine of its own.
+// start runs one claimed task on a worker goroutine of its own, or queues
+// it for the next free slot when every slot is taken (claimed ahead).
 func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt time.Time) {
 	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
-	rule := d.rules[pair]
-	runner := d.cfg.Capabilities[pair]
 	runCtx, cancel := context.WithCancelCause(runsCtx)
-	now := d.cfg.Clock.Now()
-	r := &run{task: task, rule: rule, cancel: cancel, started: now, deadline: now.Add(rule.Timeout),
-		leaseUntil: claimedAt.Add(rule.Lease)}
+	r := &run{task: task, rule: d.rules[pair], ctx: runCtx, cancel: cancel, leaseUntil: claimedAt.Add(d.rules[pair].Lease)}
 	d.mu.Lock()
 	if d.busy() == 0 {
 		d.idle = make(chan struct{})
 	}
 	// A run of an earlier claim of this task that has not returned lost its
 	// lease (the task went back to PENDING), though the row names this
-	// instance again, so no heartbeat would tell it: cancel it now.
+	// instance again, so no heartbeat would tell it: cancel it now. One
+	// that still waits for a slot just leaves the queue.
 	old := d.running[task.ID]
 	if old != nil {
 		old.leaseLost = true
-		d.lost[old] = struct{}{}
+		if old.queued {
+			d.unqueue(old)
+			old = nil
+		} else {
+			d.lost[old] = struct{}{}
+		}
 	}
 	d.running[task.ID] = r
 	d.perType[pair]++
-	earlier := d.nextDeadline.IsZero() || r.deadline.Before(d.nextDeadline)
-	if earlier {
-		d.nextDeadline = r.deadline
+	if len(d.queue) > 0 || d.busy()-len(d.queue) > d.cfg.Slots {
+		r.queued = true
+		d.queue = append(d.queue, r)
 	}
 	d.mu.Unlock()
 	if old != nil {
@@ -294,9 +316,29 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 			"task_id", task.ID, "task_type", task.TaskType)
 		old.cancel(errLeaseLost)
 	}
+	if !r.queued {
+		d.launch(r)
+	}
+}
+
+// launch starts a run that holds a slot: its deadline from now, then the
+// runner on a worker goroutine.
+func (d *Dispatcher) launch(r *run) {
+	task := r.task
+	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
+	runner := d.cfg.Capabilities[pair]
+	now := d.cfg.Clock.Now()
+	d.mu.Lock()
+	r.started, r.deadline, r.launched = now, now.Add(r.rule.Timeout), time.Now()
+	earlier := d.nextDeadline.IsZero() || r.deadline.Before(d.nextDeadline)
+	if earlier {
+		d.nextDeadline = r.deadline
+	}
+	d.mu.Unlock()
 	if earlier {
 		d.deadlineWaker.Wake()
 	}
+	runCtx, cancel := r.ctx, r.cancel
 	d.wg.Add(1)
 	d.spawn(func() {
 		defer d.wg.Done()
@@ -380,12 +422,17 @@ func (d *Dispatcher) freeSlot(r *run) {
 	} else {
 		delete(d.lost, r)
 	}
-	d.perType[runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}]--
+	d.perType[pairOf(r)]--
+	d.pace.ran(time.Since(r.launched))
+	next := d.nextQueued()
 	backlog := d.backlog
 	if d.busy() == 0 {
 		close(d.idle)
 	}
 	d.mu.Unlock()
+	if next != nil {
+		d.launch(next)
+	}
 	if backlog {
 		d.waker.Wake()
 	}

@@ -36,7 +36,7 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 		// then left to expire, so that a handler that ignores the
 		// cancellation does not hold its task forever; the janitor retries
 		// or dead-letters it.
-		if !r.ended && !now.Before(r.deadline) {
+		if !r.ended && !r.queued && !now.Before(r.deadline) {
 			if r.overdue {
 				continue
 			}

@@ -15,6 +15,10 @@ const abandonAfter = 5 * time.Second
 // shutdown waits up to Grace for running tasks, then cancels and hands back
 // the rest, and waits a little more (abandonAfter) for them to return.
 func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
+	// Tasks claimed ahead never started: they go back at once.
+	if ids := d.drainQueue(); len(ids) > 0 {
+		d.handBack(ids)
+	}
 	d.mu.Lock()
 	idle := d.idle
 	n := d.busy()
@@ -38,14 +42,7 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 	d.mu.Unlock()
 	if len(ids) > 0 {
 		cancelRuns(errShutdown)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		released, err := d.cfg.Store.ReleaseTasks(ctx, d.cfg.Owner, ids)
-		cancel()
-		if err != nil {
-			d.log.Error("could not hand tasks back; their leases will expire", "tasks", len(ids), "err", err)
-		} else {
-			d.log.Info("handed unfinished tasks back", "tasks", len(released))
-		}
+		d.handBack(ids)
 	}
 	cancelRuns(errShutdown)
 	runsDone := make(chan struct{})
@@ -61,5 +58,17 @@ func (d *Dispatcher) shutdown(cancelRuns context.CancelCauseFunc) {
 		d.mu.Unlock()
 		d.log.Error("stopping while runs ignore their cancellation; their results will be dropped", "running", n)
 		d.queuing.Wait()
+	}
+}
+
+// handBack returns tasks this instance holds to PENDING at once.
+func (d *Dispatcher) handBack(ids []uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	released, err := d.cfg.Store.ReleaseTasks(ctx, d.cfg.Owner, ids)
+	cancel()
+	if err != nil {
+		d.log.Error("could not hand tasks back; their leases will expire", "tasks", len(ids), "err", err)
+	} else {
+		d.log.Info("handed unfinished tasks back", "tasks", len(released))
 	}
 }

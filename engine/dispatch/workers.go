@@ -56,7 +56,7 @@ func (d *Dispatcher) watchDeadlines(ctx context.Context) {
 		d.mu.Lock()
 		for _, r := range d.running {
 			switch {
-			case r.ended:
+			case r.ended, r.queued: // done, or not started (no deadline yet)
 			case !r.deadline.After(now):
 				overdue = append(overdue, r)
 			case next.IsZero() || r.deadline.Before(next):
