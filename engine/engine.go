@@ -120,6 +120,9 @@ type Config struct {
 	DefaultVisibilityTimeout time.Duration
 	// Slots is how many tasks run at once. Default DefaultSlots.
 	Slots int
+	// ClaimAhead is at most how many claimed tasks may wait for a slot
+	// (dispatch.Config.ClaimAhead): default Slots, -1 off.
+	ClaimAhead int
 	// Unfair turns fair claiming off: a claim then takes the highest
 	// priority, then oldest due tasks, whoever's they are. By default each
 	// claim batch is shared among the tenants with due tasks by weight
@@ -259,7 +262,7 @@ func New(cfg Config) (*Engine, error) {
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
 		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules,
-		Slots: cfg.Slots, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace, Fair: cfg.fairness(),
+		Slots: cfg.Slots, ClaimAhead: cfg.ClaimAhead, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace, Fair: cfg.fairness(),
 		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: e.observer(),
 		TracerProvider: cfg.TracerProvider,
 	})

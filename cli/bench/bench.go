@@ -69,6 +69,9 @@ type Config struct {
 	// Slots is how many tasks run at once in each instance. Default 100,
 	// wf run's default.
 	Slots int
+	// NoClaimAhead turns claiming ahead off in the in-process engine
+	// (dispatch.Config.ClaimAhead), for a before/after in one run.
+	NoClaimAhead bool
 	// Instances is how many separate `wf run` processes work; 0 runs one
 	// engine inside the bench process (its CPU and memory are then the bench's).
 	Instances int

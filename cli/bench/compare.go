@@ -56,6 +56,10 @@ type CompareConfig struct {
 	// WfSlots are the slot counts of wf's burn-downs; the first is wf run's
 	// default. Default 100, 1,000 and 2,000.
 	WfSlots []int
+	// Baseline adds a run of wf at WfSlots[0] with claiming ahead off
+	// (the dispatcher as it was without it), for a before/after against
+	// the rival in one run.
+	Baseline bool
 	// InsertBatch and InsertConns shape both bulk enqueues. Defaults 5,000
 	// and 2.
 	InsertBatch, InsertConns int
@@ -122,9 +126,11 @@ type ComparedRun struct {
 	// Name says who ran with what, e.g. "wf, 100 slots (wf run's default)".
 	Name  string `json:"name"`
 	Round int    `json:"round"`
-	// Wf is true for wf's runs, Slots their slot count.
-	Wf    bool `json:"wf"`
-	Slots int  `json:"slots,omitempty"`
+	// Wf is true for wf's runs, Slots their slot count; Baseline marks
+	// the run with claiming ahead off (CompareConfig.Baseline).
+	Wf       bool `json:"wf"`
+	Slots    int  `json:"slots,omitempty"`
+	Baseline bool `json:"baseline,omitempty"`
 	// EnqueueRate is the bulk enqueue's tasks/s, CompleteRate the
 	// burn-down's (first start to last finish, from the rows).
 	EnqueueRate  float64 `json:"enqueue_rate"`
@@ -174,25 +180,40 @@ func Compare(ctx context.Context, cfg CompareConfig, rival Rival, w io.Writer) (
 		run.Round = round
 		c.add(w, run)
 		for i, slots := range cfg.WfSlots {
-			res, err := Run(ctx, Config{Mode: ModeBurnDown, Tasks: cfg.Tasks, Slots: slots,
-				InsertBatch: cfg.InsertBatch, InsertConns: cfg.InsertConns, DatabaseURL: server.adminURL, server: server.cluster, Logger: cfg.Logger})
-			if err != nil {
-				return nil, fmt.Errorf("error running wf at %d slots (round %d): %w", slots, round, err)
-			}
 			name := fmt.Sprintf("wf, %d slots", slots)
 			if i == 0 && slots == (Config{}).withDefaults().Slots {
 				name += " (wf run's default)"
 			}
-			c.add(w, ComparedRun{Name: name, Round: round, Wf: true, Slots: slots,
-				EnqueueRate: res.InsertRate, CompleteRate: res.CompleteRate, Completed: res.Completed,
-				PostgresSeconds: res.CPU.PostgresSeconds, BenchSeconds: res.CPU.BenchUserSeconds + res.CPU.BenchSysSeconds})
-			c.Machine, c.Postgres = res.Machine, res.Postgres
+			if err := c.runWf(ctx, w, server, cfg, ComparedRun{Name: name, Round: round, Wf: true, Slots: slots}); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.Baseline {
+			slots := cfg.WfSlots[0]
+			run := ComparedRun{Name: fmt.Sprintf("wf, %d slots, claiming ahead off", slots), Round: round, Wf: true, Slots: slots, Baseline: true}
+			if err := c.runWf(ctx, w, server, cfg, run); err != nil {
+				return nil, err
+			}
 		}
 	}
 	c.LoadAfter = loadAverage()
 	c.Seconds = time.Since(c.Started).Seconds()
 	c.Ratios = c.ratios(cfg.WfSlots[0])
 	return c, nil
+}
+
+// runWf runs one of wf's burn-downs on the server and records it.
+func (c *Comparison) runWf(ctx context.Context, w io.Writer, server *env, cfg CompareConfig, run ComparedRun) error {
+	res, err := Run(ctx, Config{Mode: ModeBurnDown, Tasks: cfg.Tasks, Slots: run.Slots, NoClaimAhead: run.Baseline,
+		InsertBatch: cfg.InsertBatch, InsertConns: cfg.InsertConns, DatabaseURL: server.adminURL, server: server.cluster, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("error running %s (round %d): %w", run.Name, run.Round, err)
+	}
+	run.EnqueueRate, run.CompleteRate, run.Completed = res.InsertRate, res.CompleteRate, res.Completed
+	run.PostgresSeconds, run.BenchSeconds = res.CPU.PostgresSeconds, res.CPU.BenchUserSeconds+res.CPU.BenchSysSeconds
+	c.add(w, run)
+	c.Machine, c.Postgres = res.Machine, res.Postgres
+	return nil
 }
 
 // add records a run and prints it.
@@ -276,9 +297,13 @@ func (e *env) scratchDatabase(ctx context.Context, prefix string) (string, func(
 // ratios compares wf's medians with the rival's: the burn-down at wf run's
 // default slots and at wf's best setting, and the bulk enqueue.
 func (c *Comparison) ratios(defaultSlots int) []ComparedRatio {
-	var rivalDone, rivalEnq, wfEnq []float64
+	var rivalDone, rivalEnq, wfEnq, baseline []float64
 	wfDone := map[int][]float64{}
 	for _, r := range c.Runs {
+		if r.Baseline {
+			baseline = append(baseline, r.CompleteRate)
+			continue
+		}
 		if r.Wf {
 			wfDone[r.Slots] = append(wfDone[r.Slots], r.CompleteRate)
 			wfEnq = append(wfEnq, r.EnqueueRate)
@@ -301,11 +326,15 @@ func (c *Comparison) ratios(defaultSlots int) []ComparedRatio {
 		return r
 	}
 	rd := median(rivalDone)
-	return []ComparedRatio{
+	out := []ComparedRatio{
 		mk(fmt.Sprintf("burn-down: wf at %d slots (default) / %s", defaultSlots, c.Rival), 1.0, median(wfDone[defaultSlots]), rd),
 		mk(fmt.Sprintf("burn-down: wf's best (%d slots) / %s", bestSlots, c.Rival), 1.5, best, rd),
 		mk(fmt.Sprintf("bulk enqueue: wf / %s", c.Rival), 1.0, median(wfEnq), median(rivalEnq)),
 	}
+	if len(baseline) > 0 {
+		out = append(out, mk(fmt.Sprintf("burn-down: wf at %d slots, claiming ahead off / %s", defaultSlots, c.Rival), 1.0, median(baseline), rd))
+	}
+	return out
 }
 
 // median of v (the mean of the middle two for an even count); 0 for none.

@@ -70,7 +70,7 @@ func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error
 	// rules and leader services are those of the bench's task type.
 	eng, err := engine.New(engine.Config{
 		Name: serviceName, Pool: w.pool, Specs: e.specs,
-		Slots: e.cfg.Slots, PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger, Unfair: e.cfg.Unfair,
+		Slots: e.cfg.Slots, ClaimAhead: claimAhead(e.cfg), PollInterval: e.cfg.PollInterval, Observer: w, Logger: e.cfg.Logger, Unfair: e.cfg.Unfair,
 		TracerProvider: e.cfg.TracerProvider,
 	})
 	if err != nil {
@@ -243,4 +243,12 @@ func (w *instances) stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// claimAhead is the engine's ClaimAhead for cfg: the default, or off.
+func claimAhead(cfg Config) int {
+	if cfg.NoClaimAhead {
+		return -1
+	}
+	return 0
 }

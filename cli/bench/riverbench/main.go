@@ -47,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "folder of the local PostgreSQL (default a temporary folder)")
 	markdown := fs.String("markdown", "", "rewrite the comparison's generated part of this FILE (BENCHMARKS.md)")
 	jsonOut := fs.String("json-out", "", "write the comparison as JSON to this FILE")
+	baseline := fs.Bool("baseline", false, "also run wf at the first --slots with claiming ahead off (a before/after in one run)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -73,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	rival := &riverRival{workers: *workers, logger: logger.With("rival", "river")}
 	c, err := bench.Compare(ctx, bench.CompareConfig{
-		Tasks: *tasks, Rounds: *rounds, WfSlots: wfSlots, InsertBatch: *batch, InsertConns: *conns,
+		Tasks: *tasks, Rounds: *rounds, WfSlots: wfSlots, Baseline: *baseline, InsertBatch: *batch, InsertConns: *conns,
 		DatabaseURL: *dbURL, DataDir: *dataDir, Logger: logger,
 	}, rival, stdout)
 	if err != nil {

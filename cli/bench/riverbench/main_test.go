@@ -25,7 +25,7 @@ func TestCompare(t *testing.T) {
 	require.NoError(t, os.WriteFile(md, []byte("# Benchmarks\n\nprose kept\n"), 0o644))
 	js := filepath.Join(dir, "compare.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"--tasks", "600", "--slots", "50,200", "--river-workers", "100", "--insert-batch", "250",
+	code := run([]string{"--tasks", "600", "--slots", "50,200", "--river-workers", "100", "--insert-batch", "250", "--baseline",
 		"--database-url", dbtest.BaseURL(t), "--markdown", md, "--json-out", js}, &out, &errOut)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 
@@ -34,7 +34,7 @@ func TestCompare(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &c))
 	require.True(t, strings.HasPrefix(c.Rival, "River v0."), c.Rival)
-	require.Len(t, c.Runs, 3)
+	require.Len(t, c.Runs, 4)
 	for _, r := range c.Runs {
 		require.Equal(t, 600, r.Completed, r.Name)
 		require.Positive(t, r.EnqueueRate, r.Name)
@@ -43,8 +43,12 @@ func TestCompare(t *testing.T) {
 	river, wf50 := c.Runs[0], c.Runs[1]
 	require.False(t, river.Wf)
 	require.Equal(t, 50, wf50.Slots)
-	require.Len(t, c.Ratios, 3)
+	require.Len(t, c.Ratios, 4)
 	require.InDelta(t, wf50.CompleteRate/river.CompleteRate, c.Ratios[0].Ratio, 1e-9)
+	base := c.Runs[3]
+	require.True(t, base.Baseline)
+	require.Equal(t, 50, base.Slots)
+	require.InDelta(t, base.CompleteRate/river.CompleteRate, c.Ratios[3].Ratio, 1e-9)
 
 	text, err := os.ReadFile(md)
 	require.NoError(t, err)
