@@ -120,7 +120,7 @@ func (r *riverRival) Enqueue(ctx context.Context, dbURL string, jobs, batch, con
 					return fmt.Errorf("error inserting River's jobs: %w", err)
 				}
 				if n != size {
-					return fmt.Errorf("River inserted %d of %d jobs", n, size)
+					return fmt.Errorf("only %d of %d jobs were inserted into River", n, size)
 				}
 			}
 			return nil
@@ -176,13 +176,13 @@ func (r *riverRival) Work(ctx context.Context, dbURL string, jobs int) (bench.Ri
 		select {
 		case ev := <-events:
 			if ev == nil {
-				err = errors.New("River's event subscription closed")
+				err = errors.New("the event subscription of River closed")
 			} else if ev.Kind != river.EventKindJobCompleted {
 				failed++
 			}
 			done++
 		case <-timeout:
-			err = fmt.Errorf("River's burn-down did not finish in time")
+			err = errors.New("the burn-down of River did not finish in time")
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
