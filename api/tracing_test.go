@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +14,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
+	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
 )
 
 // TestRequestTraceReachesTheTask: with tracing on, a request that sends a
@@ -152,4 +157,51 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestSynchronousRunIsTracedUnderTheRequest: a SYNCHRONOUS task run in
+// front of its caller is traced in the request's trace with the request's
+// server span as the parent of the run: "wf.enqueue" and "wf.run" children
+// of "POST /tasks", "wf.finish" (the outcome's write) a child of the run,
+// and the handler sees the run's span.
+func TestSynchronousRunIsTracedUnderTheRequest(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	b := setup(t, options{
+		tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		registry: func(reg *builtin.Registry) {
+			require.NoError(t, reg.Register("traceparent", func(ctx context.Context, _ *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
+				return json.Marshal(map[string]string{"traceparent": tracing.Traceparent(ctx)})
+			}))
+		},
+		specs: `---
+kind: TaskType
+name: traced_sync
+description: Answers with the trace context it runs in, in front of its caller.
+execution_mode: SYNCHRONOUS
+api: {create: [client, admin]}
+handler: {builtin: traceparent}
+`,
+	})
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	res := b.doHeaders("POST", "/tasks", tokClient, map[string]any{"task_type": "traced_sync"},
+		http.Header{"Traceparent": {"00-" + traceID + "-" + parentID + "-01"}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	sub := res.json(t)
+	require.Equal(t, "COMPLETED", sub["status"], string(res.body))
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		spans[s.Name()] = s
+	}
+	server, enqueue, run, finish := spans["POST /tasks"], spans["wf.enqueue traced_sync"], spans["wf.run traced_sync"], spans["wf.finish traced_sync"]
+	for name, s := range map[string]sdktrace.ReadOnlySpan{"server": server, "enqueue": enqueue, "run": run, "finish": finish} {
+		require.NotNil(t, s, "no %s span: %v", name, spans)
+		require.Equal(t, traceID, s.SpanContext().TraceID().String(), name)
+	}
+	require.Equal(t, parentID, server.Parent().SpanID().String())
+	require.Equal(t, server.SpanContext().SpanID(), enqueue.Parent().SpanID())
+	require.Equal(t, server.SpanContext().SpanID(), run.Parent().SpanID(), "the request span is the parent of the run")
+	require.Equal(t, run.SpanContext().SpanID(), finish.Parent().SpanID())
+	require.Equal(t, map[string]any{"traceparent": "00-" + traceID + "-" + run.SpanContext().SpanID().String() + "-01"}, sub["outputs"])
 }

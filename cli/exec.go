@@ -145,6 +145,8 @@ func runExec(c *cli.Context) error {
 	w, err := worker.New(worker.Config{
 		Store: eng.Store(), Owner: eng.Owner(), Capabilities: eng.Capabilities(), Rules: eng.Rules(),
 		Reporters: rt.reporterHook, HeartbeatInterval: rt.cfg.HeartbeatInterval, Logger: rt.log,
+		// A remote worker continues the trace the task was enqueued in.
+		TracerProvider: rt.tracer,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)

@@ -36,11 +36,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/tracing"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
@@ -79,6 +82,8 @@ type Config struct {
 	FinishWhenStopped bool
 	// Observer, when set, is told about claims and outcomes (metrics).
 	Observer execution.Observer
+	// TracerProvider traces runs (nil: tracing off): see Worker.Run.
+	TracerProvider trace.TracerProvider
 	// Clock is the time source. Default the wall clock.
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -90,7 +95,8 @@ var ErrBusy = errors.New("the task type's concurrency.global is reached")
 
 // Worker runs single tasks. It is safe for concurrent use.
 type Worker struct {
-	cfg Config
+	cfg    Config
+	tracer trace.Tracer
 }
 
 // New validates cfg, fills its defaults and returns a Worker.
@@ -107,7 +113,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Reporters == nil {
 		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
 	}
-	return &Worker{cfg: cfg}, nil
+	return &Worker{cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}, nil
 }
 
 // Claim is a task the worker holds, and the claim it holds it under.
@@ -256,10 +262,24 @@ var (
 // while it runs, and writes its outcome. It returns the outcome written, or
 // ErrLeaseLost or ErrStopped (with the run's error joined) when it wrote
 // none, or an error when the write failed.
-func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
+//
+// With tracing on, the run is a "wf.run" span and the write of its outcome
+// a "wf.finish" span under it, as the dispatcher's are (see traceRun): the
+// runner, its events and the tasks they cause continue the run's trace.
+func (w *Worker) Run(ctx context.Context, c Claim) (res Result, err error) {
 	task := c.Task
 	rule := w.cfg.Rules.For(&task)
 	log := w.cfg.Logger.With("task_id", task.ID, "task_type", task.TaskType, "owner", c.Lease.Owner, "attempt", c.Lease.Attempt)
+	ctx, span := w.traceRun(ctx, &task, c.Lease)
+	if span != nil {
+		defer func() {
+			failed := err // the run's own error when the write went well
+			if failed == nil {
+				failed = res.RunErr
+			}
+			tracing.End(span, failed)
+		}()
+	}
 
 	leaseCtx, loseLease := context.WithCancelCause(ctx)
 	defer loseLease(nil)
@@ -292,14 +312,16 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 		return Result{Task: task}, errors.Join(ErrStopped, runErr)
 	}
 
-	o, err := w.write(ctx, &task, c.Lease, rule, outputs, runErr)
+	o, err := w.traceWrite(ctx, span, &task, func() (store.Finish, error) {
+		return w.write(ctx, &task, c.Lease, rule, outputs, runErr)
+	})
 	if err != nil {
 		return Result{Task: task}, errors.Join(err, runErr)
 	}
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.Finished(&task, o.Status, ran)
 	}
-	res := Result{Task: task, Status: o.Status, RunErr: runErr}
+	res = Result{Task: task, Status: o.Status, RunErr: runErr}
 	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if t, err := w.cfg.Store.GetTask(readCtx, task.ID); err == nil {
@@ -307,6 +329,45 @@ func (w *Worker) Run(ctx context.Context, c Claim) (Result, error) {
 	}
 	log.InfoContext(ctx, "task ended", "status", o.Status, "err", runErr)
 	return res, nil
+}
+
+// traceRun starts the run's span. A run whose context already holds a span
+// (a SYNCHRONOUS run: the request's server span) is its child, so the
+// request span is the parent of the run. Otherwise a task enqueued in a
+// trace (its stored traceparent) continues it, as in the dispatcher: a
+// "wf.claim" span marks the claim of a remote worker (wf exec) and the run
+// gets a "wf.run" span. With no span and no stored trace (tracing off) there
+// is no span: span is nil and ctx unchanged.
+func (w *Worker) traceRun(ctx context.Context, t *wftype.Task, lease store.WorkerLease) (context.Context, trace.Span) {
+	if w.cfg.TracerProvider == nil {
+		return ctx, nil
+	}
+	attrs := trace.WithAttributes(attribute.String("wf.task_id", t.ID.String()), attribute.String("wf.task_type", t.TaskType),
+		attribute.String("wf.schema_name", t.SchemaName), attribute.Int("wf.attempt", lease.Attempt), attribute.String("wf.owner", lease.Owner))
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		if t.Traceparent == "" {
+			return ctx, nil
+		}
+		ctx = tracing.WithTraceparent(ctx, t.Traceparent)
+		_, claim := w.tracer.Start(ctx, "wf.claim "+t.TaskType, attrs)
+		claim.End()
+	}
+	return w.tracer.Start(ctx, "wf.run "+t.TaskType, trace.WithSpanKind(trace.SpanKindConsumer), attrs)
+}
+
+// traceWrite runs write, the write of the run's outcome, in a "wf.finish"
+// span under the run's span (none when the run is not traced).
+func (w *Worker) traceWrite(ctx context.Context, run trace.Span, t *wftype.Task, write func() (store.Finish, error)) (store.Finish, error) {
+	if run == nil {
+		return write()
+	}
+	_, span := w.tracer.Start(ctx, "wf.finish "+t.TaskType, trace.WithAttributes(attribute.String("wf.task_id", t.ID.String())))
+	o, err := write()
+	if err == nil {
+		span.SetAttributes(attribute.String("wf.status", string(o.Status)))
+	}
+	tracing.End(span, err)
+	return o, err
 }
 
 // heartbeat extends the lease at least three times per lease length until
