@@ -134,6 +134,7 @@ func TestNoisyNeighbour(t *testing.T) {
 		require.Equal(t, 400, res.StartLatency.Count)
 		require.Equal(t, !unfair, *res.Fair)
 		require.Positive(t, res.FloodRate)
+		require.Positive(t, res.CompleteRate)
 	}
 }
 

@@ -17,6 +17,35 @@ var noisyTenants = []string{"bench_b", "bench_c", "bench_d", "bench_e"}
 // noisyEach is how many tasks each of noisyTenants enqueues.
 const noisyEach = 100
 
+// The suite's noisy-neighbour runs (wf's default 100 slots, a flood of
+// 100,000), fairness on and off.
+const (
+	noisyFair   = "noisy neighbour, fairness on"
+	noisyUnfair = "noisy neighbour, fairness off"
+)
+
+// addNoisyTargets adds issue 21's noisy-neighbour targets to the suite's
+// (targets' add): with fairness on, the other tenants' enqueue→start p99
+// under the flood at most 1 s, and the flooding tenant's throughput within
+// 10% of its throughput with fairness off.
+func addNoisyTargets(s *Suite, add func(name, goal string, r *Result, value func(*Result) (float64, bool), format string, met func(float64) bool)) {
+	fair, unfair := s.run(noisyFair), s.run(noisyUnfair)
+	add("noisy neighbour: B..E enqueue→start p99 under A's flood, fairness on", "≤ 1 s", fair,
+		func(r *Result) (float64, bool) {
+			if r.StartLatency == nil || r.StartLatency.Count == 0 {
+				return 0, false
+			}
+			return r.StartLatency.P99, true
+		}, "%.0f ms", func(v float64) bool { return v <= 1000 })
+	add("noisy neighbour: A's throughput, fairness on / off", "≥ 0.9×", fair,
+		func(r *Result) (float64, bool) {
+			if unfair == nil || unfair.FloodRate <= 0 || r.FloodRate <= 0 {
+				return 0, false
+			}
+			return r.FloodRate / unfair.FloodRate, true
+		}, "%.2f×", func(v float64) bool { return v >= 0.9 })
+}
+
 // noisy is the noisy-neighbour run: with the workers running, tenant A
 // enqueues Tasks in bulk, then B..E noisyEach each; it reports B..E's
 // enqueue→start (from the rows: created → started_at) and A's throughput
@@ -96,6 +125,14 @@ func noisy(ctx context.Context, e *env, res *Result) error {
 	}
 	res.Completed = len(timings)
 	res.StartLatency = percentiles(others)
+	// Every tenant's tasks, as burn-down reports them.
+	win, err := e.store.TaskCompletionWindow(ctx, taskTypeName)
+	if err != nil {
+		return err
+	}
+	if res.WorkSeconds = win.LastFinished.Sub(win.FirstStarted).Seconds(); res.WorkSeconds > 0 {
+		res.CompleteRate = float64(win.Completed) / res.WorkSeconds
+	}
 	if d := last.Sub(first).Seconds(); d > 0 {
 		res.FloodRate = float64(flood) / d
 	}

@@ -200,6 +200,10 @@ func (r *Result) WriteText(w io.Writer) {
 	if r.Completed > 0 {
 		fmt.Fprintf(w, "  completed        %d tasks, %.0f tasks/s over %.2fs (wall %.2fs)\n", r.Completed, r.CompleteRate, r.WorkSeconds, r.WallSeconds)
 	}
+	if r.Fair != nil {
+		fmt.Fprintf(w, "  fairness         %s; the flooding tenant ran %.0f tasks/s; enqueue→start below is the other tenants'\n",
+			map[bool]string{true: "on", false: "off"}[*r.Fair], r.FloodRate)
+	}
 	writeLatency(w, "enqueue→start   ", r.StartLatency)
 	writeLatency(w, "enqueue→complete", r.CompleteLatency)
 	writeLatency(w, "claim→complete  ", r.RunLatency)

@@ -57,7 +57,7 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 	mk := func(mut func(*Config)) Config {
 		c := base
 		c.Mode, c.Tasks, c.Slots, c.Instances, c.Runner, c.Rate, c.Duration = ModeBurnDown, 0, 0, 0, "", 0, 0
-		c.PayloadBytes, c.ScaleRows, c.CPUProfile, c.Statements = 0, nil, "", false
+		c.PayloadBytes, c.ScaleRows, c.CPUProfile, c.Statements, c.Unfair = 0, nil, "", false, false
 		mut(&c)
 		return c
 	}
@@ -81,6 +81,8 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 			}
 		})},
 		{"idle", mk(func(c *Config) { c.Mode, c.Instances, c.Duration = ModeIdle, 2, d(10*time.Second, 3*time.Second) })},
+		{noisyFair, mk(func(c *Config) { c.Mode, c.Tasks = ModeNoisy, n(100_000, 10_000) })},
+		{noisyUnfair, mk(func(c *Config) { c.Mode, c.Tasks, c.Unfair = ModeNoisy, n(100_000, 10_000), true })},
 	}
 	out := make([]SuiteRun, len(runs))
 	for i, r := range runs {
@@ -176,5 +178,6 @@ func targets(s *Suite) []Target {
 			}
 			return r.Idle.FollowerQueriesPerPoll, true
 		}, "%.2f", func(v float64) bool { return v <= 1 })
+	addNoisyTargets(s, add)
 	return out
 }
