@@ -83,7 +83,8 @@ type FinishParams struct {
 //     in the same row write; a snooze's outcome there is SNOOZED;
 //   - a FAILED or DEAD_LETTER outcome's event is appended to the task's
 //     emitted_events (migration 021) in the same row write, and the event
-//     names the task as its source.
+//     names the task as its source;
+//   - $10 false leaves the tasks of workflow steps alone (see FinishTasks).
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
@@ -112,6 +113,7 @@ WITH updated AS (
       AND ($4::text IS NULL OR t.owner_id = $4)
       AND ($5::timestamptz IS NULL OR t.locked_until < $5)
       AND (t.attempts = ($1::jsonb -> t.task_id::text ->> 'n')::int OR ($1::jsonb -> t.task_id::text ->> 'n') IS NULL)
+      AND ($10::boolean OR t.workflow_run_id IS NULL)
     RETURNING t.task_id, t.task_type, t.schema_name, t.status, t.error, t.retry_count, t.max_retries, t.attempts,
               ($1::jsonb -> t.task_id::text ->> 'ev')::uuid AS event_id,
               ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts,
@@ -146,25 +148,44 @@ FROM updated u, notified, event_notified`
 // or its lease had not expired) and is left as it was. With a step hook
 // (WithStepHook), the outcomes and what the hook makes of the workflow steps
 // they end commit in one transaction.
+//
+// A step hook costs plain tasks nothing: the first statement, outside a
+// transaction as without workflows, ends only the tasks that carry no run
+// id. Only when outcomes are left over (the tasks of workflow steps, or
+// tasks no longer ACTIVE) does a transaction apply those, with the hook.
 func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Finish) ([]uuid.UUID, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
 	if s.stepHook == nil || s.inTx {
-		return s.finishTasks(ctx, p, outcomes)
+		return s.finishTasks(ctx, p, outcomes, true)
 	}
-	var done []uuid.UUID
-	err := s.InTx(ctx, func(tx *Store) error {
-		var err error
-		done, err = tx.finishTasks(ctx, p, outcomes)
+	done, err := s.finishTasks(ctx, p, outcomes, false)
+	if err != nil || len(done) == len(outcomes) {
+		return done, err
+	}
+	changed := make(map[uuid.UUID]bool, len(done))
+	for _, id := range done {
+		changed[id] = true
+	}
+	rest := make([]Finish, 0, len(outcomes)-len(done))
+	for _, o := range outcomes {
+		if !changed[o.ID] {
+			rest = append(rest, o)
+		}
+	}
+	err = s.InTx(ctx, func(tx *Store) error {
+		more, err := tx.finishTasks(ctx, p, rest, true)
+		done = append(done, more...)
 		return err
 	})
 	return done, err
 }
 
 // finishTasks is FinishTasks on the store as it is (a transaction when it
-// has a step hook).
-func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Finish) ([]uuid.UUID, error) {
+// ends steps with a step hook); steps false leaves the tasks of workflow
+// steps alone.
+func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Finish, steps bool) ([]uuid.UUID, error) {
 	n := len(outcomes)
 	batch, err := newKeyedBatch(outcomes, 80, func(o *Finish) uuid.UUID { return o.ID }, appendOutcome)
 	if err != nil {
@@ -175,21 +196,21 @@ func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 		owner = &p.Owner
 	}
 	var done []uuid.UUID
-	var steps []FinishedStep
+	var finished []FinishedStep
 	err = s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		rows, err := db.Query(ctx, finishTasksSQL, batch.doc, batch.ids, p.Now, owner, p.ExpiredBefore, batch.lo, batch.hi,
-			s.channels.TaskQueued, s.channels.Events)
+			s.channels.TaskQueued, s.channels.Events, steps)
 		if err != nil {
 			return 0, err
 		}
-		done, steps, err = scanFinished(rows, n)
+		done, finished, err = scanFinished(rows, n)
 		return len(done), err
 	})
 	if err != nil {
 		return nil, wrap("finishing tasks", err)
 	}
-	if len(steps) > 0 && s.stepHook != nil {
-		if err := s.stepHook(ctx, s, steps); err != nil {
+	if len(finished) > 0 && s.stepHook != nil {
+		if err := s.stepHook(ctx, s, finished); err != nil {
 			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
 		}
 	}
