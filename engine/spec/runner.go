@@ -33,22 +33,11 @@ type CloudRunSettings struct {
 
 // Runner is a compiled Runner spec. It is immutable: accessors return copies.
 type Runner struct {
-	name        string
-	description string
-	source      Location
-	typ         RunnerType
-	priority    int
-	cloudRun    CloudRunSettings
+	named
+	typ      RunnerType
+	priority int
+	cloudRun CloudRunSettings
 }
-
-// Name identifies the runner in logs and in the capability map.
-func (r *Runner) Name() string { return r.name }
-
-// Description says what the runner is for.
-func (r *Runner) Description() string { return r.description }
-
-// Source is where the runner is declared.
-func (r *Runner) Source() Location { return r.source }
 
 // Type is the kind of runner.
 func (r *Runner) Type() RunnerType { return r.typ }

@@ -26,7 +26,7 @@ type cloudRunSpec struct {
 func (c *checker) compileRunner(d *document) *Runner {
 	var s runnerSpec
 	c.decode(d, "", d.value, &s)
-	r := &Runner{name: s.Name, description: s.Description, source: d.location(), typ: RunnerType(s.Type), priority: defaultRunnerPriority}
+	r := &Runner{named: d.named(s.Name, s.Description), typ: RunnerType(s.Type), priority: defaultRunnerPriority}
 	if s.Priority != nil {
 		r.priority = *s.Priority
 	}

@@ -22,26 +22,15 @@ const (
 
 // Schedule is a compiled Schedule spec. It is immutable.
 type Schedule struct {
-	name        string
-	description string
-	source      Location
-	cronLine    string
-	cron        cron.Schedule
-	location    *time.Location
-	taskType    *TaskType
-	schemaName  string
-	inputs      json.RawMessage
-	missed      MissedPolicy
+	named
+	cronLine   string
+	cron       cron.Schedule
+	location   *time.Location
+	taskType   *TaskType
+	schemaName string
+	inputs     json.RawMessage
+	missed     MissedPolicy
 }
-
-// Name is the schedule's name.
-func (s *Schedule) Name() string { return s.name }
-
-// Description says what the schedule is for.
-func (s *Schedule) Description() string { return s.description }
-
-// Source is where the schedule is declared.
-func (s *Schedule) Source() Location { return s.source }
 
 // Cron is the cron line as written.
 func (s *Schedule) Cron() string { return s.cronLine }

@@ -32,13 +32,11 @@ func (c *checker) compileSchedule(d *document) *Schedule {
 	var s scheduleSpec
 	c.decode(d, "", d.value, &s)
 	sch := &Schedule{
-		name:        s.Name,
-		description: s.Description,
-		source:      d.location(),
-		cronLine:    s.Cron,
-		schemaName:  s.SchemaName,
-		missed:      MissedPolicy(s.Missed),
-		location:    time.UTC,
+		named:      d.named(s.Name, s.Description),
+		cronLine:   s.Cron,
+		schemaName: s.SchemaName,
+		missed:     MissedPolicy(s.Missed),
+		location:   time.UTC,
 	}
 	if sch.schemaName == "" {
 		sch.schemaName = wftype.SystemSchema

@@ -20,17 +20,15 @@ const (
 // Subscription is a compiled Subscription spec: for each matching event, it
 // creates one task. It is immutable.
 type Subscription struct {
-	name        string
-	description string
-	source      Location
-	eventType   string
-	glob        bool
-	when        *program
-	taskType    *TaskType
-	schemaName  *program
-	inputNames  []string // sorted
-	inputs      map[string]*program
-	dedupKey    *program
+	named
+	eventType  string
+	glob       bool
+	when       *program
+	taskType   *TaskType
+	schemaName *program
+	inputNames []string // sorted
+	inputs     map[string]*program
+	dedupKey   *program
 }
 
 // SubscriptionTask is the task a subscription creates for an event.
@@ -41,15 +39,6 @@ type SubscriptionTask struct {
 	// DedupKey is "" when the task is not deduplicated.
 	DedupKey string
 }
-
-// Name is the subscription's name.
-func (s *Subscription) Name() string { return s.name }
-
-// Description says what the subscription is for.
-func (s *Subscription) Description() string { return s.description }
-
-// Source is where the subscription is declared.
-func (s *Subscription) Source() Location { return s.source }
 
 // EventType is the event type or glob the subscription listens to.
 func (s *Subscription) EventType() string { return s.eventType }

@@ -24,13 +24,11 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	var s subscriptionSpec
 	c.decode(d, "", d.value, &s)
 	sub := &Subscription{
-		name:        s.Name,
-		description: s.Description,
-		source:      d.location(),
-		eventType:   s.EventType,
-		glob:        isGlob(s.EventType),
-		inputNames:  sortedKeys(s.Inputs),
-		inputs:      map[string]*program{},
+		named:      d.named(s.Name, s.Description),
+		eventType:  s.EventType,
+		glob:       isGlob(s.EventType),
+		inputNames: sortedKeys(s.Inputs),
+		inputs:     map[string]*program{},
 	}
 	if sub.glob {
 		if _, err := path.Match(s.EventType, ""); err != nil {

@@ -50,9 +50,7 @@ type RateLimit struct {
 // TaskType is a compiled TaskType spec. It is immutable: accessors return
 // copies.
 type TaskType struct {
-	name              string
-	description       string
-	source            Location
+	named
 	scope             wftype.Scope
 	mode              wftype.ExecutionMode
 	handler           Handler
@@ -74,15 +72,6 @@ type TaskType struct {
 	createRoles       []string
 	files             []string
 }
-
-// Name is the task type's name, the task_type column of its tasks.
-func (t *TaskType) Name() string { return t.name }
-
-// Description says what the task type is for.
-func (t *TaskType) Description() string { return t.description }
-
-// Source is where the task type is declared.
-func (t *TaskType) Source() Location { return t.source }
 
 // Scope is what the task type's tasks belong to.
 func (t *TaskType) Scope() wftype.Scope { return t.scope }

@@ -111,9 +111,7 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 	var s taskTypeSpec
 	c.decode(d, "", d.value, &s)
 	t := &TaskType{
-		name:        s.Name,
-		description: s.Description,
-		source:      d.location(),
+		named:       d.named(s.Name, s.Description),
 		scope:       wftype.Scope(cmp.Or(s.Scope, string(wftype.ScopeSystem))),
 		mode:        wftype.ExecutionMode(cmp.Or(s.ExecutionMode, string(wftype.ModeAsync))),
 		maxRetries:  defaultMaxRetries,

@@ -36,26 +36,15 @@ const (
 // Workflow is a compiled Workflow spec: named steps, each an ordinary task of
 // a task type, run in the order their depends_on allows. It is immutable.
 type Workflow struct {
-	name        string
-	description string
-	source      Location
-	inputsRaw   json.RawMessage
-	inputs      *jsonschema.Schema
-	inputsDoc   rawSchemas
-	timeout     time.Duration
-	startRoles  []string
-	steps       []*Step // in topological order, ties by name
-	stepIndex   map[string]*Step
+	named
+	inputsRaw  json.RawMessage
+	inputs     *jsonschema.Schema
+	inputsDoc  rawSchemas
+	timeout    time.Duration
+	startRoles []string
+	steps      []*Step // in topological order, ties by name
+	stepIndex  map[string]*Step
 }
-
-// Name is the workflow's name.
-func (w *Workflow) Name() string { return w.name }
-
-// Description says what the workflow is for.
-func (w *Workflow) Description() string { return w.description }
-
-// Source is where the workflow is declared.
-func (w *Workflow) Source() Location { return w.source }
 
 // InputSchema is the JSON Schema of a run's inputs, as JSON.
 func (w *Workflow) InputSchema() json.RawMessage { return bytes.Clone(w.inputsRaw) }
@@ -90,9 +79,7 @@ func (w *Workflow) ValidateInputs(v any) error {
 
 // Step is one step of a Workflow. It is immutable.
 type Step struct {
-	name        string
-	description string
-	source      Location
+	named
 	taskType    *TaskType
 	dependsOn   []string // sorted
 	dependants  []string // sorted
@@ -106,15 +93,6 @@ type Step struct {
 	maxRetries  *int
 	priority    *int
 }
-
-// Name is the step's name, unique within its workflow.
-func (s *Step) Name() string { return s.name }
-
-// Description says what the step does.
-func (s *Step) Description() string { return s.description }
-
-// Source is where the step is declared.
-func (s *Step) Source() Location { return s.source }
 
 // TaskType is the task type the step's tasks are of.
 func (s *Step) TaskType() *TaskType { return s.taskType }

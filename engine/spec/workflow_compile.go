@@ -60,11 +60,9 @@ func (c *checker) compileWorkflow(d *document) *Workflow {
 	var s workflowSpec
 	c.decode(d, "", d.value, &s)
 	w := &Workflow{
-		name:        s.Name,
-		description: s.Description,
-		source:      d.location(),
-		startRoles:  []string{RoleClient, RoleAdmin},
-		stepIndex:   map[string]*Step{},
+		named:      d.named(s.Name, s.Description),
+		startRoles: []string{RoleClient, RoleAdmin},
+		stepIndex:  map[string]*Step{},
 	}
 	if s.API.Start != nil {
 		w.startRoles = slices.Clone(*s.API.Start)
@@ -111,9 +109,7 @@ func stepPtr(step, field string) string {
 func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 	c, d := wc.c, wc.d
 	st := &Step{
-		name:        name,
-		description: s.Description,
-		source:      locationOf(d, stepPtr(name, "")),
+		named:       named{name: name, description: s.Description, source: locationOf(d, stepPtr(name, ""))},
 		dependsOn:   slices.Sorted(slices.Values(s.DependsOn)),
 		onSkipped:   OnSkippedSkip,
 		inputNames:  sortedKeys(s.Inputs),
