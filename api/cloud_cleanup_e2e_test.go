@@ -61,8 +61,11 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		return names
 	}
 	// cleanup waits for the gcp_catalog_cleanup task of a collection ("" for
-	// the catalog's) to end, checks that it was created after the drop task
-	// of the same deletion completed, and returns its outputs.
+	// the catalog's) to end, checks that it follows the drop task of the same
+	// deletion, and returns its outputs. The drop emits <kind>.dropped in the
+	// transaction that drops (the cleanup may start before the drop task's
+	// own COMPLETED is recorded): the drop, now COMPLETED, must have emitted
+	// that event, and the cleanup must be younger than the drop's start.
 	cleanup := func(dropType, collection string) map[string]any {
 		t.Helper()
 		var id string
@@ -73,14 +76,15 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		task := b.follow("/tasks/"+id, tokAdmin)
 		require.Equal(t, "COMPLETED", task["status"], task)
 		var after bool
-		// A task's timestamp is its UUIDv7's, in whole milliseconds: the
-		// drop's finish is compared at that precision (a cleanup created
-		// in the same millisecond is after it).
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT c.timestamp >= date_trunc('milliseconds', d.finished_at)
-			FROM tasks.tasks c, tasks.tasks d
-			WHERE c.task_id = $1 AND d.task_type = $2 AND d.status = 'COMPLETED' AND d.inputs->>'catalog_id' = 'cat-a'
-			  AND ($2 = 'catalog_drop' OR d.inputs->>'collection_id' = $3)`, id, dropType, collection).Scan(&after))
-		require.True(t, after, "the cleanup was created after the drop completed")
+		dropped := strings.TrimSuffix(dropType, "_drop") + ".dropped"
+		require.Eventually(t, func() bool {
+			return b.pool.QueryRow(b.ctx, `SELECT c.timestamp >= date_trunc('milliseconds', d.started_at)
+				   AND d.emitted_events @> jsonb_build_array(jsonb_build_object('event_type', $4::text))
+				FROM tasks.tasks c, tasks.tasks d
+				WHERE c.task_id = $1 AND d.task_type = $2 AND d.status = 'COMPLETED' AND d.inputs->>'catalog_id' = 'cat-a'
+				  AND ($2 = 'catalog_drop' OR d.inputs->>'collection_id' = $3)`, id, dropType, collection, dropped).Scan(&after) == nil
+		}, time.Minute, 50*time.Millisecond, "the %s task completes", dropType)
+		require.True(t, after, "the cleanup follows the drop, which emitted %s", dropped)
 		return task["outputs"].(map[string]any)
 	}
 
