@@ -19,16 +19,14 @@ import (
 func TestStaleAttemptChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("x")})
-	require.NoError(t, err)
-	id := res[0].Task.ID
+	id := b.insertOne(t, "x")
 	first := claimAll(t, b, "x", 1)
 	require.Len(t, first, 1)
 	require.Equal(t, 1, first[0].Attempts)
 
 	// The lease runs out; the janitor hands the task back (as its rescue
 	// does), and the same instance claims it again: attempt 2.
-	_, err = b.pool.Exec(b.ctx, `UPDATE tasks.tasks SET status = 'PENDING', owner_id = NULL, locked_until = NULL, run_after = now() WHERE task_id = $1`, id)
+	_, err := b.pool.Exec(b.ctx, `UPDATE tasks.tasks SET status = 'PENDING', owner_id = NULL, locked_until = NULL, run_after = now() WHERE task_id = $1`, id)
 	require.NoError(t, err)
 	second := claimAll(t, b, "x", 1)
 	require.Len(t, second, 1)

@@ -26,9 +26,7 @@ func (b *bundle) claimOne(t *testing.T, owner string) wftype.Task {
 func TestAttemptHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("noop")})
-	require.NoError(t, err)
-	id := res[0].Task.ID
+	id := b.insertOne(t, "noop")
 
 	none, err := b.store.GetAttempts(b.ctx, id)
 	require.NoError(t, err)
@@ -76,13 +74,11 @@ func TestAttemptHistory(t *testing.T) {
 func TestAttemptHistoryKeepsTheLast20AndCancellations(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("noop")})
-	require.NoError(t, err)
-	id := res[0].Task.ID
+	id := b.insertOne(t, "noop")
 	for i := range 25 {
 		b.claimOne(t, fmt.Sprintf("host-%d", i))
 		msg := fmt.Sprintf("failure %d", i+1)
-		_, err = b.store.FinishTasks(b.ctx, store.FinishParams{}, []store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg}})
+		_, err := b.store.FinishTasks(b.ctx, store.FinishParams{}, []store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg}})
 		require.NoError(t, err)
 	}
 	got, err := b.store.GetAttempts(b.ctx, id)
@@ -104,11 +100,10 @@ func TestAttemptHistoryKeepsTheLast20AndCancellations(t *testing.T) {
 	require.Equal(t, wftype.StatusCancelled, got[19].Outcome)
 	require.Equal(t, "host-x", *got[19].OwnerID)
 
-	res, err = b.store.InsertTasks(b.ctx, []store.NewTask{newTask("other")})
+	other := b.insertOne(t, "other")
+	_, err = b.store.CancelTask(b.ctx, other)
 	require.NoError(t, err)
-	_, err = b.store.CancelTask(b.ctx, res[0].Task.ID)
-	require.NoError(t, err)
-	got, err = b.store.GetAttempts(b.ctx, res[0].Task.ID)
+	got, err = b.store.GetAttempts(b.ctx, other)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }

@@ -40,6 +40,14 @@ func newTask(taskType string) store.NewTask {
 	}
 }
 
+// insertOne inserts one task of taskType and returns its id.
+func (b *bundle) insertOne(t *testing.T, taskType string) uuid.UUID {
+	t.Helper()
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask(taskType)})
+	require.NoError(t, err)
+	return res[0].Task.ID
+}
+
 func TestIDTimeRoundTrip(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 31, 23, 59, 59, 999_000_000, time.UTC)
@@ -501,9 +509,7 @@ func TestEnsureMonthDoesNotQueueBehindLongTransactions(t *testing.T) {
 func TestProgressWithCharactersJSONBRefuses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("progress")})
-	require.NoError(t, err)
-	id := ids[0].Task.ID
+	id := b.insertOne(t, "progress")
 	require.NoError(t, b.store.SetProgress(b.ctx, id, json.RawMessage(`{"msg":"a\u0000b","half":"\ud800"}`)))
 	got, err := b.store.GetProgress(b.ctx, id)
 	require.NoError(t, err)
