@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,6 +42,7 @@ import (
 	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/internal/esfake"
 	"github.com/wfhq/wf/internal/objio"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/schemas"
@@ -180,6 +182,9 @@ type options struct {
 	tracer      trace.TracerProvider
 	// warehouses are the dwh_join connections (warehouse.connections).
 	warehouses []config.WarehouseConnection
+	// tileCache is tiles.cache_url, of tiles_preseed and the tile route
+	// (default: a folder of the test's).
+	tileCache string
 	// specs are compiled with the shipped ones and testSpecs.
 	specs string
 	// pool, when set, is the database instead of a fresh one (a replica
@@ -214,7 +219,7 @@ func loadSpecs(t *testing.T, reg *builtin.Registry, extra string) *spec.Set {
 // the webhook fan-out enqueues stay in the run's trace. Names reg already
 // holds keep their handlers.
 func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs *spec.Set, files *objio.Opener, cloud gcp.Deps, es *esfake.Server,
-	warehouses []config.WarehouseConnection, tracer trace.TracerProvider) {
+	warehouses []config.WarehouseConnection, tileCache string, tracer trace.TracerProvider) {
 	t.Helper()
 	st := store.New(pool)
 	em := events.NewEmitter(st)
@@ -227,7 +232,7 @@ func bindCatalog(t *testing.T, reg *builtin.Registry, pool *pgxpool.Pool, specs 
 	t.Cleanup(func() { _ = gh.Close() })
 	_ = gh.Register(reg)
 	features, err := builtins.New(builtins.Deps{Store: st, Objects: files, Logger: quietLogger,
-		Search: search.Settings{Addresses: []string{es.URL}}, Warehouses: warehouses, Emitter: em})
+		Search: search.Settings{Addresses: []string{es.URL}}, Warehouses: warehouses, Emitter: em, TileCacheURL: tileCache})
 	require.NoError(t, err)
 	hooks, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, specs).WithTracerProvider(tracer), Logger: quietLogger, HTTP: loopbackHTTP(t)})
 	require.NoError(t, err)
@@ -270,7 +275,8 @@ func setup(t *testing.T, opts ...options) *bundle {
 	files := objio.New(objio.Config{LocalRoots: []string{root}, RootsHint: "set files.local_roots"})
 	es := esfake.New()
 	t.Cleanup(es.Close)
-	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses, o.tracer)
+	tileCache := cmp.Or(o.tileCache, "file://"+filepath.ToSlash(t.TempDir()))
+	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses, tileCache, o.tracer)
 	var push *gcp.PushReceiver
 	if o.storagePush != nil {
 		push = o.storagePush(store.New(pool))
@@ -289,8 +295,11 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: leaderMetrics(pool), TileCacheURL: "file://" + t.TempDir(), StoragePush: push,
+		Metrics: leaderMetrics(pool), TileCacheURL: tileCache, StoragePush: push,
 		TracerProvider: o.tracer, Reads: o.reads,
+		// As wf serve's: the files root, and the other folders by name
+		// (the tests' report folders are temporary folders).
+		Folders: redact.NewFolders([]string{root}, map[string]string{os.TempDir(): "tmp", tileCache: "tiles"}),
 	})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -107,7 +107,7 @@ func TestIngestionBadInput(t *testing.T) {
 // until the test ends.
 func startEngine(t *testing.T, b *bundle, reg *builtin.Registry) {
 	t.Helper()
-	bindCatalog(t, reg, b.pool, b.specs, b.files, gcp.Deps{}, b.es, nil, nil) // the shipped specs name them; reg may hold them already
+	bindCatalog(t, reg, b.pool, b.specs, b.files, gcp.Deps{}, b.es, nil, "", nil) // the shipped specs name them; reg may hold them already
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wfhq/wf/api/ui"
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/internal/tracing"
 )
 
@@ -143,6 +144,7 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
+		w = &shownWriter{ResponseWriter: w, folders: s.cfg.Folders, own: s.ownTenants(r, p)}
 		if err := rt.handle(w, r, p); err != nil {
 			writeProblem(w, r, s.toProblem(r, err))
 		}
@@ -259,6 +261,48 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // statusWriter remembers the status a handler sent, for the access log.
+// shownWriter hides the server's folders (Config.Folders) in the JSON
+// answers of an operation, problems included: whatever a task's outputs or
+// errors, a workflow run or an asset say, a client sees its own files
+// relative to its tenant's folder and none of the server's folders. Each
+// answer is encoded in one Write (writeJSON, writeProblem).
+type shownWriter struct {
+	http.ResponseWriter
+	folders *redact.Folders
+	own     func(tenant string) bool
+}
+
+func (w *shownWriter) Write(b []byte) (int, error) {
+	if !strings.Contains(w.Header().Get("Content-Type"), "json") {
+		return w.ResponseWriter.Write(b)
+	}
+	if _, err := w.ResponseWriter.Write(w.folders.Bytes(b, w.own)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// ownTenants says which tenants' folders p reads as its own, so that their
+// paths are shown relative to them: those of the catalogs a limited token
+// may use (looked up once per tenant and request, only when an answer
+// names such a folder). An unlimited token, which reads many tenants, and
+// an anonymous caller have none.
+func (s *Server) ownTenants(r *http.Request, p *principal) func(string) bool {
+	if p == nil || !p.limited() {
+		return nil
+	}
+	seen := map[string]bool{}
+	return func(schema string) bool {
+		own, ok := seen[schema]
+		if !ok {
+			id, err := s.store.Catalog().CatalogIDBySchema(r.Context(), schema)
+			own = err == nil && p.canUseCatalog(id)
+			seen[schema] = own
+		}
+		return own
+	}
+}
+
 type statusWriter struct {
 	http.ResponseWriter
 	status int

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/schemas"
@@ -95,6 +97,12 @@ type Config struct {
 	// (tiles.cache_url): gs://bucket/prefix or file:///folder; "" means
 	// tiles.Config's default.
 	TileCacheURL string
+	// Folders hides the server's folders (files roots, reports, tile
+	// cache, data and temporary folders) in every JSON answer: a tenant's
+	// paths are shown relative to its folder, others under the folder's
+	// name (see internal/redact). Nil hides the temporary folder and a
+	// local tile cache only.
+	Folders *redact.Folders
 	// StoragePush receives the Pub/Sub pushes of the catalogs' Cloud
 	// Storage notifications on POST /hooks/gcs; nil answers 404 there.
 	StoragePush *gcp.PushReceiver
@@ -146,6 +154,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.HTTP.ReadTimeout = cmp.Or(cfg.HTTP.ReadTimeout, def.ReadTimeout)
 	cfg.HTTP.WriteTimeout = cmp.Or(cfg.HTTP.WriteTimeout, def.WriteTimeout)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 2*time.Minute)
+	if cfg.Folders == nil {
+		cfg.Folders = redact.NewFolders(nil, map[string]string{os.TempDir(): "tmp", cfg.TileCacheURL: "tiles"})
+	}
 	if cfg.Channels.TaskQueued == "" {
 		cfg.Channels = store.DefaultChannels
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/readreplica"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/redact"
 )
 
 // serveCommand is `wf serve`: the HTTP API alone. It claims no tasks (an
@@ -117,6 +118,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
+		Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
 		StoragePush:    push,
 		TracerProvider: rt.tracer,
 		Reads:          reads,

@@ -12,6 +12,8 @@ package config
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -346,6 +348,19 @@ func Default() *Config {
 			WriteTimeout: 60 * time.Second,
 		},
 	}
+}
+
+// ServerFolders names the server's local folders besides the files roots
+// that API answers must not show (see internal/redact.Folders): the data
+// folder ("data"), a local report folder ("reports") and tile cache
+// ("tiles"), and the system's temporary folder ("tmp"), which holds the
+// scratch copies GDAL reads and the reports' spill files.
+func (c *Config) ServerFolders() map[string]string {
+	out := map[string]string{os.TempDir(): "tmp", c.Report.BucketURL: "reports", c.Tiles.CacheURL: "tiles"}
+	if dir, err := filepath.Abs(c.DataDir); err == nil && c.DataDir != "" {
+		out[dir] = "data"
+	}
+	return out
 }
 
 // File returns the configuration file Load read, or "" when there was none.

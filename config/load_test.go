@@ -79,6 +79,10 @@ func TestLoadDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{abs}, c.Files.LocalRoots)
 	require.Equal(t, SourceDefault, c.Origin("slots").Kind)
+	data, err := filepath.Abs(".wf")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{os.TempDir(): "tmp", data: "data", c.Report.BucketURL: "reports",
+		c.Tiles.CacheURL: "tiles"}, c.ServerFolders(), "what API answers hide")
 
 	// The defaults themselves are valid.
 	require.NoError(t, Default().Validate())

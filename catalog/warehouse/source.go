@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
 )
 
 // keyKind is how a column's values compare as join keys.
@@ -76,7 +78,9 @@ func openPostgres(ctx context.Context, url, table string, batch int) (*postgresS
 	schema, name, _ := strings.Cut(table, ".")
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("error reading the warehouse's database URL: %w", err)
+		// pgx's message quotes the URL (its password masked): the
+		// operator's, not the tenant's to read.
+		return nil, wftype.Permanent(errors.New("error reading the warehouse's database URL: it does not parse (warehouse.connections)"))
 	}
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -90,7 +94,7 @@ func openPostgres(ctx context.Context, url, table string, batch int) (*postgresS
 func (p *postgresSource) Columns(ctx context.Context) ([]column, error) {
 	cols, err := p.st.WarehouseColumns(ctx, p.schema, p.table)
 	if err != nil {
-		return nil, err
+		return nil, hideConnection(err)
 	}
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%w %s.%s in the warehouse", errNoTable, p.schema, p.table)
@@ -132,9 +136,22 @@ func (p *postgresSource) Rows(ctx context.Context, key column, columns []string)
 					return ctx.Err()
 				}
 			})
-		it.err = err
+		it.err = hideConnection(err)
 	}()
 	return it, nil
+}
+
+// hideConnection replaces an error connecting to the warehouse, which
+// pgx words with the warehouse's address, user and database
+// ("failed to connect to `user=… database=…`: host:port …"), by one that
+// says only what went wrong: the task's error is its tenant's to read, the
+// warehouse's address is not. It stays an unavailability (retried).
+func hideConnection(err error) error {
+	why, ok := store.ConnectFailure(err)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("error connecting to the warehouse: %w: it %s (the connection's settings are the operator's, in warehouse.connections)", store.ErrUnavailable, why)
 }
 
 // Close implements source.

@@ -164,6 +164,27 @@ func wrap(doing string, err error) error {
 	return fmt.Errorf("error %s: %w", doing, err)
 }
 
+// ConnectFailure reports whether err is a failure to connect to a database
+// and, if so, why in words that name none of its address, user or database
+// (pgx's own message names them all): "refused the connection's
+// credentials", "refused the connection (SQLSTATE …)" or "could not be
+// reached".
+func ConnectFailure(err error) (reason string, ok bool) {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return "", false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(ce, &pgErr) {
+		switch pgErr.Code {
+		case "28P01", "28000": // invalid_password, invalid_authorization_specification
+			return "refused the connection's credentials", true
+		}
+		return "refused the connection (SQLSTATE " + pgErr.Code + ")", true
+	}
+	return "could not be reached", true
+}
+
 // IsUnavailable reports whether err says that the database could not be
 // reached before anything was sent (no connection, or one that failed
 // before the statement), or refused to serve: too many connections, or a
