@@ -144,7 +144,9 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
-		w = &shownWriter{ResponseWriter: w, folders: s.cfg.Folders, own: s.ownTenants(r, p)}
+		if p == nil || p.role != config.RoleAdmin { // the operator's tokens see the paths
+			w = &shownWriter{ResponseWriter: w, folders: s.cfg.Folders, own: s.ownTenants(r, p)}
+		}
 		if err := rt.handle(w, r, p); err != nil {
 			writeProblem(w, r, s.toProblem(r, err))
 		}
@@ -263,9 +265,10 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // statusWriter remembers the status a handler sent, for the access log.
 // shownWriter hides the server's folders (Config.Folders) in the JSON
 // answers of an operation, problems included: whatever a task's outputs or
-// errors, a workflow run or an asset say, a client sees its own files
-// relative to its tenant's folder and none of the server's folders. Each
-// answer is encoded in one Write (writeJSON, writeProblem).
+// errors, a workflow run or an asset say, a client (or worker) sees its own
+// files relative to its tenant's folder and none of the server's folders;
+// admin tokens, the operator's, see the paths as they are. Each answer is
+// encoded in one Write (writeJSON, writeProblem).
 type shownWriter struct {
 	http.ResponseWriter
 	folders *redact.Folders

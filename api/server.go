@@ -98,10 +98,10 @@ type Config struct {
 	// tiles.Config's default.
 	TileCacheURL string
 	// Folders hides the server's folders (files roots, reports, tile
-	// cache, data and temporary folders) in every JSON answer: a tenant's
-	// paths are shown relative to its folder, others under the folder's
-	// name (see internal/redact). Nil hides the temporary folder and a
-	// local tile cache only.
+	// cache, data and temporary folders) in every JSON answer but an admin
+	// token's: a tenant's paths are shown relative to its folder, others
+	// under the folder's name (see internal/redact). Nil hides the
+	// temporary folder and a local tile cache only.
 	Folders *redact.Folders
 	// StoragePush receives the Pub/Sub pushes of the catalogs' Cloud
 	// Storage notifications on POST /hooks/gcs; nil answers 404 there.
