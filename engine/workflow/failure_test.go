@@ -2,7 +2,6 @@ package workflow_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -143,14 +142,8 @@ func TestCancellingARunningStepTaskFailsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, true)
 	run := b.start(t, "stuck", `{}`)
-	select {
-	case <-b.h.blocked:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the blocking step never started")
-	}
-	var id uuid.UUID
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT task_id FROM tasks.tasks WHERE workflow_run_id = $1`, run.ID).Scan(&id))
+	b.waitBlocked(t)
+	id := b.onlyTask(t, run.ID)
 	_, err := b.st.CancelTask(context.Background(), id)
 	require.NoError(t, err)
 	s, err := b.e.Workflows().Get(context.Background(), b.st, run.ID)
@@ -161,21 +154,9 @@ func TestCancellingARunningStepTaskFailsTheRun(t *testing.T) {
 	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
 
 	// Retried once the task ended, the run starts the step again.
-	var retried wftype.WorkflowRun
-	require.Eventually(t, func() bool {
-		retried, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
-		if errors.Is(err, wftype.ErrConflict) {
-			return false
-		}
-		require.NoError(t, err)
-		return true
-	}, 90*time.Second, 20*time.Millisecond)
+	retried := b.retryOnceEnded(t, run.ID)
 	require.Equal(t, wftype.RunRunning, retried.Status)
-	select {
-	case <-b.h.blocked:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the retried step never started")
-	}
+	b.waitBlocked(t)
 	_, err = b.e.Workflows().Cancel(context.Background(), b.st, run.ID)
 	require.NoError(t, err)
 }
@@ -188,9 +169,7 @@ func TestCancellingAPendingStepTaskFailsTheRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, false)
 	run := b.start(t, "stuck", `{}`)
-	var id uuid.UUID
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT task_id FROM tasks.tasks WHERE workflow_run_id = $1`, run.ID).Scan(&id))
+	id := b.onlyTask(t, run.ID)
 	task, err := b.st.CancelTask(context.Background(), id)
 	require.NoError(t, err)
 	s, err := b.e.Workflows().Get(context.Background(), b.st, run.ID)

@@ -309,6 +309,42 @@ func (b *bundle) wait(t testing.TB, id uuid.UUID, status wftype.RunStatus) workf
 	return s
 }
 
+// waitBlocked waits until a block step's task runs.
+func (b *bundle) waitBlocked(t testing.TB) {
+	t.Helper()
+	select {
+	case <-b.h.blocked:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the blocking step never started")
+	}
+}
+
+// retryOnceEnded retries a run as soon as every task of its last attempt
+// ended (a retry before is a conflict).
+func (b *bundle) retryOnceEnded(t testing.TB, id uuid.UUID) wftype.WorkflowRun {
+	t.Helper()
+	var retried wftype.WorkflowRun
+	require.Eventually(t, func() bool {
+		var err error
+		retried, err = b.e.Workflows().Retry(context.Background(), b.st, id)
+		if errors.Is(err, wftype.ErrConflict) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}, 2*time.Minute, 20*time.Millisecond)
+	return retried
+}
+
+// onlyTask is the id of a run's one task.
+func (b *bundle) onlyTask(t testing.TB, run uuid.UUID) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT task_id FROM tasks.tasks WHERE workflow_run_id = $1`, run).Scan(&id))
+	return id
+}
+
 // step returns a step of a status by name.
 func step(t *testing.T, s workflow.Status, name string) wftype.WorkflowStep {
 	t.Helper()
@@ -402,15 +438,7 @@ func TestFailedRunRetriesFromTheFailedStep(t *testing.T) {
 	// The failed step's other items may still be running (the run failed
 	// with the first): the retry is refused until they end.
 	b.h.failing.Store(false)
-	var retried wftype.WorkflowRun
-	require.Eventually(t, func() bool {
-		retried, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
-		if errors.Is(err, wftype.ErrConflict) {
-			return false
-		}
-		require.NoError(t, err)
-		return true
-	}, 2*time.Minute, 20*time.Millisecond)
+	retried := b.retryOnceEnded(t, run.ID)
 	require.Equal(t, wftype.RunRunning, retried.Status)
 	require.Equal(t, 2, retried.Attempt)
 	_, err = b.e.Workflows().Retry(context.Background(), b.st, run.ID)
@@ -434,11 +462,7 @@ func TestCancelStopsRunningAndPendingSteps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, true)
 	run := b.start(t, "stuck", `{}`)
-	select {
-	case <-b.h.blocked:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the blocking step never started")
-	}
+	b.waitBlocked(t)
 	cancelled, err := b.e.Workflows().Cancel(context.Background(), b.st, run.ID)
 	require.NoError(t, err)
 	require.Equal(t, wftype.RunCancelled, cancelled.Status)
