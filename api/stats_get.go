@@ -22,6 +22,7 @@ type statsView struct {
 	Outbox        *outboxView        `json:"outbox,omitempty"`
 	Estimates     map[string]float64 `json:"estimates,omitempty"`
 	Paused        []pauseView        `json:"paused"`
+	Held          []heldView         `json:"held"`
 }
 
 type countView struct {
@@ -78,7 +79,8 @@ type outboxView struct {
 // (default 1h, at most 24h); throughput by minute over the window; the
 // oldest due PENDING task per type (these two from the PENDING counts
 // snapshot, as of pending_as_of); schedules with their next tick; the
-// paused task types and tenants (a limited token sees its own tenants'). Older
+// paused task types and tenants (a limited token sees its own tenants'); the
+// PENDING tasks held, by reason (heldCounts). Older
 // history is never counted: estimates gives its size from the planner's
 // statistics. A token limited to catalogs sees only its tenants' tasks and
 // schedules, and no instances, outbox or estimates (they span tenants);
@@ -172,6 +174,9 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 		for st, n := range o.Estimates {
 			v.Estimates[string(st)] = n
 		}
+	}
+	if v.Held, err = s.heldCounts(r.Context(), o, sc); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil

@@ -30,6 +30,11 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p *principal) e
 		return s.taskNotFound(id, err)
 	}
 	v := s.newTaskView(t, p)
+	views := []wftype.TaskView{v}
+	if err := s.withWaitingReasons(r.Context(), []wftype.Task{t}, views); err != nil {
+		return err
+	}
+	v = views[0]
 	v.AttemptHistory = newAttemptViews(attempts, p)
 	v.Events = make([]wftype.TaskEventView, 0, len(evs))
 	for _, e := range evs {

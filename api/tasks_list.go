@@ -83,6 +83,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p *principal)
 	out := pageOf(rows, limit, func(t wftype.Task) wftype.TaskView { return s.newTaskView(t, p) }, func(last wftype.Task) cursor {
 		return cursor{Kind: "tasks", ID: last.ID.String()}
 	})
+	if err := s.withWaitingReasons(r.Context(), rows[:len(out.Items)], out.Items); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

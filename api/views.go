@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -46,6 +47,20 @@ func (s *Server) newTaskView(t wftype.Task, p *principal) wftype.TaskView {
 		v.OwnerID = t.OwnerID
 	}
 	return v
+}
+
+// withWaitingReasons fills the waiting_reason of the PENDING tasks among
+// views (rows, in the same order): one statement for the whole page (see
+// store.WaitingReasons), none when no task is PENDING.
+func (s *Server) withWaitingReasons(ctx context.Context, rows []wftype.Task, views []wftype.TaskView) error {
+	reasons, err := s.store.WaitingReasons(ctx, rows, s.cfg.Rules.Limits())
+	if err != nil {
+		return err
+	}
+	for i := range views {
+		views[i].WaitingReason = reasons[rows[i].ID]
+	}
+	return nil
 }
 
 // newSubmissionView answers the submission of t.

@@ -25,7 +25,8 @@ import (
 
 // browserSpecs are the task types of the dashboard's browser tests, beside
 // the shipped ones: a tenant job that succeeds, one that dead-letters on
-// its first failure, one that reports records, and a workflow of them.
+// its first failure, one that reports records, one capped at one run at a
+// time, and a workflow of them.
 const browserSpecs = `
 kind: TaskType
 name: tenant_noop
@@ -72,6 +73,14 @@ handler:
           fi
           i=$((i+1))
         done
+---
+kind: TaskType
+name: capped
+description: Sleeps for inputs.duration; one at a time in the cluster.
+scope: CATALOG
+handler: {builtin: sleep}
+concurrency: {global: 1}
+inputs: {type: object, properties: {duration: {type: string}}}
 `
 
 // chromiumPath finds Debian's chromium (installed by `make test`).
@@ -576,6 +585,73 @@ WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int >
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="44"]`))))
 	require.Equal(t, kept("REJECTED", 40, 10), rowsShown("REJECTED"))
 	screenshot(t, ctx, "task-report-rejected")
+
+	require.Empty(t, consoleProblems(), "the dashboard logged errors")
+}
+
+// TestDashboardWaitingInBrowser: PENDING tasks held for each kind of
+// reason show it in headless Chromium: one behind a running task of a type
+// capped at one (concurrency_global), one of a paused tenant, one not due
+// for an hour; the task list and each task's page say why, matching the
+// API, and the overview counts them by reason. No console error.
+func TestDashboardWaitingInBrowser(t *testing.T) {
+	t.Parallel()
+	env := startDashboard(t)
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a"})
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-b"})
+	running := env.call("POST", "/tasks", map[string]any{"task_type": "capped", "schema_name": "s_cat_a", "inputs": map[string]any{"duration": "10m"}})["task_id"].(string)
+	deadline := time.Now().Add(60 * time.Second)
+	for env.count(`SELECT count(*) FROM tasks.tasks WHERE task_id = $1 AND status = 'ACTIVE'`, running) != 1 {
+		require.True(t, time.Now().Before(deadline), "the capped task did not start")
+		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
+	}
+	t.Cleanup(func() { env.call("POST", "/tasks/"+running+"/cancel", nil) })
+	capped := env.call("POST", "/tasks", map[string]any{"task_type": "capped", "schema_name": "s_cat_a", "inputs": map[string]any{"duration": "1ms"}})["task_id"].(string)
+	env.call("POST", "/admin/pauses", map[string]any{"kind": "tenant", "name": "s_cat_b", "reason": "maintenance"})
+	paused := env.call("POST", "/tasks", map[string]any{"task_type": "tenant_noop", "schema_name": "s_cat_b"})["task_id"].(string)
+	later := env.call("POST", "/tasks", map[string]any{"task_type": "tenant_noop", "schema_name": "s_cat_a", "run_in": "1h"})["task_id"].(string)
+	want := map[string]string{capped: "concurrency_global", paused: "paused", later: "not_due"}
+	for id, reason := range want {
+		require.Equal(t, reason, env.call("GET", "/tasks/"+id, nil)["waiting_reason"], id)
+	}
+	require.Nil(t, env.call("GET", "/tasks/"+running, nil)["waiting_reason"], "an ACTIVE task waits for nothing")
+
+	ctx, consoleProblems := browser(t)
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	// The overview counts them by reason (its PENDING counts come from a
+	// snapshot a few seconds old: the page refreshes until they show).
+	require.Eventually(t, func() bool {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`body`)))
+		return err == nil && strings.Contains(s, "Waiting PENDING tasks, by reason")
+	}, 60*time.Second, 200*time.Millisecond, "the overview shows no held tasks")
+	for cell, n := range map[string]int{
+		"held-concurrency_global-capped-s_cat_a": 1, "held-paused-tenant_noop-s_cat_b": 1, "held-not_due-tenant_noop-s_cat_a": 1,
+	} {
+		require.Equal(t, n, number(t, textOf(t, ctx, `[data-testid="`+cell+`"]`)), cell)
+	}
+	screenshot(t, ctx, "overview-held")
+
+	// The task list says why each PENDING task waits.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/tasks?status=PENDING"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-task="`+later+`"]`))))
+	for id, reason := range want {
+		node := `tr[data-task="` + id + `"] [data-waiting]`
+		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(node))))
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS(node)))
+		require.NoError(t, err)
+		require.Equal(t, reason, nodes[0].AttributeValue("data-waiting"), id)
+	}
+	screenshot(t, ctx, "tasks-waiting")
+
+	// A task's page says it too.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/task/"+capped),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="task"] [data-waiting="concurrency_global"]`))))
+	require.Contains(t, textOf(t, ctx, `[data-testid="task"] table.kv`), "held by concurrency.global")
 
 	require.Empty(t, consoleProblems(), "the dashboard logged errors")
 }

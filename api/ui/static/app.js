@@ -48,6 +48,35 @@ function fmtAge(seconds) {
   return Math.round(s / 86400) + "d";
 }
 function fmtJSON(v) { return v === undefined ? "" : JSON.stringify(v, null, 2); }
+
+// ---- why a task waits ---------------------------------------------------------
+
+// WAITING says, for each waiting_reason of a PENDING task, why it is not
+// running.
+const WAITING = {
+  not_due: "not due yet (run after)",
+  paused: "paused (its task type or tenant)",
+  concurrency_global: "held by concurrency.global",
+  concurrency_per_tenant: "held by concurrency.per_tenant",
+  rate_limit: "held by rate_limit",
+};
+function waitingLabel(reason) { return WAITING[reason] || reason; }
+// waitingNote is the small note beside a PENDING task's status.
+function waitingNote(t) {
+  return t.waiting_reason ? h("span", { class: "muted waiting", "data-waiting": t.waiting_reason }, " " + waitingLabel(t.waiting_reason)) : null;
+}
+// heldSection is the overview's count of held PENDING tasks by reason.
+function heldSection(s) {
+  if (!s.held || !s.held.length) return null;
+  const byReason = {};
+  for (const x of s.held) byReason[x.reason] = (byReason[x.reason] || 0) + x.count;
+  return h("div", {}, h("h2", {}, "Waiting PENDING tasks, by reason"),
+    h("div", { class: "cards" }, Object.keys(WAITING).filter((r) => byReason[r]).map((r) => card(waitingLabel(r), byReason[r], "held-" + r))),
+    table(["reason", "task type", "tenant", { label: "tasks", num: true }], s.held.map((x) => h("tr", {},
+      h("td", {}, waitingLabel(x.reason)), h("td", {}, h("a", { href: "#/tasks?status=PENDING&task_type=" + encodeURIComponent(x.task_type) + "&schema_name=" + encodeURIComponent(x.schema_name) }, x.task_type)),
+      h("td", {}, x.schema_name), h("td", { class: "num", "data-testid": "held-" + x.reason + "-" + x.task_type + "-" + x.schema_name }, x.count.toLocaleString()))),
+    { "data-testid": "held" }));
+}
 function setStatus(text, isError) {
   const el = document.getElementById("status");
   el.textContent = text;
@@ -227,6 +256,7 @@ function renderOverview(s) {
         h("td", {}, p.paused_by || ""), h("td", {}, fmtTime(p.paused_at)),
         h("td", {}, isAdmin() ? h("button", { type: "button", class: "secondary resume", onclick: () => resume(p) }, "Resume") : ""))),
       { "data-testid": "paused" })) : null,
+    heldSection(s),
     h("h2", {}, "Tasks by type and tenant"),
     table(["task type", "tenant", ...STATUSES.map((x) => ({ label: x, num: true }))], countRows, { "data-testid": "counts" }),
     h("div", { class: "grid" },
@@ -329,7 +359,7 @@ async function tasksPage(root, params) {
       table(["task", "type", "tenant", "status", { label: "attempts", num: true }, "created", "finished", "error"],
         res.items.map((t) => h("tr", { "data-task": t.task_id },
           h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…" + t.task_id.slice(-4))),
-          h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status)),
+          h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status), waitingNote(t)),
           h("td", { class: "num" }, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", {}, fmtTime(t.finished_at)),
           h("td", { class: "error" }, (t.error || "").slice(0, 120)))), { "data-testid": "tasks" }),
       h("p", {},
@@ -383,6 +413,7 @@ function renderTask(t) {
   }
   const rows = [
     ["task id", t.task_id], ["type", t.task_type], ["tenant", t.schema_name], ["status", statusBadge(t.status)],
+    ["waiting", t.waiting_reason ? h("span", { "data-waiting": t.waiting_reason }, waitingLabel(t.waiting_reason)) : undefined],
     ["attempts", t.attempts + " (retries " + t.retry_count + " of " + t.max_retries + ")"], ["priority", t.priority],
     ["dedup key", t.dedup_key], ["created", fmtTime(t.created_at)], ["run after", fmtTime(t.run_after)],
     ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["instance", t.owner_id],
