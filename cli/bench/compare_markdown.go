@@ -27,11 +27,14 @@ func CompareMarkdown(c *Comparison) string {
 		c.Started.Format("2006-01-02 15:04 MST"), c.Seconds, c.Tasks, c.Rounds, c.LoadBefore, c.LoadAfter)
 	p("| ratio (medians) | goal | wf | %s | ratio | |\n|---|---:|---:|---:|---:|---|\n", c.Rival)
 	for _, r := range c.Ratios {
-		mark := "❌ missed"
-		if r.Met {
+		goal, mark := fmt.Sprintf("≥ %.1f×", r.Goal), "❌ missed"
+		switch {
+		case r.Goal == 0:
+			goal, mark = "—", "(before, for comparison)"
+		case r.Met:
 			mark = "✅ met"
 		}
-		p("| %s | ≥ %.1f× | %.0f/s | %.0f/s | %.2f× | %s |\n", r.Name, r.Goal, r.Wf, r.Rival, r.Ratio, mark)
+		p("| %s | %s | %.0f/s | %.0f/s | %.2f× | %s |\n", r.Name, goal, r.Wf, r.Rival, r.Ratio, mark)
 	}
 	p("\n| run | round | enqueued/s | completed/s | PostgreSQL CPU s | bench CPU s |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range c.Runs {
@@ -46,6 +49,10 @@ func CompareMarkdown(c *Comparison) string {
 func (c *Comparison) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "\n%d tasks per burn-down, %d round(s), %.0f s; load average %.1f → %.1f\n", c.Tasks, c.Rounds, c.Seconds, c.LoadBefore, c.LoadAfter)
 	for _, r := range c.Ratios {
-		fmt.Fprintf(w, "  %-60s %8.0f/s vs %8.0f/s  %.2f× (goal ≥ %.1f×)\n", r.Name, r.Wf, r.Rival, r.Ratio, r.Goal)
+		goal := fmt.Sprintf("goal ≥ %.1f×", r.Goal)
+		if r.Goal == 0 {
+			goal = "before, for comparison"
+		}
+		fmt.Fprintf(w, "  %-60s %8.0f/s vs %8.0f/s  %.2f× (%s)\n", r.Name, r.Wf, r.Rival, r.Ratio, goal)
 	}
 }

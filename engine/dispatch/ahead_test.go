@@ -64,9 +64,9 @@ func TestClaimAheadKeepsSlots(t *testing.T) {
 	}
 }
 
-// aheadBundle runs a one-slot dispatcher whose "block" tasks wait for
-// release, after 20 quick tasks taught it that tasks are short (so it claims
-// one ahead).
+// aheadBundle runs a one-slot dispatcher, claiming at most one ahead, whose
+// "block" tasks wait for release, after 20 quick tasks taught it that tasks
+// are short (so it claims one ahead).
 type aheadBundle struct {
 	*bundle
 	d       *dispatch.Dispatcher
@@ -90,7 +90,7 @@ func setupAhead(t *testing.T) *aheadBundle {
 			return nil, ctx.Err()
 		}
 	}}
-	ab.d = ab.dispatcher(t, "w1", r, func(c *dispatch.Config) { c.Slots, c.Grace = 1, 50*time.Millisecond })
+	ab.d = ab.dispatcher(t, "w1", r, func(c *dispatch.Config) { c.Slots, c.ClaimAhead, c.Grace = 1, 1, 50*time.Millisecond })
 	ab.stop = runFor(ab.d)
 	enqueue(t, ab.bundle, "quick", 20, 0)
 	require.Eventually(t, func() bool { return countStatus(t, ab.bundle, wftype.StatusCompleted) == 20 }, time.Minute, 5*time.Millisecond)
