@@ -63,6 +63,14 @@ func TestReadsFromAReplica(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		return res.header.Get(api.ReadFromHeader) == "replica"
 	}, time.Minute, 50*time.Millisecond, "the replica never served the overview")
+	// Readiness reports the replica; it never requires it.
+	replicaReady := func() string {
+		t.Helper()
+		res := b.do(http.MethodGet, "/readyz", "", nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		return res.json(t)["replica"].(map[string]any)["status"].(string)
+	}
+	require.Equal(t, "ok", replicaReady())
 
 	// Replay paused: the replica stops at what it has.
 	_, err = replica.Exec(b.ctx, `SELECT pg_wal_replay_pause()`)
@@ -92,6 +100,7 @@ func TestReadsFromAReplica(t *testing.T) {
 		time.Minute, 100*time.Millisecond, "the list never fell back to the primary")
 	lag, ok = mon.Lag()
 	require.False(t, ok && lag <= maxLag, "lag %s", lag)
+	require.Contains(t, []string{"lagging", "unusable"}, replicaReady(), "behind, and the server still ready")
 
 	// Replay resumed: the replica catches up and serves the list again.
 	_, err = replica.Exec(b.ctx, `SELECT pg_wal_replay_resume()`)

@@ -57,6 +57,10 @@ const OpenAPIFile = "openapi.json"
 type Config struct {
 	// Pool is the database.
 	Pool *pgxpool.Pool
+	// CatalogPool is the catalog's own database (catalog.database_url),
+	// whose store Store carries (store.WithCatalog); /readyz checks it as
+	// it checks Pool. Nil: the catalog lives in Pool's database.
+	CatalogPool *pgxpool.Pool
 	// Specs are the compiled specs: task types and their input schemas.
 	Specs *spec.Set
 	// Channels are the NOTIFY channel names. Default the seed's.

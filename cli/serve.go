@@ -115,7 +115,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 		return nil, err
 	}
 	srv, err := api.New(api.Config{
-		Pool: rt.pool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
+		Pool: rt.pool, CatalogPool: rt.catalogPool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
 		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 		Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
