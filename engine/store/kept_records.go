@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,18 +24,7 @@ WHERE task_id = $1 AND "timestamp" = $2`
 // dbreporter.ProgressWriter). A task that does not exist gives
 // wftype.ErrNotFound.
 func (s *Store) SetReportRecords(ctx context.Context, id uuid.UUID, records json.RawMessage) error {
-	if r := bytes.TrimSpace(records); len(r) == 0 || r[0] != '[' || !json.Valid(r) {
-		return fmt.Errorf("error setting the report records of task %s: want a JSON array, got %.40q", id, records)
-	}
-	// What jsonb refuses though JSON allows it is replaced, as for progress.
-	tag, err := s.db.Exec(ctx, setReportRecordsSQL, id, IDTime(id), string(appendJSONValue(nil, records)))
-	if err != nil {
-		return wrap(fmt.Sprintf("setting the report records of task %s", id), err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
-	}
-	return nil
+	return s.setTaskJSON(ctx, id, "report records", setReportRecordsSQL, '[', records)
 }
 
 // ReportRecord is one record the database reporter kept.

@@ -32,15 +32,26 @@ SELECT progress FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
 // batched flushes (it satisfies dbreporter.ProgressWriter). A task that does
 // not exist gives wftype.ErrNotFound.
 func (s *Store) SetProgress(ctx context.Context, id uuid.UUID, progress json.RawMessage) error {
-	if p := bytes.TrimSpace(progress); len(p) == 0 || p[0] != '{' || !json.Valid(p) {
-		return fmt.Errorf("error setting the progress of task %s: want a JSON object, got %.40q", id, progress)
+	return s.setTaskJSON(ctx, id, "progress", setProgressSQL, '{', progress)
+}
+
+// setTaskJSON writes doc, a JSON object ('{') or array ('['), into a
+// column of task id with query ($1 the id, $2 its creation time, $3 the
+// document); what names the column in errors. What jsonb refuses though
+// JSON allows it (\u0000, a lone surrogate, invalid UTF-8) is replaced, as
+// for outcomes, rather than failing the write. A task that does not exist
+// gives wftype.ErrNotFound.
+func (s *Store) setTaskJSON(ctx context.Context, id uuid.UUID, what, query string, open byte, doc json.RawMessage) error {
+	if d := bytes.TrimSpace(doc); len(d) == 0 || d[0] != open || !json.Valid(d) {
+		kind := "object"
+		if open == '[' {
+			kind = "array"
+		}
+		return fmt.Errorf("error setting the %s of task %s: want a JSON %s, got %.40q", what, id, kind, doc)
 	}
-	// What jsonb refuses though JSON allows it (\u0000, a lone surrogate,
-	// invalid UTF-8) is replaced, as for outcomes, rather than failing the
-	// report.
-	tag, err := s.db.Exec(ctx, setProgressSQL, id, IDTime(id), string(appendJSONValue(nil, progress)))
+	tag, err := s.db.Exec(ctx, query, id, IDTime(id), string(appendJSONValue(nil, doc)))
 	if err != nil {
-		return wrap(fmt.Sprintf("setting the progress of task %s", id), err)
+		return wrap(fmt.Sprintf("setting the %s of task %s", what, id), err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
