@@ -73,19 +73,20 @@ func (d *Dispatcher) ahead() int {
 }
 
 // nextQueued takes the oldest queued run off the queue when a slot is free,
-// dropping those whose lease was lost (or task cancelled) while they waited.
-// d.mu must be held; the caller launches the run it returns.
-func (d *Dispatcher) nextQueued() *run {
+// dropping those whose lease was lost (or task cancelled) while they waited,
+// and arms it (arm: earlier as arm reports). d.mu must be held; the caller
+// launches the run it returns.
+func (d *Dispatcher) nextQueued() (next *run, earlier bool) {
 	for len(d.queue) > 0 && !d.draining && d.busy()-len(d.queue) < d.cfg.Slots {
 		r := d.queue[0]
 		d.queue = d.queue[1:]
 		r.queued = false
 		if !r.leaseLost {
-			return r
+			return r, d.arm(r)
 		}
 		d.forget(r)
 	}
-	return nil
+	return nil, false
 }
 
 // unqueue takes a run off the queue and forgets it. d.mu must be held.

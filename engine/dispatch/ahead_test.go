@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/wftype"
@@ -145,4 +146,59 @@ func TestClaimAheadCancelledNeverRuns(t *testing.T) {
 	require.Eventually(t, func() bool { return countStatus(t, ab.bundle, wftype.StatusCompleted) == 21 }, time.Minute, 5*time.Millisecond)
 	require.Equal(t, 1, countStatus(t, ab.bundle, wftype.StatusCancelled))
 	require.Len(t, ab.started, 0, "only the first block task ran")
+}
+
+// TestNoRunStartsPastItsDeadline: waves of short runs, each wave claimed
+// into idle slots, with and without claiming ahead, on a clock that steps
+// back a millisecond at each reading (so every run's deadline is the
+// earliest yet and wakes the deadline watcher while the next runs start);
+// a handler that honours its context, as real handlers do, must never find
+// it cancelled. A run
+// registered as running before its deadline was set looked overdue to the
+// watcher (a zero deadline is in the past) and was cancelled with "run
+// timeout exceeded" before it started: TestBurnDownHTTP lost about one run
+// in 20 that way.
+func TestNoRunStartsPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	const waves, wave = 30, 40
+	for _, ahead := range []int{-1, 0} {
+		b := setup(t)
+		var cancelled atomic.Int32
+		r := funcRunner{types: map[string]bool{"quick": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
+			if err := context.Cause(ctx); err != nil {
+				cancelled.Add(1)
+				return nil, err
+			}
+			return nil, nil
+		}}
+		d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+			c.Slots, c.Clock = wave, &backwardClock{}
+			if ahead != 0 {
+				c.ClaimAhead = ahead
+			}
+		})
+		stop := runFor(d)
+		for n := 1; n <= waves; n++ {
+			enqueue(t, b, "quick", wave, 0)
+			require.Eventually(t, func() bool {
+				var open int
+				require.NoError(t, b.store.DB().QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE status IN ('PENDING', 'ACTIVE')`).Scan(&open))
+				return open == 0
+			}, 3*time.Minute, 2*time.Millisecond)
+		}
+		stop()
+		require.Zero(t, cancelled.Load(), "claim ahead %d: runs that found their context cancelled", ahead)
+		require.Equal(t, waves*wave, countStatus(t, b, wftype.StatusCompleted), "claim ahead %d", ahead)
+	}
+}
+
+// backwardClock is the real clock stepped back one millisecond more at each
+// reading.
+type backwardClock struct {
+	clock.Real
+	readings atomic.Int64
+}
+
+func (c *backwardClock) Now() time.Time {
+	return c.Real.Now().Add(-time.Duration(c.readings.Add(1)) * time.Millisecond)
 }

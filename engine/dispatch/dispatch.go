@@ -306,9 +306,12 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	}
 	d.running[task.ID] = r
 	d.perType[pair]++
+	var earlier bool
 	if len(d.queue) > 0 || d.busy()-len(d.queue) > d.cfg.Slots {
 		r.queued = true
 		d.queue = append(d.queue, r)
+	} else {
+		earlier = d.arm(r)
 	}
 	d.mu.Unlock()
 	if old != nil {
@@ -317,24 +320,32 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 		old.cancel(errLeaseLost)
 	}
 	if !r.queued {
-		d.launch(r)
+		d.launch(r, earlier)
 	}
 }
 
-// launch starts a run that holds a slot: its deadline from now, then the
-// runner on a worker goroutine.
-func (d *Dispatcher) launch(r *run) {
-	task := r.task
-	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
-	runner := d.cfg.Capabilities[pair]
+// arm gives a run that takes a slot its start and deadline (from now), in
+// the same critical section that makes it a running (not queued) run: the
+// deadline watcher and the heartbeat read every run that is not queued, and
+// one without its deadline yet would look overdue and be cancelled with
+// ErrTimeout before it started. It reports whether the deadline comes
+// before the one the watcher waits for. d.mu must be held.
+func (d *Dispatcher) arm(r *run) (earlier bool) {
 	now := d.cfg.Clock.Now()
-	d.mu.Lock()
 	r.started, r.deadline, r.launched = now, now.Add(r.rule.Timeout), time.Now()
-	earlier := d.nextDeadline.IsZero() || r.deadline.Before(d.nextDeadline)
+	earlier = d.nextDeadline.IsZero() || r.deadline.Before(d.nextDeadline)
 	if earlier {
 		d.nextDeadline = r.deadline
 	}
-	d.mu.Unlock()
+	return earlier
+}
+
+// launch starts a run armed with its deadline (arm) on a worker goroutine,
+// first waking the deadline watcher when the run's deadline is the earliest.
+func (d *Dispatcher) launch(r *run, earlier bool) {
+	task := r.task
+	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
+	runner := d.cfg.Capabilities[pair]
 	if earlier {
 		d.deadlineWaker.Wake()
 	}
@@ -424,14 +435,14 @@ func (d *Dispatcher) freeSlot(r *run) {
 	}
 	d.perType[pairOf(r)]--
 	d.pace.ran(time.Since(r.launched))
-	next := d.nextQueued()
+	next, earlier := d.nextQueued()
 	backlog := d.backlog
 	if d.busy() == 0 {
 		close(d.idle)
 	}
 	d.mu.Unlock()
 	if next != nil {
-		d.launch(next)
+		d.launch(next, earlier)
 	}
 	if backlog {
 		d.waker.Wake()
