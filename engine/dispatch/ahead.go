@@ -106,6 +106,7 @@ func (d *Dispatcher) forget(r *run) {
 	}
 	d.perType[pairOf(r)]--
 	r.cancel(errLeaseLost)
+	d.settleIdle()
 }
 
 // drainQueue stops queued runs from starting and returns the tasks of
@@ -114,7 +115,6 @@ func (d *Dispatcher) drainQueue() []uuid.UUID {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.draining = true
-	queued := len(d.queue) > 0
 	var ids []uuid.UUID
 	for _, r := range d.queue {
 		r.queued = false
@@ -124,9 +124,7 @@ func (d *Dispatcher) drainQueue() []uuid.UUID {
 		d.forget(r)
 	}
 	d.queue = nil
-	if queued && d.busy() == 0 {
-		close(d.idle)
-	}
+	d.settleIdle()
 	return ids
 }
 

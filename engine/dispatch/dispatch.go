@@ -117,7 +117,8 @@ type Dispatcher struct {
 	// stopping is set once no more outcomes come: failed completion writes
 	// then give up sooner.
 	stopping atomic.Bool
-	idle     chan struct{} // closed and replaced whenever nothing runs
+	idle     chan struct{} // closed while nothing runs (settleIdle), replaced when a run starts
+	idleOpen bool          // idle is not closed yet
 
 	// reserved and reservedPer are the slots that claims in flight asked
 	// for (freeSlots); their tasks are not running yet.
@@ -238,6 +239,19 @@ func (d *Dispatcher) Running() int {
 // Slots is how many tasks this dispatcher runs at most at once.
 func (d *Dispatcher) Slots() int { return d.cfg.Slots }
 
+// settleIdle closes idle when nothing is busy and it is still open. The
+// flag, not the count, says whether idle is closed: every path that empties
+// the dispatcher (a run freeing its slot, queued runs forgotten) calls it,
+// and two of them may see busy() at 0 before a start opens idle again
+// (closing it twice panicked the process once in a continuous bench run).
+// d.mu must be held.
+func (d *Dispatcher) settleIdle() {
+	if d.idleOpen && d.busy() == 0 {
+		close(d.idle)
+		d.idleOpen = false
+	}
+}
+
 // busy is how many runs hold a slot or wait for one (claimed ahead); d.mu
 // must be held.
 func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
@@ -287,9 +301,6 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	runCtx, cancel := context.WithCancelCause(runsCtx)
 	r := &run{task: task, rule: d.rules[pair], ctx: runCtx, cancel: cancel, leaseUntil: claimedAt.Add(d.rules[pair].Lease)}
 	d.mu.Lock()
-	if d.busy() == 0 {
-		d.idle = make(chan struct{})
-	}
 	// A run of an earlier claim of this task that has not returned lost its
 	// lease (the task went back to PENDING), though the row names this
 	// instance again, so no heartbeat would tell it: cancel it now. One
@@ -306,6 +317,9 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	}
 	d.running[task.ID] = r
 	d.perType[pair]++
+	if !d.idleOpen { // (after unqueue, which may have settled it)
+		d.idle, d.idleOpen = make(chan struct{}), true
+	}
 	var earlier bool
 	if len(d.queue) > 0 || d.busy()-len(d.queue) > d.cfg.Slots {
 		r.queued = true
@@ -437,9 +451,7 @@ func (d *Dispatcher) freeSlot(r *run) {
 	d.pace.ran(time.Since(r.launched))
 	next, earlier := d.nextQueued()
 	backlog := d.backlog
-	if d.busy() == 0 {
-		close(d.idle)
-	}
+	d.settleIdle()
 	d.mu.Unlock()
 	if next != nil {
 		d.launch(next, earlier)
