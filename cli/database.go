@@ -364,7 +364,13 @@ func connectSession(ctx context.Context, sessionURL string) (*pgx.ConnConfig, er
 		return nil, err
 	}
 	_ = conn.Close(context.WithoutCancel(ctx))
-	return conn.Config(), nil
+	// The settings as parsed, not conn.Config(): a connected conn's
+	// settings carry its notification handler, so a connection opened with
+	// them would hand its notifications to this closed conn's buffer (the
+	// leader's LISTEN would receive nothing).
+	cc := conn.Config()
+	cc.OnNotification = nil
+	return cc, nil
 }
 
 // connectSetting opens one connection to url, the value of the setting

@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/localpg"
 )
 
@@ -65,4 +68,33 @@ func TestOpenDatabaseLocal(t *testing.T) {
 	require.Equal(t, ExitOK, code, errOut)
 	require.True(t, strings.HasPrefix(out, "already at version "), out)
 	require.NoFileExists(t, pidFile)
+}
+
+// TestSessionSettingsReceiveNotifications: a connection opened with the
+// settings connectSession returns gets its own notifications. It returned a
+// connected conn's settings, whose notification handler fed that (closed)
+// conn's buffer: the leader's LISTEN received nothing and the leader
+// crashed on the empty wait (TestBehindPgBouncerTransactionMode, once).
+func TestSessionSettingsReceiveNotifications(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := dbtest.NewEmptyDatabase(t)
+	cc, err := connectSession(ctx, url)
+	require.NoError(t, err)
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, `LISTEN wf_session_test`)
+	require.NoError(t, err)
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer other.Close(context.WithoutCancel(ctx))
+	_, err = other.Exec(ctx, `NOTIFY wf_session_test, 'hello'`)
+	require.NoError(t, err)
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := conn.WaitForNotification(wait)
+	require.NoError(t, err)
+	require.NotNil(t, n, "the notification reached this connection")
+	require.Equal(t, "hello", n.Payload)
 }

@@ -252,6 +252,11 @@ func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, st *store.Store, log
 				return fmt.Errorf("error checking the leader connection: %w", err)
 			}
 			e.sweep()
+		case n == nil:
+			// No notification though the wait ended without error: the
+			// connection's notifications go elsewhere (its settings carried
+			// another connection's handler). Sweep rather than crash.
+			e.sweep()
 		default:
 			e.forward(n.Channel, n.Payload)
 		}
