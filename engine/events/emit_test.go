@@ -78,6 +78,9 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	inserted, err := st.InsertTasks(ctx, []store.NewTask{{SchemaName: "system", Scope: "SYSTEM", ExecutionMode: "ASYNCHRONOUS", TaskType: "noop", MaxRetries: 0}})
 	require.NoError(t, err)
 	id := inserted[0].Task.ID
+	none, err := st.TaskEvents(ctx, id)
+	require.NoError(t, err, "a task that emitted nothing exists")
+	require.Empty(t, none)
 
 	res, err := em.Emit(wftype.WithSourceTask(ctx, id), events.Event{Type: "thing.happened"})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,13 +31,14 @@ type TaskEvent struct {
 // taskEventsSQL reads a task's record of emitted events (migration 021,
 // oldest first) and each event's row where it is still in the outbox: one
 // primary-key read of the task, one of the events per entry (at most 50).
-// A task that does not exist returns no row. $1 task id, $2 its creation
-// time (its partition).
+// A task that emitted nothing returns one row whose event is NULL; a task
+// that does not exist returns no row, so one statement answers both. $1
+// task id, $2 its creation time (its partition).
 const taskEventsSQL = `
 SELECT (x.e ->> 'event_id')::uuid, x.e ->> 'event_type', (x.e ->> 'created_at')::timestamptz,
        coalesce(ev.status, '` + EventConsumed + `'), ev.error
 FROM tasks.tasks t
-CROSS JOIN LATERAL jsonb_array_elements(coalesce(t.emitted_events, '[]'::jsonb)) WITH ORDINALITY AS x(e, n)
+LEFT JOIN LATERAL jsonb_array_elements(coalesce(t.emitted_events, '[]'::jsonb)) WITH ORDINALITY AS x(e, n) ON true
 LEFT JOIN tasks.events ev ON ev.event_id = (x.e ->> 'event_id')::uuid AND ev.created_at = (x.e ->> 'created_at')::timestamptz
 WHERE t.task_id = $1 AND t."timestamp" = $2
 ORDER BY x.n`
@@ -47,24 +47,28 @@ ORDER BY x.n`
 // each with its status now. It fails with wftype.ErrNotFound for a task
 // that does not exist.
 func (s *Store) TaskEvents(ctx context.Context, id uuid.UUID) ([]TaskEvent, error) {
-	out, err := queryAll(ctx, s.db, "reading a task's events", taskEventsSQL, func(row pgx.Row) (TaskEvent, error) {
+	rows, err := queryAll(ctx, s.db, "reading a task's events", taskEventsSQL, func(row pgx.Row) (*TaskEvent, error) {
+		var id *uuid.UUID
 		var e TaskEvent
-		err := row.Scan(&e.ID, &e.EventType, &e.CreatedAt, &e.Status, &e.Error)
-		e.CreatedAt = e.CreatedAt.UTC()
-		return e, err
+		var typ *string
+		var at *time.Time
+		if err := row.Scan(&id, &typ, &at, &e.Status, &e.Error); err != nil || id == nil {
+			return nil, err // no event: the task emitted nothing
+		}
+		e.ID, e.EventType, e.CreatedAt = *id, *typ, at.UTC()
+		return &e, nil
 	}, id, IDTime(id))
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		// No event, or no task.
-		if _, err := s.GetAttempts(ctx, id); err != nil {
-			if errors.Is(err, wftype.ErrNotFound) {
-				return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
-			}
-			return nil, err
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+	}
+	out := make([]TaskEvent, 0, len(rows))
+	for _, e := range rows {
+		if e != nil {
+			out = append(out, *e)
 		}
-		return []TaskEvent{}, nil
 	}
 	return out, nil
 }
