@@ -18,39 +18,19 @@ func assetsCommand() *cli.Command {
 		Name:  "assets",
 		Usage: "add, list, show, archive or remove the assets of a catalog",
 		Subcommands: []*cli.Command{
-			{
-				Name: "add", Usage: "register an asset (emits asset.created)", ArgsUsage: "CATALOG ASSET",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "uri", Usage: "where the asset is: a `PATH` or URL", Required: true},
-					&cli.StringFlag{Name: "collection", Usage: "the `COLLECTION` it feeds"},
-					&cli.StringFlag{Name: "kind", Usage: "`KIND`: vector, raster or other", Value: store.AssetOther},
-					&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
-					formatFlag(formatText, formatJSON),
-				},
-				Action: catalogAction(2, assetsAdd),
-			},
-			{
-				Name: "list", Usage: "list the assets of a catalog (active and archived unless --status)", ArgsUsage: "CATALOG",
-				Flags: []cli.Flag{
-					&cli.StringSliceFlag{Name: "status", Usage: "only `STATUS` (active, archived, deleted); repeatable"},
-					&cli.StringFlag{Name: "collection", Usage: "only the assets of `COLLECTION`"},
-					formatFlag(formatText, formatJSON),
-				},
-				Action: catalogAction(1, assetsList),
-			},
-			{
-				Name: "show", Usage: "show one asset with its metadata", ArgsUsage: "CATALOG ASSET",
-				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
-				Action: catalogAction(2, assetsShow),
-			},
-			{
-				Name: "archive", Usage: "archive an asset (emits asset.archived)", ArgsUsage: "CATALOG ASSET",
-				Action: catalogAction(2, assetsArchive),
-			},
-			{
-				Name: "remove", Usage: "mark an asset deleted; its record stays (emits asset.deleted)", ArgsUsage: "CATALOG ASSET",
-				Action: catalogAction(2, assetsRemove),
-			},
+			catalogSubcommand("add", "register an asset (emits asset.created)", "CATALOG ASSET", assetsAdd,
+				&cli.StringFlag{Name: "uri", Usage: "where the asset is: a `PATH` or URL", Required: true},
+				&cli.StringFlag{Name: "collection", Usage: "the `COLLECTION` it feeds"},
+				&cli.StringFlag{Name: "kind", Usage: "`KIND`: vector, raster or other", Value: store.AssetOther},
+				&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
+				formatFlag(formatText, formatJSON)),
+			catalogSubcommand("list", "list the assets of a catalog (active and archived unless --status)", "CATALOG", assetsList,
+				&cli.StringSliceFlag{Name: "status", Usage: "only `STATUS` (active, archived, deleted); repeatable"},
+				&cli.StringFlag{Name: "collection", Usage: "only the assets of `COLLECTION`"},
+				formatFlag(formatText, formatJSON)),
+			catalogSubcommand("show", "show one asset with its metadata", "CATALOG ASSET", assetsShow, formatFlag(formatText, formatJSON)),
+			catalogSubcommand("archive", "archive an asset (emits asset.archived)", "CATALOG ASSET", assetsArchive),
+			catalogSubcommand("remove", "mark an asset deleted; its record stays (emits asset.deleted)", "CATALOG ASSET", assetsRemove),
 		},
 	}
 }
@@ -102,8 +82,7 @@ func assetsArchive(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "archived asset %s of catalog %s\n", a.ID, a.CatalogID)
-	return nil
+	return printDone(c, nil, "archived asset %s of catalog %s", a.ID, a.CatalogID)
 }
 
 func assetsRemove(c *cli.Context, reg *registry.Registry) error {
@@ -111,8 +90,7 @@ func assetsRemove(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "removed asset %s of catalog %s (its record stays, status deleted)\n", a.ID, a.CatalogID)
-	return nil
+	return printDone(c, nil, "removed asset %s of catalog %s (its record stays, status deleted)", a.ID, a.CatalogID)
 }
 
 // assetJSON is an asset as `--format json` prints it (the HTTP API's shape,

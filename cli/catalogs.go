@@ -25,57 +25,38 @@ func catalogsCommand() *cli.Command {
 		Name:  "catalogs",
 		Usage: "create, list, show or delete catalogs (tenants), their collections and assets",
 		Subcommands: []*cli.Command{
-			{
-				Name: "create", Usage: "register a catalog (emits catalog.created)", ArgsUsage: "ID",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` of its tasks (default s_<ID>)"},
-					&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
-					&cli.StringFlag{Name: "description", Usage: "a `DESCRIPTION`"},
-					&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
-					formatFlag(formatText, formatJSON),
-				},
-				Action: catalogAction(1, catalogsCreate),
-			},
-			{
-				Name: "list", Usage: "list catalogs",
-				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
-				Action: catalogAction(0, catalogsList),
-			},
-			{
-				Name: "show", Usage: "show one catalog and its collections", ArgsUsage: "ID",
-				Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
-				Action: catalogAction(1, catalogsShow),
-			},
-			{
-				Name: "delete", Usage: "delete a catalog and its collections (emits catalog.deleted)", ArgsUsage: "ID",
-				Action: catalogAction(1, catalogsDelete),
-			},
+			catalogSubcommand("create", "register a catalog (emits catalog.created)", "ID", catalogsCreate,
+				&cli.StringFlag{Name: "schema-name", Usage: "the tenant `SCHEMA` of its tasks (default s_<ID>)"},
+				&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
+				&cli.StringFlag{Name: "description", Usage: "a `DESCRIPTION`"},
+				&cli.StringFlag{Name: "metadata", Usage: "`JSON` object, inline or @FILE"},
+				formatFlag(formatText, formatJSON)),
+			catalogSubcommand("list", "list catalogs", "", catalogsList, formatFlag(formatText, formatJSON)),
+			catalogSubcommand("show", "show one catalog and its collections", "ID", catalogsShow, formatFlag(formatText, formatJSON)),
+			catalogSubcommand("delete", "delete a catalog and its collections (emits catalog.deleted)", "ID", catalogsDelete),
 			{
 				Name:  "collections",
 				Usage: "add, list or remove the collections of a catalog",
 				Subcommands: []*cli.Command{
-					{
-						Name: "add", Usage: "add a collection (emits collection.created)", ArgsUsage: "CATALOG COLLECTION",
-						Flags: []cli.Flag{
-							&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
-							&cli.StringFlag{Name: "layer-config", Usage: "the layer configuration, a `JSON` object inline or @FILE"},
-							formatFlag(formatText, formatJSON),
-						},
-						Action: catalogAction(2, collectionsAdd),
-					},
-					{
-						Name: "list", Usage: "list the collections of a catalog", ArgsUsage: "CATALOG",
-						Flags:  []cli.Flag{formatFlag(formatText, formatJSON)},
-						Action: catalogAction(1, collectionsList),
-					},
-					{
-						Name: "remove", Usage: "remove a collection (emits collection.deleted)", ArgsUsage: "CATALOG COLLECTION",
-						Action: catalogAction(2, collectionsRemove),
-					},
+					catalogSubcommand("add", "add a collection (emits collection.created)", "CATALOG COLLECTION", collectionsAdd,
+						&cli.StringFlag{Name: "title", Usage: "a `TITLE`"},
+						&cli.StringFlag{Name: "layer-config", Usage: "the layer configuration, a `JSON` object inline or @FILE"},
+						formatFlag(formatText, formatJSON)),
+					catalogSubcommand("list", "list the collections of a catalog", "CATALOG", collectionsList, formatFlag(formatText, formatJSON)),
+					catalogSubcommand("remove", "remove a collection (emits collection.deleted)", "CATALOG COLLECTION", collectionsRemove),
 				},
 			},
 			assetsCommand(),
 		},
+	}
+}
+
+// catalogSubcommand is a catalogs command: name, usage, the arguments it
+// takes exactly (argsUsage, one word each), what it does and its flags.
+func catalogSubcommand(name, usage, argsUsage string, run func(c *cli.Context, reg *registry.Registry) error, flags ...cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name: name, Usage: usage, ArgsUsage: argsUsage, Flags: flags,
+		Action: catalogAction(len(strings.Fields(argsUsage)), run),
 	}
 }
 
@@ -146,6 +127,7 @@ func jsonObjectFlag(c *cli.Context, name string) (json.RawMessage, error) {
 
 // printDone prints what a catalogs command did: the JSON shape of the
 // result with --format json, else one line (format and args, as Printf).
+// A command without --format passes a nil result.
 func printDone(c *cli.Context, result map[string]any, format string, args ...any) error {
 	if c.String("format") == formatJSON {
 		return writeJSON(c.App.Writer, result)
@@ -251,8 +233,7 @@ func catalogsDelete(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "deleted catalog %s (schema_name %s)\n", cat.ID, cat.SchemaName)
-	return nil
+	return printDone(c, nil, "deleted catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
 }
 
 func collectionsAdd(c *cli.Context, reg *registry.Registry) error {
@@ -284,8 +265,7 @@ func collectionsRemove(c *cli.Context, reg *registry.Registry) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "removed collection %s from catalog %s\n", col.ID, col.CatalogID)
-	return nil
+	return printDone(c, nil, "removed collection %s from catalog %s", col.ID, col.CatalogID)
 }
 
 // catalogJSON is a catalog as `wf catalogs … --format json` prints it (the
@@ -295,12 +275,8 @@ func catalogJSON(c store.Catalog) map[string]any {
 		"catalog_id": c.ID, "schema_name": c.SchemaName, "metadata": json.RawMessage(orEmptyObject(c.Metadata)),
 		"created_at": c.CreatedAt, "updated_at": c.UpdatedAt,
 	}
-	if c.Title != nil {
-		out["title"] = *c.Title
-	}
-	if c.Description != nil {
-		out["description"] = *c.Description
-	}
+	putIfSet(out, "title", c.Title)
+	putIfSet(out, "description", c.Description)
 	return out
 }
 
@@ -310,10 +286,16 @@ func collectionJSON(c store.Collection) map[string]any {
 		"catalog_id": c.CatalogID, "collection_id": c.ID, "layer_config": json.RawMessage(orEmptyObject(c.LayerConfig)),
 		"created_at": c.CreatedAt, "updated_at": c.UpdatedAt,
 	}
-	if c.Title != nil {
-		out["title"] = *c.Title
-	}
+	putIfSet(out, "title", c.Title)
 	return out
+}
+
+// putIfSet sets out[key] to *v unless v is nil: an optional field that the
+// HTTP API's shape leaves out when it is not set.
+func putIfSet(out map[string]any, key string, v *string) {
+	if v != nil {
+		out[key] = *v
+	}
 }
 
 func orEmptyObject(raw json.RawMessage) []byte {

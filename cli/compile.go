@@ -28,9 +28,6 @@ func compileCommand() *cli.Command {
 			"Invalid specs print their errors and exit 1.",
 		Flags:  []cli.Flag{formatFlag(formatText, formatJSON, formatDOT)},
 		Action: runCompile,
-		// No "help" subcommand: urfave/cli shares one across commands and
-		// writes to it on every run, a data race when tests run wf in parallel.
-		HideHelpCommand: true,
 	}
 }
 

@@ -93,14 +93,9 @@ func configCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "config",
 		Usage: "inspect the configuration",
-		// No "help" subcommand: urfave/cli v2 shares one across apps and
-		// writes to it on every run. --help works as usual.
-		HideHelpCommand: true,
 		Subcommands: []*cli.Command{{
-			Name: "show",
-			// See HideHelpCommand above.
-			HideHelpCommand: true,
-			Usage:           "print the effective configuration (defaults, wf.yaml, WF_* variables, flags) with secrets masked",
+			Name:  "show",
+			Usage: "print the effective configuration (defaults, wf.yaml, WF_* variables, flags) with secrets masked",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "format", Value: "yaml", Usage: "output `FORMAT`: yaml or json"},
 			},

@@ -19,23 +19,16 @@ func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
 		Usage: "apply or inspect the database migrations",
-		// No "help" subcommand: urfave/cli v2 shares one across apps and
-		// writes to it on every run. --help works as usual.
-		HideHelpCommand: true,
 		Subcommands: []*cli.Command{
 			{
-				Name: "up",
-				// See HideHelpCommand above.
-				HideHelpCommand: true,
-				Usage:           "apply every pending migration (safe to run from many instances at once)",
-				Action:          databaseAction(accessAny, migrateUp),
+				Name:   "up",
+				Usage:  "apply every pending migration (safe to run from many instances at once)",
+				Action: databaseAction(accessAny, migrateUp),
 			},
 			{
-				Name: "status",
-				// See HideHelpCommand above.
-				HideHelpCommand: true,
-				Usage:           "print the applied version, the latest version and the pending migrations",
-				Action:          databaseAction(accessAny, migrateStatus),
+				Name:   "status",
+				Usage:  "print the applied version, the latest version and the pending migrations",
+				Action: databaseAction(accessAny, migrateStatus),
 			},
 		},
 	}

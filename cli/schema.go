@@ -45,8 +45,7 @@ func schemaCommand() *cli.Command {
 			&cli.BoolFlag{Name: "list", Usage: "list the kinds, their files and $id"},
 			&cli.StringFlag{Name: "out", Usage: "write the schema files into `DIR` instead of printing one"},
 		},
-		Action:          runSchema,
-		HideHelpCommand: true,
+		Action: runSchema,
 	}
 }
 

@@ -129,9 +129,6 @@ func validateCommand() *cli.Command {
 			&cli.StringFlag{Name: "config", Usage: "check against the configuration `FILE` wf run will use (as wf --config FILE validate)"},
 		},
 		Action: runValidate,
-		// No "help" subcommand: urfave/cli shares one across commands and
-		// writes to it on every run, a data race when tests run wf in parallel.
-		HideHelpCommand: true,
 	}
 }
 
