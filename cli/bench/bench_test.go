@@ -122,6 +122,17 @@ func TestUpdateMarkdownKeepsProse(t *testing.T) {
 	require.Contains(t, string(b), "What limits each target.")
 	require.Contains(t, string(b), "| burn-down | ≥ 30,000 tasks/s | 29000 tasks/s | ❌ missed |")
 	require.NotContains(t, string(b), "31000")
+
+	// The comparison's part goes after it, and leaves it be.
+	c := &bench.Comparison{Started: s.Started, Rival: "River", Ratios: []bench.ComparedRatio{{Name: "default", Goal: 1, Wf: 900, Rival: 1000, Ratio: 0.9}}}
+	require.NoError(t, bench.UpdateCompareMarkdown(path, c))
+	require.NoError(t, bench.UpdateCompareMarkdown(path, c))
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "| burn-down | ≥ 30,000 tasks/s | 29000 tasks/s | ❌ missed |")
+	require.Equal(t, 1, strings.Count(string(b), "<!-- wf bench compare: begin generated"), "rewritten in place")
+	require.Contains(t, string(b), "| default | ≥ 1.0× | 900/s | 1000/s | 0.90× | ❌ missed |")
+	require.Greater(t, strings.Index(string(b), "wf bench compare: begin"), strings.Index(string(b), "wf bench: end generated"))
 }
 
 // TestNoisyNeighbour: both ways, every task completes and the neighbours'

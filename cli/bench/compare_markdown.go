@@ -6,19 +6,6 @@ import (
 	"strings"
 )
 
-// The side-by-side comparison's part of BENCHMARKS.md sits between these
-// markers (cli/bench/riverbench rewrites it).
-const (
-	compareBegin = "<!-- wf bench compare: begin generated (make bench rewrites this part) -->"
-	compareEnd   = "<!-- wf bench compare: end generated -->"
-)
-
-// UpdateCompareMarkdown rewrites the comparison's generated part of the file
-// at path, keeping the rest (the suite's part included).
-func UpdateCompareMarkdown(path string, c *Comparison) error {
-	return replaceGenerated(path, compareBegin, compareEnd, CompareMarkdown(c))
-}
-
 // CompareMarkdown renders a comparison: the ratios, every run, the machine.
 func CompareMarkdown(c *Comparison) string {
 	var b strings.Builder

@@ -8,24 +8,33 @@ import (
 	"strings"
 )
 
-// The generated part of BENCHMARKS.md sits between these markers; the prose
-// around them (what limits a target, profiles) is written by people.
-const (
-	markBegin = "<!-- wf bench: begin generated (make bench rewrites this part) -->"
-	markEnd   = "<!-- wf bench: end generated -->"
+// generatedPart is a part of BENCHMARKS.md that a command writes, between
+// its begin and end markers; the prose around it (what limits a target,
+// profiles) is written by people.
+type generatedPart struct{ begin, end string }
+
+// The suite's part (make bench) and the side-by-side comparison's
+// (cli/bench/riverbench).
+var (
+	suitePart   = generatedPart{"<!-- wf bench: begin generated (make bench rewrites this part) -->", "<!-- wf bench: end generated -->"}
+	comparePart = generatedPart{"<!-- wf bench compare: begin generated (make bench rewrites this part) -->", "<!-- wf bench compare: end generated -->"}
 )
 
 // UpdateMarkdown rewrites the generated part of the file at path with the
 // suite's tables, keeping the rest; a file without markers gets them
 // appended (a missing file is created).
-func UpdateMarkdown(path string, s *Suite) error {
-	return replaceGenerated(path, markBegin, markEnd, Markdown(s))
+func UpdateMarkdown(path string, s *Suite) error { return suitePart.replace(path, Markdown(s)) }
+
+// UpdateCompareMarkdown rewrites the comparison's generated part of the file
+// at path, keeping the rest (the suite's part included).
+func UpdateCompareMarkdown(path string, c *Comparison) error {
+	return comparePart.replace(path, CompareMarkdown(c))
 }
 
-// replaceGenerated puts gen between the begin and end markers of the file
-// at path, keeping the rest; a file without them gets them appended (a
-// missing file is created).
-func replaceGenerated(path, begin, end, gen string) error {
+// replace puts gen between the part's markers in the file at path, keeping
+// the rest; a file without them gets them appended (a missing file is
+// created).
+func (p generatedPart) replace(path, gen string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("error reading %s: %w", path, err)
@@ -34,10 +43,10 @@ func replaceGenerated(path, begin, end, gen string) error {
 	if text == "" {
 		text = "# Benchmarks\n\n"
 	}
-	gen = begin + "\n" + gen + end
-	i, j := strings.Index(text, begin), strings.Index(text, end)
+	gen = p.begin + "\n" + gen + p.end
+	i, j := strings.Index(text, p.begin), strings.Index(text, p.end)
 	if i >= 0 && j > i {
-		text = text[:i] + gen + text[j+len(end):]
+		text = text[:i] + gen + text[j+len(p.end):]
 	} else {
 		text = strings.TrimRight(text, "\n") + "\n\n" + gen + "\n"
 	}

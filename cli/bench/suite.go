@@ -165,19 +165,20 @@ func targets(s *Suite) []Target {
 		func(r *Result) (float64, bool) { return r.ScaleRatio() }, "%.2f×", func(v float64) bool { return v <= 1.5 })
 	idle := s.run("idle")
 	add("`wf run` idle resident memory", "≤ 40 MB", idle,
-		func(r *Result) (float64, bool) {
-			if r.Idle == nil {
-				return 0, false
-			}
-			return r.Idle.MaxRSSMB, true
-		}, "%.1f MiB", func(v float64) bool { return v <= 40 })
+		idleValue(func(i *IdleResult) float64 { return i.MaxRSSMB }), "%.1f MiB", func(v float64) bool { return v <= 40 })
 	add("queries per poll interval per idle follower", "≤ 1", idle,
-		func(r *Result) (float64, bool) {
-			if r.Idle == nil {
-				return 0, false
-			}
-			return r.Idle.FollowerQueriesPerPoll, true
-		}, "%.2f", func(v float64) bool { return v <= 1 })
+		idleValue(func(i *IdleResult) float64 { return i.FollowerQueriesPerPoll }), "%.2f", func(v float64) bool { return v <= 1 })
 	addNoisyTargets(s, add)
 	return out
+}
+
+// idleValue reads a target's value from an idle run's result with f; a
+// result without one has none.
+func idleValue(f func(*IdleResult) float64) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		if r.Idle == nil {
+			return 0, false
+		}
+		return f(r.Idle), true
+	}
 }
