@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,28 +20,43 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
-// limitedCluster starts instances dispatchers, each with its own pool, on
-// one new database, all running task type "limited" under rule, and wakes
-// them all at once every tick (as followers' poll timers do) so that their
-// claims coincide. It returns a bundle on the database.
-func limitedCluster(t *testing.T, instances int, rule execution.Rule, fn func(context.Context, *wftype.Task) (json.RawMessage, error)) *bundle {
+// cluster is a set of dispatchers on one database, woken all at once.
+type cluster struct {
+	// instances is how many dispatchers run, each with its own pool.
+	instances int
+	// taskType is the one task type they run, under rule.
+	taskType string
+	rule     execution.Rule
+	// fair, when set, is the dispatchers' fairness.
+	fair *store.Fairness
+	// tick is how often every instance is woken.
+	tick time.Duration
+	// woken, when set, is called after each round of wake-ups.
+	woken func()
+}
+
+// startCluster starts c's dispatchers on one new database, running fn for
+// c.taskType, and wakes them all at once every tick (as followers' poll
+// timers do) so that their claims coincide. It returns a bundle on the
+// database.
+func startCluster(t *testing.T, c cluster, fn func(context.Context, *wftype.Task) (json.RawMessage, error)) *bundle {
 	t.Helper()
 	url := dbtest.NewDatabase(t)
-	r := funcRunner{types: map[string]bool{"limited": true}, fn: fn}
-	buses := make([]*signalbus.Bus, instances)
-	for i := range instances {
+	r := funcRunner{types: map[string]bool{c.taskType: true}, fn: fn}
+	buses := make([]*signalbus.Bus, c.instances)
+	for i := range c.instances {
 		inst := &bundle{ctx: context.Background(), store: store.New(dbtest.PoolFor(t, url)), bus: signalbus.New()}
 		buses[i] = inst.bus
-		d := inst.dispatcher(t, fmt.Sprintf("w%d", i), r, func(c *dispatch.Config) {
-			c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}] = rule
-			c.Fair = &store.Fairness{}
+		d := inst.dispatcher(t, fmt.Sprintf("w%d", i), r, func(cfg *dispatch.Config) {
+			cfg.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: c.taskType}] = c.rule
+			cfg.Fair = c.fair
 		})
 		t.Cleanup(runFor(d))
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	go func() {
-		tick := time.NewTicker(5 * time.Millisecond)
+		tick := time.NewTicker(c.tick)
 		defer tick.Stop()
 		for {
 			select {
@@ -48,12 +64,22 @@ func limitedCluster(t *testing.T, instances int, rule execution.Rule, fn func(co
 				return
 			case <-tick.C:
 				for _, bus := range buses {
-					bus.Publish(signalbus.TaskQueued, "limited")
+					bus.Publish(signalbus.TaskQueued, c.taskType)
+				}
+				if c.woken != nil {
+					c.woken()
 				}
 			}
 		}
 	}()
 	return &bundle{ctx: context.Background(), store: store.New(dbtest.PoolFor(t, url)), bus: signalbus.New()}
+}
+
+// limitedCluster starts instances dispatchers, fair between tenants, all
+// running task type "limited" under rule, woken every 5ms (startCluster).
+func limitedCluster(t *testing.T, instances int, rule execution.Rule, fn func(context.Context, *wftype.Task) (json.RawMessage, error)) *bundle {
+	t.Helper()
+	return startCluster(t, cluster{instances: instances, taskType: "limited", rule: rule, fair: &store.Fairness{}, tick: 5 * time.Millisecond}, fn)
 }
 
 // enqueueTenants enqueues n tasks of "limited" for each tenant.
@@ -157,4 +183,45 @@ GROUP BY 1, 2`)
 		require.LessOrEqual(t, n, 12, "starts in the window at %d", win)
 	}
 	t.Logf("starts per window: %v", perWindow)
+}
+
+// TestGlobalLimitAcrossInstances: six instances, each with its own pool and
+// plenty of slots, share a backlog of a task type capped at three ACTIVE
+// tasks across all instances. Every instance is woken at once, again and
+// again (as followers' poll timers do), so that their claims coincide; no
+// more than three tasks ever run at once, and every task completes.
+func TestGlobalLimitAcrossInstances(t *testing.T) {
+	t.Parallel()
+	const (
+		instances = 6
+		limit     = 3
+		tasks     = 150
+	)
+	// round is closed, and replaced, after each round of wake-ups.
+	var roundMu sync.Mutex
+	round := make(chan struct{})
+	var cur, peak atomic.Int32
+	b := startCluster(t, cluster{instances: instances, taskType: "capped", rule: execution.Rule{Global: limit}, tick: time.Millisecond,
+		woken: func() {
+			roundMu.Lock()
+			close(round)
+			round = make(chan struct{})
+			roundMu.Unlock()
+		}}, func(context.Context, *wftype.Task) (json.RawMessage, error) {
+		n := cur.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		// The task's work lasts until every instance has been woken again,
+		// so that their claims overlap it.
+		roundMu.Lock()
+		next := round
+		roundMu.Unlock()
+		<-next
+		cur.Add(-1)
+		return nil, nil
+	})
+	enqueue(t, b, "capped", tasks, 0)
+	require.Eventually(t, func() bool { return countStatus(t, b, wftype.StatusCompleted) == tasks }, 60*time.Second, 10*time.Millisecond)
+	require.LessOrEqual(t, peak.Load(), int32(limit), "tasks of a globally capped type ran at once")
+	t.Logf("peak: %d of %d", peak.Load(), limit)
 }

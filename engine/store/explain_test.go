@@ -43,9 +43,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	// Partition indexes are named after the parent's columns.
 	require.Contains(t, plan, "priority_run_after")
 	require.Contains(t, plan, "rows=50 ")
-	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
-		require.NotContains(t, plan, "Seq Scan on "+p+" ", "the claim must not scan a partition of finished rows")
-	}
+	requireNoFinishedScan(t, b, plan, "the claim")
 }
 
 // partitionsBefore names the task partitions of the months before now's.
@@ -61,6 +59,16 @@ func partitionsBefore(t *testing.T, b *bundle, now time.Time) []string {
 	}
 	require.NotEmpty(t, out, fmt.Sprint(parts))
 	return out
+}
+
+// requireNoFinishedScan checks that plan, of the statement what, scans no
+// partition of finished rows (those of the months before the current one)
+// sequentially.
+func requireNoFinishedScan(t *testing.T, b *bundle, plan, what string) {
+	t.Helper()
+	for _, p := range partitionsBefore(t, b, clock.Now().UTC()) {
+		require.NotContains(t, plan, "Seq Scan on "+p+" ", "%s must not scan a partition of finished rows", what)
+	}
 }
 
 // setupFinished is setup for a parallel test of plans and counts over n

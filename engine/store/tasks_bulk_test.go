@@ -31,9 +31,7 @@ func TestBulkCancelAndRequeue(t *testing.T) {
 	res, err := b.store.InsertTasks(b.ctx, batch)
 	require.NoError(t, err)
 	// One of a/system runs.
-	claimed, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w1", Total: 1,
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "a", Max: 1, Lease: time.Minute}}})
-	require.NoError(t, err)
+	claimed := claimAll(t, b, "a", 1)
 	require.Len(t, claimed, 1)
 
 	live := []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}

@@ -68,17 +68,14 @@ func (w *Workflows) ordered(workflow string, steps []wftype.WorkflowStep) []wfty
 func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
 	var run wftype.WorkflowRun
 	err := st.InTx(ctx, func(tx *store.Store) error {
-		runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+		r, steps, err := lockRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if len(runs) == 0 {
-			return fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+		if r.Status != wftype.RunRunning {
+			return fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, r.Status, wftype.ErrConflict)
 		}
-		if runs[0].Status != wftype.RunRunning {
-			return fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, runs[0].Status, wftype.ErrConflict)
-		}
-		rs := newRunState(runs[0], nil, steps, w.cfg.Clock.Now())
+		rs := newRunState(r, nil, steps, w.cfg.Clock.Now())
 		rs.cancel("cancelled")
 		run = rs.run
 		return w.write(ctx, tx, []*runState{rs})
@@ -94,6 +91,19 @@ func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (
 	return run, nil
 }
 
+// lockRun locks the run id and its steps in tx; a run that does not exist
+// gives wftype.ErrNotFound.
+func lockRun(ctx context.Context, tx *store.Store, id uuid.UUID) (wftype.WorkflowRun, []wftype.WorkflowStep, error) {
+	runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+	if err != nil {
+		return wftype.WorkflowRun{}, nil, err
+	}
+	if len(runs) == 0 {
+		return wftype.WorkflowRun{}, nil, fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+	}
+	return runs[0], steps, nil
+}
+
 // Retry runs a FAILED or CANCELLED run again from the steps that did not
 // complete: its FAILED and CANCELLED steps wait again (and start at once
 // when their upstream steps completed), COMPLETED and SKIPPED steps keep
@@ -102,14 +112,10 @@ func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (
 func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
 	var run wftype.WorkflowRun
 	err := st.InTx(ctx, func(tx *store.Store) error {
-		runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+		r, steps, err := lockRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if len(runs) == 0 {
-			return fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
-		}
-		r := runs[0]
 		if r.Status != wftype.RunFailed && r.Status != wftype.RunCancelled {
 			return fmt.Errorf("workflow run %s is %s; only a FAILED or CANCELLED run can be retried: %w", id, r.Status, wftype.ErrConflict)
 		}
