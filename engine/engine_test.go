@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -42,16 +41,55 @@ func (r *countingRunner) Run(_ context.Context, t *wftype.Task, _ reporters.Repo
 	return nil, nil
 }
 
-func startEngine(t *testing.T, pool *pgxpool.Pool, owner string, r runners.Runner) (*engine.Engine, context.CancelFunc) {
+// warnLogger logs an engine's warnings and errors to the test's stderr.
+func warnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// startEngine runs an engine of service "svc" as owner on pool until the
+// test ends (or stop is called): r runs its "count" tasks, 20 at once, and
+// it polls every 100ms; tweak, when given, changes that configuration first.
+func startEngine(t *testing.T, pool *pgxpool.Pool, owner string, r runners.Runner, tweak ...func(*engine.Config)) (e *engine.Engine, stop context.CancelFunc) {
 	t.Helper()
-	e, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		Name: "svc", Owner: owner, Pool: pool, Runners: []runners.Runner{r},
 		Pairs:        []runners.Pair{{Mode: wftype.ModeAsync, TaskType: "count"}},
 		PollInterval: 100 * time.Millisecond, Slots: 20,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+		Logger: warnLogger(),
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	e, err := engine.New(cfg)
 	require.NoError(t, err)
 	return e, inproc.Go(t, e.Run)
+}
+
+// startEngines runs an engine (startEngine) as each of owners, all with r.
+func startEngines(t *testing.T, pool *pgxpool.Pool, r runners.Runner, owners ...string) []*engine.Engine {
+	t.Helper()
+	engines := make([]*engine.Engine, len(owners))
+	for i, owner := range owners {
+		engines[i], _ = startEngine(t, pool, owner, r)
+	}
+	return engines
+}
+
+// leaderOf is the one engine of engines that leads, or nil when none or
+// more than one does.
+func leaderOf(engines []*engine.Engine) *engine.Engine {
+	var l *engine.Engine
+	n := 0
+	for _, e := range engines {
+		if e.IsLeader() {
+			l = e
+			n++
+		}
+	}
+	if n != 1 {
+		return nil
+	}
+	return l
 }
 
 func enqueueCount(t *testing.T, s *store.Store, n int) {
@@ -78,35 +116,17 @@ func TestLeaderFailoverKeepsTasksFlowing(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	r := &countingRunner{runs: map[uuid.UUID]int{}}
-	var engines []*engine.Engine
-	for i := range 3 {
-		e, _ := startEngine(t, pool, fmt.Sprintf("e%d", i), r)
-		engines = append(engines, e)
-	}
-	leaderOf := func() *engine.Engine {
-		var l *engine.Engine
-		n := 0
-		for _, e := range engines {
-			if e.IsLeader() {
-				l = e
-				n++
-			}
-		}
-		if n != 1 {
-			return nil
-		}
-		return l
-	}
-	require.Eventually(t, func() bool { return leaderOf() != nil }, 10*time.Second, 10*time.Millisecond)
+	engines := startEngines(t, pool, r, "e0", "e1", "e2")
+	require.Eventually(t, func() bool { return leaderOf(engines) != nil }, 10*time.Second, 10*time.Millisecond)
 	enqueueCount(t, st, 500)
-	old := leaderOf()
+	old := leaderOf(engines)
 	changed := old.LeaderChanged()
 	_, err := pool.Exec(context.Background(),
 		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, "wf-leader:svc:"+old.Owner())
 	require.NoError(t, err)
 	<-changed
 	killedAt := time.Now()
-	require.Eventually(t, func() bool { l := leaderOf(); return l != nil && l != old }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { l := leaderOf(engines); return l != nil && l != old }, 10*time.Second, 5*time.Millisecond)
 	t.Logf("new leader after %v", time.Since(killedAt))
 	enqueueCount(t, st, 500)
 	require.Eventually(t, func() bool { return completed(t, pool) == 1000 }, 30*time.Second, 20*time.Millisecond)

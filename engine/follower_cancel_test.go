@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/reporters"
-	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -57,17 +54,9 @@ func TestFollowerStopsCancelledTaskAtOnce(t *testing.T) {
 	require.True(t, locked)
 
 	r := &blockingRunner{started: make(chan uuid.UUID, 1), ended: make(chan error, 1)}
-	e, err := engine.New(engine.Config{
-		Name: "svc", Owner: "follower", Pool: pool, Runners: []runners.Runner{r},
-		Pairs:        []runners.Pair{{Mode: wftype.ModeAsync, TaskType: "count"}},
-		PollInterval: 200 * time.Millisecond, HeartbeatInterval: time.Minute, Grace: time.Second, Slots: 4,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	e, _ := startEngine(t, pool, "follower", r, func(c *engine.Config) {
+		c.PollInterval, c.HeartbeatInterval, c.Grace, c.Slots = 200*time.Millisecond, time.Minute, time.Second, 4
 	})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = e.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
 
 	// The elector listens before its first poll: wait for that poll, or a
 	// cancellation sent earlier would reach nobody (the heartbeat would).

@@ -51,20 +51,8 @@ func TestMetricsReportTheQueueOnce(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	r := &countingRunner{runs: map[uuid.UUID]int{}}
-	var engines []*engine.Engine
-	for _, owner := range []string{"m1", "m2", "m3"} {
-		e, _ := startEngine(t, pool, owner, r)
-		engines = append(engines, e)
-	}
-	require.Eventually(t, func() bool {
-		n := 0
-		for _, e := range engines {
-			if e.IsLeader() {
-				n++
-			}
-		}
-		return n == 1
-	}, 20*time.Second, 10*time.Millisecond)
+	engines := startEngines(t, pool, r, "m1", "m2", "m3")
+	require.Eventually(t, func() bool { return leaderOf(engines) != nil }, 20*time.Second, 10*time.Millisecond)
 	enqueueCount(t, st, 50)
 	require.Eventually(t, func() bool { return completed(t, pool) == 50 }, 30*time.Second, 20*time.Millisecond)
 	// Dead letters and a PENDING task that is due but cannot run here.

@@ -25,8 +25,7 @@ func TestEnginesSurviveDatabaseOutage(t *testing.T) {
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	r := &countingRunner{runs: map[uuid.UUID]int{}}
-	startEngine(t, pool, "o1", r)
-	startEngine(t, pool, "o2", r)
+	startEngines(t, pool, r, "o1", "o2")
 
 	// The outage is run from a connection to another database of the
 	// cluster (a database cannot refuse connections to itself).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -66,17 +64,10 @@ func TestPauseHonouredByEveryInstance(t *testing.T) {
 
 	types := []string{"a", "b"}
 	for i := range 3 {
-		e, err := engine.New(engine.Config{
-			Name: "svc", Owner: fmt.Sprintf("e%d", i), Pool: pool, Runners: []runners.Runner{anyRunner{types}},
-			Pairs:        []runners.Pair{{Mode: wftype.ModeAsync, TaskType: "a"}, {Mode: wftype.ModeAsync, TaskType: "b"}},
-			PollInterval: 100 * time.Millisecond, Slots: 10,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		startEngine(t, pool, fmt.Sprintf("e%d", i), anyRunner{types}, func(c *engine.Config) {
+			c.Pairs = []runners.Pair{{Mode: wftype.ModeAsync, TaskType: "a"}, {Mode: wftype.ModeAsync, TaskType: "b"}}
+			c.Slots = 10
 		})
-		require.NoError(t, err)
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = e.Run(runCtx) }()
-		t.Cleanup(func() { cancel(); <-done })
 	}
 
 	var batch []store.NewTask

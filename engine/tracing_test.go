@@ -3,10 +3,8 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +55,7 @@ func startTracedEngine(t *testing.T, pool *pgxpool.Pool, specs string, tp trace.
 	require.NoError(t, err)
 	e, err := engine.New(engine.Config{
 		Name: "traced", Pool: pool, Specs: set, PollInterval: 100 * time.Millisecond, TracerProvider: tp,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: warnLogger(),
 	})
 	require.NoError(t, err)
 	inproc.Go(t, e.Run)

@@ -51,7 +51,7 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	return &bundle{ctx: context.Background(), store: store.New(dbtest.NewPool(t)), bus: signalbus.New()}
+	return &bundle{ctx: context.Background(), store: dbtest.NewStore(t), bus: signalbus.New()}
 }
 
 func (b *bundle) dispatcher(t *testing.T, owner string, r runners.Runner, mutate func(*dispatch.Config)) *dispatch.Dispatcher {

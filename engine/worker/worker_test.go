@@ -56,7 +56,7 @@ dedup_key: inputs.key
 inputs: {type: object}
 `)}}, spec.Options{Builtins: []string{"step"}})
 	require.NoError(t, err)
-	st := store.New(dbtest.NewPool(t))
+	st := dbtest.NewStore(t)
 	pair := runners.Pair{Mode: wftype.ModeAsync, TaskType: "job"}
 	cfg := worker.Config{
 		Store: st, Owner: "worker-1", HeartbeatInterval: 20 * time.Millisecond,

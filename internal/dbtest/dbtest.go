@@ -391,6 +391,14 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return PoolFor(t, NewDatabase(t))
 }
 
+// NewStore returns a store on a fresh, migrated database of the test's own
+// (NewPool): the fixture most tests start from. Its DB runs any other SQL
+// the test needs.
+func NewStore(t testing.TB) *store.Store {
+	t.Helper()
+	return store.New(NewPool(t))
+}
+
 // PoolFor opens a pool on url, closed when the test ends.
 func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()

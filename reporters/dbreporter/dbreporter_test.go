@@ -91,7 +91,7 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	s := store.New(dbtest.NewPool(t))
+	s := dbtest.NewStore(t)
 	_, err := s.EnsurePartitions(t.Context(), clock.Now(), 2)
 	require.NoError(t, err)
 	return &bundle{store: s}

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 func TestRescueUsesDatabaseClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := store.New(dbtest.NewPool(t))
+	st := dbtest.NewStore(t)
 	res, err := st.InsertTasks(ctx, []store.NewTask{{SchemaName: "system", Scope: wftype.ScopeSystem,
 		ExecutionMode: wftype.ModeAsync, TaskType: "job", MaxRetries: 3, Inputs: json.RawMessage(`{}`)}})
 	require.NoError(t, err)
