@@ -36,6 +36,24 @@ test: postgres chromium datefudge python ## run every test against one throwaway
 	$(MAKE) --no-print-directory check-deploy
 	$(MAKE) --no-print-directory embed-check
 	$(MAKE) --no-print-directory test-riverbench
+	$(MAKE) --no-print-directory test-race-core
+
+# The race detector needs cgo (a C compiler); the packages where goroutines
+# share state run under it in make test, the whole tree in make test-race.
+RACE_PACKAGES ?= ./engine/dispatch/ ./engine/worker/ ./engine/events/ ./engine/leader/ ./engine/clock/ ./engine/workflow/
+
+.PHONY: test-race-core
+test-race-core: export CGO_ENABLED = 1
+test-race-core: postgres cc ## run the engine's concurrent packages (dispatch, worker, events, leader…) under the race detector
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+
+.PHONY: cc
+cc: ## install a C compiler when missing (gcc; apt-get, as root): the race detector needs cgo
+	@command -v gcc >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" != 0 ]; then echo "the race detector needs a C compiler: run 'sudo apt-get install -y gcc libc6-dev'"; exit 1; fi; \
+	echo "installing gcc (apt-get install)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
 
 .PHONY: test-riverbench
 test-riverbench: postgres ## vet the River comparison's module (cli/bench/riverbench) and run it small against a throwaway PostgreSQL
@@ -51,7 +69,8 @@ check-deploy: ## build the image's static binary with deploy/build.sh, check it 
 	$(GO) test -count=1 ./deploy/
 
 .PHONY: test-race
-test-race: postgres ## run every test with the race detector
+test-race: export CGO_ENABLED = 1
+test-race: postgres cc ## run every test with the race detector
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench

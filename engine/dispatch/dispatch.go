@@ -320,8 +320,13 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 	if !d.idleOpen { // (after unqueue, which may have settled it)
 		d.idle, d.idleOpen = make(chan struct{}), true
 	}
+	// Whether this call launches the run is decided here, under d.mu: once
+	// it is unlocked, a slot freed elsewhere may take a queued run off the
+	// queue and launch it (nextQueued), and reading r.queued after that
+	// would launch it a second time.
 	var earlier bool
-	if len(d.queue) > 0 || d.busy()-len(d.queue) > d.cfg.Slots {
+	queued := len(d.queue) > 0 || d.busy()-len(d.queue) > d.cfg.Slots
+	if queued {
 		r.queued = true
 		d.queue = append(d.queue, r)
 	} else {
@@ -333,7 +338,7 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 			"task_id", task.ID, "task_type", task.TaskType)
 		old.cancel(errLeaseLost)
 	}
-	if !r.queued {
+	if !queued {
 		d.launch(r, earlier)
 	}
 }
