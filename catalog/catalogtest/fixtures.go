@@ -14,6 +14,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -56,9 +57,16 @@ func Ingest(t testing.TB, st *store.Store, inputs map[string]any) ingest.Outputs
 	h, err := ingest.New(ingest.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	catalogID, _ := inputs["catalog_id"].(string)
-	raw, err := h.Handle(context.Background(), NewTask(t, "s_"+catalogID, "ingestion", inputs), reporters.Discard{})
+	return Handle[ingest.Outputs](t, h.Handle, NewTask(t, "s_"+catalogID, "ingestion", inputs), reporters.Discard{})
+}
+
+// Handle runs the builtin handler h once on task, reporting to rep, fails
+// the test if it fails, and returns its outputs decoded into an O.
+func Handle[O any](t testing.TB, h builtin.Handler, task *wftype.Task, rep reporters.Reporter) O {
+	t.Helper()
+	raw, err := h(context.Background(), task, rep)
 	require.NoError(t, err)
-	var out ingest.Outputs
+	var out O
 	require.NoError(t, json.Unmarshal(raw, &out))
 	return out
 }

@@ -12,16 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
-// SeedPoints registers catalog "cat" (tenant s_cat) with collection
+// SeedPoints gives a benchmark its own database (internal/dbtest) and a
+// store on it, registers catalog "cat" (tenant s_cat) with collection
 // collection (its layer_config given) and writes n current point features
 // straight into its feature table, for benchmarks that must not time an
 // ingestion: external ids P1…Pn, properties {"pid": i, "name": "Feature
-// i", "pop": i}. It returns the feature table.
-func SeedPoints(t testing.TB, pool *pgxpool.Pool, collection string, layerConfig json.RawMessage, n int) store.FeatureTable {
+// i", "pop": i}.
+func SeedPoints(t testing.TB, collection string, layerConfig json.RawMessage, n int) (*pgxpool.Pool, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
+	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	_, err := st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
 	require.NoError(t, err)
@@ -41,7 +44,7 @@ FROM generate_series(1, $1) i`, n)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `ANALYZE `+table)
 	require.NoError(t, err)
-	return ft
+	return pool, st
 }
 
 // BenchSize is the whole number in the environment variable name (a

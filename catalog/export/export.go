@@ -88,12 +88,12 @@ func New(cfg Config) (*Handler, error) {
 
 // ParseInputs decodes and checks an export task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
-	var in Inputs
-	if err := builtin.DecodeInputs(raw, &in); err != nil {
-		return in, fmt.Errorf("error reading the export inputs: %w", err)
-	}
+	return builtin.ParseInputs(raw, "export", (*Inputs).check)
+}
+
+// check gives in's unset fields their defaults and lists what is wrong with in.
+func (in *Inputs) check() (errs []error) {
 	in.Format = cmp.Or(in.Format, FormatNDJSON)
-	var errs []error
 	if in.CatalogID == "" || in.CollectionID == "" {
 		errs = append(errs, errors.New(`"catalog_id" and "collection_id" are required`))
 	}
@@ -110,10 +110,7 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 			errs = append(errs, fmt.Errorf(`"bbox" %v is not [min_lon, min_lat, max_lon, max_lat] with min <= max`, in.BBox))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid export inputs: %w", err)
-	}
-	return in, nil
+	return errs
 }
 
 // Handle implements the builtin handler signature. Every exported feature

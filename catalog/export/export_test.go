@@ -83,10 +83,7 @@ func TestExport(t *testing.T) {
 		t.Helper()
 		inputs["catalog_id"], inputs["collection_id"] = "cat", "regions"
 		rep := &counter{}
-		raw, err := h.Handle(b.ctx, task(t, inputs), rep)
-		require.NoError(t, err)
-		var out export.Outputs
-		require.NoError(t, json.Unmarshal(raw, &out))
+		out := catalogtest.Handle[export.Outputs](t, h.Handle, task(t, inputs), rep)
 		require.EqualValues(t, rep.n, out.Features, "every exported feature is reported")
 		return out
 	}

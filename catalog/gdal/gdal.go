@@ -99,11 +99,11 @@ type Inputs struct {
 
 // ParseInputs decodes and checks a gdal task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
-	var in Inputs
-	if err := builtin.DecodeInputs(raw, &in); err != nil {
-		return in, fmt.Errorf("error reading the gdal inputs: %w", err)
-	}
-	var errs []error
+	return builtin.ParseInputs(raw, "gdal", (*Inputs).check)
+}
+
+// check lists what is wrong with in.
+func (in *Inputs) check() (errs []error) {
 	if in.CatalogID == "" {
 		errs = append(errs, errors.New(`"catalog_id" is required`))
 	}
@@ -113,10 +113,7 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	if in.AssetID != "" && !registry.ValidAssetID(in.AssetID) {
 		errs = append(errs, fmt.Errorf(`"asset_id" is %q, want %s`, in.AssetID, registry.AssetIDRule))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid gdal inputs: %w", err)
-	}
-	return in, nil
+	return errs
 }
 
 // Outputs are a gdal task's outputs.

@@ -49,25 +49,35 @@ func BBox(g orb.Geometry) [4]float64 {
 
 // addParts appends the longitude interval of each part of g.
 func addParts(g orb.Geometry, spans *[][2]float64) {
+	eachPart(g, func(p orb.Geometry) {
+		b := p.Bound()
+		*spans = append(*spans, [2]float64{b.Min[0], b.Max[0]})
+	})
+}
+
+// eachPart calls fn with every single geometry of g, going into
+// multi-geometries and collections: a point, a line or a polygon (any other
+// geometry is a part of its own). A MultiPoint's points are given as
+// MultiPoints of one that share its array, so that fn may move them.
+func eachPart(g orb.Geometry, fn func(orb.Geometry)) {
 	switch g := g.(type) {
-	case orb.Collection:
-		for _, p := range g {
-			addParts(p, spans)
-		}
 	case orb.MultiPoint:
-		for _, p := range g {
-			*spans = append(*spans, [2]float64{p[0], p[0]})
+		for i := range g {
+			fn(g[i : i+1])
 		}
 	case orb.MultiLineString:
 		for _, l := range g {
-			addParts(l, spans)
+			fn(l)
 		}
 	case orb.MultiPolygon:
 		for _, p := range g {
-			addParts(p, spans)
+			fn(p)
+		}
+	case orb.Collection:
+		for _, m := range g {
+			eachPart(m, fn)
 		}
 	default:
-		b := g.Bound()
-		*spans = append(*spans, [2]float64{b.Min[0], b.Max[0]})
+		fn(g)
 	}
 }

@@ -94,34 +94,24 @@ func shiftWest(g orb.Geometry) orb.Geometry {
 	return g
 }
 
-// eachPath calls fn with every run of positions of g: a point, a
-// multipoint's points, a line, a ring; linear says whether it is a line
-// or a ring (whose segments have a length).
+// eachPath calls fn with every run of positions of each part of g
+// (eachPart): a point, a line, a polygon's rings; linear says whether it
+// is a line or a ring (whose segments have a length).
 func eachPath(g orb.Geometry, fn func(ps []orb.Point, linear bool)) {
-	switch g := g.(type) {
-	case orb.Point:
-		fn([]orb.Point{g}, false)
-	case orb.MultiPoint:
-		fn(g, false)
-	case orb.LineString:
-		fn(g, true)
-	case orb.MultiLineString:
-		for _, l := range g {
-			fn(l, true)
+	eachPart(g, func(p orb.Geometry) {
+		switch p := p.(type) {
+		case orb.Point:
+			fn([]orb.Point{p}, false)
+		case orb.MultiPoint:
+			fn(p, false)
+		case orb.LineString:
+			fn(p, true)
+		case orb.Polygon:
+			for _, r := range p {
+				fn(r, true)
+			}
 		}
-	case orb.Polygon:
-		for _, r := range g {
-			fn(r, true)
-		}
-	case orb.MultiPolygon:
-		for _, p := range g {
-			eachPath(p, fn)
-		}
-	case orb.Collection:
-		for _, m := range g {
-			eachPath(m, fn)
-		}
-	}
+	})
 }
 
 // countVertices counts g's positions.

@@ -77,11 +77,11 @@ type CSVOptions struct {
 // ParseInputs decodes and checks an ingestion task's inputs, strictly:
 // unknown fields are errors.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
-	var in Inputs
-	if err := builtin.DecodeInputs(raw, &in); err != nil {
-		return in, fmt.Errorf("error reading the ingestion inputs: %w", err)
-	}
-	var errs []error
+	return builtin.ParseInputs(raw, "ingestion", (*Inputs).check)
+}
+
+// check lists what is wrong with in.
+func (in *Inputs) check() (errs []error) {
 	if in.CatalogID == "" || in.CollectionID == "" {
 		errs = append(errs, errors.New(`"catalog_id" and "collection_id" are required`))
 	}
@@ -122,8 +122,5 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 			errs = append(errs, fmt.Errorf(`"csv": "delimiter" is %q, want one character other than a quote or a line break`, in.CSV.Delimiter))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid ingestion inputs: %w", err)
-	}
-	return in, nil
+	return errs
 }

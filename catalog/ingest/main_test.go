@@ -87,11 +87,7 @@ func (c *capture) byExternalID() map[string]reporters.Envelope {
 func (b *bundle) ingestFile(t *testing.T, inputs map[string]any) (ingest.Outputs, *capture) {
 	t.Helper()
 	rep := &capture{}
-	raw, err := b.handler.Handle(b.ctx, newTask(t, inputs), rep)
-	require.NoError(t, err)
-	var out ingest.Outputs
-	require.NoError(t, json.Unmarshal(raw, &out))
-	return out, rep
+	return catalogtest.Handle[ingest.Outputs](t, b.handler.Handle, newTask(t, inputs), rep), rep
 }
 
 // count returns how many rows, and current rows, the collection's table holds.

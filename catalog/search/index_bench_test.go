@@ -1,7 +1,6 @@
 package search_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -9,11 +8,8 @@ import (
 
 	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/search"
-	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/esfake"
 	"github.com/wfhq/wf/runners/runnertest"
-	"github.com/wfhq/wf/wftype"
 )
 
 // BenchmarkIndexDocuments times a full elasticsearch run over
@@ -26,23 +22,15 @@ import (
 //	go run ./internal/dbtest/withdb -- go test -run '^$' -bench IndexDocuments -benchtime 3x ./catalog/search/
 func BenchmarkIndexDocuments(b *testing.B) {
 	n := catalogtest.BenchSize("WF_BENCH_INDEX_FEATURES", 50000)
-	ctx := context.Background()
-	pool := dbtest.NewPool(b)
-	st := store.New(pool)
-	catalogtest.SeedPoints(b, pool, "towns", json.RawMessage(`{"fields": {"name": "text", "pop": "integer"}}`), n)
+	_, st := catalogtest.SeedPoints(b, "towns", json.RawMessage(`{"fields": {"name": "text", "pop": "integer"}}`), n)
 	es := esfake.New()
 	b.Cleanup(es.Close)
 	h, err := search.New(search.Config{Store: st, Settings: search.Settings{Addresses: []string{es.URL}}})
 	require.NoError(b, err)
-	inputs := json.RawMessage(`{"catalog_id": "cat", "collection_id": "towns", "full": true}`)
+	inputs := map[string]any{"catalog_id": "cat", "collection_id": "towns", "full": true}
 	b.ResetTimer()
 	for b.Loop() {
-		id, ts, err := store.NewID()
-		require.NoError(b, err)
-		raw, err := h.Index(ctx, &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: inputs}, &runnertest.Counter{})
-		require.NoError(b, err)
-		var out search.Outputs
-		require.NoError(b, json.Unmarshal(raw, &out))
+		out := catalogtest.Handle[search.Outputs](b, h.Index, catalogtest.NewTask(b, "s_cat", search.HandlerName, inputs), &runnertest.Counter{})
 		require.Equal(b, int64(n), out.Indexed, "%+v", out)
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "docs/s")

@@ -231,12 +231,8 @@ func TestDropAndTenancy(t *testing.T) {
 	require.True(t, wftype.IsPermanent(err))
 
 	drop := func() search.DropOutputs {
-		raw, err := b.search.Drop(b.ctx, &wftype.Task{SchemaName: wftype.SystemSchema,
+		return catalogtest.Handle[search.DropOutputs](t, b.search.Drop, &wftype.Task{SchemaName: wftype.SystemSchema,
 			Inputs: json.RawMessage(`{"catalog_id":"cat","schema_name":"s_cat","collections":["towns"]}`)}, &runnertest.Recorder{})
-		require.NoError(t, err)
-		var out search.DropOutputs
-		require.NoError(t, json.Unmarshal(raw, &out))
-		return out
 	}
 	require.Equal(t, []string{"wf-s_cat-towns"}, drop().Deleted)
 	require.Empty(t, b.es.Indices())

@@ -53,11 +53,11 @@ type PreseedInputs struct {
 
 // ParsePreseedInputs decodes and checks the inputs, strictly.
 func ParsePreseedInputs(raw json.RawMessage) (PreseedInputs, error) {
-	var in PreseedInputs
-	if err := builtin.DecodeInputs(raw, &in); err != nil {
-		return in, fmt.Errorf("error reading the tiles_preseed inputs: %w", err)
-	}
-	var errs []error
+	return builtin.ParseInputs(raw, "tiles_preseed", (*PreseedInputs).check)
+}
+
+// check gives in's unset fields their defaults and lists what is wrong with in.
+func (in *PreseedInputs) check() (errs []error) {
 	if in.CatalogID == "" || in.CollectionID == "" {
 		errs = append(errs, errors.New(`"catalog_id" and "collection_id" are required`))
 	}
@@ -78,10 +78,7 @@ func ParsePreseedInputs(raw json.RawMessage) (PreseedInputs, error) {
 			errs = append(errs, fmt.Errorf(`"bbox" is %v: want [west, south, east, north] in degrees, south ≤ north (west > east crosses the antimeridian)`, b))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid tiles_preseed inputs: %w", err)
-	}
-	return in, nil
+	return errs
 }
 
 // TileCounts are what a pre-seeding did with its tiles.

@@ -2,7 +2,6 @@ package tiles_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,23 +76,15 @@ func (b *bundle) fileCache(t *testing.T) (svc *tiles.Service, h *tiles.Handler, 
 func preseed(t *testing.T, b *bundle, h *tiles.Handler, inputs map[string]any) tiles.PreseedOutputs {
 	t.Helper()
 	inputs["catalog_id"], inputs["collection_id"] = "cat", "places"
-	raw, err := h.Handle(b.ctx, catalogtest.NewTask(t, "s_cat", tiles.HandlerName, inputs), reporters.Discard{})
-	require.NoError(t, err)
-	var out tiles.PreseedOutputs
-	require.NoError(t, json.Unmarshal(raw, &out))
-	return out
+	return catalogtest.Handle[tiles.PreseedOutputs](t, h.Handle, catalogtest.NewTask(t, "s_cat", tiles.HandlerName, inputs), reporters.Discard{})
 }
 
 // preseedWith runs tiles_preseed of zooms 0 to maxZoom on a collection of
 // catalog (tenant s_<catalog>).
 func preseedWith(t testing.TB, h *tiles.Handler, catalog, collection string, maxZoom int) tiles.PreseedOutputs {
 	t.Helper()
-	raw, err := h.Handle(context.Background(), catalogtest.NewTask(t, "s_"+catalog, tiles.HandlerName,
+	return catalogtest.Handle[tiles.PreseedOutputs](t, h.Handle, catalogtest.NewTask(t, "s_"+catalog, tiles.HandlerName,
 		map[string]any{"catalog_id": catalog, "collection_id": collection, "max_zoom": maxZoom}), reporters.Discard{})
-	require.NoError(t, err)
-	var out tiles.PreseedOutputs
-	require.NoError(t, json.Unmarshal(raw, &out))
-	return out
 }
 
 // where returns the tile of (lon, lat) at zoom z and its position in it,

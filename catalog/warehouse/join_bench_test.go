@@ -2,7 +2,6 @@ package warehouse_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,11 +9,8 @@ import (
 	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/warehouse"
 	"github.com/wfhq/wf/config"
-	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/runners/runnertest"
-	"github.com/wfhq/wf/wftype"
 )
 
 // BenchmarkJoinPostgres times dwh_join over WF_BENCH_JOIN_ROWS features
@@ -26,12 +22,10 @@ import (
 //	  go test -run '^$' -bench JoinPostgres -benchtime 1x ./catalog/warehouse/
 func BenchmarkJoinPostgres(b *testing.B) {
 	n := catalogtest.BenchSize("WF_BENCH_JOIN_ROWS", 100000)
-	ctx := context.Background()
-	pool := dbtest.NewPool(b)
-	st := store.New(pool)
 	// Features written straight into the feature table (ingesting a million
 	// would time the ingestion), and the warehouse table beside them.
-	catalogtest.SeedPoints(b, pool, "parcels", nil, n)
+	pool, st := catalogtest.SeedPoints(b, "parcels", nil, n)
+	ctx := context.Background()
 	_, err := pool.Exec(ctx, `CREATE SCHEMA dwh;
 		CREATE TABLE dwh.owners (pid bigint, owner text, share float8, since date)`)
 	require.NoError(b, err)
@@ -46,18 +40,12 @@ func BenchmarkJoinPostgres(b *testing.B) {
 		Connections: []config.WarehouseConnection{{Name: "pg", Type: config.WarehousePostgres, URL: pool.Config().ConnString(),
 			Catalogs: []string{"cat"}, Tables: []string{"dwh.owners"}}}})
 	require.NoError(b, err)
-	inputs, err := json.Marshal(map[string]any{"catalog_id": "cat", "collection_id": "parcels", "connection": "pg",
-		"table": "dwh.owners", "key": "pid", "destination": "joined.ndjson"})
-	require.NoError(b, err)
+	inputs := map[string]any{"catalog_id": "cat", "collection_id": "parcels", "connection": "pg",
+		"table": "dwh.owners", "key": "pid", "destination": "joined.ndjson"}
 	b.ResetTimer()
 	for b.Loop() {
-		id, ts, err := store.NewID()
-		require.NoError(b, err)
 		rep := &runnertest.Counter{}
-		raw, err := h.Handle(ctx, &wftype.Task{ID: id, Timestamp: ts, SchemaName: "s_cat", Inputs: inputs}, rep)
-		require.NoError(b, err)
-		var out warehouse.Outputs
-		require.NoError(b, json.Unmarshal(raw, &out))
+		out := catalogtest.Handle[warehouse.Outputs](b, h.Handle, catalogtest.NewTask(b, "s_cat", "dwh_join", inputs), rep)
 		require.Equal(b, int64(n), out.Matched)
 		require.Equal(b, n, rep.Count())
 	}

@@ -138,14 +138,14 @@ type Outputs struct {
 
 // ParseInputs decodes and checks a dwh_join task's inputs, strictly.
 func ParseInputs(raw json.RawMessage) (Inputs, error) {
-	var in Inputs
-	if err := builtin.DecodeInputs(raw, &in); err != nil {
-		return in, fmt.Errorf("error reading the dwh_join inputs: %w", err)
-	}
+	return builtin.ParseInputs(raw, "dwh_join", (*Inputs).check)
+}
+
+// check gives in's unset fields their defaults and lists what is wrong with in.
+func (in *Inputs) check() (errs []error) {
 	in.Format = cmp.Or(in.Format, export.FormatNDJSON)
 	in.Join = cmp.Or(in.Join, JoinInner)
 	in.FeatureKey = cmp.Or(in.FeatureKey, in.Key)
-	var errs []error
 	for name, v := range map[string]string{"catalog_id": in.CatalogID, "collection_id": in.CollectionID,
 		"connection": in.Connection, "table": in.Table, "key": in.Key, "destination": in.Destination} {
 		if v == "" {
@@ -161,10 +161,7 @@ func ParseInputs(raw json.RawMessage) (Inputs, error) {
 	if in.Format != export.FormatNDJSON && in.Format != export.FormatGeoJSON && in.Format != export.FormatCSV {
 		errs = append(errs, fmt.Errorf(`"format" is %q, want ndjson, geojson or csv`, in.Format))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return in, fmt.Errorf("invalid dwh_join inputs: %w", err)
-	}
-	return in, nil
+	return errs
 }
 
 // Handle implements the builtin handler signature.

@@ -107,3 +107,19 @@ func DecodeInputs(raw json.RawMessage, v any) error {
 	}
 	return nil
 }
+
+// ParseInputs decodes a task's inputs strictly (DecodeInputs) into a T and
+// lets check fill its defaults and list every problem it finds, so that a
+// handler reports all of them at once. what names the inputs in the
+// errors: "error reading the <what> inputs: …" when they do not decode,
+// "invalid <what> inputs: …" (check's errors joined) when they are wrong.
+func ParseInputs[T any](raw json.RawMessage, what string, check func(*T) []error) (T, error) {
+	var in T
+	if err := DecodeInputs(raw, &in); err != nil {
+		return in, fmt.Errorf("error reading the %s inputs: %w", what, err)
+	}
+	if err := errors.Join(check(&in)...); err != nil {
+		return in, fmt.Errorf("invalid %s inputs: %w", what, err)
+	}
+	return in, nil
+}
