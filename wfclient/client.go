@@ -147,4 +147,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // escape quotes one path segment.
+// call does one request (as do) and returns its answer, decoded into a T.
+func call[T any](ctx context.Context, c *Client, method, path string, query url.Values, body any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, query, body, &out)
+	return out, err
+}
+
 func escape(s string) string { return url.PathEscape(s) }

@@ -11,16 +11,12 @@ import (
 // Enqueue creates a task (POST /tasks). A SYNCHRONOUS type runs at once
 // and its outputs come back in the submission.
 func (c *Client) Enqueue(ctx context.Context, r EnqueueRequest) (Submission, error) {
-	var s Submission
-	err := c.do(ctx, "POST", "/tasks", nil, r, &s)
-	return s, err
+	return call[Submission](ctx, c, "POST", "/tasks", nil, r)
 }
 
 // Get reads one task with its attempt history (GET /tasks/{id}).
 func (c *Client) Get(ctx context.Context, id string) (Task, error) {
-	var t Task
-	err := c.do(ctx, "GET", "/tasks/"+escape(id), nil, nil, &t)
-	return t, err
+	return call[Task](ctx, c, "GET", "/tasks/"+escape(id), nil, nil)
 }
 
 // Wait polls a task every poll (default 250 ms, starting faster) until it
@@ -49,15 +45,9 @@ func (c *Client) Wait(ctx context.Context, id string, poll time.Duration) (Task,
 // List returns one page of tasks, newest first (GET /tasks).
 func (c *Client) List(ctx context.Context, p ListParams) (TaskPage, error) {
 	q := url.Values{}
-	for _, s := range p.Status {
-		q.Add("status", string(s))
-	}
-	for _, s := range p.TaskType {
-		q.Add("task_type", s)
-	}
-	for _, s := range p.SchemaName {
-		q.Add("schema_name", s)
-	}
+	addEach(q, "status", p.Status)
+	addEach(q, "task_type", p.TaskType)
+	addEach(q, "schema_name", p.SchemaName)
 	if p.CreatedFrom != nil {
 		q.Set("created_from", p.CreatedFrom.UTC().Format(time.RFC3339Nano))
 	}
@@ -70,68 +60,58 @@ func (c *Client) List(ctx context.Context, p ListParams) (TaskPage, error) {
 	if p.Cursor != "" {
 		q.Set("cursor", p.Cursor)
 	}
-	var page TaskPage
-	err := c.do(ctx, "GET", "/tasks", q, nil, &page)
-	return page, err
+	return call[TaskPage](ctx, c, "GET", "/tasks", q, nil)
+}
+
+// addEach adds each of values to q under key (a repeated query parameter).
+func addEach[S ~string](q url.Values, key string, values []S) {
+	for _, v := range values {
+		q.Add(key, string(v))
+	}
 }
 
 // Cancel cancels a PENDING or ACTIVE task (POST /tasks/{id}/cancel); a
 // running one is stopped.
 func (c *Client) Cancel(ctx context.Context, id string) (Task, error) {
-	var t Task
-	err := c.do(ctx, "POST", "/tasks/"+escape(id)+"/cancel", nil, nil, &t)
-	return t, err
+	return call[Task](ctx, c, "POST", "/tasks/"+escape(id)+"/cancel", nil, nil)
 }
 
 // SubmitIngestion submits a source to a collection (POST
 // /ingestion/{catalog_id}/{collection_id}).
 func (c *Client) SubmitIngestion(ctx context.Context, catalogID, collectionID string, r IngestionRequest) (Submission, error) {
-	var s Submission
-	err := c.do(ctx, "POST", "/ingestion/"+escape(catalogID)+"/"+escape(collectionID), nil, r, &s)
-	return s, err
+	return call[Submission](ctx, c, "POST", "/ingestion/"+escape(catalogID)+"/"+escape(collectionID), nil, r)
 }
 
 // EmitEvent emits an event of the caller's tenant (POST /events).
 func (c *Client) EmitEvent(ctx context.Context, r EmitEventRequest) (Event, error) {
-	var e Event
-	err := c.do(ctx, "POST", "/events", nil, r, &e)
-	return e, err
+	return call[Event](ctx, c, "POST", "/events", nil, r)
 }
 
 // Pause pauses a task type or tenant (POST /admin/pauses, admin).
 func (c *Client) Pause(ctx context.Context, kind PauseKind, name, reason string) (Pause, error) {
-	var p Pause
-	err := c.do(ctx, "POST", "/admin/pauses", nil, map[string]string{"kind": string(kind), "name": name, "reason": reason}, &p)
-	return p, err
+	return call[Pause](ctx, c, "POST", "/admin/pauses", nil, map[string]string{"kind": string(kind), "name": name, "reason": reason})
 }
 
 // Resume lifts a pause (DELETE /admin/pauses/{kind}/{name}, admin).
 func (c *Client) Resume(ctx context.Context, kind PauseKind, name string) (Pause, error) {
-	var p Pause
-	err := c.do(ctx, "DELETE", "/admin/pauses/"+escape(string(kind))+"/"+escape(name), nil, nil, &p)
-	return p, err
+	return call[Pause](ctx, c, "DELETE", "/admin/pauses/"+escape(string(kind))+"/"+escape(name), nil, nil)
 }
 
 // Pauses lists what is paused (GET /admin/pauses, admin).
 func (c *Client) Pauses(ctx context.Context) ([]Pause, error) {
-	var out struct {
+	page, err := call[struct {
 		Items []Pause `json:"items"`
-	}
-	err := c.do(ctx, "GET", "/admin/pauses", nil, nil, &out)
-	return out.Items, err
+	}](ctx, c, "GET", "/admin/pauses", nil, nil)
+	return page.Items, err
 }
 
 // BulkCancel cancels the tasks r matches (POST /admin/tasks/cancel, admin).
 func (c *Client) BulkCancel(ctx context.Context, r BulkTasksRequest) (BulkResult, error) {
-	var out BulkResult
-	err := c.do(ctx, "POST", "/admin/tasks/cancel", nil, r, &out)
-	return out, err
+	return call[BulkResult](ctx, c, "POST", "/admin/tasks/cancel", nil, r)
 }
 
 // BulkRequeue requeues the tasks r matches (POST /admin/tasks/requeue,
 // admin).
 func (c *Client) BulkRequeue(ctx context.Context, r BulkTasksRequest) (BulkResult, error) {
-	var out BulkResult
-	err := c.do(ctx, "POST", "/admin/tasks/requeue", nil, r, &out)
-	return out, err
+	return call[BulkResult](ctx, c, "POST", "/admin/tasks/requeue", nil, r)
 }
