@@ -78,15 +78,7 @@ func (e *wfEnv) taskCount() int {
 // and creates nothing.
 func TestEnqueueFiles(t *testing.T) {
 	t.Parallel()
-	e := newWFEnv(t, map[string]string{"fetch.yaml": `kind: TaskType
-name: fetch
-handler: {builtin: noop}
-inputs:
-  type: object
-  properties:
-    source: {type: string}
-files: [source]
-`})
+	e := newWFEnv(t, fetchSpec("source", "files: [source]\n"))
 	for _, source := range []string{"/etc/passwd", "file:///etc/passwd", "../s_x/data.csv", "%2e%2e/s_x/data.csv", e.data + "/files/s_x/data.csv"} {
 		code, _, errOut := e.run("enqueue", "-i", "source="+source, "fetch")
 		require.Equal(t, ExitFailure, code, "%s: %s", source, errOut)
@@ -104,15 +96,7 @@ files: [source]
 // inside URLs of a task's inputs or dedup key.
 func TestTasksShowRedacts(t *testing.T) {
 	t.Parallel()
-	e := newWFEnv(t, map[string]string{"fetch.yaml": `kind: TaskType
-name: fetch
-handler: {builtin: noop}
-inputs:
-  type: object
-  properties:
-    url: {type: string}
-dedup_key: 'inputs.url'
-`})
+	e := newWFEnv(t, fetchSpec("url", "dedup_key: 'inputs.url'\n"))
 	code, out, errOut := e.run("enqueue", "--format", "json", "-i", "url=https://bob:hunter2@files.example.com/a.csv?token=t0k3n", "fetch")
 	require.Equal(t, ExitOK, code, errOut)
 	var created struct {
@@ -130,4 +114,11 @@ dedup_key: 'inputs.url'
 	code, out, _ = e.run("tasks", "show", created.TaskID)
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "https://bob:REDACTED@files.example.com/a.csv?token=REDACTED")
+}
+
+// fetchSpec is the specs folder of a no-op task type "fetch" whose one
+// input, a string, is named input; more adds top-level lines to it.
+func fetchSpec(input, more string) map[string]string {
+	return map[string]string{"fetch.yaml": "kind: TaskType\nname: fetch\nhandler: {builtin: noop}\n" +
+		"inputs:\n  type: object\n  properties:\n    " + input + ": {type: string}\n" + more}
 }

@@ -42,8 +42,13 @@ type cluster struct {
 	pool  *pgxpool.Pool
 }
 
+// newCluster is a database with the recorder's table and task type, and
+// the recorder built; with -short the test is skipped (it starts processes).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
 	url := dbtest.NewDatabase(t)
 	pool := dbtest.PoolFor(t, url)
 	_, err := pool.Exec(context.Background(), `
@@ -117,9 +122,6 @@ func stop(t *testing.T, cmd *exec.Cmd) {
 // TestThreeProcessesRunEachTaskOnce: three `wf run` processes share 5,000
 // tasks; each task completes, and runs, exactly once.
 func TestThreeProcessesRunEachTaskOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
 	t.Parallel()
 	c := newCluster(t)
 	c.enqueue(5000)
@@ -140,9 +142,6 @@ func TestThreeProcessesRunEachTaskOnce(t *testing.T) {
 // ran twice only when the killed process had it in flight, and never while a
 // live process held its lease.
 func TestKilledProcessLosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
 	t.Parallel()
 	c := newCluster(t)
 	c.enqueue(5000)

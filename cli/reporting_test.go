@@ -62,8 +62,9 @@ inputs: {type: object}
 
 // requireLiveThenComplete checks the run of task id shows live progress
 // (three records while it waits for gate, still ACTIVE), then, with the gate
-// open, completes with a report of all five records.
-func requireLiveThenComplete(t *testing.T, e *wfEnv, id uuid.UUID, gate string) wftype.Task {
+// open, completes with a report of all five records and outputs that count
+// them (emitted). It returns the ended task and its outputs.
+func requireLiveThenComplete(t *testing.T, e *wfEnv, id uuid.UUID, gate string) (wftype.Task, map[string]any) {
 	t.Helper()
 	live := e.waitProgress(id, 3)
 	require.Equal(t, wftype.StatusActive, live.Status, "progress is visible while the task runs")
@@ -78,7 +79,10 @@ func requireLiveThenComplete(t *testing.T, e *wfEnv, id uuid.UUID, gate string) 
 	var final map[string]any
 	require.NoError(t, json.Unmarshal(done.Progress, &final))
 	require.Equal(t, float64(5), final["total"])
-	return done
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(done.Outputs, &out))
+	require.Equal(t, float64(5), out["emitted"])
+	return done, out
 }
 
 // TestRunReportsFromGoHandler: `wf run` gives a builtin handler the
@@ -90,10 +94,7 @@ func TestRunReportsFromGoHandler(t *testing.T) {
 	e.engine()
 	gate := filepath.Join(t.TempDir(), "gate")
 	id := e.enqueue("emit", map[string]any{"first": 3, "then": 2, "gate": gate})
-	done := requireLiveThenComplete(t, e, id, gate)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(done.Outputs, &out))
-	require.Equal(t, float64(5), out["emitted"])
+	requireLiveThenComplete(t, e, id, gate)
 	require.DirExists(t, filepath.Join(e.data, "files"), "wf run creates <data_dir>/files, the default files.local_roots")
 }
 
@@ -105,10 +106,7 @@ func TestRunReportsFromExecChild(t *testing.T) {
 	e := newWFEnv(t, map[string]string{"shell.yaml": execTaskType("shell_records", gatedScript(t), gate, 1)})
 	e.engine()
 	id := e.enqueue("shell_records", map[string]any{})
-	done := requireLiveThenComplete(t, e, id, gate)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(done.Outputs, &out))
-	require.Equal(t, float64(5), out["emitted"])
+	_, out := requireLiveThenComplete(t, e, id, gate)
 	require.Equal(t, "", out["owner"], "ran by the local exec runner, not a remote worker")
 }
 

@@ -42,9 +42,6 @@ steps:
 // (each completion and the tasks it unblocks commit together), none created
 // twice, and the fan-in step was created once.
 func TestWorkflowsSurviveKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
 	t.Parallel()
 	c := newCluster(t)
 	require.NoError(t, os.WriteFile(filepath.Join(c.specs, "workflows.yaml"), []byte(crashWorkflows()), 0o644))
