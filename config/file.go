@@ -266,20 +266,14 @@ func (c *Config) applyFile(f *yamlFile) Errors {
 		src := fileSource(f.path, f.values[ptr])
 		var v reflect.Value
 		switch l.typ {
-		case tokensType:
-			var ts []Token
-			if err := n.Decode(&ts); err != nil {
+		case tokensType, warehousesType:
+			// Lists of mappings decode into the field's type as they are.
+			p := reflect.New(l.typ)
+			if err := n.Decode(p.Interface()); err != nil {
 				errs = append(errs, Error{Source: src, Field: l.key, Message: "expected " + l.expected()})
 				continue
 			}
-			v = reflect.ValueOf(ts)
-		case warehousesType:
-			var ws []WarehouseConnection
-			if err := n.Decode(&ws); err != nil {
-				errs = append(errs, Error{Source: src, Field: l.key, Message: "expected " + l.expected()})
-				continue
-			}
-			v = reflect.ValueOf(ws)
+			v = p.Elem()
 		case stringsType:
 			items := make([]string, 0, len(n.Content))
 			for _, item := range n.Content {

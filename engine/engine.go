@@ -357,16 +357,9 @@ func (e *Engine) buildWorkflows() error {
 func (e *Engine) Workflows() *workflow.Workflows { return e.workflows }
 
 // runWorkflowTimeouts fails the runs that passed their deadline, every
-// janitor interval (leader only).
+// janitor interval of wall time (leader only).
 func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
-	t := time.NewTicker(cmp.Or(e.cfg.JanitorInterval, 30*time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	clock.Every(ctx, clock.Real{}, cmp.Or(e.cfg.JanitorInterval, 30*time.Second), func() bool {
 		n, err := e.workflows.Expire(ctx, e.store, 100)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -374,7 +367,9 @@ func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
 		case n > 0:
 			e.cfg.Logger.Info("workflow runs timed out", "runs", n)
 		}
-	}
+		return true
+	})
+	return nil
 }
 
 // observer is what the dispatcher tells about claims and outcomes: the

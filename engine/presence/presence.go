@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/engine/clock"
 )
 
 // AppNamePrefix starts the application_name of a presence connection:
@@ -72,18 +74,13 @@ func Hold(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// keep pings conn every interval until ctx ends or a ping fails.
+// keep pings conn every interval (of wall time) until ctx ends or a ping
+// fails.
 func keep(ctx context.Context, conn *pgx.Conn, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := conn.Ping(ctx); err != nil {
-				return err
-			}
-		}
-	}
+	var err error
+	clock.Every(ctx, clock.Real{}, every, func() bool {
+		err = conn.Ping(ctx)
+		return err == nil
+	})
+	return err
 }

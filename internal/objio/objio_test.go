@@ -16,6 +16,27 @@ import (
 	"github.com/wfhq/wf/internal/objio"
 )
 
+// readLoc opens loc through o and returns all it holds.
+func readLoc(t *testing.T, o *objio.Opener, loc string) string {
+	t.Helper()
+	r, err := o.Open(t.Context(), loc)
+	require.NoError(t, err, loc)
+	b, err := io.ReadAll(r)
+	require.NoError(t, err, loc)
+	require.NoError(t, r.Close())
+	return string(b)
+}
+
+// writeLoc writes data, as text/plain, to loc through o.
+func writeLoc(t *testing.T, o *objio.Opener, loc, data string) {
+	t.Helper()
+	w, err := o.Create(t.Context(), loc, "text/plain")
+	require.NoError(t, err, loc)
+	_, err = w.Write([]byte(data))
+	require.NoError(t, err, loc)
+	require.NoError(t, w.Close())
+}
+
 func TestLocationsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -86,19 +107,10 @@ func TestLinksCannotEscape(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing was written through the dangling link")
 
 	for _, loc := range []string{"sub/ok.txt", "inside/ok.txt", filepath.Join(root, "inside", "ok.txt"), "file://" + filepath.ToSlash(filepath.Join(linkedRoot, "sub", "ok.txt"))} {
-		r, err := o.Open(ctx, loc)
-		require.NoError(t, err, loc)
-		b, err := io.ReadAll(r)
-		require.NoError(t, err)
-		require.NoError(t, r.Close())
-		require.Equal(t, "ok", string(b), loc)
+		require.Equal(t, "ok", readLoc(t, o, loc), loc)
 	}
 	// A new file in a new folder inside the root can be written.
-	w, err := o.Create(ctx, "inside/new/out.txt", "text/plain")
-	require.NoError(t, err)
-	_, err = w.Write([]byte("out"))
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
+	writeLoc(t, o, "inside/new/out.txt", "out")
 	b, err := os.ReadFile(filepath.Join(root, "sub", "new", "out.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "out", string(b))
@@ -127,12 +139,7 @@ func TestWriteAndRead(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.Close())
 		w.Abort() // after Close: nothing happens
-		r, err := o.Open(ctx, loc)
-		require.NoError(t, err, loc)
-		b, err := io.ReadAll(r)
-		require.NoError(t, err)
-		require.NoError(t, r.Close())
-		require.Equal(t, "hello", string(b), loc)
+		require.Equal(t, "hello", readLoc(t, o, loc), loc)
 	}
 	entries, err := os.ReadDir(filepath.Join(root, "sub"))
 	require.NoError(t, err)

@@ -144,6 +144,16 @@ func wantCounts(envs []reporters.Envelope) dbreporter.Counts {
 	return dbreporter.Counts{Total: total, Succeeded: by[reporters.RecordSuccess], Rejected: by[reporters.RecordRejected], Failed: by[reporters.RecordFailed]}
 }
 
+// requireFinished finishes r and checks that its outputs and the task's
+// stored progress count envs.
+func (b *bundle) requireFinished(t *testing.T, r *dbreporter.Reporter, task reporters.TaskInfo, envs []reporters.Envelope) {
+	t.Helper()
+	out, err := r.Finish(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
+	b.requireProgress(t, task.ID, wantCounts(envs))
+}
+
 // requireProgress checks the counts stored in the task's progress.
 func (b *bundle) requireProgress(t *testing.T, id uuid.UUID, want dbreporter.Counts) {
 	t.Helper()
@@ -200,10 +210,7 @@ func TestProgressVisibleMidRunAndWritesBatched(t *testing.T) {
 	require.LessOrEqual(t, mid["total"], float64(150))
 
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs[150:], 8))
-	out, err := r.Finish(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
-	b.requireProgress(t, task.ID, wantCounts(envs))
+	b.requireFinished(t, r, task, envs)
 
 	n := int64(len(envs))
 	maxWrites := (n+batch-1)/batch + 1
@@ -240,10 +247,7 @@ func TestBackgroundFailureRepairedByNextWrite(t *testing.T) {
 	envs := reportertest.Envelopes(30)
 	require.NoError(t, reportertest.ReportConcurrently(t.Context(), r, envs, 1))
 	w.fail.Store(false)
-	out, err := r.Finish(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
-	b.requireProgress(t, task.ID, wantCounts(envs))
+	b.requireFinished(t, r, task, envs)
 }
 
 func TestFinishCancelledWhileWriting(t *testing.T) {
@@ -262,10 +266,7 @@ func TestFinishCancelledWhileWriting(t *testing.T) {
 	require.Nil(t, b.progress(t, task.ID))
 
 	w.hang.Store(false)
-	out, err := r.Finish(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, map[string]any{"records": wantCounts(envs)}, out)
-	b.requireProgress(t, task.ID, wantCounts(envs))
+	b.requireFinished(t, r, task, envs)
 }
 
 func TestRejectsUnknownStatus(t *testing.T) {

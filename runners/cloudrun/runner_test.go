@@ -79,6 +79,17 @@ func setup(t *testing.T, exec cloudruntest.Executor) *bundle {
 	return b
 }
 
+// runInBackground runs a claimed "remote" task in a goroutine under ctx;
+// Run's error arrives on the channel it returns.
+func (b *bundle) runInBackground(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.runner.Run(ctx, b.tasks.claimed("remote"), reporters.Discard{})
+		done <- err
+	}()
+	return done
+}
+
 // finishes returns an executor that writes status to the task, as the
 // worker would, then exits with err.
 func (b *bundle) finishes(status wftype.TaskStatus, err error) cloudruntest.Executor {
@@ -213,11 +224,7 @@ func TestCancelStopsExecution(t *testing.T) {
 		return ctx.Err()
 	})
 	ctx, cancel := context.WithCancelCause(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.runner.Run(ctx, b.tasks.claimed("remote"), reporters.Discard{})
-		done <- err
-	}()
+	done := b.runInBackground(ctx)
 	<-started
 	cause := errors.New("run timeout exceeded")
 	cancel(cause)
@@ -249,11 +256,7 @@ func TestCancelAfterWorkerWrote(t *testing.T) {
 	})
 	defer close(release)
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.runner.Run(ctx, b.tasks.claimed("remote"), reporters.Discard{})
-		done <- err
-	}()
+	done := b.runInBackground(ctx)
 	<-wrote
 	cancel()
 	require.ErrorIs(t, <-done, wftype.ErrFinishedRemotely)

@@ -306,6 +306,9 @@ echo END`)
 	})
 }
 
+// TestRecordsMalformed: a malformed record line fails the task permanently,
+// naming the line (and the JSON pointer where the envelope schema is
+// broken); the good lines before it were reported.
 func TestRecordsMalformed(t *testing.T) {
 	t.Parallel()
 	good := `{"status":"SUCCESS","message":null,"record":{"type":"Feature","properties":{},"stats":{},"system":{}}}`
@@ -314,7 +317,12 @@ func TestRecordsMalformed(t *testing.T) {
 		lineLimit int
 		want      []string
 		reported  int
+		// records, when set, are the envelopes reported, in full.
+		records []reporters.Envelope
 	}{
+		// Well-formed JSON that breaks the envelope schema.
+		"SchemaInvalid": {lines: recordLines(t) + `{"status":"SUCCESS","message":null,"record":{"type":"Feature","properties":{},"stats":null,"system":{}}}`,
+			want: []string{"file descriptor 3: line 4: invalid envelope", `at "/record/stats": expected object, but got null`}, reported: 3, records: runnertest.Records()},
 		"UnknownField":  {lines: good + "\n\n" + `{"status":"SUCCESS","bogus":1}`, want: []string{"line 3", `at "": additionalProperties 'bogus' not allowed`}, reported: 1},
 		"NestedUnknown": {lines: `{"status":"SUCCESS","record":{"typo":1}}`, want: []string{"line 1", `at "/record": additionalProperties 'typo' not allowed`}},
 		"MissingStatus": {lines: good + "\n" + `{"message":"hi"}`, want: []string{"line 2", `at "": missing properties: 'status'`}, reported: 1},
@@ -343,6 +351,9 @@ func TestRecordsMalformed(t *testing.T) {
 				require.ErrorContains(t, err, w)
 			}
 			require.Len(t, rec.Envelopes(), tc.reported)
+			if tc.records != nil {
+				runnertest.RequireRecords(t, tc.records, rec.Envelopes())
+			}
 		})
 	}
 }
