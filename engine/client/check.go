@@ -6,6 +6,6 @@ package client
 // each request first, so that one bad request fails only its own source
 // instead of the whole batch.
 func (c *Client) Check(req Request) error {
-	_, err := c.prepare(req)
+	_, err := c.prepare(req, nil)
 	return err
 }

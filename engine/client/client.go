@@ -197,8 +197,12 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 		traceparent = tracing.Traceparent(ctx)
 	}
 	tasks := make([]store.NewTask, len(reqs))
+	var checked checkedInputs
+	if len(reqs) > 1 {
+		checked = checkedInputs{}
+	}
 	for i, req := range reqs {
-		nt, err := c.prepare(req)
+		nt, err := c.prepare(req, checked)
 		if err != nil {
 			return nil, err
 		}
@@ -252,8 +256,10 @@ func (c *Client) checkFiles(tt *spec.TaskType, tenant string, inputs map[string]
 	return errs
 }
 
-// prepare validates a request against its task type and fills what the spec decides.
-func (c *Client) prepare(req Request) (store.NewTask, error) {
+// prepare validates a request against its task type and fills what the
+// spec decides. checked, when not nil, holds the inputs of the call's
+// requests already checked against their types' schemas.
+func (c *Client) prepare(req Request, checked checkedInputs) (store.NewTask, error) {
 	tt, ok := c.specs.TaskType(req.TaskType)
 	if !ok {
 		return store.NewTask{}, fmt.Errorf("%w %q", ErrUnknownTaskType, req.TaskType)
@@ -277,18 +283,10 @@ func (c *Client) prepare(req Request) (store.NewTask, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{}`)
 	}
-	var inputs any
-	if err := json.Unmarshal(raw, &inputs); err != nil {
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: "inputs are not valid JSON: " + err.Error()}
+	obj, err := checked.check(tt, raw)
+	if err != nil {
+		return store.NewTask{}, err
 	}
-	if err := tt.ValidateInputs(inputs); err != nil {
-		var ie spec.InputErrors
-		if errors.As(err, &ie) {
-			return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Inputs: ie}
-		}
-		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Field: "inputs", Message: err.Error()}
-	}
-	obj, _ := inputs.(map[string]any)
 	if ie := c.checkFiles(tt, schema, obj); len(ie) > 0 {
 		return store.NewTask{}, &ValidationError{TaskType: tt.Name(), Inputs: ie}
 	}

@@ -23,21 +23,38 @@ type inserted[R any] struct {
 
 // settleInserts pairs each row sent to an insert (ids[i], under keys[i])
 // with the row the insert returned for it, or else with the live row that
-// holds its key, read by one call of holders for all of those.
+// holds its key, read by one call of holders for all of those. Rows
+// returned in the order they were sent (a COPY's) are paired by one walk;
+// others (a statement's RETURNING, in no promised order) through a map.
 func settleInserts[R any](ctx context.Context, ids []uuid.UUID, keys []tenantKey, rows []R, idOf func(R) uuid.UUID,
 	holders func(ctx context.Context, schemas, keys []string) (map[tenantKey]R, error)) ([]inserted[R], error) {
-	byID := make(map[uuid.UUID]R, len(rows))
-	for _, r := range rows {
-		byID[idOf(r)] = r
-	}
 	out := make([]inserted[R], len(ids))
-	var heldSchemas, heldKeys []string
+	got := make([]bool, len(ids)) // got[i]: out[i].row is ids[i]'s inserted row
+	j := 0
 	for i, id := range ids {
-		if r, ok := byID[id]; ok {
-			out[i].row = r
-			continue
+		if j < len(rows) && idOf(rows[j]) == id {
+			out[i].row, got[i] = rows[j], true
+			j++
 		}
-		heldSchemas, heldKeys = append(heldSchemas, keys[i].schema), append(heldKeys, keys[i].key)
+	}
+	if j < len(rows) { // not in the order sent
+		byID := make(map[uuid.UUID]int, len(rows))
+		for k, r := range rows {
+			byID[idOf(r)] = k
+		}
+		for i, id := range ids {
+			k, ok := byID[id]
+			if ok {
+				out[i].row = rows[k]
+			}
+			got[i] = ok
+		}
+	}
+	var heldSchemas, heldKeys []string
+	for i := range ids {
+		if !got[i] {
+			heldSchemas, heldKeys = append(heldSchemas, keys[i].schema), append(heldKeys, keys[i].key)
+		}
 	}
 	if len(heldKeys) == 0 {
 		return out, nil
@@ -46,8 +63,8 @@ func settleInserts[R any](ctx context.Context, ids []uuid.UUID, keys []tenantKey
 	if err != nil {
 		return nil, err
 	}
-	for i, id := range ids {
-		if _, ok := byID[id]; !ok {
+	for i := range ids {
+		if !got[i] {
 			r, found := held[keys[i]]
 			out[i] = inserted[R]{row: r, duplicate: found, released: !found}
 		}

@@ -29,10 +29,10 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, months int
 	return created, wrap("creating partitions", err)
 }
 
-// monthCache remembers the months whose partitions exist, by "2006-01".
+// monthCache remembers the months whose partitions exist, by monthKey.
 type monthCache struct {
 	mu    sync.Mutex
-	known map[string]bool
+	known map[int]bool
 }
 
 // EnsureMonths makes sure the partitions of the months holding times exist
@@ -50,7 +50,7 @@ type monthCache struct {
 // for its locks hold every other one, it would wait forever.
 func (s *Store) EnsureMonths(ctx context.Context, times ...time.Time) error {
 	var missing []time.Time
-	seen := map[string]bool{}
+	seen := map[int]bool{}
 	s.months.mu.Lock()
 	for _, at := range times {
 		key := monthKey(at)
@@ -77,8 +77,13 @@ func (s *Store) EnsureMonths(ctx context.Context, times ...time.Time) error {
 	return nil
 }
 
-// monthKey names the month holding at in the month cache.
-func monthKey(at time.Time) string { return at.UTC().Format("2006-01") }
+// monthKey names the month holding at in the month cache: months since
+// year 0, which costs a bulk enqueue nothing per task where a formatted
+// "2006-01" cost a string each.
+func monthKey(at time.Time) int {
+	y, m, _ := at.UTC().Date()
+	return y*12 + int(m) - 1
+}
 
 // monthExists reports whether the partitions of tasks.tasks and tasks.events
 // for the month holding at (UTC, as tasks.ensure_partitions names them)

@@ -72,7 +72,7 @@ type Store struct {
 
 // New returns a store on db with the default channel names.
 func New(db DBTX) *Store {
-	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[string]bool{}},
+	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[int]bool{}},
 		plans: &planGuard{last: map[*pgx.Conn]time.Time{}}}
 }
 

@@ -19,12 +19,6 @@ import (
 // rows on (BenchmarkInsertTasks; BENCHMARKS.md).
 const copyMinTasks = 500
 
-// taskCopyColumns are the columns a COPY of new tasks writes, in
-// copySource's order; the others take their defaults (status PENDING,
-// counters 0, the rest NULL), as they do in insertTasksSQL.
-var taskCopyColumns = []string{"task_id", "timestamp", "schema_name", "scope", "execution_mode", "task_type",
-	"dedup_key", "inputs", "priority", "max_retries", "run_after", "traceparent"}
-
 // takeKeysSQL is the first statement of a COPY insert: it takes the batch's
 // dedup keys in task_dedup (one task per key, the first of the batch, as in
 // insertTasksSQL: copyTasks leaves the others out), notifies the queued
@@ -91,7 +85,7 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 	for i, t := range keyed {
 		keySchemas[i], keys[i], keyTypes[i], keyIDs[i], keyTimes[i] = t.SchemaName, t.DedupKey, t.TaskType, t.ID, IDTime(t.ID)
 	}
-	src := &copySource{tasks: tasks}
+	src := &taskCopyReader{tasks: tasks}
 	write := func(tx pgx.Tx) error {
 		var won [][16]byte
 		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyTypes, freeTypes, s.channels.TaskQueued).
@@ -103,7 +97,7 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 		for _, id := range won {
 			src.won[id] = true
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"tasks", "tasks"}, taskCopyColumns, src)
+		_, err = tx.Conn().PgConn().CopyFrom(ctx, src, copyTasksSQL)
 		return wrap("copying tasks", err)
 	}
 	if tx, ok := s.db.(pgx.Tx); ok {
@@ -163,49 +157,3 @@ func runAfterOr(t *NewTask, now time.Time) time.Time {
 	}
 	return t.RunAfter.Truncate(time.Microsecond)
 }
-
-// copySource feeds copyTasks' COPY: the tasks without a dedup key and those
-// whose key was taken (won), in taskCopyColumns' order.
-type copySource struct {
-	tasks []NewTask
-	won   map[uuid.UUID]bool
-	now   time.Time
-	next  int // index of the next task to look at
-	cur   *NewTask
-	vals  [12]any
-}
-
-// Next implements pgx.CopyFromSource.
-func (c *copySource) Next() bool {
-	for c.next < len(c.tasks) {
-		t := &c.tasks[c.next]
-		c.next++
-		if c.copies(t) {
-			c.cur = t
-			return true
-		}
-	}
-	return false
-}
-
-// copies reports whether t is written: it has no dedup key, or it took its
-// key.
-func (c *copySource) copies(t *NewTask) bool { return t.DedupKey == "" || c.won[t.ID] }
-
-// Values implements pgx.CopyFromSource.
-func (c *copySource) Values() ([]any, error) {
-	t := c.cur
-	var key, trace *string
-	if t.DedupKey != "" {
-		key = &t.DedupKey
-	}
-	if t.Traceparent != "" {
-		trace = &t.Traceparent
-	}
-	c.vals = [12]any{[16]byte(t.ID), IDTime(t.ID), t.SchemaName, string(t.Scope), string(t.ExecutionMode), t.TaskType,
-		key, taskInputs(t), int16(t.Priority), int32(t.MaxRetries), runAfterOr(t, c.now), trace}
-	return c.vals[:], nil
-}
-
-// Err implements pgx.CopyFromSource.
-func (c *copySource) Err() error { return nil }
