@@ -13,21 +13,8 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, p *prin
 	if prob != nil {
 		return prob
 	}
-	q, prob := parseQuery(r, []string{"limit", "cursor"}, nil)
-	if prob != nil {
-		return prob
-	}
-	page, limit, prob := idPage(q, "collections")
-	if prob != nil {
-		return prob
-	}
-	rows, err := s.catalogs.ListCollections(r.Context(), catalogID, page)
-	if err != nil {
-		return notFoundAs(err, catalogNotFound(catalogID))
-	}
-	out := pageOf(rows, limit, newCollectionView, func(last store.Collection) cursor {
-		return cursor{Kind: "collections", ID: last.ID}
-	})
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return listByID(w, r, "collections", nil, nil, func(_ query, page store.Page) ([]store.Collection, error) {
+		rows, err := s.catalogs.ListCollections(r.Context(), catalogID, page)
+		return rows, notFoundAs(err, catalogNotFound(catalogID))
+	}, newCollectionView, func(c store.Collection) string { return c.ID })
 }

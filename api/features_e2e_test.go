@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -13,50 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/events"
-	"github.com/wfhq/wf/engine/runnerset"
-	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/reporters"
-	"github.com/wfhq/wf/reporters/gcsreporter"
-	"github.com/wfhq/wf/reporters/standard"
-	"github.com/wfhq/wf/wftype"
 )
-
-// startFeatureEngine runs an engine as `wf run` does for feature data: the
-// registry's handlers, the standard reporters (detailed reports under
-// reportDir), the event consumer, and the feature handlers bound in setup,
-// local files limited to b.root (as files.local_roots), traced with
-// b.tracer when the test set one.
-func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
-	t.Helper()
-	st := store.New(b.pool)
-	factory, err := standard.Open(b.ctx, standard.Config{Progress: st, GCS: gcsreporter.Config{LocalDir: reportDir}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = factory.Close() })
-	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: b.reg, DefaultVisibilityTimeout: time.Minute})
-	require.NoError(t, err)
-	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs).WithTracerProvider(b.tracer), Specs: b.specs,
-		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger, TracerProvider: b.tracer})
-	require.NoError(t, err)
-	eng, err := engine.New(engine.Config{
-		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
-		Logger: quietLogger, Owner: "e2e", TracerProvider: b.tracer,
-		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}},
-		Reporters: func(task *wftype.Task) (reporters.Reporter, error) {
-			tt, _ := b.specs.TaskType(task.TaskType)
-			var names []string
-			for _, k := range tt.Reporters() {
-				names = append(names, string(k))
-			}
-			return factory.New(names, reporters.TaskInfo{ID: task.ID, SchemaName: task.SchemaName, TaskType: task.TaskType})
-		},
-	})
-	require.NoError(t, err)
-	inproc.Go(t, eng.Run)
-}
 
 // TestFeaturesEndToEnd is issue 7's walkthrough over HTTP: register a
 // catalog and a collection, POST /ingestion with the admin regions fixture,
@@ -173,14 +131,6 @@ func TestFeaturesEndToEnd(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "the collection_drop task drops the feature table")
 	require.Eventually(t, func() bool { return len(b.es.Indices()) == 0 }, 20*time.Second, 50*time.Millisecond,
 		"the elasticsearch_drop task deletes the collection's index")
-}
-
-// copyFixture copies the admin regions fixture into folder.
-func copyFixture(t *testing.T, folder string) {
-	t.Helper()
-	fixture, err := os.ReadFile("../catalog/ingest/testdata/admin_regions.geojson")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(folder, "admin_regions.geojson"), fixture, 0o644))
 }
 
 // TestFeaturesOutsideRoots checks over HTTP that a client cannot make the

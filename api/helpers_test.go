@@ -31,6 +31,7 @@ import (
 	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/config"
+	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/metrics"
@@ -41,9 +42,12 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/egress"
 	"github.com/wfhq/wf/internal/esfake"
+	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/reporters/gcsreporter"
+	"github.com/wfhq/wf/reporters/standard"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/schemas"
 	"github.com/wfhq/wf/wftype"
@@ -509,4 +513,45 @@ func leaderMetrics(pool *pgxpool.Pool) *metrics.Metrics {
 	m := metrics.New(metrics.Config{Store: store.New(pool), TaskTypes: []string{"noop"}, DepthTTL: time.Millisecond, Logger: quietLogger})
 	m.SetSources(metrics.Sources{IsLeader: func() bool { return true }})
 	return m
+}
+
+// startFeatureEngine runs an engine as `wf run` does for feature data: the
+// registry's handlers, the standard reporters (detailed reports under
+// reportDir), the event consumer, and the feature handlers bound in setup,
+// local files limited to b.root (as files.local_roots), traced with
+// b.tracer when the test set one.
+func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
+	t.Helper()
+	st := store.New(b.pool)
+	factory, err := standard.Open(b.ctx, standard.Config{Progress: st, GCS: gcsreporter.Config{LocalDir: reportDir}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = factory.Close() })
+	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: b.reg, DefaultVisibilityTimeout: time.Minute})
+	require.NoError(t, err)
+	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs).WithTracerProvider(b.tracer), Specs: b.specs,
+		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger, TracerProvider: b.tracer})
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{
+		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,
+		Logger: quietLogger, Owner: "e2e", TracerProvider: b.tracer,
+		Services: []engine.Service{{Name: "event consumer", Run: func(ctx context.Context) error { cons.Run(ctx, nil); return nil }}},
+		Reporters: func(task *wftype.Task) (reporters.Reporter, error) {
+			tt, _ := b.specs.TaskType(task.TaskType)
+			var names []string
+			for _, k := range tt.Reporters() {
+				names = append(names, string(k))
+			}
+			return factory.New(names, reporters.TaskInfo{ID: task.ID, SchemaName: task.SchemaName, TaskType: task.TaskType})
+		},
+	})
+	require.NoError(t, err)
+	inproc.Go(t, eng.Run)
+}
+
+// copyFixture copies the admin regions fixture into folder.
+func copyFixture(t *testing.T, folder string) {
+	t.Helper()
+	fixture, err := os.ReadFile("../catalog/ingest/testdata/admin_regions.geojson")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "admin_regions.geojson"), fixture, 0o644))
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
@@ -38,4 +40,29 @@ func pageOf[R, V any](rows []R, limit int, view func(R) V, next func(last R) cur
 		out.Items = append(out.Items, view(row))
 	}
 	return out
+}
+
+// listByID answers a list route ordered by a string id, a page at a time:
+// it reads the query (limit, cursor and the other parameters named, params
+// once each, lists repeatable), the page of kind that read returns for it,
+// and writes 200 with the views of its rows and, when there are more, the
+// cursor of the next page (made of the last row's id).
+func listByID[R, V any](w http.ResponseWriter, r *http.Request, kind string, params, lists []string,
+	read func(q query, page store.Page) ([]R, error), view func(R) V, id func(R) string) error {
+	q, prob := parseQuery(r, append([]string{"limit", "cursor"}, params...), lists)
+	if prob != nil {
+		return prob
+	}
+	page, limit, prob := idPage(q, kind)
+	if prob != nil {
+		return prob
+	}
+	rows, err := read(q, page)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, pageOf(rows, limit, view, func(last R) cursor {
+		return cursor{Kind: kind, ID: id(last)}
+	}))
+	return nil
 }

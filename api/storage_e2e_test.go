@@ -20,6 +20,31 @@ import (
 	"github.com/wfhq/wf/internal/objio"
 )
 
+// The push subscription of the GCP end-to-end tests: Pub/Sub pushes to
+// pushEndpoint with tokens for pushServiceAccount.
+const (
+	pushEndpoint       = "https://wf.example.com/hooks/gcs"
+	pushServiceAccount = "push@test-project.iam.gserviceaccount.com"
+)
+
+// gcpFakes starts fake-gcs-server and pstest and returns pstest and the
+// catalog's GCP dependencies on them (project test-project, pushing to
+// pushEndpoint as pushServiceAccount). It sets the process's environment,
+// so its test may not be parallel: the fake storage server publishes its
+// notifications through a Pub/Sub client of its own, which finds pstest by
+// PUBSUB_EMULATOR_HOST, and gs:// objects are read from
+// STORAGE_EMULATOR_HOST.
+func gcpFakes(t *testing.T) (*gcptest.PubSub, gcp.Deps) {
+	t.Helper()
+	gcs, ps := gcptest.NewStorage(t), gcptest.NewPubSub(t)
+	t.Setenv("PUBSUB_EMULATOR_HOST", ps.Server.Addr)
+	t.Setenv("STORAGE_EMULATOR_HOST", gcs.URL)
+	settings := config.Default().GCP
+	settings.Project, settings.PushEndpoint, settings.PushServiceAccount = "test-project", pushEndpoint, pushServiceAccount
+	return ps, gcp.Deps{Settings: settings, PubSubOptions: ps.Options,
+		StorageOptions: []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint)}}
+}
+
 // TestStorageUploadEndToEnd is the seed's "upload a file to the bucket →
 // an asset appears → it is ingested", run locally: registering a catalog
 // provisions its bucket, topic, notification and push subscription
@@ -31,19 +56,11 @@ import (
 // ingestion that reads the object from the bucket and COMPLETES. A second
 // catalog's pushes never reach the first.
 func TestStorageUploadEndToEnd(t *testing.T) {
-	// The fake storage server publishes its notifications through a Pub/Sub
-	// client of its own, which finds pstest by PUBSUB_EMULATOR_HOST; the
-	// ingestion reads gs:// objects from STORAGE_EMULATOR_HOST.
-	gcs, ps, oidc := gcptest.NewStorage(t), gcptest.NewPubSub(t), gcptest.NewOIDC(t)
-	t.Setenv("PUBSUB_EMULATOR_HOST", ps.Server.Addr)
-	t.Setenv("STORAGE_EMULATOR_HOST", gcs.URL)
-	const sa = "push@test-project.iam.gserviceaccount.com"
-	const aud = "https://wf.example.com/hooks/gcs"
-	settings := config.Default().GCP
-	settings.Project, settings.PushEndpoint, settings.PushServiceAccount = "test-project", aud, sa
+	ps, deps := gcpFakes(t)
+	oidc := gcptest.NewOIDC(t)
+	const sa, aud = pushServiceAccount, pushEndpoint
 	b := setup(t, options{
-		gcp: gcp.Deps{Settings: settings, PubSubOptions: ps.Options,
-			StorageOptions: []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint)}},
+		gcp: deps,
 		storagePush: func(st *store.Store) *gcp.PushReceiver {
 			p, err := gcp.NewPushReceiver(context.Background(), gcp.PushConfig{Store: st, Audience: aud, ServiceAccount: sa, CertsClient: oidc.Client()})
 			require.NoError(t, err)
@@ -108,7 +125,7 @@ func TestStorageUploadEndToEnd(t *testing.T) {
 	require.Equal(t, 1, ingestions)
 
 	// Deleting the object marks the asset deleted.
-	svc, err := storagev1.NewService(b.ctx, option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint))
+	svc, err := storagev1.NewService(b.ctx, deps.StorageOptions...)
 	require.NoError(t, err)
 	require.NoError(t, svc.Objects.Delete(rec.Bucket, "cat-a/regions/admin_regions.geojson").Do())
 	require.Eventually(t, func() bool {
@@ -166,18 +183,11 @@ func pushJSON(id, subscription, bucket, object string) []byte {
 // an admin) the bucket goes. Storage on fake-gcs-server, Pub/Sub on pstest,
 // through the real clients.
 func TestCloudCleanupAfterDrop(t *testing.T) {
-	// Not parallel: the fake storage server publishes its notifications
-	// through a Pub/Sub client that finds pstest by PUBSUB_EMULATOR_HOST.
-	gcs, ps := gcptest.NewStorage(t), gcptest.NewPubSub(t)
-	t.Setenv("PUBSUB_EMULATOR_HOST", ps.Server.Addr)
-	t.Setenv("STORAGE_EMULATOR_HOST", gcs.URL)
-	settings := config.Default().GCP
-	settings.Project, settings.PushEndpoint = "test-project", "https://wf.example.com/hooks/gcs"
-	settings.PushServiceAccount = "push@test-project.iam.gserviceaccount.com"
-	storageOptions := []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint)}
-	b := setup(t, options{gcp: gcp.Deps{Settings: settings, PubSubOptions: ps.Options, StorageOptions: storageOptions}})
+	// Not parallel (gcpFakes).
+	_, deps := gcpFakes(t)
+	b := setup(t, options{gcp: deps})
 	startFeatureEngine(t, b, t.TempDir())
-	svc, err := storagev1.NewService(b.ctx, storageOptions...)
+	svc, err := storagev1.NewService(b.ctx, deps.StorageOptions...)
 	require.NoError(t, err)
 
 	b.createCatalog("cat-a", "regions", "roads")
