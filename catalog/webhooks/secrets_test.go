@@ -14,7 +14,6 @@ import (
 
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine/client"
-	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/secretbox"
@@ -29,8 +28,7 @@ import (
 func TestRotateEncryptsStoredSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
-	require.NoError(t, err)
+	set := eventSpecs(t)
 	pool := dbtest.NewPool(t)
 	clear := store.New(pool)
 	const secret = "rotate-me-0123456789"
@@ -127,8 +125,7 @@ func deliverOnce(t *testing.T, h *webhooks.Handlers, id uuid.UUID) error {
 func TestUnreadableSecretSkipsOnlyItsSubscriber(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
-	require.NoError(t, err)
+	set := eventSpecs(t)
 	pool := dbtest.NewPool(t)
 	keys := func(text string) *secretbox.Keyring {
 		k, err := secretbox.Parse(text)
@@ -193,4 +190,24 @@ func TestUnreadableSecretSkipsOnlyItsSubscriber(t *testing.T) {
 	n, err := st.CountUnreadableWebhookSecrets(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// TestBadURLKeepsCredentialsOut: a subscriber URL that Go cannot parse (the
+// table checks only its scheme) fails the delivery for good, and the task's
+// error names the subscriber, not the URL and the password it carries.
+func TestBadURLKeepsCredentialsOut(t *testing.T) {
+	t.Parallel()
+	set := eventSpecs(t)
+	st := store.New(dbtest.NewPool(t))
+	ctx := context.Background()
+	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
+	require.NoError(t, err)
+	s, err := st.InsertWebhookSubscriber(ctx, store.NewWebhookSubscriber{
+		URL: "https://hook:hunter2@exa mple.com/in", Secret: "s", EventTypes: []string{"catalog.*"}})
+	require.NoError(t, err)
+	err = deliverOnce(t, h, s.ID)
+	require.Error(t, err)
+	require.True(t, wftype.IsPermanent(err), "%v", err)
+	require.NotContains(t, err.Error(), "hunter2")
+	require.Contains(t, err.Error(), s.ID.String())
 }

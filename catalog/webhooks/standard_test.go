@@ -21,7 +21,6 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
-	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
@@ -160,8 +159,7 @@ func TestStandardWebhookDelivery(t *testing.T) {
 // its delivery for good, naming the subscriber and not the secret.
 func TestStandardSubscriberWithBadSecret(t *testing.T) {
 	t.Parallel()
-	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
-	require.NoError(t, err)
+	set := eventSpecs(t)
 	st := store.New(dbtest.NewPool(t))
 	h, err := webhooks.New(webhooks.Deps{Store: st, Client: client.New(st, set)})
 	require.NoError(t, err)

@@ -33,6 +33,15 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 
+// eventSpecs loads the shipped specs/events.yaml, whose task types the
+// webhook handlers serve.
+func eventSpecs(t *testing.T) *spec.Set {
+	t.Helper()
+	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
+	require.NoError(t, err)
+	return set
+}
+
 func TestSignAndVerify(t *testing.T) {
 	t.Parallel()
 	secret := []byte("s3cr3t-s3cr3t-s3cr3t")
@@ -111,8 +120,7 @@ type bundle struct {
 // delivery backoff is shortened.
 func startEngine(t *testing.T) *bundle {
 	t.Helper()
-	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
-	require.NoError(t, err)
+	set := eventSpecs(t)
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	cl := client.New(st, set)
@@ -249,8 +257,7 @@ func TestWebhookDeliveries(t *testing.T) {
 // answers are retried and which fail for good.
 func TestDeliverClassifiesAnswers(t *testing.T) {
 	t.Parallel()
-	set, err := spec.Load(spec.Options{Builtins: webhooks.Names()}, "../../specs/events.yaml")
-	require.NoError(t, err)
+	set := eventSpecs(t)
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
 	task := func(sub uuid.UUID) *wftype.Task {
@@ -259,7 +266,7 @@ func TestDeliverClassifiesAnswers(t *testing.T) {
 		in, _ := json.Marshal(map[string]any{"subscriber_id": sub.String(), "event_id": "e1", "event_type": "catalog.created", "payload": map[string]any{}})
 		return &wftype.Task{ID: id, Inputs: in, Attempts: 1}
 	}
-	_, err = webhooks.New(webhooks.Deps{Store: st})
+	_, err := webhooks.New(webhooks.Deps{Store: st})
 	require.ErrorContains(t, err, "Store and Client are required", "a missing dependency fails at start-up, not at a run")
 	ctx := context.Background()
 	// By default a receiver on loopback is refused, with the words of a
