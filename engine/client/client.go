@@ -137,11 +137,7 @@ func (c *Client) Specs() *spec.Set { return c.specs }
 
 // Enqueue creates one task in its own transaction.
 func (c *Client) Enqueue(ctx context.Context, req Request) (Result, error) {
-	res, err := c.EnqueueMany(ctx, []Request{req})
-	if err != nil {
-		return Result{}, err
-	}
-	return res[0], nil
+	return first(c.EnqueueMany(ctx, []Request{req}))
 }
 
 // EnqueueTx creates one task inside the caller's transaction: it exists, and
@@ -154,7 +150,11 @@ func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, req Request) (Result,
 // (store.InTx): inside wf, transactions are the store's, and EnqueueTx is
 // for programs that embed wf and hold a pgx.Tx of their own.
 func (c *Client) EnqueueIn(ctx context.Context, st *store.Store, req Request) (Result, error) {
-	res, err := c.enqueue(ctx, st, []Request{req})
+	return first(c.enqueue(ctx, st, []Request{req}))
+}
+
+// first is the one result of a call for one request.
+func first(res []Result, err error) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}

@@ -83,11 +83,7 @@ func (e *Emitter) WithTracing() *Emitter {
 
 // Emit writes one event in its own transaction.
 func (e *Emitter) Emit(ctx context.Context, ev Event) (Result, error) {
-	res, err := e.emit(ctx, e.store, []Event{ev})
-	if err != nil {
-		return Result{}, err
-	}
-	return res[0], nil
+	return first(e.emit(ctx, e.store, []Event{ev}))
 }
 
 // EmitTx writes one event inside the caller's transaction: it exists, and
@@ -100,7 +96,11 @@ func (e *Emitter) EmitTx(ctx context.Context, tx pgx.Tx, ev Event) (Result, erro
 // (store.InTx): inside wf, transactions are the store's; EmitTx is for
 // programs that hold a pgx.Tx of their own.
 func (e *Emitter) EmitIn(ctx context.Context, st *store.Store, ev Event) (Result, error) {
-	res, err := e.emit(ctx, st, []Event{ev})
+	return first(e.emit(ctx, st, []Event{ev}))
+}
+
+// first is the one result of a call for one event.
+func first(res []Result, err error) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}

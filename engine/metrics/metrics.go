@@ -149,24 +149,19 @@ func New(cfg Config) *Metrics {
 		}
 		return 0
 	})
-	slotsBusy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "wf_slots_busy", Help: "Task slots of this instance in use.",
-	}, func() float64 {
-		if s := m.source(); s.Slots != nil {
-			busy, _ := s.Slots()
-			return float64(busy)
-		}
-		return 0
-	})
-	slotsTotal := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "wf_slots_total", Help: "Task slots of this instance (--slots).",
-	}, func() float64 {
-		if s := m.source(); s.Slots != nil {
-			_, total := s.Slots()
-			return float64(total)
-		}
-		return 0
-	})
+	// slots is a gauge of one of the source's two slot counts (0 without one).
+	slots := func(opts prometheus.GaugeOpts, pick func(busy, total int) int) prometheus.GaugeFunc {
+		return prometheus.NewGaugeFunc(opts, func() float64 {
+			if s := m.source(); s.Slots != nil {
+				return float64(pick(s.Slots()))
+			}
+			return 0
+		})
+	}
+	slotsBusy := slots(prometheus.GaugeOpts{Name: "wf_slots_busy", Help: "Task slots of this instance in use."},
+		func(busy, _ int) int { return busy })
+	slotsTotal := slots(prometheus.GaugeOpts{Name: "wf_slots_total", Help: "Task slots of this instance (--slots)."},
+		func(_, total int) int { return total })
 	m.reg.MustRegister(m.claimed, m.finished, m.claimBatch, m.queueWait, m.runDuration, m.requests, m.requestTimes,
 		m.leasesLost, m.heartbeats, leader, slotsBusy, slotsTotal, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -29,20 +29,7 @@ func (s *Store) DatabaseCommits(ctx context.Context) (int64, error) {
 // unit ("128MB", "on"); unknown names are left out.
 func (s *Store) ServerSettings(ctx context.Context, names []string) (map[string]string, error) {
 	const q = `SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1::text[])`
-	rows, err := s.db.Query(ctx, q, names)
-	if err != nil {
-		return nil, wrap("reading server settings", err)
-	}
-	defer rows.Close()
-	out := make(map[string]string, len(names))
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return nil, wrap("reading server settings", err)
-		}
-		out[name] = value
-	}
-	return out, wrap("reading server settings", rows.Err())
+	return queryMap[string, string](ctx, s.db, "reading server settings", q, names)
 }
 
 // ServerVersion returns the server's version line (SELECT version()).
@@ -129,20 +116,11 @@ func (s *Store) CompletedTimings(ctx context.Context, taskType string) ([]TaskTi
 SELECT task_id, schema_name, "timestamp", started_at, finished_at
 FROM tasks.tasks
 WHERE task_type = $1 AND status = 'COMPLETED'`
-	rows, err := s.db.Query(ctx, q, taskType)
-	if err != nil {
-		return nil, wrap("reading task timings", err)
-	}
-	defer rows.Close()
-	var out []TaskTiming
-	for rows.Next() {
+	return queryAll(ctx, s.db, "reading task timings", q, func(row pgx.Row) (TaskTiming, error) {
 		var t TaskTiming
-		if err := rows.Scan(&t.ID, &t.SchemaName, &t.Created, &t.StartedAt, &t.FinishedAt); err != nil {
-			return nil, wrap("reading task timings", err)
-		}
-		out = append(out, t)
-	}
-	return out, wrap("reading task timings", rows.Err())
+		err := row.Scan(&t.ID, &t.SchemaName, &t.Created, &t.StartedAt, &t.FinishedAt)
+		return t, err
+	}, taskType)
 }
 
 // InsertFinishedTasks writes n COMPLETED tasks of a type, created evenly
@@ -242,21 +220,12 @@ FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 ORDER BY total_exec_time DESC
 LIMIT $1`
-	rows, err := s.db.Query(ctx, q, limit)
-	if err != nil {
-		return nil, wrap("reading pg_stat_statements", err)
-	}
-	defer rows.Close()
-	var out []StatementStat
-	for rows.Next() {
+	return queryAll(ctx, s.db, "reading pg_stat_statements", q, func(row pgx.Row) (StatementStat, error) {
 		var st StatementStat
-		if err := rows.Scan(&st.Query, &st.Calls, &st.TotalMs, &st.MeanMs, &st.Rows, &st.SharedHit, &st.SharedRead, &st.WALBytes,
-			&st.Plans, &st.PlanMs); err != nil {
-			return nil, wrap("reading pg_stat_statements", err)
-		}
-		out = append(out, st)
-	}
-	return out, wrap("reading pg_stat_statements", rows.Err())
+		err := row.Scan(&st.Query, &st.Calls, &st.TotalMs, &st.MeanMs, &st.Rows, &st.SharedHit, &st.SharedRead, &st.WALBytes,
+			&st.Plans, &st.PlanMs)
+		return st, err
+	}, limit)
 }
 
 // SetDatabaseSetting sets a per-database default for new sessions (ALTER

@@ -57,21 +57,7 @@ HAVING count(*) > 1`
 
 // TaskStatuses returns the status of each of ids that exists.
 func (s *Store) TaskStatuses(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT task_id, status FROM tasks.tasks WHERE task_id = ANY($1)`, ids)
-	if err != nil {
-		return nil, wrap("reading task statuses", err)
-	}
-	defer rows.Close()
-	out := make(map[uuid.UUID]string, len(ids))
-	for rows.Next() {
-		var id uuid.UUID
-		var st string
-		if err := rows.Scan(&id, &st); err != nil {
-			return nil, wrap("reading task statuses", err)
-		}
-		out[id] = st
-	}
-	return out, wrap("reading task statuses", rows.Err())
+	return queryMap[uuid.UUID, string](ctx, s.db, "reading task statuses", `SELECT task_id, status FROM tasks.tasks WHERE task_id = ANY($1)`, ids)
 }
 
 // Unsettled counts the tasks that are not COMPLETED and the events still in
@@ -100,21 +86,7 @@ FROM tasks.tasks WHERE status <> 'COMPLETED' AND "timestamp" < $1 ORDER BY "time
 
 // TasksPerInput counts the tasks of a type by the integer input field n.
 func (s *Store) TasksPerInput(ctx context.Context, taskType string) (map[int64]int, error) {
-	rows, err := s.db.Query(ctx, `SELECT (inputs->>'n')::bigint, count(*) FROM tasks.tasks WHERE task_type = $1 GROUP BY 1`, taskType)
-	if err != nil {
-		return nil, wrap("counting tasks by input", err)
-	}
-	defer rows.Close()
-	out := map[int64]int{}
-	for rows.Next() {
-		var n int64
-		var c int
-		if err := rows.Scan(&n, &c); err != nil {
-			return nil, wrap("counting tasks by input", err)
-		}
-		out[n] = c
-	}
-	return out, wrap("counting tasks by input", rows.Err())
+	return queryMap[int64, int](ctx, s.db, "counting tasks by input", `SELECT (inputs->>'n')::bigint, count(*) FROM tasks.tasks WHERE task_type = $1 GROUP BY 1`, taskType)
 }
 
 // FiredTick is one recorded tick of a schedule and the status of its task.
@@ -134,19 +106,10 @@ FROM tasks.schedule_ticks s
 LEFT JOIN tasks.tasks t ON t.task_id = s.task_id
 WHERE s.schedule_name = $1
 ORDER BY s.tick`
-	rows, err := s.db.Query(ctx, q, schedule)
-	if err != nil {
-		return nil, wrap("reading fired ticks", err)
-	}
-	defer rows.Close()
-	var out []FiredTick
-	for rows.Next() {
+	return queryAll(ctx, s.db, "reading fired ticks", q, func(row pgx.Row) (FiredTick, error) {
 		var f FiredTick
-		if err := rows.Scan(&f.At, &f.FiredAt, &f.TaskID, &f.TaskStatus); err != nil {
-			return nil, wrap("reading fired ticks", err)
-		}
+		err := row.Scan(&f.At, &f.FiredAt, &f.TaskID, &f.TaskStatus)
 		f.At, f.FiredAt = f.At.UTC(), f.FiredAt.UTC()
-		out = append(out, f)
-	}
-	return out, wrap("reading fired ticks", rows.Err())
+		return f, err
+	}, schedule)
 }

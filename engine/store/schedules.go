@@ -17,21 +17,17 @@ type Tick struct {
 // least once. A new leader resumes each schedule from there.
 func (s *Store) LastTicks(ctx context.Context) (map[string]time.Time, error) {
 	const q = `SELECT schedule_name, max(tick) FROM tasks.schedule_ticks GROUP BY schedule_name`
-	rows, err := s.db.Query(ctx, q)
-	if err != nil {
-		return nil, wrap("reading the last schedule ticks", err)
-	}
-	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var name string
-		var at time.Time
-		if err := rows.Scan(&name, &at); err != nil {
-			return nil, wrap("reading the last schedule ticks", err)
-		}
+	return scheduleTimes(ctx, s.db, "reading the last schedule ticks", q)
+}
+
+// scheduleTimes runs q, whose rows are (schedule name, time), and returns
+// the times by schedule name, in UTC; doing names the work in errors.
+func scheduleTimes(ctx context.Context, db DBTX, doing, q string, args ...any) (map[string]time.Time, error) {
+	out, err := queryMap[string, time.Time](ctx, db, doing, q, args...)
+	for name, at := range out {
 		out[name] = at.UTC()
 	}
-	return out, wrap("reading the last schedule ticks", rows.Err())
+	return out, err
 }
 
 // RecordTicks records ticks as fired and returns those that were not
@@ -121,9 +117,8 @@ WHERE s.tick < $1
 // schedule's history starts there: a new leader resumes a schedule that never
 // fired from its first sighting, whichever leader saw it.
 func (s *Store) FirstSightings(ctx context.Context, names []string, now time.Time) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
 	if len(names) == 0 {
-		return out, nil
+		return map[string]time.Time{}, nil
 	}
 	// Two statements, not one: the second sees a sighting that another
 	// leader committed while the first waited on it.
@@ -135,18 +130,5 @@ ON CONFLICT (schedule_name) DO NOTHING`
 		return nil, wrap("recording schedule sightings", err)
 	}
 	const read = `SELECT schedule_name, first_seen FROM tasks.schedule_sightings WHERE schedule_name = ANY($1)`
-	rows, err := s.db.Query(ctx, read, names)
-	if err != nil {
-		return nil, wrap("reading schedule sightings", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var at time.Time
-		if err := rows.Scan(&name, &at); err != nil {
-			return nil, wrap("reading schedule sightings", err)
-		}
-		out[name] = at.UTC()
-	}
-	return out, wrap("reading schedule sightings", rows.Err())
+	return scheduleTimes(ctx, s.db, "reading schedule sightings", read, names)
 }

@@ -77,21 +77,7 @@ JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.at
 CROSS JOIN LATERAL unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS v(status, freq)
 WHERE i.inhparent = 'tasks.tasks'::regclass AND c.reltuples > 0
 GROUP BY v.status`
-	rows, err := s.db.Query(ctx, q)
-	if err != nil {
-		return nil, wrap("estimating task rows", err)
-	}
-	defer rows.Close()
-	out := map[wftype.TaskStatus]float64{}
-	for rows.Next() {
-		var status string
-		var n float64
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, wrap("estimating task rows", err)
-		}
-		out[wftype.TaskStatus(status)] = n
-	}
-	return out, wrap("estimating task rows", rows.Err())
+	return queryMap[wftype.TaskStatus, float64](ctx, s.db, "estimating task rows", q)
 }
 
 // Ping checks that the database answers.

@@ -231,6 +231,26 @@ func queryAll[T any](ctx context.Context, db DBTX, doing, q string, scan func(pg
 	return out, wrap(doing, rows.Err())
 }
 
+// queryMap runs q, whose rows are (key, value) pairs, and returns them as a
+// map; doing names the work in errors.
+func queryMap[K comparable, V any](ctx context.Context, db DBTX, doing, q string, args ...any) (map[K]V, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrap(doing, err)
+	}
+	defer rows.Close()
+	out := map[K]V{}
+	for rows.Next() {
+		var k K
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, wrap(doing, err)
+		}
+		out[k] = v
+	}
+	return out, wrap(doing, rows.Err())
+}
+
 // scanID scans a row of one uuid column.
 func scanID(row pgx.Row) (uuid.UUID, error) {
 	var id uuid.UUID

@@ -515,3 +515,31 @@ func TestProgressWithCharactersJSONBRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"msg":"a\ufffdb","half":"\ufffd"}`, string(got))
 }
+
+// TestKeyValueReads: the bench's and the chaos check's reads of (key,
+// value) rows give a map of what exists, empty (not nil) when nothing does.
+func TestKeyValueReads(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := []uuid.UUID{b.insertOne(t, "kv"), b.insertOne(t, "kv")}
+	claimed := claimAll(t, b, "kv", 1)
+	require.Len(t, claimed, 1)
+	waiting := ids[0]
+	if waiting == claimed[0].ID {
+		waiting = ids[1]
+	}
+	statuses, err := b.store.TaskStatuses(b.ctx, append(ids, uuid.New()))
+	require.NoError(t, err)
+	require.Equal(t, map[uuid.UUID]string{claimed[0].ID: "ACTIVE", waiting: "PENDING"}, statuses)
+	perInput, err := b.store.TasksPerInput(b.ctx, "kv")
+	require.NoError(t, err)
+	require.Equal(t, map[int64]int{1: 2}, perInput)
+	none, err := b.store.TasksPerInput(b.ctx, "none")
+	require.NoError(t, err)
+	require.NotNil(t, none)
+	require.Empty(t, none)
+	settings, err := b.store.ServerSettings(b.ctx, []string{"max_connections", "no_such_setting"})
+	require.NoError(t, err)
+	require.Len(t, settings, 1)
+	require.NotEmpty(t, settings["max_connections"])
+}
