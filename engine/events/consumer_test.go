@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/client"
@@ -53,7 +52,6 @@ task_type: audit
 
 type bundle struct {
 	ctx     context.Context
-	pool    *pgxpool.Pool
 	store   *store.Store
 	specs   *spec.Set
 	client  *client.Client
@@ -64,9 +62,8 @@ func setup(t *testing.T, specYAML string) *bundle {
 	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "test.yaml", Data: []byte(specYAML)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	return &bundle{ctx: context.Background(), pool: pool, store: st, specs: set, client: client.New(st, set), emitter: events.NewEmitter(st)}
+	st := dbtest.NewStore(t)
+	return &bundle{ctx: context.Background(), store: st, specs: set, client: client.New(st, set), emitter: events.NewEmitter(st)}
 }
 
 func (b *bundle) consumer(t *testing.T, owner string, clk clock.Clock, tweak func(*events.ConsumerConfig)) *events.Consumer {
@@ -86,7 +83,7 @@ func (b *bundle) consumer(t *testing.T, owner string, clk clock.Clock, tweak fun
 func (b *bundle) count(t *testing.T, q string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, q, args...).Scan(&n))
+	require.NoError(t, b.store.DB().QueryRow(b.ctx, q, args...).Scan(&n))
 	return n
 }
 

@@ -24,7 +24,7 @@ func TestConsumerCreatesTheMonthsPartitions(t *testing.T) {
 	last := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).Add(-24 * time.Hour)
 	require.NoError(t, b.store.EnsureMonth(b.ctx, last))
 	// Only last month's partitions: the event was emitted then.
-	rows, err := b.pool.Query(b.ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	rows, err := b.store.DB().Query(b.ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace
 		WHERE n.nspname = 'tasks' AND p.relname IN ('tasks', 'events') AND c.relname LIKE $1`, "%_p%")
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func TestConsumerCreatesTheMonthsPartitions(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	for _, name := range drop {
-		_, err := b.pool.Exec(b.ctx, `DROP TABLE tasks.`+name)
+		_, err := b.store.DB().Exec(b.ctx, `DROP TABLE tasks.`+name)
 		require.NoError(t, err)
 	}
 	id, err := store.NewIDAt(last)

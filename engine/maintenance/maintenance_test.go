@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/clock"
@@ -26,14 +25,12 @@ const day = 24 * time.Hour
 
 type bundle struct {
 	ctx   context.Context
-	pool  *pgxpool.Pool
 	store *store.Store
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	pool := dbtest.NewPool(t)
-	return &bundle{ctx: context.Background(), pool: pool, store: store.New(pool)}
+	return &bundle{ctx: context.Background(), store: dbtest.NewStore(t)}
 }
 
 func (b *bundle) supervisor(t *testing.T, tweak func(*maintenance.Config)) *maintenance.Supervisor {
@@ -49,14 +46,14 @@ func (b *bundle) supervisor(t *testing.T, tweak func(*maintenance.Config)) *main
 
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	_, err := b.pool.Exec(b.ctx, q, args...)
+	_, err := b.store.DB().Exec(b.ctx, q, args...)
 	require.NoError(t, err)
 }
 
 func (b *bundle) count(t *testing.T, q string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, q, args...).Scan(&n))
+	require.NoError(t, b.store.DB().QueryRow(b.ctx, q, args...).Scan(&n))
 	return n
 }
 
@@ -216,7 +213,7 @@ WHERE t.status IN ('PENDING', 'ACTIVE')`))
 
 	// The claim path reads the partial index, never a partition of finished rows.
 	b.exec(t, `ANALYZE tasks.tasks`)
-	plan := dbtest.Explain(t, b.ctx, b.pool, "COSTS OFF", store.ClaimSQL(),
+	plan := dbtest.Explain(t, b.ctx, b.store.DB(), "COSTS OFF", store.ClaimSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, now, "w1")
 	for _, p := range tasksParts {
 		finished := b.count(t, fmt.Sprintf(`SELECT count(*) FROM tasks.%s WHERE status NOT IN ('PENDING', 'ACTIVE')`, p))
@@ -279,7 +276,7 @@ func TestBusyTableDefersDrop(t *testing.T) {
 	b.addTasks(t, now, "COMPLETED", []int{80}, 5, "")
 	sup := b.supervisor(t, func(c *maintenance.Config) { c.LockTimeout = 100 * time.Millisecond })
 
-	tx, err := b.pool.Begin(b.ctx)
+	tx, err := b.store.DB().Begin(b.ctx)
 	require.NoError(t, err)
 	_, err = tx.Exec(b.ctx, `SELECT count(*) FROM tasks.tasks`)
 	require.NoError(t, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/maintenance/scheduler"
 	"github.com/wfhq/wf/engine/spec"
-	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 )
 
@@ -48,8 +47,7 @@ func TestDaylightSavingTime(t *testing.T) {
 	t.Parallel()
 	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(parisSpecs)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
+	st := dbtest.NewStore(t)
 	ctx := t.Context()
 	paris, err := time.LoadLocation("Europe/Paris")
 	require.NoError(t, err)
@@ -79,7 +77,7 @@ func TestDaylightSavingTime(t *testing.T) {
 			require.NoError(t, err)
 		}
 		ticks := func(name string) []string {
-			rows, err := pool.Query(ctx, `SELECT tick FROM tasks.schedule_ticks WHERE schedule_name = $1 AND tick >= $2 AND tick < $3 ORDER BY tick`,
+			rows, err := st.DB().Query(ctx, `SELECT tick FROM tasks.schedule_ticks WHERE schedule_name = $1 AND tick >= $2 AND tick < $3 ORDER BY tick`,
 				name, night.day, until)
 			require.NoError(t, err)
 			defer rows.Close()
@@ -124,6 +122,6 @@ func TestFirstTickSurvivesHandover(t *testing.T) {
 	require.Equal(t, 1, r.Fired, "the first tick after the handover fires")
 	require.Equal(t, before+1, b.count(t, `SELECT count(*) FROM tasks.schedule_ticks`))
 	var last time.Time
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT max(tick) FROM tasks.schedule_ticks`).Scan(&last))
+	require.NoError(t, b.store.DB().QueryRow(b.ctx, `SELECT max(tick) FROM tasks.schedule_ticks`).Scan(&last))
 	require.True(t, b.t0.Add(time.Minute).Equal(last), "last tick %s", last)
 }

@@ -10,7 +10,7 @@ import (
 // ticks returns the recorded ticks of one schedule, in order.
 func (b *bundle) ticks(t *testing.T, name string) []time.Time {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT tick FROM tasks.schedule_ticks WHERE schedule_name = $1 ORDER BY tick`, name)
+	rows, err := b.store.DB().Query(b.ctx, `SELECT tick FROM tasks.schedule_ticks WHERE schedule_name = $1 ORDER BY tick`, name)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []time.Time

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/client"
@@ -57,7 +56,6 @@ task_type: tick
 
 type bundle struct {
 	ctx   context.Context
-	pool  *pgxpool.Pool
 	store *store.Store
 	set   *spec.Set
 	clock *clock.Fake
@@ -68,10 +66,9 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(scheduleSpecs)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	pool := dbtest.NewPool(t)
 	// A whole minute, a few seconds into the current hour's second minute.
 	t0 := clock.Now().UTC().Truncate(time.Hour).Add(time.Minute)
-	return &bundle{ctx: context.Background(), pool: pool, store: store.New(pool), set: set, clock: clock.NewFake(t0), t0: t0}
+	return &bundle{ctx: context.Background(), store: dbtest.NewStore(t), set: set, clock: clock.NewFake(t0), t0: t0}
 }
 
 // scheduler returns one instance's scheduler for the given schedules.
@@ -96,7 +93,7 @@ func (b *bundle) scheduler(t *testing.T, names ...string) *scheduler.Scheduler {
 func (b *bundle) count(t *testing.T, q string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.pool.QueryRow(b.ctx, q).Scan(&n))
+	require.NoError(t, b.store.DB().QueryRow(b.ctx, q).Scan(&n))
 	return n
 }
 
@@ -104,7 +101,7 @@ func (b *bundle) count(t *testing.T, q string) int {
 // only the recorded ticks stop a second firing.
 func (b *bundle) finishAll(t *testing.T) {
 	t.Helper()
-	_, err := b.pool.Exec(b.ctx, `UPDATE tasks.tasks SET status = 'COMPLETED', finished_at = now() WHERE status = 'PENDING'`)
+	_, err := b.store.DB().Exec(b.ctx, `UPDATE tasks.tasks SET status = 'COMPLETED', finished_at = now() WHERE status = 'PENDING'`)
 	require.NoError(t, err)
 }
 
@@ -185,7 +182,7 @@ func TestLeaderChangeLosesAndDoublesNone(t *testing.T) {
 	require.Equal(t, scheduler.Result{}, r)
 
 	require.Equal(t, 10, b.count(t, `SELECT count(*) FROM tasks.tasks`))
-	rows, err := b.pool.Query(b.ctx, `SELECT tick FROM tasks.schedule_ticks ORDER BY tick`)
+	rows, err := b.store.DB().Query(b.ctx, `SELECT tick FROM tasks.schedule_ticks ORDER BY tick`)
 	require.NoError(t, err)
 	defer rows.Close()
 	i := 1
@@ -223,7 +220,7 @@ func TestMissedPolicies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, scheduler.Result{Fired: 3, Skipped: 1}, r)
 	var latest time.Time
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT max(tick) FROM tasks.schedule_ticks WHERE schedule_name = 'hourly-latest'`).Scan(&latest))
+	require.NoError(t, b.store.DB().QueryRow(b.ctx, `SELECT max(tick) FROM tasks.schedule_ticks WHERE schedule_name = 'hourly-latest'`).Scan(&latest))
 	// Kolkata hours start at :30 UTC.
 	require.Equal(t, 30, latest.UTC().Minute())
 	require.True(t, latest.Before(back.Add(-2*time.Minute)) && latest.After(back.Add(-time.Hour-2*time.Minute)), "latest tick %s", latest)
@@ -243,8 +240,7 @@ cron: "@every ` + every + `"
 task_type: tick
 `)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
+	st := dbtest.NewStore(t)
 	s, err := scheduler.New(scheduler.Config{Store: st, Client: client.New(st, set), Schedules: set.Schedules(), Clock: c,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
@@ -254,7 +250,7 @@ task_type: tick
 	t.Cleanup(func() { cancel(); <-done })
 	return func() int {
 		var n int
-		require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
+		require.NoError(t, st.DB().QueryRow(context.Background(), `SELECT count(*) FROM tasks.schedule_ticks WHERE task_id IS NOT NULL`).Scan(&n))
 		return n
 	}
 }
