@@ -183,50 +183,6 @@ FROM tasks.tasks WHERE task_type = 'tenant_job'`).Scan(&pendingA, &pendingB, &de
 	require.Equal(t, http.StatusBadRequest, res.status)
 }
 
-func TestBulkRequeueDeadLetters(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a")
-	b.createCatalog("cat-b")
-	var a []string
-	for range 3 {
-		id := b.enqueueTenantJob("s_cat_a")
-		b.deadLetter(id)
-		a = append(a, id)
-	}
-	other := b.enqueueTenantJob("s_cat_b")
-	b.deadLetter(other)
-
-	// Only admins; a bad body changes nothing.
-	b.unchanged(func() {
-		res := b.do("POST", "/admin/dead-letters/requeue", tokClient, map[string]any{"kind": "tasks"})
-		require.Equal(t, http.StatusForbidden, res.status)
-		res = b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "jobs"})
-		require.Equal(t, http.StatusBadRequest, res.status)
-		res = b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "tasks", "event_type": []string{"x"}})
-		require.Equal(t, http.StatusBadRequest, res.status)
-	})
-
-	res := b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{
-		"kind": "tasks", "task_type": []string{"tenant_job"}, "schema_name": []string{"s_cat_a"}, "limit": 2})
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	out := res.json(t)
-	require.Equal(t, float64(2), out["requeued"])
-	require.Equal(t, true, out["more"])
-	res = b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "tasks", "schema_name": []string{"s_cat_a"}})
-	require.Equal(t, float64(1), res.json(t)["requeued"])
-	require.Equal(t, false, res.json(t)["more"])
-	for _, id := range a {
-		require.Equal(t, "PENDING", b.do("GET", "/tasks/"+id, tokAdmin, nil).json(t)["status"])
-	}
-	// The other tenant's dead letter stayed.
-	require.Equal(t, "DEAD_LETTER", b.do("GET", "/tasks/"+other, tokAdmin, nil).json(t)["status"])
-
-	// The webhook subscribers list never shows a secret.
-	res = b.do("GET", "/admin/webhooks", tokAdmin, nil)
-	require.Equal(t, http.StatusOK, res.status)
-}
-
 func TestDashboardPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -171,4 +172,89 @@ func TestTasksBadInput(t *testing.T) {
 		{"CancelMissing", "POST", "/tasks/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/cancel", tokClient, nil, 404, nil},
 	}
 	b.requireUnchanged(t, cases)
+}
+
+// TestTasksCreateDelayed: run_at and run_in set when a task first runs;
+// bad or conflicting values answer 400 naming the field and create nothing.
+func TestTasksCreateDelayed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	at := "2031-05-04T03:02:01Z"
+	res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "run_at": "2031-05-04T05:02:01+02:00"})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task := b.do("GET", "/tasks/"+res.json(t)["task_id"].(string), tokClient, nil).json(t)
+	require.Equal(t, "PENDING", task["status"])
+	got, err := time.Parse(time.RFC3339Nano, task["run_after"].(string))
+	require.NoError(t, err)
+	want, _ := time.Parse(time.RFC3339, at)
+	require.True(t, want.Equal(got), "run_after %s, want %s", got, want)
+
+	before := clock.Now()
+	res = b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop", "run_in": "1h30m"})
+	after := clock.Now()
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task = b.do("GET", "/tasks/"+res.json(t)["task_id"].(string), tokClient, nil).json(t)
+	got, err = time.Parse(time.RFC3339Nano, task["run_after"].(string))
+	require.NoError(t, err)
+	require.False(t, got.Before(before.Add(90*time.Minute).Truncate(time.Microsecond)), "run_after %s", got)
+	require.False(t, got.After(after.Add(90*time.Minute)), "run_after %s", got)
+
+	for _, tc := range []struct {
+		body    map[string]any
+		pointer string
+	}{
+		{map[string]any{"task_type": "noop", "run_at": "tomorrow"}, "/run_at"},
+		{map[string]any{"task_type": "noop", "run_in": "5 minutes"}, "/run_in"},
+		{map[string]any{"task_type": "noop", "run_in": "-5m"}, "/run_in"},
+		{map[string]any{"task_type": "noop", "run_in": "5m", "run_at": at}, "/run_at"},
+		// A SYNCHRONOUS task runs in front of its caller: it cannot wait.
+		{map[string]any{"task_type": "echo_sync", "inputs": map[string]any{"word": "x"}, "run_in": "5m"}, "/run_at"},
+	} {
+		b.unchanged(func() {
+			res := b.do("POST", "/tasks", tokClient, tc.body)
+			require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+			require.Equal(t, []string{tc.pointer}, problemPointers(t, res), string(res.body))
+		})
+	}
+}
+
+// TestSyncRunsKeepConcurrencyLimits: a synchronous type's concurrency.global
+// and concurrency.per_instance hold for runs in front of their callers; a
+// request past a limit answers 429 with Retry-After and creates nothing.
+func TestSyncRunsKeepConcurrencyLimits(t *testing.T) {
+	t.Parallel()
+	for _, taskType := range []string{"sleep_sync_global", "sleep_sync_local"} {
+		t.Run(taskType, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			count := func() int {
+				var n int
+				require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = $1`, taskType).Scan(&n))
+				return n
+			}
+			first := make(chan response, 1)
+			go func() {
+				first <- b.do("POST", "/tasks", tokClient, map[string]any{"task_type": taskType, "inputs": map[string]any{"duration": "3s"}})
+			}()
+			require.Eventually(t, func() bool {
+				var n int
+				require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = $1 AND status = 'ACTIVE'`, taskType).Scan(&n))
+				return n == 1
+			}, 5*time.Second, 10*time.Millisecond)
+
+			res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": taskType, "inputs": map[string]any{"duration": "0s"}})
+			require.Equal(t, http.StatusTooManyRequests, res.status, string(res.body))
+			require.Equal(t, "1", res.header.Get("Retry-After"))
+			require.Equal(t, "urn:wf:problem:busy", res.json(t)["type"])
+			require.Equal(t, 1, count(), "the refused request created nothing")
+
+			res = <-first
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+			require.Equal(t, "COMPLETED", res.json(t)["status"])
+			res = b.do("POST", "/tasks", tokClient, map[string]any{"task_type": taskType, "inputs": map[string]any{"duration": "0s"}})
+			require.Equal(t, http.StatusOK, res.status, fmt.Sprintf("room again once the first run ended: %s", res.body))
+			require.Equal(t, 2, count())
+		})
+	}
 }
