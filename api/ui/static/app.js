@@ -348,31 +348,42 @@ async function tasksPage(root, params) {
   for (const k of ["status", "task_type", "schema_name"]) if (params.get(k)) query.set(k, params.get(k));
   for (const k of ["created_from", "created_to"]) if (params.get(k)) query.set(k, new Date(params.get(k)).toISOString());
   query.set("limit", "50");
+  const pages = pagedList(list, "/tasks", query, (res) =>
+    table(["task", "type", "tenant", "status", { label: "attempts", num: true }, "created", "finished", "error"],
+      res.items.map((t) => h("tr", { "data-task": t.task_id },
+        h("td", {}, h("a", { href: "#/task/" + t.task_id }, shortID(t.task_id))),
+        h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status), waitingNote(t)),
+        h("td", { class: "num" }, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", {}, fmtTime(t.finished_at)),
+        h("td", { class: "error" }, (t.error || "").slice(0, 120)))), { "data-testid": "tasks" }),
+    ["prev-page", "← Newer"], ["next-page", "Older →"]);
+  await pages.load();
+  every(root, 3000, () => {
+    const live = document.getElementById("f-live");
+    if (live && live.checked && pages.first()) pages.load().catch((e) => setStatus("refresh failed: " + e.message, true));
+  });
+}
+
+// pagedList shows in list the list route path (its parameters in query)
+// a page at a time, keyset paging on the API's next_cursor: rows(res)
+// draws a page's table, under which go the buttons to the previous and the
+// next page, each an [id, label]. load() draws the page shown; first()
+// says whether that is the first page (the one live refreshes redraw).
+function pagedList(list, path, query, rows, [prevID, prevLabel], [nextID, nextLabel]) {
   const cursors = [""]; // the cursor of each page shown so far
   let page = 0;
   const load = async () => {
     const q = new URLSearchParams(query);
     if (cursors[page]) q.set("cursor", cursors[page]);
-    const res = await api("GET", "/tasks?" + q.toString());
+    const res = await api("GET", path + "?" + q.toString());
     cursors[page + 1] = res.next_cursor || "";
-    list.replaceChildren(
-      table(["task", "type", "tenant", "status", { label: "attempts", num: true }, "created", "finished", "error"],
-        res.items.map((t) => h("tr", { "data-task": t.task_id },
-          h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…" + t.task_id.slice(-4))),
-          h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status), waitingNote(t)),
-          h("td", { class: "num" }, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", {}, fmtTime(t.finished_at)),
-          h("td", { class: "error" }, (t.error || "").slice(0, 120)))), { "data-testid": "tasks" }),
+    list.replaceChildren(rows(res),
       h("p", {},
-        h("button", { type: "button", class: "secondary", id: "prev-page", disabled: page === 0, onclick: () => { page--; load(); } }, "← Newer"), " ",
-        h("button", { type: "button", class: "secondary", id: "next-page", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Older →"),
+        h("button", { type: "button", class: "secondary", id: prevID, disabled: page === 0, onclick: () => { page--; load(); } }, prevLabel), " ",
+        h("button", { type: "button", class: "secondary", id: nextID, disabled: !res.next_cursor, onclick: () => { page++; load(); } }, nextLabel),
         " ", h("span", { class: "muted" }, "page " + (page + 1))));
     setStatus("updated " + new Date().toLocaleTimeString());
   };
-  await load();
-  every(root, 3000, () => {
-    const live = document.getElementById("f-live");
-    if (live && live.checked && page === 0) load().catch((e) => setStatus("refresh failed: " + e.message, true));
-  });
+  return { load, first: () => page === 0 };
 }
 
 // ---- one task -------------------------------------------------------------------
@@ -434,7 +445,7 @@ function renderTask(t) {
     h("h2", {}, "Outputs"), h("pre", { id: "task-outputs" }, t.outputs ? fmtJSON(t.outputs) : "none"),
     h("h2", {}, "Events emitted"),
     t.events && t.events.length ? table(["event", "type", "created", "status", "error"], t.events.map((e) => h("tr", { "data-event": e.event_id },
-      h("td", { title: e.event_id }, e.event_id.slice(0, 8) + "…" + e.event_id.slice(-4)), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
+      h("td", { title: e.event_id }, shortID(e.event_id)), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
       h("td", {}, e.status === "CONSUMED" ? h("span", { class: "muted", title: "consumed by its subscriptions (deleted from the outbox)" }, "consumed") : statusBadge(e.status)),
       h("td", { class: "error" }, e.error || ""))), { "data-testid": "task-events" })
       : h("p", { class: "muted", "data-testid": "task-events-none" }, "none"));
@@ -546,7 +557,7 @@ async function deadLettersPage(root, params) {
   };
   const rows = kind === "tasks"
     ? res.items.map((t) => h("tr", { "data-task": t.task_id },
-      h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…" + t.task_id.slice(-4))),
+      h("td", {}, h("a", { href: "#/task/" + t.task_id }, shortID(t.task_id))),
       h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, t.attempts), h("td", {}, fmtTime(t.finished_at)),
       h("td", { class: "error" }, (t.error || "").slice(0, 160)),
       h("td", {}, h("button", { type: "button", class: "secondary requeue", onclick: () => requeue("/admin/tasks/" + t.task_id + "/requeue") }, "Requeue"))))
@@ -623,25 +634,12 @@ async function catalogPage(root, id, params) {
   const query = new URLSearchParams({ limit: "50" });
   if (collection) query.set("collection_id", collection);
   if (all) for (const st of ["active", "archived", "deleted"]) query.append("status", st);
-  const cursors = [""];
-  let page = 0;
-  const load = async () => {
-    const q = new URLSearchParams(query);
-    if (cursors[page]) q.set("cursor", cursors[page]);
-    const res = await api("GET", base + "/assets?" + q.toString());
-    cursors[page + 1] = res.next_cursor || "";
-    list.replaceChildren(
-      table(["asset", "collection", "kind", "status", "uri", "metadata", "updated"], res.items.map((a) => h("tr", { "data-asset": a.asset_id },
-        h("td", {}, a.asset_id), h("td", {}, a.collection_id || ""), h("td", {}, a.kind), h("td", {}, h("span", { class: "status " + a.status }, a.status)),
-        h("td", {}, a.uri), h("td", {}, Object.keys(a.metadata || {}).length ? h("details", {}, h("summary", {}, Object.keys(a.metadata).join(", ")),
-          h("pre", {}, fmtJSON(a.metadata))) : ""), h("td", {}, fmtTime(a.updated_at)))), { "data-testid": "assets" }),
-      h("p", {},
-        h("button", { type: "button", class: "secondary", id: "assets-prev", disabled: page === 0, onclick: () => { page--; load(); } }, "← Previous"), " ",
-        h("button", { type: "button", class: "secondary", id: "assets-next", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Next →"),
-        " ", h("span", { class: "muted" }, "page " + (page + 1))));
-    setStatus("updated " + new Date().toLocaleTimeString());
-  };
-  await load();
+  await pagedList(list, base + "/assets", query, (res) =>
+    table(["asset", "collection", "kind", "status", "uri", "metadata", "updated"], res.items.map((a) => h("tr", { "data-asset": a.asset_id },
+      h("td", {}, a.asset_id), h("td", {}, a.collection_id || ""), h("td", {}, a.kind), h("td", {}, h("span", { class: "status " + a.status }, a.status)),
+      h("td", {}, a.uri), h("td", {}, Object.keys(a.metadata || {}).length ? h("details", {}, h("summary", {}, Object.keys(a.metadata).join(", ")),
+        h("pre", {}, fmtJSON(a.metadata))) : ""), h("td", {}, fmtTime(a.updated_at)))), { "data-testid": "assets" }),
+    ["assets-prev", "← Previous"], ["assets-next", "Next →"]).load();
 }
 
 // ---- workflow runs ----------------------------------------------------------------
@@ -676,28 +674,16 @@ async function runsPage(root, params) {
   const query = new URLSearchParams();
   for (const [k] of RUN_FILTERS) if (params.get(k)) query.set(k, params.get(k));
   query.set("limit", params.get("limit") || "50");
-  const cursors = [""]; // the cursor of each page shown so far
-  let page = 0;
-  const load = async () => {
-    const q = new URLSearchParams(query);
-    if (cursors[page]) q.set("cursor", cursors[page]);
-    const res = await api("GET", "/workflows/runs?" + q.toString());
-    cursors[page + 1] = res.next_cursor || "";
-    list.replaceChildren(
-      table(["run", "workflow", "tenant", "status", { label: "attempt", num: true }, "created", "finished", "error"],
-        res.runs.map((r) => h("tr", { "data-run": r.run_id, "data-status": r.status },
-          h("td", {}, h("a", { href: "#/run/" + r.run_id }, shortID(r.run_id))),
-          h("td", {}, r.workflow), h("td", {}, r.schema_name), h("td", {}, statusBadge(r.status)),
-          h("td", { class: "num" }, r.attempt), h("td", {}, fmtTime(r.created_at)), h("td", {}, fmtTime(r.finished_at)),
-          h("td", { class: "error" }, (r.error || "").slice(0, 120)))), { "data-testid": "runs" }),
-      h("p", {},
-        h("button", { type: "button", class: "secondary", id: "runs-prev", disabled: page === 0, onclick: () => { page--; load(); } }, "← Newer"), " ",
-        h("button", { type: "button", class: "secondary", id: "runs-next", disabled: !res.next_cursor, onclick: () => { page++; load(); } }, "Older →"),
-        " ", h("span", { class: "muted" }, "page " + (page + 1))));
-    setStatus("updated " + new Date().toLocaleTimeString());
-  };
-  await load();
-  every(root, 5000, () => { if (page === 0) load().catch((e) => setStatus("refresh failed: " + e.message, true)); });
+  const pages = pagedList(list, "/workflows/runs", query, (res) =>
+    table(["run", "workflow", "tenant", "status", { label: "attempt", num: true }, "created", "finished", "error"],
+      res.runs.map((r) => h("tr", { "data-run": r.run_id, "data-status": r.status },
+        h("td", {}, h("a", { href: "#/run/" + r.run_id }, shortID(r.run_id))),
+        h("td", {}, r.workflow), h("td", {}, r.schema_name), h("td", {}, statusBadge(r.status)),
+        h("td", { class: "num" }, r.attempt), h("td", {}, fmtTime(r.created_at)), h("td", {}, fmtTime(r.finished_at)),
+        h("td", { class: "error" }, (r.error || "").slice(0, 120)))), { "data-testid": "runs" }),
+    ["runs-prev", "← Newer"], ["runs-next", "Older →"]);
+  await pages.load();
+  every(root, 5000, () => { if (pages.first()) pages.load().catch((e) => setStatus("refresh failed: " + e.message, true)); });
 }
 
 // runPage shows one run: its steps in the workflow's order, each with its
