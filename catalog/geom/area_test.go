@@ -8,24 +8,9 @@ import (
 	"github.com/paulmach/orb/geo"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/geom"
 )
-
-// zoneArea is the closed-form area, on the WGS84 ellipsoid, of the region
-// between two meridians and two parallels (Snyder 1987, "Map Projections —
-// A Working Manual", eq. 3-12 integrated over longitude):
-// A = Δλ·b²/2·[g(φ2) − g(φ1)], g(φ) = sin φ/(1−e² sin² φ) + atanh(e sin φ)/e.
-func zoneArea(west, south, east, north float64) float64 {
-	const a, f = 6378137.0, 1 / 298.257223563
-	e2 := f * (2 - f)
-	e := math.Sqrt(e2)
-	b2 := a * a * (1 - e2)
-	g := func(phi float64) float64 {
-		s := math.Sin(phi * math.Pi / 180)
-		return s/(1-e2*s*s) + math.Atanh(e*s)/e
-	}
-	return (east - west) * math.Pi / 180 * b2 / 2 * (g(north) - g(south))
-}
 
 // box returns a counterclockwise lon/lat rectangle whose edges along the
 // parallels have a vertex every step degrees, so that the great-circle (or
@@ -58,7 +43,7 @@ func TestAreaClosedForm(t *testing.T) {
 		{"tiny 0.001°", 7.3, 46.1, 7.301, 46.101},
 	}
 	for _, c := range cases {
-		want := zoneArea(c.west, c.south, c.east, c.north)
+		want := catalogtest.ZoneArea(c.west, c.south, c.east, c.north)
 		// 0.01° steps: the great-circle edges follow the parallels closely.
 		got := geom.Area(box(c.west, c.south, c.east, c.north, 0.01))
 		require.Less(t, relErr(got, want), 1e-4, "%s: got %.1f m², want %.1f m²", c.name, got, want)
@@ -115,5 +100,5 @@ func TestAreaKinds(t *testing.T) {
 		cap = append(cap, orb.Point{lon, -80})
 	}
 	cap = append(cap, cap[0])
-	require.Less(t, relErr(geom.Area(orb.Polygon{cap}), zoneArea(-180, -90, 180, -80)), 1e-3)
+	require.Less(t, relErr(geom.Area(orb.Polygon{cap}), catalogtest.ZoneArea(-180, -90, 180, -80)), 1e-3)
 }

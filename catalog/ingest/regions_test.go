@@ -12,25 +12,11 @@ import (
 	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 )
-
-// zoneArea is the closed-form WGS84 area of the region between two
-// meridians and two parallels (Snyder 1987, "Map Projections — A Working
-// Manual", eq. 3-12 integrated over longitude): Δλ·b²/2·[g(φ2) − g(φ1)],
-// g(φ) = sin φ/(1 − e² sin² φ) + atanh(e sin φ)/e.
-func zoneArea(west, south, east, north float64) float64 {
-	const a, f = 6378137.0, 1 / 298.257223563
-	e2 := f * (2 - f)
-	e := math.Sqrt(e2)
-	g := func(phi float64) float64 {
-		s := math.Sin(phi * math.Pi / 180)
-		return s/(1-e2*s*s) + math.Atanh(e*s)/e
-	}
-	return (east - west) * math.Pi / 180 * a * a * (1 - e2) / 2 * (g(north) - g(south))
-}
 
 // TestAdminRegions ingests testdata/admin_regions.geojson, six simplified
 // administrative regions (three US states bounded by parallels and
@@ -42,7 +28,7 @@ func zoneArea(west, south, east, north float64) float64 {
 //     polygons on WGS84), run on the fixture's rings (`Planimeter -p 10`,
 //     one "lat lon" line per vertex; holes subtracted); for the three
 //     states also the closed-form area between their parallels and
-//     meridians (zoneArea), which their densified edges follow.
+//     meridians (catalogtest.ZoneArea), which their densified edges follow.
 //   - centroid: the planar area-weighted centroid in degrees, computed with
 //     the shoelace formula outside wf (rounded to 6 decimals).
 //   - bbox: the extreme coordinates of the fixture.
@@ -65,9 +51,9 @@ func TestAdminRegions(t *testing.T) {
 		bbox      []float64
 		geometryT string
 	}{
-		{"US-CO", 269216574240.8, zoneArea(-109.046667, 37, -102.046667, 41), orb.Point{-105.546667, 39.0}, []float64{-109.046667, 37, -102.046667, 41}, "Polygon"},
-		{"US-WY", 253587744820.5, zoneArea(-111.05, 41, -104.05, 45), orb.Point{-107.55, 43.0}, []float64{-111.05, 41, -104.05, 45}, "Polygon"},
-		{"US-UT", 220117288619.5, zoneArea(-114.05, 37, -109.05, 42) - zoneArea(-111.05, 41, -109.05, 42), orb.Point{-111.680435, 39.326087}, []float64{-114.05, 37, -109.05, 42}, "Polygon"},
+		{"US-CO", 269216574240.8, catalogtest.ZoneArea(-109.046667, 37, -102.046667, 41), orb.Point{-105.546667, 39.0}, []float64{-109.046667, 37, -102.046667, 41}, "Polygon"},
+		{"US-WY", 253587744820.5, catalogtest.ZoneArea(-111.05, 41, -104.05, 45), orb.Point{-107.55, 43.0}, []float64{-111.05, 41, -104.05, 45}, "Polygon"},
+		{"US-UT", 220117288619.5, catalogtest.ZoneArea(-114.05, 37, -109.05, 42) - catalogtest.ZoneArea(-111.05, 41, -109.05, 42), orb.Point{-111.680435, 39.326087}, []float64{-114.05, 37, -109.05, 42}, "Polygon"},
 		{"IT-82", 23768032188.3, 0, orb.Point{14.406667, 37.586667}, []float64{12.43, 36.69, 15.65, 38.27}, "Polygon"},
 		{"ZA", 1311205182256.7, 0, orb.Point{24.796705, -28.768240}, []float64{16.45, -34.83, 32.89, -22.19}, "Polygon"},
 		{"MT", 128778812.4, 0, orb.Point{14.383230, 35.914034}, []float64{14.18, 35.8, 14.57, 36.07}, "MultiPolygon"},
