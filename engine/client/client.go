@@ -197,12 +197,9 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 		traceparent = tracing.Traceparent(ctx)
 	}
 	tasks := make([]store.NewTask, len(reqs))
-	var checked checkedInputs
-	if len(reqs) > 1 {
-		checked = checkedInputs{}
-	}
+	var last lastInputs
 	for i, req := range reqs {
-		nt, err := c.prepare(req, checked)
+		nt, err := c.prepare(req, &last)
 		if err != nil {
 			return nil, err
 		}
@@ -257,9 +254,8 @@ func (c *Client) checkFiles(tt *spec.TaskType, tenant string, inputs map[string]
 }
 
 // prepare validates a request against its task type and fills what the
-// spec decides. checked, when not nil, holds the inputs of the call's
-// requests already checked against their types' schemas.
-func (c *Client) prepare(req Request, checked checkedInputs) (store.NewTask, error) {
+// spec decides. last, when not nil, is the inputs the call checked last.
+func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
 	tt, ok := c.specs.TaskType(req.TaskType)
 	if !ok {
 		return store.NewTask{}, fmt.Errorf("%w %q", ErrUnknownTaskType, req.TaskType)
@@ -283,7 +279,7 @@ func (c *Client) prepare(req Request, checked checkedInputs) (store.NewTask, err
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{}`)
 	}
-	obj, err := checked.check(tt, raw)
+	obj, err := last.check(tt, raw)
 	if err != nil {
 		return store.NewTask{}, err
 	}

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -43,8 +46,15 @@ func (es InputErrors) Error() string {
 }
 
 // toJSONValue turns any value that encodes to JSON into the generic form the
-// schema validator reads (numbers as json.Number).
+// schema validator reads (numbers as json.Number): what encoding v and
+// decoding the JSON with UseNumber gives. A value made of what
+// json.Unmarshal decodes into an any (the client's inputs) is converted by
+// a walk (genericJSON), a few times cheaper; anything else is encoded and
+// decoded.
 func toJSONValue(v any) (any, error) {
+	if doc, ok := genericJSON(v); ok {
+		return doc, nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("error encoding inputs as JSON: %w", err)
@@ -56,6 +66,69 @@ func toJSONValue(v any) (any, error) {
 		return nil, fmt.Errorf("error decoding inputs: %w", err)
 	}
 	return out, nil
+}
+
+// genericJSON is v as encoding it with json.Marshal and decoding the JSON
+// with UseNumber gives it, without the JSON: maps and slices copied, each
+// float64 a json.Number in the text json.Marshal writes for it
+// (jsonFloat). ok is false for a value the walk does not know to give the
+// same for (another type, a float JSON cannot hold, a string that is not
+// UTF-8, which json.Marshal would change): toJSONValue encodes those.
+func genericJSON(v any) (any, bool) {
+	switch v := v.(type) {
+	case nil, bool:
+		return v, true
+	case string:
+		return v, utf8.ValidString(v)
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, false
+		}
+		return json.Number(jsonFloat(v)), true
+	case map[string]any:
+		if v == nil {
+			return nil, true // null
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			d, ok := genericJSON(e)
+			if !ok || !utf8.ValidString(k) {
+				return nil, false
+			}
+			out[k] = d
+		}
+		return out, true
+	case []any:
+		if v == nil {
+			return nil, true // null
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			d, ok := genericJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = d
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// jsonFloat writes f as json.Marshal does (encoding/json's floatEncoder for
+// a float64): like %g, but with ES6's exponent cut-offs and an exponent
+// not padded to two digits.
+func jsonFloat(f float64) string {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(make([]byte, 0, 24), f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-09 → e-9
+		b = b[:n-1]
+	}
+	return string(b)
 }
 
 // validateAgainst validates a generic JSON value and words the violations.
