@@ -145,6 +145,7 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = w.stop() }() // on an error; stopWorkers stops them to measure them
 	log.Info("workers started; burning down", "instances", e.cfg.Instances, "slots", e.cfg.Slots)
 	timeout := time.Now().Add(max(2*time.Minute, time.Duration(n)*time.Millisecond))
 	for {
@@ -156,7 +157,6 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 		} else {
 			more, err := e.store.HasUnfinished(ctx, taskTypeName)
 			if err != nil {
-				_ = w.stop()
 				return err
 			}
 			if !more {
@@ -165,7 +165,6 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if time.Now().After(timeout) {
-			_ = w.stop()
 			return fmt.Errorf("burn-down did not finish within %s", time.Until(timeout)+time.Since(start))
 		}
 	}

@@ -41,12 +41,7 @@ func idle(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = w.stop()
-		}
-	}()
+	defer func() { _ = w.stop() }() // on an error; the run stops them itself to measure them
 	out := &IdleResult{Followers: cfg.Instances, PollInterval: cfg.PollInterval.Seconds(), Window: cfg.Duration.Seconds()}
 	settle := 2*cfg.PollInterval + time.Second
 	polls := cfg.Duration.Seconds() / cfg.PollInterval.Seconds()
@@ -85,7 +80,6 @@ func idle(ctx context.Context, e *env, res *Result) error {
 	out.LeaderQueriesPerPoll = round2(math.Max(leaderCalls, 0) / polls)
 	rss()
 
-	stopped = true
 	if err := m.stopWorkers(ctx, w, res, false); err != nil {
 		return err
 	}

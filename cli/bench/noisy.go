@@ -63,10 +63,10 @@ func noisy(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = w.stop() }() // on an error; stopped below when all is done
 	start := time.Now()
 	inserted, took, err := bulkEnqueue(ctx, e, e.cfg.Tasks)
 	if err != nil {
-		_ = w.stop()
 		return err
 	}
 	res.Inserted, res.InsertRate = inserted, float64(inserted)/took.Seconds()
@@ -77,7 +77,6 @@ func noisy(ctx context.Context, e *env, res *Result) error {
 				TaskType: taskTypeName, Inputs: payload(e.cfg.PayloadBytes)}
 		}
 		if _, err := e.store.InsertTasks(ctx, batch); err != nil {
-			_ = w.stop()
 			return err
 		}
 	}
@@ -87,14 +86,12 @@ func noisy(ctx context.Context, e *env, res *Result) error {
 	for {
 		more, err := e.store.HasUnfinished(ctx, taskTypeName)
 		if err != nil {
-			_ = w.stop()
 			return err
 		}
 		if !more {
 			break
 		}
 		if time.Now().After(timeout) {
-			_ = w.stop()
 			return fmt.Errorf("noisy-neighbour run did not finish within %s", time.Since(start))
 		}
 		time.Sleep(50 * time.Millisecond)

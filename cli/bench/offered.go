@@ -24,12 +24,7 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = w.stop()
-		}
-	}()
+	defer func() { _ = w.stop() }() // on an error; the run stops them itself to measure them
 	m, err := startMeter(ctx, e)
 	if err != nil {
 		return err
@@ -163,7 +158,6 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	res.WallSeconds = time.Since(start).Seconds()
 	starts, ends, inProc := w.timings()
 	enqPool.Close() // the offering is over; its commits are counted
-	stopped = true
 	if err := m.stopWorkers(ctx, w, res, true); err != nil {
 		return err
 	}

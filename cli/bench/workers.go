@@ -30,7 +30,9 @@ type workers interface {
 	timings() (starts, ends map[uuid.UUID]time.Time, ok bool)
 	// pids are the instance processes (none in process).
 	pids() []int
-	// stop shuts the workers down gracefully and waits for them.
+	// stop shuts the workers down gracefully and waits for them. It is
+	// safe to call again: later calls return the first call's error, so a
+	// run may defer it and still stop the workers itself to measure them.
 	stop() error
 }
 
@@ -53,6 +55,9 @@ type inProcess struct {
 	mu     sync.Mutex
 	starts map[uuid.UUID]time.Time
 	ends   map[uuid.UUID]time.Time
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func startInProcess(ctx context.Context, e *env, record bool) (*inProcess, error) {
@@ -132,16 +137,21 @@ func (w *inProcess) timings() (map[uuid.UUID]time.Time, map[uuid.UUID]time.Time,
 func (w *inProcess) pids() []int { return nil }
 
 func (w *inProcess) stop() error {
-	w.cancel()
-	err := <-w.done
-	w.pool.Close()
-	return err
+	w.stopOnce.Do(func() {
+		w.cancel()
+		w.stopErr = <-w.done
+		w.pool.Close()
+	})
+	return w.stopErr
 }
 
 // instances are `wf run` processes.
 type instances struct {
 	cmds []*exec.Cmd
 	wait []chan error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func startInstances(ctx context.Context, e *env) (*instances, error) {
@@ -225,6 +235,12 @@ func (w *instances) pids() []int {
 
 // stop sends SIGTERM to every instance, waits up to a minute, then kills.
 func (w *instances) stop() error {
+	w.stopOnce.Do(func() { w.stopErr = w.stopAll() })
+	return w.stopErr
+}
+
+// stopAll is stop's one run.
+func (w *instances) stopAll() error {
 	for _, c := range w.cmds {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}
