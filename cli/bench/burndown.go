@@ -148,25 +148,17 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	defer func() { _ = w.stop() }() // on an error; stopWorkers stops them to measure them
 	log.Info("workers started; burning down", "instances", e.cfg.Instances, "slots", e.cfg.Slots)
 	timeout := time.Now().Add(max(2*time.Minute, time.Duration(n)*time.Millisecond))
-	for {
-		if done := w.finished(); done >= 0 {
-			if done >= int64(inserted) {
-				break
-			}
+	drained := true
+	if w.finished() >= 0 { // in process: the workers count the tasks they finished
+		for drained && w.finished() < int64(inserted) {
 			time.Sleep(2 * time.Millisecond)
-		} else {
-			more, err := e.store.HasUnfinished(ctx, taskTypeName)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			drained = !time.Now().After(timeout)
 		}
-		if time.Now().After(timeout) {
-			return fmt.Errorf("burn-down did not finish within %s", time.Until(timeout)+time.Since(start))
-		}
+	} else if drained, err = drain(ctx, e, 100*time.Millisecond, timeout); err != nil {
+		return err
+	}
+	if !drained {
+		return fmt.Errorf("burn-down did not finish within %s", time.Until(timeout)+time.Since(start))
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	if err := m.stopWorkers(ctx, w, res, true); err != nil {
@@ -193,6 +185,21 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	res.RunLatency = percentiles(runs)
 	log.Info("burned down", "completed", res.Completed, "per_second", int(res.CompleteRate), "commits_per_task", res.CommitsPerTask)
 	return nil
+}
+
+// drain waits until no task of the bench's type is left unfinished,
+// reading the rows every poll; it returns false if deadline passes first.
+func drain(ctx context.Context, e *env, poll time.Duration, deadline time.Time) (bool, error) {
+	for {
+		more, err := e.store.HasUnfinished(ctx, taskTypeName)
+		if err != nil || !more {
+			return err == nil, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(poll)
+	}
 }
 
 // stopWorkers stops the workers and records what the work phase used: CPU,

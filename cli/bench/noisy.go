@@ -83,18 +83,10 @@ func noisy(ctx context.Context, e *env, res *Result) error {
 	total := inserted + len(noisyTenants)*noisyEach
 	log.Info("flood and neighbours enqueued; burning down", "fair", fair, "tasks", total)
 	timeout := time.Now().Add(max(2*time.Minute, time.Duration(total)*time.Millisecond))
-	for {
-		more, err := e.store.HasUnfinished(ctx, taskTypeName)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		if time.Now().After(timeout) {
-			return fmt.Errorf("noisy-neighbour run did not finish within %s", time.Since(start))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if drained, err := drain(ctx, e, 50*time.Millisecond, timeout); err != nil {
+		return err
+	} else if !drained {
+		return fmt.Errorf("noisy-neighbour run did not finish within %s", time.Since(start))
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	if err := w.stop(); err != nil {

@@ -141,19 +141,10 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	res.InsertRate = float64(len(enqueued)) / offeredFor.Seconds()
 
 	// Drain what is left, then stop.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		more, err := e.store.HasUnfinished(ctx, taskTypeName)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the backlog did not drain within 2 minutes of the end of the offer")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if drained, err := drain(ctx, e, 20*time.Millisecond, time.Now().Add(2*time.Minute)); err != nil {
+		return err
+	} else if !drained {
+		return fmt.Errorf("the backlog did not drain within 2 minutes of the end of the offer")
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	starts, ends, inProc := w.timings()
