@@ -15,14 +15,9 @@ import (
 func (c *chaos) offer(ctx context.Context) {
 	cl := client.New(c.env.store, c.specs)
 	em := events.NewEmitter(c.env.store)
-	tick := time.NewTicker(time.Duration(float64(time.Second) / c.cfg.Rate))
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	i := -1 // the tick's number, from 0
+	every(ctx, time.Duration(float64(time.Second)/c.cfg.Rate), func() {
+		i++
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req := client.Request{TaskType: chaosWork, Inputs: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}
 		if i%2 == 0 {
@@ -53,25 +48,18 @@ func (c *chaos) offer(ctx context.Context) {
 			c.mu.Unlock()
 		}
 		cancel()
-	}
+	})
 }
 
 // sampleKeys checks, twice a second, that no dedup key is held by two live
 // tasks.
 func (c *chaos) sampleKeys(ctx context.Context) {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, 500*time.Millisecond, func() {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		keys, err := c.env.store.LiveDuplicateKeys(qctx)
 		cancel()
 		if err != nil {
-			continue // the database is restarting
+			return // the database is restarting
 		}
 		c.mu.Lock()
 		c.res.DuplicateKeySamples++
@@ -79,7 +67,7 @@ func (c *chaos) sampleKeys(ctx context.Context) {
 		for _, k := range keys {
 			c.violate("dedup key %s is held by more than one live task", k)
 		}
-	}
+	})
 }
 
 // drain waits, with every instance running and no more faults, until every

@@ -64,21 +64,14 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	samplerDone := make(chan struct{})
 	go func() {
 		defer close(samplerDone)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-t.C:
-			}
+		every(sampleCtx, time.Second, func() {
 			b, err := e.store.TaskBacklog(sampleCtx, taskTypeName)
 			if err == nil {
 				mu.Lock()
 				res.Backlog = append(res.Backlog, b.Pending+b.Active)
 				mu.Unlock()
 			}
-		}
+		})
 	}()
 
 	log.Info("offering tasks", "rate", cfg.Rate, "duration", cfg.Duration, "mode", cfg.Mode)
@@ -210,4 +203,19 @@ func judgeBacklog(res *Result, rate float64) {
 	}
 	flat := res.BacklogRise < 0.02*rate && float64(res.BacklogMax) <= 2*rate
 	res.BacklogFlat = &flat
+}
+
+// every calls f once a period, the first time one period from now, until
+// ctx is done.
+func every(ctx context.Context, period time.Duration, f func()) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f()
+	}
 }
