@@ -47,7 +47,7 @@ func runCompile(c *cli.Context) error {
 	}
 	if errs != nil {
 		if err := writeSpecErrors(c.App.ErrWriter, formatText, errs, 0, nil); err != nil {
-			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+			return outputError(err)
 		}
 		return invalidSpecs(errs)
 	}
@@ -59,10 +59,7 @@ func runCompile(c *cli.Context) error {
 	default:
 		err = writeSetText(c.App.Writer, set)
 	}
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
-	}
-	return nil
+	return outputError(err)
 }
 
 // writeSetText prints a compiled set for a person to read.

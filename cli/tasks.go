@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -160,14 +159,9 @@ func parseTaskID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// storeError turns a store error into a one-line CLI failure.
-func storeError(err error) error {
-	switch {
-	case errors.Is(err, wftype.ErrNotFound), errors.Is(err, wftype.ErrConflict):
-		return cli.Exit(err.Error(), ExitFailure)
-	}
-	return cli.Exit(err.Error(), ExitFailure)
-}
+// storeError turns a store error (not found, a conflict, or any other)
+// into a one-line CLI failure.
+func storeError(err error) error { return cli.Exit(err.Error(), ExitFailure) }
 
 func tasksList(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	format, err := checkFormat(c, formatText, formatJSON)

@@ -157,13 +157,13 @@ func runValidate(c *cli.Context) error {
 	w := c.App.Writer
 	if errs != nil {
 		if err := writeSpecErrors(w, format, errs, files, note); err != nil {
-			return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+			return outputError(err)
 		}
 		writeTextNote(c, format, note)
 		return invalidSpecs(errs)
 	}
 	if err := writeValidSummary(w, format, set, note); err != nil {
-		return cli.Exit(fmt.Sprintf("error writing output: %v", err), ExitFailure)
+		return outputError(err)
 	}
 	writeTextNote(c, format, note)
 	return nil
