@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
 )
 
@@ -16,7 +17,7 @@ func (c *chaos) offer(ctx context.Context) {
 	cl := client.New(c.env.store, c.specs)
 	em := events.NewEmitter(c.env.store)
 	i := -1 // the tick's number, from 0
-	every(ctx, time.Duration(float64(time.Second)/c.cfg.Rate), func() {
+	clock.Every(ctx, clock.Real{}, time.Duration(float64(time.Second)/c.cfg.Rate), func() bool {
 		i++
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req := client.Request{TaskType: chaosWork, Inputs: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))}
@@ -48,18 +49,19 @@ func (c *chaos) offer(ctx context.Context) {
 			c.mu.Unlock()
 		}
 		cancel()
+		return true
 	})
 }
 
 // sampleKeys checks, twice a second, that no dedup key is held by two live
 // tasks.
 func (c *chaos) sampleKeys(ctx context.Context) {
-	every(ctx, 500*time.Millisecond, func() {
+	clock.Every(ctx, clock.Real{}, 500*time.Millisecond, func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		keys, err := c.env.store.LiveDuplicateKeys(qctx)
 		cancel()
 		if err != nil {
-			return // the database is restarting
+			return true // the database is restarting
 		}
 		c.mu.Lock()
 		c.res.DuplicateKeySamples++
@@ -67,6 +69,7 @@ func (c *chaos) sampleKeys(ctx context.Context) {
 		for _, k := range keys {
 			c.violate("dedup key %s is held by more than one live task", k)
 		}
+		return true
 	})
 }
 

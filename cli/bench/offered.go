@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 )
 
 // offered runs the workers, offers Rate tasks/s for Duration, and measures
@@ -64,13 +65,14 @@ func offered(ctx context.Context, e *env, res *Result) error {
 	samplerDone := make(chan struct{})
 	go func() {
 		defer close(samplerDone)
-		every(sampleCtx, time.Second, func() {
+		clock.Every(sampleCtx, clock.Real{}, time.Second, func() bool {
 			b, err := e.store.TaskBacklog(sampleCtx, taskTypeName)
 			if err == nil {
 				mu.Lock()
 				res.Backlog = append(res.Backlog, b.Pending+b.Active)
 				mu.Unlock()
 			}
+			return true
 		})
 	}()
 
@@ -203,19 +205,4 @@ func judgeBacklog(res *Result, rate float64) {
 	}
 	flat := res.BacklogRise < 0.02*rate && float64(res.BacklogMax) <= 2*rate
 	res.BacklogFlat = &flat
-}
-
-// every calls f once a period, the first time one period from now, until
-// ctx is done.
-func every(ctx context.Context, period time.Duration, f func()) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		f()
-	}
 }
