@@ -145,6 +145,16 @@ func Usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// oneArgument is the usage error of a command, called name in the message,
+// that takes exactly one argument (arg) before its flags, when it got
+// another number of them; nil otherwise.
+func oneArgument(c *cli.Context, name, arg string) error {
+	if c.NArg() != 1 {
+		return Usagef("%s takes one %s argument (flags go before it), got %d arguments", name, arg, c.NArg())
+	}
+	return nil
+}
+
 // isFlagError recognises the flag-parsing errors urfave/cli returns without
 // calling OnUsageError (unknown flags and commands).
 func isFlagError(err error) bool {

@@ -26,7 +26,7 @@ name: gcp
 type: cloudrun
 settings: {project: p, region: europe-west1, jobs: {ingestion: ingest-job}}
 `})
-	code, out, errOut := runSpecCLI(t, "compile", dir)
+	code, out, errOut := runWF(t, "compile", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	file := filepath.Join(dir, "a.yaml")
 	for _, want := range []string{
@@ -52,7 +52,7 @@ settings: {project: p, region: europe-west1, jobs: {ingestion: ingest-job}}
 func TestCompileTextEmptySections(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": "kind: TaskType\nname: noop\nhandler: {builtin: noop}\n"})
-	code, out, errOut := runSpecCLI(t, "compile", dir)
+	code, out, errOut := runWF(t, "compile", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "\ntask types:\n  noop  ("+filepath.Join(dir, "a.yaml")+":1:1)\n")
 	require.Contains(t, out, "\nsubscriptions:\n  none\n\nschedules:\n  none\n\nrunners:\n"+
@@ -62,7 +62,7 @@ func TestCompileTextEmptySections(t *testing.T) {
 func TestCompileJSON(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML})
-	code, out, errOut := runSpecCLI(t, "compile", "--format", "json", dir)
+	code, out, errOut := runWF(t, "compile", "--format", "json", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	set, err := spec.Load(specOptions(), dir)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestCompileJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want)+"\n", out)
 
-	code, again, _ := runSpecCLI(t, "compile", "-f", "json", dir)
+	code, again, _ := runWF(t, "compile", "-f", "json", dir)
 	require.Equal(t, ExitOK, code)
 	require.Equal(t, out, again, "the JSON is stable")
 }
@@ -80,18 +80,18 @@ func TestCompileInvalid(t *testing.T) {
 	dir := writeSpecs(t, map[string]string{"a.yaml": invalidSpecYAML})
 	file := filepath.Join(dir, "a.yaml")
 	for _, format := range []string{"text", "json"} {
-		code, out, errOut := runSpecCLI(t, "compile", "--format", format, dir)
+		code, out, errOut := runWF(t, "compile", "--format", format, dir)
 		require.Equal(t, ExitFailure, code)
 		require.Empty(t, out)
 		require.Equal(t, file+`:3:20: handler.builtin: unknown builtin handler "nope"; did you mean "noop"?`+"\n"+
 			file+":4:11: priority: must be <= 100; got 500\nwf: 2 errors in 1 file\n", errOut)
 	}
 
-	code, _, errOut := runSpecCLI(t, "compile", "--format", "github", dir)
+	code, _, errOut := runWF(t, "compile", "--format", "github", dir)
 	require.Equal(t, ExitUsage, code)
 	require.Equal(t, "wf: usage: --format must be one of text, json, dot; got \"github\"\n", errOut)
 
-	code, _, errOut = runSpecCLI(t, "compile", filepath.Join(dir, "nope.yaml"))
+	code, _, errOut = runWF(t, "compile", filepath.Join(dir, "nope.yaml"))
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "does not exist")
 }
@@ -106,13 +106,13 @@ steps:
   each: {task_type: noop, depends_on: [first], for_each: '[1, 2, 3]', concurrency: 2, inputs: {n: item}}
   last: {task_type: noop, depends_on: [each], when: 'len(steps.each.outputs) == 3'}
 `})
-	code, out, errOut := runSpecCLI(t, "compile", dir)
+	code, out, errOut := runWF(t, "compile", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "workflows:\n  fan  (")
 	require.Contains(t, out, "    first  (noop)\n    └─▶ each\n"+
 		"    each  (noop)  for each of [1, 2, 3], 2 at once\n    │   input n = item\n    └─▶ last\n"+
 		"    last  (noop)  when len(steps.each.outputs) == 3\n")
-	code, out, errOut = runSpecCLI(t, "compile", "--format", "dot", dir)
+	code, out, errOut = runWF(t, "compile", "--format", "dot", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, `digraph "fan" {
   rankdir=LR;

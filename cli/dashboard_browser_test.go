@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -177,37 +178,12 @@ tokens:
   - {name: tenant-a, role: client, catalogs: [cat-a], token: browser-client-a-token-1}
 `, filepath.Join(dir, "browser.yaml")))
 	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut inproc.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",
-			"run", "--listen", addr}, &out, &errOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("wf run did not stop")
-		}
-		if t.Failed() {
-			t.Logf("wf run's log:\n%s", errOut.String())
-		}
+	errOut := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
+		return Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",
+			"run", "--listen", addr}, stdout, stderr)
 	})
 	base := "http://" + addr
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "wf run did not start: %v\n%s", err, errOut.String())
-		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
-	}
+	inproc.WaitReady(t, base, errOut)
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -529,17 +505,8 @@ func TestDashboardReportInBrowser(t *testing.T) {
 	// Kept: the first 100 successes (of 188) and every refusal (62).
 	require.Equal(t, 162, env.count(`SELECT jsonb_array_length(kept_records) FROM tasks.tasks WHERE task_id = $1`, id))
 	kept := func(outcome string, after, limit int) []string {
-		rows, err := env.pool.Query(context.Background(), `SELECT e ->> 'n' FROM tasks.tasks t, jsonb_array_elements(t.kept_records) e
+		return dbtest.Strings(t, context.Background(), env.pool, `SELECT e ->> 'n' FROM tasks.tasks t, jsonb_array_elements(t.kept_records) e
 WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int > $3 ORDER BY (e ->> 'n')::int LIMIT $4`, id, outcome, after, limit)
-		require.NoError(t, err)
-		var out []string
-		for rows.Next() {
-			var n string
-			require.NoError(t, rows.Scan(&n))
-			out = append(out, n)
-		}
-		require.NoError(t, rows.Err())
-		return out
 	}
 	ctx, consoleProblems := browser(t)
 	var cancel context.CancelFunc

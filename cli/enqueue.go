@@ -43,8 +43,8 @@ func enqueueCommand() *cli.Command {
 }
 
 func runEnqueue(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return Usagef("enqueue takes one TYPE argument (flags go before it), got %d arguments", c.NArg())
+	if err := oneArgument(c, "enqueue", "TYPE"); err != nil {
+		return err
 	}
 	format, err := checkFormat(c, formatText, formatJSON)
 	if err != nil {

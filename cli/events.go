@@ -65,8 +65,8 @@ func parseEventID(s string) (uuid.UUID, error) {
 }
 
 func eventsEmit(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return Usagef("events emit takes one TYPE argument (flags go before it), got %d arguments", c.NArg())
+	if err := oneArgument(c, "events emit", "TYPE"); err != nil {
+		return err
 	}
 	format, err := checkFormat(c, formatText, formatJSON)
 	if err != nil {

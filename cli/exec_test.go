@@ -67,17 +67,7 @@ func (e *wfEnv) execJSON(args ...string) (int, wftype.Task, string) {
 // eventsOf lists the event types written for a task.
 func eventsOf(t *testing.T, st *store.Store, id uuid.UUID) []string {
 	t.Helper()
-	rows, err := st.DB().Query(t.Context(), `SELECT event_type FROM tasks.events WHERE payload->>'task_id' = $1 ORDER BY created_at`, id.String())
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return dbtest.Strings(t, t.Context(), st.DB(), `SELECT event_type FROM tasks.events WHERE payload->>'task_id' = $1 ORDER BY created_at`, id.String())
 }
 
 func TestExecCreatesRunsAndReports(t *testing.T) {

@@ -44,3 +44,21 @@ func TestHelp(t *testing.T) {
 		require.Contains(t, out, "USAGE:")
 	}
 }
+
+// TestOneArgumentUsage: a command that takes one argument before its flags
+// says so, naming it, when it gets none or two (exit 2, nothing done).
+func TestOneArgumentUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"enqueue"}, "enqueue takes one TYPE argument (flags go before it), got 0 arguments"},
+		{[]string{"events", "emit", "a", "b"}, "events emit takes one TYPE argument (flags go before it), got 2 arguments"},
+		{[]string{"workflows", "start"}, "start takes one WORKFLOW argument (flags go before it), got 0 arguments"},
+	} {
+		code, _, errOut := runWF(t, tc.args...)
+		require.Equal(t, ExitUsage, code, errOut)
+		require.Equal(t, "wf: usage: "+tc.want+"\n", errOut)
+	}
+}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,15 +10,6 @@ import (
 
 	"github.com/wfhq/wf/engine/spec"
 )
-
-// runSpecCLI runs wf in-process with args and returns the exit code, stdout
-// and stderr.
-func runSpecCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(context.Background(), append([]string{"wf"}, args...), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
 
 // writeSpecs writes spec files (name → content) in a new folder and returns it.
 func writeSpecs(t *testing.T, files map[string]string) string {
@@ -59,18 +48,18 @@ func TestValidateValid(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML, "sub/b.yml": "kind: TaskType\nname: other\nhandler: {builtin: sleep}\n"})
 
-	code, out, errOut := runSpecCLI(t, "validate", dir)
+	code, out, errOut := runWF(t, "validate", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "ok: 2 task types, 1 subscription, 1 schedule, 0 runners in 2 files\n", out)
 	require.Equal(t, noConfigNote, errOut)
 
-	code, out, errOut = runSpecCLI(t, "validate", "--format", "json", dir)
+	code, out, errOut = runWF(t, "validate", "--format", "json", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.JSONEq(t, `{"valid": true, "files": 2, "task_types": 2, "subscriptions": 1, "schedules": 1, "runners": 0, "errors": [],
 		"note": {"message": "`+noConfigMessage+`", "checks": ["`+spec.RuntimeChecks()[0]+`"]}}`, out)
 	require.Empty(t, errOut)
 
-	code, out, _ = runSpecCLI(t, "validate", "-f", "github", filepath.Join(dir, "a.yaml"))
+	code, out, _ = runWF(t, "validate", "-f", "github", filepath.Join(dir, "a.yaml"))
 	require.Equal(t, ExitOK, code)
 	require.Equal(t, "ok: 1 task type, 1 subscription, 1 schedule, 0 runners in 1 file\n"+
 		"::notice title=wf validate::"+noConfigMessage+": "+spec.RuntimeChecks()[0]+"\n", out)
@@ -96,7 +85,7 @@ func TestValidateConfig(t *testing.T) {
 
 	// Against the defaults (heartbeat 30s), 1m is enough; the note says
 	// what was not checked against the real configuration.
-	code, out, errOut := runSpecCLI(t, "validate", specs)
+	code, out, errOut := runWF(t, "validate", specs)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, "ok: 1 task type, 0 subscriptions, 0 schedules, 0 runners in 1 file\n", out)
 	require.Equal(t, noConfigNote, errOut)
@@ -107,13 +96,13 @@ func TestValidateConfig(t *testing.T) {
 		{"--config", cfgFile, "validate"},        // the global flag
 		{"--config", cfgFile, "validate", "-f", "text"},
 	} {
-		code, out, errOut = runSpecCLI(t, args...)
+		code, out, errOut = runWF(t, args...)
 		require.Equal(t, ExitFailure, code, "%v: %s", args, errOut)
 		require.Equal(t, want, out, "%v", args)
 		require.Equal(t, "wf: 1 error in 1 file\n", errOut, "%v", args)
 	}
 
-	code, _, errOut = runSpecCLI(t, "validate", "--config", filepath.Join(cfgDir, "missing.yaml"), specs)
+	code, _, errOut = runWF(t, "validate", "--config", filepath.Join(cfgDir, "missing.yaml"), specs)
 	require.Equal(t, ExitFailure, code)
 	require.Contains(t, errOut, "missing.yaml")
 }
@@ -125,7 +114,7 @@ func TestValidateInvalid(t *testing.T) {
 
 	t.Run("Text", func(t *testing.T) {
 		t.Parallel()
-		code, out, errOut := runSpecCLI(t, "validate", dir)
+		code, out, errOut := runWF(t, "validate", dir)
 		require.Equal(t, ExitFailure, code)
 		require.Equal(t, file+`:3:20: handler.builtin: unknown builtin handler "nope"; did you mean "noop"?`+"\n"+
 			file+":4:11: priority: must be <= 100; got 500\n", out)
@@ -134,7 +123,7 @@ func TestValidateInvalid(t *testing.T) {
 
 	t.Run("JSON", func(t *testing.T) {
 		t.Parallel()
-		code, out, _ := runSpecCLI(t, "validate", "--format=json", dir)
+		code, out, _ := runWF(t, "validate", "--format=json", dir)
 		require.Equal(t, ExitFailure, code)
 		var got validateJSON
 		require.NoError(t, json.Unmarshal([]byte(out), &got))
@@ -149,7 +138,7 @@ func TestValidateInvalid(t *testing.T) {
 	t.Run("GitHub", func(t *testing.T) {
 		t.Parallel()
 		odd := writeSpecs(t, map[string]string{"x,y.yaml": "kind: TaskType\nname: t\nhandler: {builtin: noop}\nscope: '100%'\n"})
-		code, out, _ := runSpecCLI(t, "validate", "--format", "github", odd)
+		code, out, _ := runWF(t, "validate", "--format", "github", odd)
 		require.Equal(t, ExitFailure, code)
 		require.Equal(t, "::error file="+escapeGitHubProperty(filepath.Join(odd, "x,y.yaml"))+
 			",line=4,col=8::scope: must be one of CATALOG, SYSTEM, ASSET; got \"100%25\"\n"+
@@ -162,26 +151,26 @@ func TestValidateUsageAndReadErrors(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML})
 
-	code, out, errOut := runSpecCLI(t, "validate", "--format", "xml", dir)
+	code, out, errOut := runWF(t, "validate", "--format", "xml", dir)
 	require.Equal(t, ExitUsage, code)
 	require.Empty(t, out)
 	require.Equal(t, "wf: usage: --format must be one of text, json, github; got \"xml\"\n", errOut)
 
-	code, _, _ = runSpecCLI(t, "validate", "--no-such-flag", dir)
+	code, _, _ = runWF(t, "validate", "--no-such-flag", dir)
 	require.Equal(t, ExitUsage, code)
 
-	code, _, errOut = runSpecCLI(t, "validate", dir, "--format", "json")
+	code, _, errOut = runWF(t, "validate", dir, "--format", "json")
 	require.Equal(t, ExitUsage, code)
 	require.Equal(t, "wf: usage: flag --format after a PATH: put flags before the paths (wf validate --format PATH...)\n", errOut)
 
 	missing := filepath.Join(dir, "missing")
-	code, out, errOut = runSpecCLI(t, "validate", missing)
+	code, out, errOut = runWF(t, "validate", missing)
 	require.Equal(t, ExitFailure, code)
 	require.Empty(t, out)
 	require.Equal(t, "wf: error reading specs: "+missing+" does not exist\n", errOut)
 
 	empty := t.TempDir()
-	code, _, errOut = runSpecCLI(t, "validate", empty)
+	code, _, errOut = runWF(t, "validate", empty)
 	require.Equal(t, ExitFailure, code)
 	require.Equal(t, "wf: error reading specs: no *.yaml or *.yml files in "+empty+"\n", errOut)
 }
@@ -190,13 +179,13 @@ func TestValidateUsageAndReadErrors(t *testing.T) {
 // the default PATH; it cannot run in parallel because it changes directory.
 func TestValidateDefaultPath(t *testing.T) {
 	t.Chdir("..")
-	code, out, errOut := runSpecCLI(t, "validate")
+	code, out, errOut := runWF(t, "validate")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "ok: ")
 	// Every file of specs/ counts (the shipped catalog grows).
 	require.Regexp(t, ` in [0-9]+ files\n$`, out)
 
-	code, out, errOut = runSpecCLI(t, "compile")
+	code, out, errOut = runWF(t, "compile")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "specs/testing.yaml")
 }

@@ -121,8 +121,8 @@ func withStepHook(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool, st *st
 
 // workflowsStart is `wf workflows start WORKFLOW`.
 func workflowsStart(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return Usagef("start takes one WORKFLOW argument (flags go before it), got %d arguments", c.NArg())
+	if err := oneArgument(c, "start", "WORKFLOW"); err != nil {
+		return err
 	}
 	format, err := checkFormat(c, formatText, formatJSON)
 	if err != nil {

@@ -19,15 +19,27 @@ type Querier interface {
 // test of a statement's plan asserts on.
 func Explain(t testing.TB, ctx context.Context, q Querier, options, sql string, args ...any) string {
 	t.Helper()
-	rows, err := q.Query(ctx, "EXPLAIN ("+options+") "+sql, args...)
-	require.NoError(t, err)
 	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
+	for _, line := range Strings(t, ctx, q, "EXPLAIN ("+options+") "+sql, args...) {
 		plan.WriteString(line + "\n")
 	}
-	require.NoError(t, rows.Err())
 	t.Log(plan.String())
 	return plan.String()
+}
+
+// Strings runs sql, a query of one text column, with args on q and returns
+// its rows' values in order (nil for no row).
+func Strings(t testing.TB, ctx context.Context, q Querier, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(ctx, sql, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
