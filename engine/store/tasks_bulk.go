@@ -186,6 +186,12 @@ func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task
 // it has a step hook).
 func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
 	keys, lo, hi := idKeys(ids)
+	if s.stepHook != nil {
+		// The runs first, then their tasks: the order of a run's failure.
+		if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+			return nil, err
+		}
+	}
 	type cancelled struct {
 		task wftype.Task
 		step *FinishedStep

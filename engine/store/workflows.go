@@ -302,16 +302,21 @@ WHERE workflow_run_id = $1 AND "timestamp" >= $2 AND status IN ('PENDING', 'ACTI
 }
 
 // CancelPendingWorkflowTasks cancels the PENDING tasks of a run that just
-// failed, in the caller's transaction (the one that fails the run), with
-// reason as their error, and returns the step (and item) of each.
+// failed, in the caller's transaction (the one that fails the run, holding
+// its row), with reason as their error, and returns the step (and item) of
+// each.
 //
-// A PENDING task that another transaction holds at that moment is skipped
-// (FOR UPDATE SKIP LOCKED), not waited for: a claim that is starting it
-// (it becomes ACTIVE, and is left to finish like the run's other running
-// tasks), or a cancel by hand (which locks the task, then the run this
-// transaction holds: waiting for it would deadlock). The tasks are found
-// through the partial index on workflow_run_id, in the partitions from the
-// run's on (runTasksFrom), then updated by primary key.
+// A PENDING task that another transaction holds at that moment is waited
+// for, not skipped: skipped, it would stay PENDING, to be claimed and run
+// for a run that failed. The holder is a claim (which never waits for a
+// row: it moves the task to ACTIVE, and then the task is left to finish
+// like the run's other running tasks, or leaves it PENDING, and then it is
+// cancelled here), or a cancel by hand, which takes the row of the task's
+// run before the task's (lockRunsOfTasks), so it cannot hold the task
+// while waiting for this transaction. The tasks are found through the
+// partial index on workflow_run_id, in the partitions from the run's on
+// (runTasksFrom), then updated by primary key; the status is tested again
+// on the row version the lock was granted on.
 func (s *Store) CancelPendingWorkflowTasks(ctx context.Context, run wftype.WorkflowRun, reason string, now *time.Time) ([]StepTask, error) {
 	return queryAll(ctx, s.db, "cancelling a failed workflow run's pending tasks", `
 UPDATE tasks.tasks t
@@ -319,7 +324,7 @@ SET status = 'CANCELLED', finished_at = coalesce($4::timestamptz, now()), locked
 WHERE t.task_id = ANY (ARRAY(
         SELECT p.task_id FROM tasks.tasks p
         WHERE p.workflow_run_id = $1 AND p."timestamp" >= $2 AND p.status = 'PENDING'
-        FOR UPDATE SKIP LOCKED))
+        FOR UPDATE))
   AND t."timestamp" >= $2
   AND (t.status = 'PENDING') IS TRUE
 RETURNING t.task_id, t.workflow_step, coalesce(t.workflow_item, -1)`, func(row pgx.Row) (StepTask, error) {
@@ -329,6 +334,26 @@ RETURNING t.task_id, t.workflow_step, coalesce(t.workflow_item, -1)`, func(row p
 		st.TaskID = id
 		return st, err
 	}, run.ID, runTasksFrom(run), reason, now)
+}
+
+// lockRunsOfTasks locks, in the caller's transaction, the workflow runs
+// that tasks among ids (created in [lo, hi], which prunes the partitions)
+// belong to, in run order as LockWorkflowRuns does. A cancel by hand takes
+// them before it locks the tasks: the run's lock comes first everywhere a
+// run's PENDING tasks are locked (CancelPendingWorkflowTasks), so the two
+// cannot deadlock.
+func (s *Store) lockRunsOfTasks(ctx context.Context, keys [][16]byte, lo, hi time.Time) error {
+	const q = `
+SELECT r.run_id FROM tasks.workflow_runs r
+WHERE r.run_id = ANY (ARRAY(
+        SELECT t.workflow_run_id FROM tasks.tasks t
+        WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
+          AND t."timestamp" BETWEEN $2 AND $3
+          AND t.workflow_run_id IS NOT NULL))
+ORDER BY r.run_id
+FOR UPDATE`
+	_, err := s.db.Exec(ctx, q, keys, lo, hi)
+	return wrap("locking the workflow runs of tasks", err)
 }
 
 // GetWorkflowRun reads a run; wftype.ErrNotFound when there is none.

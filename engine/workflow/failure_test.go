@@ -2,13 +2,18 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/workflow"
 	"github.com/wfhq/wf/wftype"
@@ -179,4 +184,291 @@ func TestCancellingAPendingStepTaskFailsTheRun(t *testing.T) {
 	require.Equal(t, wftype.StepWaiting, step(t, s, "after").Status)
 	require.True(t, task.FinishedAt.Equal(*s.Run.FinishedAt))
 	require.Len(t, s.Tasks, 1)
+}
+
+// lockWaiters counts the sessions of the test's database waiting for a
+// lock.
+func (b *bundle) lockWaiters(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+	return n
+}
+
+// waitLockWaiters waits until n sessions of the test's database wait for a
+// lock, or fails the test once done is closed first (what should have
+// waited went on).
+func (b *bundle) waitLockWaiters(t *testing.T, n int, done <-chan struct{}, what string) {
+	t.Helper()
+	deadline := time.After(90 * time.Second)
+	for b.lockWaiters(t) < n {
+		select {
+		case <-done:
+			return
+		case <-deadline:
+			t.Fatalf("%s never waited for a lock", what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestFailingRunWaitsForAClaimHoldingItsPendingTask: a claim statement
+// locks the PENDING task of a step (the oldest of its type) and, its
+// batch full with a task of higher priority of another type, does not take
+// it. While the claim's transaction is open, the run times out. The
+// failure waits for the claim's lock instead of skipping the task, so the
+// task is CANCELLED in the failure's transaction and its step CANCELLED:
+// no task of a failed run stays PENDING to be claimed and run later. A
+// claim that does take a step task before the failure is a claim that came
+// first: that task is ACTIVE, left to finish like the run's other running
+// tasks.
+func TestFailingRunWaitsForAClaimHoldingItsPendingTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	b := setup(t, clk, false)
+	run := b.start(t, "stuck", `{}`)
+	stepTask := b.onlyTask(t, run.ID)
+	prio := 9
+	other, err := b.e.Client().Enqueue(ctx, client.Request{TaskType: "echo", Inputs: json.RawMessage(`{}`), Priority: &prio})
+	require.NoError(t, err)
+
+	claimed := make(chan []wftype.Task)
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // a failed test must not leave a transaction open
+	claimDone := make(chan error, 1)
+	go func() {
+		claimDone <- b.st.InTx(ctx, func(tx *store.Store) error {
+			tasks, err := tx.ClaimTasks(ctx, store.ClaimParams{
+				Owner: "claimer", Total: 1, Now: clk.DBNow(),
+				Slots: []store.ClaimSlot{
+					{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute},
+					{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Minute},
+				},
+			})
+			if err != nil {
+				close(claimed)
+				return err
+			}
+			claimed <- tasks
+			<-release
+			return nil
+		})
+	}()
+	tasks, ok := <-claimed
+	if !ok {
+		t.Fatalf("the claim failed: %v", <-claimDone)
+	}
+	require.Len(t, tasks, 1)
+	require.Equal(t, other.Task.ID, tasks[0].ID, "the claim takes the task of higher priority")
+
+	clk.Advance(time.Hour + time.Second)
+	expired := make(chan struct{})
+	var n int
+	var expireErr error
+	go func() {
+		defer close(expired)
+		n, expireErr = b.e.Workflows().Expire(ctx, b.st, 10)
+	}()
+	b.waitLockWaiters(t, 1, expired, "the run's failure")
+	releaseOnce()
+	require.NoError(t, <-claimDone)
+	select {
+	case <-expired:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the run's failure never ended")
+	}
+	require.NoError(t, expireErr)
+	require.Equal(t, 1, n)
+
+	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status)
+	require.Len(t, s.Tasks, 1)
+	require.Equal(t, stepTask, s.Tasks[0].TaskID)
+	require.Equal(t, wftype.StatusCancelled, s.Tasks[0].Status, "a task of a failed run was left PENDING")
+	require.Equal(t, wftype.StepCancelled, step(t, s, "wait").Status)
+
+	// A claim that takes the step task of a second run before that run
+	// fails: the task runs on, ACTIVE, its step RUNNING.
+	run2 := b.start(t, "stuck", `{}`)
+	taken, err := b.st.ClaimTasks(ctx, store.ClaimParams{
+		Owner: "claimer", Total: 1, Now: clk.DBNow(),
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute}},
+	})
+	require.NoError(t, err)
+	require.Len(t, taken, 1)
+	clk.Advance(time.Hour + time.Second)
+	n, err = b.e.Workflows().Expire(ctx, b.st, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	s, err = b.e.Workflows().Get(ctx, b.st, run2.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status)
+	require.Equal(t, wftype.StatusActive, s.Tasks[0].Status)
+	require.Equal(t, wftype.StepRunning, step(t, s, "wait").Status)
+}
+
+// TestFailingRunAndCancelByHandDoNotDeadlock: a run's failure waits for
+// the locks on its PENDING tasks, so a cancel by hand of one of them must
+// not hold the task while it waits for the run. Here the run's row is held
+// by a third transaction while first the run's failure (a timeout) and
+// then a cancel by hand of its PENDING task queue up behind it: the
+// failure is granted the run first. Both end without error (no deadlock):
+// the task is CANCELLED once, the run FAILED.
+func TestFailingRunAndCancelByHandDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	b := setup(t, clk, false)
+	run := b.start(t, "stuck", `{}`)
+	id := b.onlyTask(t, run.ID)
+	clk.Advance(time.Hour + time.Second)
+
+	locked := make(chan struct{})
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	holderDone := make(chan error, 1)
+	go func() {
+		holderDone <- b.st.InTx(ctx, func(tx *store.Store) error {
+			if _, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{run.ID}); err != nil {
+				close(locked)
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+
+	expired := make(chan struct{})
+	var expireErr error
+	go func() {
+		defer close(expired)
+		_, expireErr = b.e.Workflows().Expire(ctx, b.st, 10)
+	}()
+	b.waitLockWaiters(t, 1, expired, "the run's failure")
+	cancelled := make(chan struct{})
+	var cancelErr error
+	go func() {
+		defer close(cancelled)
+		_, cancelErr = b.st.CancelTask(ctx, id)
+	}()
+	b.waitLockWaiters(t, 2, cancelled, "the cancel by hand")
+	releaseOnce()
+	require.NoError(t, <-holderDone)
+	for _, ch := range []chan struct{}{expired, cancelled} {
+		select {
+		case <-ch:
+		case <-time.After(90 * time.Second):
+			t.Fatal("the failure or the cancel never ended")
+		}
+	}
+	require.NoError(t, expireErr)
+	if cancelErr != nil {
+		// The failure cancelled the task first: the cancel by hand finds
+		// it CANCELLED.
+		require.ErrorIs(t, cancelErr, wftype.ErrConflict)
+	}
+	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status)
+	require.Equal(t, wftype.StatusCancelled, s.Tasks[0].Status)
+	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
+}
+
+// TestFailingRunsBesideClaimsAndCancels: 40 runs, each with a PENDING step
+// task, time out while four claimers claim (each claim locks more tasks
+// than it takes) and two goroutines cancel step tasks by hand. Nothing
+// fails (no deadlock), every run ends FAILED, and none of their tasks is
+// left PENDING: each was claimed (ACTIVE) or cancelled.
+func TestFailingRunsBesideClaimsAndCancels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	b := setup(t, clk, false)
+	const runs = 40
+	var ids []uuid.UUID
+	var tasks []uuid.UUID
+	for range runs {
+		r := b.start(t, "stuck", `{}`)
+		ids = append(ids, r.ID)
+		tasks = append(tasks, b.onlyTask(t, r.ID))
+	}
+	prio := 9
+	for range runs {
+		_, err := b.e.Client().Enqueue(ctx, client.Request{TaskType: "echo", Inputs: json.RawMessage(`{}`), Priority: &prio})
+		require.NoError(t, err)
+	}
+	clk.Advance(time.Hour + time.Second)
+
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := b.st.ClaimTasks(ctx, store.ClaimParams{
+					Owner: "claimer", Total: 1, Now: clk.DBNow(),
+					Slots: []store.ClaimSlot{
+						{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute},
+						{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Minute},
+					},
+				})
+				if err != nil {
+					errs <- fmt.Errorf("claim: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < runs; i += 4 {
+				if _, err := b.st.CancelTask(ctx, tasks[i]); err != nil && !errors.Is(err, wftype.ErrConflict) {
+					errs <- fmt.Errorf("cancel: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	expired := 0
+	for expired < runs {
+		n, err := b.e.Workflows().Expire(ctx, b.st, 5)
+		require.NoError(t, err)
+		if n == 0 {
+			// The rest failed through the cancels by hand.
+			var left int
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM tasks.workflow_runs WHERE status = 'RUNNING'`).Scan(&left))
+			if left == 0 {
+				break
+			}
+		}
+		expired += n
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	var failed, pending int
+	require.NoError(t, b.pool.QueryRow(ctx, `
+SELECT (SELECT count(*) FROM tasks.workflow_runs WHERE run_id = ANY ($1) AND status = 'FAILED'),
+       (SELECT count(*) FROM tasks.tasks WHERE workflow_run_id = ANY ($1) AND status = 'PENDING')`, ids).Scan(&failed, &pending))
+	require.Equal(t, runs, failed)
+	require.Zero(t, pending, "tasks of failed runs left PENDING")
 }
