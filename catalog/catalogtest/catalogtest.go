@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/engine/spec"
+	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/inproc"
 	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
 )
 
 // StartEngine loads the spec files at paths, binds the catalog's handlers
@@ -51,4 +54,18 @@ func StartEngine(t testing.TB, pool *pgxpool.Pool, deps builtins.Deps, paths ...
 	require.NoError(t, err)
 	inproc.Go(t, eng.Run)
 	return set
+}
+
+// WaitEnded waits, a minute at the most, until n tasks of type taskType
+// exist and have all ended, and returns them.
+func WaitEnded(t testing.TB, st *store.Store, taskType string, n int) []wftype.Task {
+	t.Helper()
+	var tasks []wftype.Task
+	require.Eventually(t, func() bool {
+		var err error
+		tasks, err = st.ListTasks(context.Background(), store.TaskFilter{TaskTypes: []string{taskType}})
+		require.NoError(t, err)
+		return len(tasks) == n && !slices.ContainsFunc(tasks, func(task wftype.Task) bool { return !task.Status.Terminal() })
+	}, time.Minute, 20*time.Millisecond, "%d %s tasks end", n, taskType)
+	return tasks
 }

@@ -29,16 +29,7 @@ func TestShippedSpec(t *testing.T) {
 	_, err = b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "README", URI: "readme.txt"})
 	require.NoError(t, err)
 
-	var task wftype.Task
-	require.Eventually(t, func() bool {
-		tasks, err := b.store.ListTasks(b.ctx, store.TaskFilter{TaskTypes: []string{gdal.HandlerName}, Limit: 10})
-		require.NoError(t, err)
-		if len(tasks) == 1 && tasks[0].Status.Terminal() {
-			task = tasks[0]
-			return true
-		}
-		return false
-	}, 60*time.Second, 20*time.Millisecond)
+	task := catalogtest.WaitEnded(t, b.store, gdal.HandlerName, 1)[0]
 	require.Equal(t, wftype.StatusCompleted, task.Status, "error: %v", task.Error)
 	require.Equal(t, "s_cat", task.SchemaName)
 	require.Equal(t, wftype.ScopeAsset, task.Scope)

@@ -3,7 +3,6 @@ package tiles_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,12 +24,8 @@ func TestShippedSpec(t *testing.T) {
 	res, err := client.New(b.store, set).Enqueue(b.ctx, client.Request{TaskType: tiles.HandlerName, SchemaName: "s_cat",
 		Inputs: json.RawMessage(`{"catalog_id": "cat", "collection_id": "places", "max_zoom": 4}`)})
 	require.NoError(t, err)
-	var task wftype.Task
-	require.Eventually(t, func() bool {
-		task, err = b.store.GetTask(b.ctx, res.Task.ID)
-		require.NoError(t, err)
-		return task.Status.Terminal()
-	}, 60*time.Second, 20*time.Millisecond)
+	task := catalogtest.WaitEnded(t, b.store, tiles.HandlerName, 1)[0]
+	require.Equal(t, res.Task.ID, task.ID)
 	require.Equal(t, wftype.StatusCompleted, task.Status, "error: %v", task.Error)
 	var out tiles.PreseedOutputs
 	require.NoError(t, json.Unmarshal(task.Outputs, &out))

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/catalogtest"
 	"github.com/wfhq/wf/catalog/webhooks"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
@@ -232,12 +233,7 @@ func TestWebhookDeliveries(t *testing.T) {
 
 	// One event_dispatch task per event: the recorded one fanned out to
 	// four, the forged one refused for good, sending nothing.
-	var dispatch []wftype.Task
-	require.Eventually(t, func() bool {
-		dispatch, err = b.store.ListTasks(b.ctx, store.TaskFilter{TaskTypes: []string{webhooks.NameEventDispatch}})
-		require.NoError(t, err)
-		return len(dispatch) == 2 && dispatch[0].Status.Terminal() && dispatch[1].Status.Terminal()
-	}, 30*time.Second, 20*time.Millisecond)
+	dispatch := catalogtest.WaitEnded(t, b.store, webhooks.NameEventDispatch, 2)
 	byKey := map[string]wftype.Task{}
 	for _, d := range dispatch {
 		byKey[*d.DedupKey] = d
