@@ -177,7 +177,7 @@ tokens:
   - {name: ops, role: admin, token: browser-admin-token-1}
   - {name: tenant-a, role: client, catalogs: [cat-a], token: browser-client-a-token-1}
 `, filepath.Join(dir, "browser.yaml")))
-	addr := freeAddr(t)
+	addr := inproc.FreeAddr(t)
 	errOut := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
 		return Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",
 			"run", "--listen", addr}, stdout, stderr)

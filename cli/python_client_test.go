@@ -45,7 +45,7 @@ max_retries: 0
 `, python, handler)})
 	repoSpecs, err := filepath.Abs("../specs")
 	require.NoError(t, err)
-	addr := freeAddr(t)
+	addr := inproc.FreeAddr(t)
 	const admin, client = "py-admin-token-0123456789", "py-client-token-0123456789"
 	cfg := fmt.Sprintf("database_url: %q\ndata_dir: %q\nspecs: [%q, %q]\nlog_format: json\nlog_level: warn\n"+
 		"outbound: {allow: [127.0.0.0/8]}\ntokens:\n  - {name: admin, role: admin, token: %q}\n  - {name: client, role: client, token: %q}\n",

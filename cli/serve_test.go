@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,24 +16,15 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/inproc"
 )
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // startServe runs `wf serve` in-process with the configuration file cfg on
 // the database url until stop, which checks that it exited 0; it returns
 // the server's base URL once /healthz answers.
 func startServe(t *testing.T, cfg, url string) (base string, stop func()) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := inproc.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	var out, errOut bytes.Buffer

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,10 +34,7 @@ func startWF(t *testing.T) string {
 	t.Helper()
 	specs, err := filepath.Abs("../specs")
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := inproc.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "wf.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(
 		"database_url: %q\ndata_dir: %q\nspecs: [%q]\nlog_format: json\nlog_level: warn\ntokens:\n"+

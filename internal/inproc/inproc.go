@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -79,6 +80,17 @@ func Go(t testing.TB, run func(ctx context.Context) error) (stop func()) {
 	stop = func() { cancel(); <-done }
 	t.Cleanup(stop)
 	return stop
+}
+
+// FreeAddr returns a loopback address (host:port) whose port was free a
+// moment ago, for a server the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }
 
 // WaitReady waits until base+"/readyz" answers 200 OK, for up to a minute;
