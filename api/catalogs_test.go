@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 func TestCatalogs(t *testing.T) {
@@ -97,15 +99,7 @@ func TestCatalogs(t *testing.T) {
 	res = b.do("GET", "/catalogs/cat-a", tokAdmin, nil)
 	require.Equal(t, http.StatusNotFound, res.status)
 
-	rows, err := b.pool.Query(b.ctx, `SELECT event_type, schema_name, payload::text FROM tasks.events ORDER BY event_id`)
-	require.NoError(t, err)
-	var got []string
-	for rows.Next() {
-		var typ, schema, payload string
-		require.NoError(t, rows.Scan(&typ, &schema, &payload))
-		got = append(got, typ+" "+schema+" "+payload)
-	}
-	require.NoError(t, rows.Err())
+	got := dbtest.Strings(t, b.ctx, b.pool, `SELECT event_type || ' ' || schema_name || ' ' || payload::text FROM tasks.events ORDER BY event_id`)
 	require.Equal(t, []string{
 		`catalog.created s_cat_a {"catalog_id": "cat-a", "schema_name": "s_cat_a"}`,
 		`catalog.created tenant_b {"catalog_id": "cat-b", "schema_name": "tenant_b"}`,
