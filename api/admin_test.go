@@ -18,23 +18,15 @@ func TestPauses(t *testing.T) {
 	b.createCatalog("cat-b")
 
 	b.unchanged(func() {
-		res := b.do("POST", "/admin/pauses", tokClient, map[string]any{"kind": "task_type", "name": "noop"})
-		require.Equal(t, http.StatusForbidden, res.status)
-		res = b.do("POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "queue", "name": "noop"})
-		require.Equal(t, http.StatusBadRequest, res.status)
-		require.Equal(t, []string{"/kind"}, problemPointers(t, res))
-		res = b.do("POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "task_type", "name": ""})
-		require.Equal(t, http.StatusBadRequest, res.status)
-		res = b.do("POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "task_type", "name": "no_such_type"})
-		require.Equal(t, http.StatusNotFound, res.status)
-		res = b.do("POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "tenant", "name": "s_no_such"})
-		require.Equal(t, http.StatusNotFound, res.status)
-		res = b.do("DELETE", "/admin/pauses/task_type/noop", tokAdmin, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
-		res = b.do("DELETE", "/admin/pauses/queue/noop", tokAdmin, nil)
-		require.Equal(t, http.StatusBadRequest, res.status)
-		res = b.do("DELETE", "/admin/pauses/task_type/noop", tokClient, nil)
-		require.Equal(t, http.StatusForbidden, res.status)
+		b.requireAnswers(t,
+			requestCase{"ClientPauses", "POST", "/admin/pauses", tokClient, map[string]any{"kind": "task_type", "name": "noop"}, http.StatusForbidden, nil},
+			requestCase{"BadKind", "POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "queue", "name": "noop"}, http.StatusBadRequest, []string{"/kind"}},
+			requestCase{"NoName", "POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "task_type", "name": ""}, http.StatusBadRequest, nil},
+			requestCase{"UnknownType", "POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "task_type", "name": "no_such_type"}, http.StatusNotFound, nil},
+			requestCase{"UnknownTenant", "POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "tenant", "name": "s_no_such"}, http.StatusNotFound, nil},
+			requestCase{"ResumeUnpaused", "DELETE", "/admin/pauses/task_type/noop", tokAdmin, nil, http.StatusNotFound, nil},
+			requestCase{"ResumeBadKind", "DELETE", "/admin/pauses/queue/noop", tokAdmin, nil, http.StatusBadRequest, nil},
+			requestCase{"ClientResumes", "DELETE", "/admin/pauses/task_type/noop", tokClient, nil, http.StatusForbidden, nil})
 	})
 
 	res := b.do("POST", "/admin/pauses", tokAdmin, map[string]any{"kind": "task_type", "name": "noop", "reason": "disk full"})
@@ -160,12 +152,10 @@ func TestBulkRequeueDeadLetters(t *testing.T) {
 
 	// Only admins; a bad body changes nothing.
 	b.unchanged(func() {
-		res := b.do("POST", "/admin/dead-letters/requeue", tokClient, map[string]any{"kind": "tasks"})
-		require.Equal(t, http.StatusForbidden, res.status)
-		res = b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "jobs"})
-		require.Equal(t, http.StatusBadRequest, res.status)
-		res = b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "tasks", "event_type": []string{"x"}})
-		require.Equal(t, http.StatusBadRequest, res.status)
+		b.requireAnswers(t,
+			requestCase{"Client", "POST", "/admin/dead-letters/requeue", tokClient, map[string]any{"kind": "tasks"}, http.StatusForbidden, nil},
+			requestCase{"BadKind", "POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "jobs"}, http.StatusBadRequest, nil},
+			requestCase{"EventFilterOnTasks", "POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{"kind": "tasks", "event_type": []string{"x"}}, http.StatusBadRequest, nil})
 	})
 
 	res := b.do("POST", "/admin/dead-letters/requeue", tokAdmin, map[string]any{

@@ -87,10 +87,9 @@ func TestCatalogs(t *testing.T) {
 
 	// Delete a collection, then the catalog: events in the outbox.
 	b.unchanged(func() {
-		res = b.do("DELETE", "/catalogs/cat-b", tokClientLimited, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
-		res = b.do("DELETE", "/catalogs/cat-a/collections/nope", tokAdmin, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
+		b.requireAnswers(t,
+			requestCase{"AnotherTenants", "DELETE", "/catalogs/cat-b", tokClientLimited, nil, http.StatusNotFound, nil},
+			requestCase{"UnknownCollection", "DELETE", "/catalogs/cat-a/collections/nope", tokAdmin, nil, http.StatusNotFound, nil})
 	})
 	res = b.do("DELETE", "/catalogs/cat-a/collections/rivers", tokAdmin, nil)
 	require.Equal(t, http.StatusNoContent, res.status)

@@ -61,12 +61,10 @@ func TestEventsAndDeadLetters(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT event_id::text FROM tasks.event_dedup WHERE dedup_key = 'asset:A1'`).Scan(&holder))
 	require.Equal(t, id, holder)
 	b.unchanged(func() {
-		res = b.do("POST", "/admin/events/"+id+"/requeue", tokAdmin, nil)
-		require.Equal(t, http.StatusConflict, res.status)
-		res = b.do("POST", "/admin/events/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/requeue", tokAdmin, nil)
-		require.Equal(t, http.StatusNotFound, res.status)
-		res = b.do("POST", "/admin/events/nope/requeue", tokAdmin, nil)
-		require.Equal(t, http.StatusBadRequest, res.status)
+		b.requireAnswers(t,
+			requestCase{"Pending", "POST", "/admin/events/" + id + "/requeue", tokAdmin, nil, http.StatusConflict, nil},
+			requestCase{"Unknown", "POST", "/admin/events/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/requeue", tokAdmin, nil, http.StatusNotFound, nil},
+			requestCase{"BadID", "POST", "/admin/events/nope/requeue", tokAdmin, nil, http.StatusBadRequest, nil})
 	})
 }
 

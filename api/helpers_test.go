@@ -453,7 +453,6 @@ func (b *bundle) createCatalog(id string, collections ...string) map[string]any 
 	return res.json(b.t)
 }
 
-// problemPointers returns the pointers of a problem's errors.
 // requestCase is a request and the status it must answer; pointers, when
 // not nil, are the fields its problem must name.
 type requestCase struct {
@@ -466,6 +465,16 @@ type requestCase struct {
 	pointers []string
 }
 
+// send sends the request of tc as b and checks that it answers as tc says.
+func (tc requestCase) send(t *testing.T, b *bundle) {
+	t.Helper()
+	res := b.do(tc.method, tc.path, tc.token, tc.body)
+	require.Equal(t, tc.status, res.status, "%s: %s", tc.name, res.body)
+	if tc.pointers != nil {
+		require.ElementsMatch(t, tc.pointers, problemPointers(t, res), "%s: %s", tc.name, res.body)
+	}
+}
+
 // requireUnchanged sends each case, in parallel subtests, and checks that
 // it answers as it says and leaves the database as it was.
 func (b *bundle) requireUnchanged(t *testing.T, cases []requestCase) {
@@ -474,17 +483,21 @@ func (b *bundle) requireUnchanged(t *testing.T, cases []requestCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := b.in(t)
-			b.unchanged(func() {
-				res := b.do(tc.method, tc.path, tc.token, tc.body)
-				require.Equal(t, tc.status, res.status, string(res.body))
-				if tc.pointers != nil {
-					require.ElementsMatch(t, tc.pointers, problemPointers(t, res), string(res.body))
-				}
-			})
+			b.unchanged(func() { tc.send(t, b) })
 		})
 	}
 }
 
+// requireAnswers sends the cases one after the other, in this test, and
+// checks that each answers as it says.
+func (b *bundle) requireAnswers(t *testing.T, cases ...requestCase) {
+	t.Helper()
+	for _, tc := range cases {
+		tc.send(t, b)
+	}
+}
+
+// problemPointers returns the pointers of a problem's errors.
 func problemPointers(t *testing.T, res response) []string {
 	t.Helper()
 	var p struct {
