@@ -66,22 +66,16 @@ func (w *Workflows) ordered(workflow string, steps []wftype.WorkflowStep) []wfty
 // running ones told to stop. A run in another status gives
 // wftype.ErrConflict.
 func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
-	var run wftype.WorkflowRun
-	err := st.InTx(ctx, func(tx *store.Store) error {
-		r, steps, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	run, err := w.change(ctx, st, id, "cancelling", func(_ *store.Store, r wftype.WorkflowRun, steps []wftype.WorkflowStep) (*runState, error) {
 		if r.Status != wftype.RunRunning {
-			return fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, r.Status, wftype.ErrConflict)
+			return nil, fmt.Errorf("workflow run %s is %s, not RUNNING: %w", id, r.Status, wftype.ErrConflict)
 		}
 		rs := newRunState(r, nil, steps, w.cfg.Clock.Now())
 		rs.cancel("cancelled")
-		run = rs.run
-		return w.write(ctx, tx, []*runState{rs})
+		return rs, nil
 	})
 	if err != nil {
-		return wftype.WorkflowRun{}, fmt.Errorf("error cancelling workflow run %s: %w", id, err)
+		return run, err
 	}
 	// After the commit no task of the run can be created any more, so this
 	// sees every one that is still to stop.
@@ -91,17 +85,31 @@ func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (
 	return run, nil
 }
 
-// lockRun locks the run id and its steps in tx; a run that does not exist
-// gives wftype.ErrNotFound.
-func lockRun(ctx context.Context, tx *store.Store, id uuid.UUID) (wftype.WorkflowRun, []wftype.WorkflowStep, error) {
-	runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+// change changes run id in one transaction: it locks the run and its steps
+// (a run that does not exist gives wftype.ErrNotFound), lets fn decide the
+// run's new state, and writes it; doing names the change in errors.
+func (w *Workflows) change(ctx context.Context, st *store.Store, id uuid.UUID, doing string,
+	fn func(tx *store.Store, r wftype.WorkflowRun, steps []wftype.WorkflowStep) (*runState, error)) (wftype.WorkflowRun, error) {
+	var run wftype.WorkflowRun
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
+		}
+		rs, err := fn(tx, runs[0], steps)
+		if err != nil {
+			return err
+		}
+		run = rs.run
+		return w.write(ctx, tx, []*runState{rs})
+	})
 	if err != nil {
-		return wftype.WorkflowRun{}, nil, err
+		return wftype.WorkflowRun{}, fmt.Errorf("error %s workflow run %s: %w", doing, id, err)
 	}
-	if len(runs) == 0 {
-		return wftype.WorkflowRun{}, nil, fmt.Errorf("workflow run %s: %w", id, wftype.ErrNotFound)
-	}
-	return runs[0], steps, nil
+	return run, nil
 }
 
 // Retry runs a FAILED or CANCELLED run again from the steps that did not
@@ -110,29 +118,24 @@ func lockRun(ctx context.Context, tx *store.Store, id uuid.UUID) (wftype.Workflo
 // their outputs, and the run gets a new deadline. A run in another status
 // gives wftype.ErrConflict.
 func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
-	var run wftype.WorkflowRun
-	err := st.InTx(ctx, func(tx *store.Store) error {
-		r, steps, err := lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	return w.change(ctx, st, id, "retrying", func(tx *store.Store, r wftype.WorkflowRun, steps []wftype.WorkflowStep) (*runState, error) {
 		if r.Status != wftype.RunFailed && r.Status != wftype.RunCancelled {
-			return fmt.Errorf("workflow run %s is %s; only a FAILED or CANCELLED run can be retried: %w", id, r.Status, wftype.ErrConflict)
+			return nil, fmt.Errorf("workflow run %s is %s; only a FAILED or CANCELLED run can be retried: %w", id, r.Status, wftype.ErrConflict)
 		}
 		wf, ok := w.cfg.Specs.Workflow(r.Workflow)
 		if !ok {
-			return fmt.Errorf("%w %q: the specs no longer declare it", ErrUnknownWorkflow, r.Workflow)
+			return nil, fmt.Errorf("%w %q: the specs no longer declare it", ErrUnknownWorkflow, r.Workflow)
 		}
 		// A task of the last attempt that has not ended would, when it
 		// ends, be taken for the new attempt's (and fail it, or count as
 		// one of its items): the run is retried only once they all ended.
 		tasks, err := tx.WorkflowRunTasks(ctx, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, t := range tasks {
 			if t.Status == wftype.StatusPending || t.Status == wftype.StatusActive {
-				return fmt.Errorf("workflow run %s still has task %s (step %s) %s from its last attempt; retry once it ends: %w",
+				return nil, fmt.Errorf("workflow run %s still has task %s (step %s) %s from its last attempt; retry once it ends: %w",
 					id, t.TaskID, t.Step, t.Status, wftype.ErrConflict)
 			}
 		}
@@ -150,13 +153,8 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 			}
 		}
 		rs.schedule()
-		run = rs.run
-		return w.write(ctx, tx, []*runState{rs})
+		return rs, nil
 	})
-	if err != nil {
-		return wftype.WorkflowRun{}, fmt.Errorf("error retrying workflow run %s: %w", id, err)
-	}
-	return run, nil
 }
 
 // Expire fails the RUNNING runs whose deadline passed (up to limit), each
