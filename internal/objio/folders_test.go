@@ -2,7 +2,6 @@ package objio_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,9 +21,7 @@ func TestFoldersLocal(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	for _, f := range []string{"t1/a/1.mvt", "t1/a/x/2.mvt", "t1/b/3.mvt", "t1/file", "t2/a/4.mvt"} {
-		p := filepath.Join(root, f)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+		writeFile(t, filepath.Join(root, f), "x")
 	}
 	o := objio.New(objio.Config{LocalRoots: []string{root}})
 	names, err := o.Folders(ctx, "file://"+root+"/t1")

@@ -16,6 +16,13 @@ import (
 	"github.com/wfhq/wf/internal/objio"
 )
 
+// writeFile writes data to the file at path, making its folder first.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
+}
+
 // readLoc opens loc through o and returns all it holds.
 func readLoc(t *testing.T, o *objio.Opener, loc string) string {
 	t.Helper()
@@ -71,10 +78,9 @@ func TestLinksCannotEscape(t *testing.T) {
 	ctx := context.Background()
 	base, outside := t.TempDir(), t.TempDir()
 	root := filepath.Join(base, "root")
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
 	secret := filepath.Join(outside, "secret.txt")
-	require.NoError(t, os.WriteFile(secret, []byte("secret"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "sub", "ok.txt"), []byte("ok"), 0o600))
+	writeFile(t, secret, "secret")
+	writeFile(t, filepath.Join(root, "sub", "ok.txt"), "ok")
 	for name, target := range map[string]string{
 		"file.txt": secret,                            // a link to a file outside
 		"dir":      outside,                           // a link to a folder outside

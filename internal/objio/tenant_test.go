@@ -20,15 +20,12 @@ func TestTenantFolders(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	root1, root2 := filepath.Join(base, "one"), filepath.Join(base, "two")
-	for _, dir := range []string{filepath.Join(root1, "s_a"), filepath.Join(root1, "s_b"), filepath.Join(root2, "s_a"), filepath.Join(root1, "system")} {
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-	}
 	own := filepath.Join(root1, "s_a", "own.txt")
 	theirs := filepath.Join(root1, "s_b", "theirs.txt")
-	require.NoError(t, os.WriteFile(own, []byte("a's"), 0o600))
-	require.NoError(t, os.WriteFile(theirs, []byte("b's"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(root2, "s_a", "second.txt"), []byte("a's too"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(root1, "system", "sys.txt"), []byte("system's"), 0o600))
+	writeFile(t, own, "a's")
+	writeFile(t, theirs, "b's")
+	writeFile(t, filepath.Join(root2, "s_a", "second.txt"), "a's too")
+	writeFile(t, filepath.Join(root1, "system", "sys.txt"), "system's")
 	// A link in A's folder into B's: it leads out of A's folder.
 	require.NoError(t, os.Symlink(theirs, filepath.Join(root1, "s_a", "link.txt")))
 	require.NoError(t, os.Symlink(filepath.Join(root1, "s_b"), filepath.Join(root1, "s_a", "linkdir")))
