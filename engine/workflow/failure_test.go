@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/workflow"
 	"github.com/wfhq/wf/wftype"
@@ -471,4 +473,30 @@ SELECT (SELECT count(*) FROM tasks.workflow_runs WHERE run_id = ANY ($1) AND sta
        (SELECT count(*) FROM tasks.tasks WHERE workflow_run_id = ANY ($1) AND status = 'PENDING')`, ids).Scan(&failed, &pending))
 	require.Equal(t, runs, failed)
 	require.Zero(t, pending, "tasks of failed runs left PENDING")
+}
+
+// TestStepTheClientRefusesFailsItsRun: the task of step "second" is
+// refused by the client's checks when it is created (its dedup key, from
+// the run's inputs, is longer than a dedup key may be). The completion of
+// step "first" that unblocks it is written, with its run's step pass, in
+// one transaction; the refusal fails the step and the run in that
+// transaction, as a bad input would, instead of failing the transaction:
+// then the completion would be retried, and refused, until the task's
+// lease ran out, and the task would run again and again, its run stuck
+// RUNNING. Another run finishing in the same instance is not held up.
+func TestStepTheClientRefusesFailsItsRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, true)
+	long := strings.Repeat("x", spec.MaxDedupKeyLength+1)
+	run := b.start(t, "longkey", fmt.Sprintf(`{"k": %q}`, long))
+	other := b.start(t, "longkey", `{"k": "short"}`)
+	s := b.wait(t, run.ID, wftype.RunFailed)
+	require.Equal(t, wftype.StepCompleted, step(t, s, "first").Status)
+	require.Equal(t, wftype.StepFailed, step(t, s, "second").Status)
+	require.Contains(t, *s.Run.Error, "dedup_key")
+	require.Len(t, s.Tasks, 1, "no task of step second")
+	require.Equal(t, wftype.StatusCompleted, s.Tasks[0].Status)
+	require.Equal(t, 1, s.Tasks[0].Attempts, "the task of step first ran once")
+	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
+	b.wait(t, other.ID, wftype.RunCompleted)
 }

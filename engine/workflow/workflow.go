@@ -204,13 +204,23 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 
 // write creates the tasks the runs' states call for, then saves the steps
 // and runs that changed and emits the events of the runs that ended, all in
-// tx. A task that its task type's dedup key refuses (a live task holds the
-// key) fails its step, and so its run: the tasks already created for other
-// steps stay, and end without effect.
+// tx. A task that the client refuses (its checks of files and dedup key,
+// which depend on values only known now) or that its task type's dedup key
+// refuses (a live task holds the key) fails its step, and so its run,
+// rather than the transaction: the transaction also ends the tasks of the
+// steps that unblocked it, and would be refused again each time it was
+// retried. The tasks created for other steps of that run are cancelled
+// (cancelPending).
 func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runState) error {
 	var tasks []newTask
 	for _, rs := range states {
-		tasks = append(tasks, rs.tasks...)
+		for _, t := range rs.tasks {
+			if err := w.cfg.Client.Check(t.req); err != nil {
+				t.state.fail(t.link.Step, fmt.Sprintf("the task of step %s was not created: %v", t.link.Step, err))
+				continue
+			}
+			tasks = append(tasks, t)
+		}
 	}
 	if len(tasks) > 0 {
 		reqs := make([]client.Request, len(tasks))

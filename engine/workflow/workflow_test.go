@@ -138,6 +138,19 @@ steps:
   after: {task_type: echo, depends_on: [wait]}
 ---
 kind: TaskType
+name: keyed
+handler: {builtin: nothing}
+dedup_key: 'inputs.k'
+inputs: {type: object, properties: {k: {type: string}}}
+---
+kind: Workflow
+name: longkey
+inputs: {type: object, properties: {k: {type: string}}}
+steps:
+  first: {task_type: nothing}
+  second: {task_type: keyed, depends_on: [first], inputs: {k: inputs.k}}
+---
+kind: TaskType
 name: gate
 handler: {builtin: gate}
 max_retries: 0
