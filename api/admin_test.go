@@ -69,19 +69,32 @@ func TestPauses(t *testing.T) {
 	require.Equal(t, []string{"s_cat_a"}, names(tokAdmin))
 }
 
+// tenantJobs gives b catalogs cat-a and cat-b and tenant_job tasks, three
+// of s_cat_a (a) and one of s_cat_b (other), PENDING or, when dead is
+// set, dead-lettered.
+func tenantJobs(b *bundle, dead bool) (a []string, other string) {
+	b.createCatalog("cat-a")
+	b.createCatalog("cat-b")
+	job := func(schema string) string {
+		id := b.enqueueTenantJob(schema)
+		if dead {
+			b.deadLetter(id)
+		}
+		return id
+	}
+	for range 3 {
+		a = append(a, job("s_cat_a"))
+	}
+	return a, job("s_cat_b")
+}
+
 // TestBulkCancelRequeue: admins cancel and requeue tasks by filter, with a
 // dry run that counts; a filterless call needs all: true; bad bodies and
 // other roles change nothing.
 func TestBulkCancelRequeue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.createCatalog("cat-a")
-	b.createCatalog("cat-b")
-	var a []string
-	for range 3 {
-		a = append(a, b.enqueueTenantJob("s_cat_a"))
-	}
-	other := b.enqueueTenantJob("s_cat_b")
+	a, other := tenantJobs(b, false)
 
 	b.unchanged(func() {
 		res := b.do("POST", "/admin/tasks/cancel", tokClient, map[string]any{"schema_name": []string{"s_cat_a"}})
@@ -139,16 +152,7 @@ func TestBulkCancelRequeue(t *testing.T) {
 func TestBulkRequeueDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.createCatalog("cat-a")
-	b.createCatalog("cat-b")
-	var a []string
-	for range 3 {
-		id := b.enqueueTenantJob("s_cat_a")
-		b.deadLetter(id)
-		a = append(a, id)
-	}
-	other := b.enqueueTenantJob("s_cat_b")
-	b.deadLetter(other)
+	a, other := tenantJobs(b, true)
 
 	// Only admins; a bad body changes nothing.
 	b.unchanged(func() {
