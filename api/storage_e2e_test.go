@@ -27,21 +27,21 @@ const (
 	pushServiceAccount = "push@test-project.iam.gserviceaccount.com"
 )
 
-// gcpFakes starts fake-gcs-server and pstest and returns pstest and the
+// gcpFakes starts fake-gcs-server and pstest and returns them and the
 // catalog's GCP dependencies on them (project test-project, pushing to
 // pushEndpoint as pushServiceAccount). It sets the process's environment,
 // so its test may not be parallel: the fake storage server publishes its
 // notifications through a Pub/Sub client of its own, which finds pstest by
 // PUBSUB_EMULATOR_HOST, and gs:// objects are read from
 // STORAGE_EMULATOR_HOST.
-func gcpFakes(t *testing.T) (*gcptest.PubSub, gcp.Deps) {
+func gcpFakes(t *testing.T) (*gcptest.Storage, *gcptest.PubSub, gcp.Deps) {
 	t.Helper()
 	gcs, ps := gcptest.NewStorage(t), gcptest.NewPubSub(t)
 	t.Setenv("PUBSUB_EMULATOR_HOST", ps.Server.Addr)
 	t.Setenv("STORAGE_EMULATOR_HOST", gcs.URL)
 	settings := config.Default().GCP
 	settings.Project, settings.PushEndpoint, settings.PushServiceAccount = "test-project", pushEndpoint, pushServiceAccount
-	return ps, gcp.Deps{Settings: settings, PubSubOptions: ps.Options,
+	return gcs, ps, gcp.Deps{Settings: settings, PubSubOptions: ps.Options,
 		StorageOptions: []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint)}}
 }
 
@@ -56,7 +56,7 @@ func gcpFakes(t *testing.T) (*gcptest.PubSub, gcp.Deps) {
 // ingestion that reads the object from the bucket and COMPLETES. A second
 // catalog's pushes never reach the first.
 func TestStorageUploadEndToEnd(t *testing.T) {
-	ps, deps := gcpFakes(t)
+	_, ps, deps := gcpFakes(t)
 	oidc := gcptest.NewOIDC(t)
 	const sa, aud = pushServiceAccount, pushEndpoint
 	b := setup(t, options{
@@ -184,7 +184,7 @@ func pushJSON(id, subscription, bucket, object string) []byte {
 // through the real clients.
 func TestCloudCleanupAfterDrop(t *testing.T) {
 	// Not parallel (gcpFakes).
-	_, deps := gcpFakes(t)
+	gcs, _, deps := gcpFakes(t)
 	b := setup(t, options{gcp: deps})
 	startFeatureEngine(t, b, t.TempDir())
 	svc, err := storagev1.NewService(b.ctx, deps.StorageOptions...)
@@ -200,17 +200,7 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		_, err := svc.Objects.Insert(rec.Bucket, &storagev1.Object{Name: name}).Media(strings.NewReader("{}")).Do()
 		require.NoError(t, err)
 	}
-	objects := func() []string {
-		list, err := svc.Objects.List(rec.Bucket).Do()
-		if err != nil {
-			return nil
-		}
-		var names []string
-		for _, o := range list.Items {
-			names = append(names, o.Name)
-		}
-		return names
-	}
+	objects := func() []string { return gcs.ObjectNames(rec.Bucket) }
 	// cleanup waits for the gcp_catalog_cleanup task of a collection ("" for
 	// the catalog's) to end, checks that it follows the drop task of the same
 	// deletion, and returns its outputs. The drop emits <kind>.dropped in the

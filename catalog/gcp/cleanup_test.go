@@ -14,19 +14,6 @@ func (b *bundle) put(bucket, name string) {
 	b.gcs.Fake.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: name}, Content: []byte("x")})
 }
 
-func (b *bundle) objects(bucket string) []string {
-	b.t.Helper()
-	res, err := b.gcs.Fake.ListObjectsWithOptionsPaginated(bucket, fakestorage.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, o := range res.Objects {
-		names = append(names, o.Name)
-	}
-	return names
-}
-
 // TestCleanup removes a deleted collection's objects, then a deleted
 // catalog's resources, counting them; a second run finds nothing.
 func TestCleanup(t *testing.T) {
@@ -42,14 +29,14 @@ func TestCleanup(t *testing.T) {
 	// A collection that still exists is not touched.
 	out := b.mustRun(b.h.Cleanup, "system", `{"catalog_id":"demo","collection_id":"roads","schema_name":"s_demo"}`)
 	require.Equal(t, "skipped", out["outcome"])
-	require.Len(t, b.objects(bucket), 4)
+	require.Len(t, b.gcs.ObjectNames(bucket), 4)
 
 	_, err := b.catalogs.RemoveCollection(b.ctx, "demo", "roads")
 	require.NoError(t, err)
 	out = b.mustRun(b.h.Cleanup, "system", `{"catalog_id":"demo","collection_id":"roads","schema_name":"s_demo"}`)
 	require.Equal(t, "removed", out["outcome"])
 	require.EqualValues(t, 2, out["objects_deleted"])
-	require.ElementsMatch(t, []string{"demo/rivers/c.geojson", "demo/roadsides/d.csv"}, b.objects(bucket))
+	require.ElementsMatch(t, []string{"demo/rivers/c.geojson", "demo/roadsides/d.csv"}, b.gcs.ObjectNames(bucket))
 	out = b.mustRun(b.h.Cleanup, "system", `{"catalog_id":"demo","collection_id":"roads","schema_name":"s_demo"}`)
 	require.EqualValues(t, 0, out["objects_deleted"], "idempotent")
 
@@ -100,5 +87,5 @@ func TestCleanupTenancy(t *testing.T) {
 	require.Equal(t, []any{"bucket " + bucket}, out["refused"])
 	require.Equal(t, true, out["topic_deleted"])
 	require.Equal(t, true, out["subscription_deleted"])
-	require.Equal(t, []string{"demo/roads/a.geojson"}, b.objects(bucket))
+	require.Equal(t, []string{"demo/roads/a.geojson"}, b.gcs.ObjectNames(bucket))
 }

@@ -75,6 +75,20 @@ func NewFakeGCS(t testing.TB, buckets ...string) *fakestorage.Server {
 	return srv
 }
 
+// ObjectNames lists the names of the objects of bucket, in name order; nil
+// when it has none or does not exist.
+func (s *Storage) ObjectNames(bucket string) []string {
+	res, err := s.Fake.ListObjectsWithOptionsPaginated(bucket, fakestorage.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, o := range res.Objects {
+		names = append(names, o.Name)
+	}
+	return names
+}
+
 // BucketLabels returns a bucket's labels as the server keeps them.
 func (s *Storage) BucketLabels(bucket string) map[string]string {
 	s.mu.Lock()
