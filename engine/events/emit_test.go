@@ -21,8 +21,8 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 func TestEmitDedupAndTransactions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	em := events.NewEmitter(store.New(pool))
+	st := dbtest.NewStore(t)
+	em := events.NewEmitter(st)
 
 	first, err := em.Emit(ctx, events.Event{Type: "catalog.deleted", Scope: events.ScopeCatalog, SchemaName: "s_a",
 		Payload: json.RawMessage(`{"catalog_id":"a"}`), DedupKey: "del:a"})
@@ -41,17 +41,17 @@ func TestEmitDedupAndTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, other.Duplicate)
 	require.NotEqual(t, first.Event.ID, other.Event.ID)
-	_, err = pool.Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1 AND created_at = $2`, other.Event.ID, other.Event.CreatedAt)
+	_, err = st.DB().Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1 AND created_at = $2`, other.Event.ID, other.Event.CreatedAt)
 	require.NoError(t, err)
 
 	// In a rolled-back transaction nothing is written.
-	tx, err := pool.Begin(ctx)
+	tx, err := st.DB().Begin(ctx)
 	require.NoError(t, err)
 	_, err = em.EmitTx(ctx, tx, events.Event{Type: "catalog.created"})
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
 	var n int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM tasks.events`).Scan(&n))
+	require.NoError(t, st.DB().QueryRow(ctx, `SELECT count(*) FROM tasks.events`).Scan(&n))
 	require.Equal(t, 1, n)
 
 	for _, bad := range []events.Event{
@@ -71,9 +71,8 @@ func TestEmitDedupAndTransactions(t *testing.T) {
 // the record keeps the last 50.
 func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.NewPool(t)
 	ctx := context.Background()
-	st := store.New(pool)
+	st := dbtest.NewStore(t)
 	em := events.NewEmitter(st)
 	inserted, err := st.InsertTasks(ctx, []store.NewTask{{SchemaName: "system", Scope: "SYSTEM", ExecutionMode: "ASYNCHRONOUS", TaskType: "noop", MaxRetries: 0}})
 	require.NoError(t, err)
@@ -85,7 +84,7 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	res, err := em.Emit(wftype.WithSourceTask(ctx, id), events.Event{Type: "thing.happened"})
 	require.NoError(t, err)
 	var source uuid.UUID
-	require.NoError(t, pool.QueryRow(ctx, `SELECT source_task_id FROM tasks.events WHERE event_id = $1`, res.Event.ID).Scan(&source))
+	require.NoError(t, st.DB().QueryRow(ctx, `SELECT source_task_id FROM tasks.events WHERE event_id = $1`, res.Event.ID).Scan(&source))
 	require.Equal(t, id, source)
 	evs, err := st.TaskEvents(ctx, id)
 	require.NoError(t, err)
@@ -96,7 +95,7 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	require.Equal(t, res.Event.CreatedAt, evs[0].CreatedAt)
 
 	// Consumed (deleted from the outbox): the task still lists it.
-	_, err = pool.Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1`, res.Event.ID)
+	_, err = st.DB().Exec(ctx, `DELETE FROM tasks.events WHERE event_id = $1`, res.Event.ID)
 	require.NoError(t, err)
 	evs, err = st.TaskEvents(ctx, id)
 	require.NoError(t, err)
@@ -131,7 +130,7 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, done, 1)
 	var evID uuid.UUID
-	require.NoError(t, pool.QueryRow(ctx, `SELECT event_id FROM tasks.events WHERE event_type = 'task.failed' AND source_task_id = $1`, id).Scan(&evID))
+	require.NoError(t, st.DB().QueryRow(ctx, `SELECT event_id FROM tasks.events WHERE event_type = 'task.failed' AND source_task_id = $1`, id).Scan(&evID))
 	evs, err = st.TaskEvents(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, evs, 50)
