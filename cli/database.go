@@ -292,7 +292,8 @@ func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
 // true) inside transactions), advisory locks only transaction-scoped, and
 // the session-scoped work (the leader's lock and LISTEN, the migrations'
 // lock) goes to database.session_url. A URL that sets
-// default_query_exec_mode keeps it.
+// default_query_exec_mode keeps it. Without a pooler, the pool's connections
+// run with JIT off (store.DisableJIT).
 func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -306,6 +307,9 @@ func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool
 	}
 	if pooled && !strings.Contains(databaseURL, "default_query_exec_mode") {
 		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	if !pooled {
+		store.DisableJIT(cc) // a pooler refuses the parameter: see its doc
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

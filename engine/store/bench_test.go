@@ -23,6 +23,7 @@ import (
 type benchBundle struct {
 	ctx   context.Context
 	store *store.Store
+	fair  *store.Fairness // claims share batches among tenants (nil: off)
 }
 
 func setupBench(b *testing.B) *benchBundle {
@@ -57,7 +58,9 @@ func claimParams(owner string, batch int) store.ClaimParams {
 // claim claims exactly batch tasks or fails the benchmark.
 func (bb *benchBundle) claim(b *testing.B, owner string, batch int) []wftype.Task {
 	b.Helper()
-	got, err := bb.store.ClaimTasks(bb.ctx, claimParams(owner, batch))
+	p := claimParams(owner, batch)
+	p.Fair = bb.fair
+	got, err := bb.store.ClaimTasks(bb.ctx, p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,11 +75,20 @@ func reportPerTask(b *testing.B, batch int) {
 }
 
 // BenchmarkClaimTasks claims batches from a backlog of 20,000 PENDING tasks
-// (topped up between claims, outside the timer).
+// of one tenant (topped up between claims, outside the timer), with
+// fairness off and on (the default): with one tenant the fair claim should
+// cost about what the plain one does.
 func BenchmarkClaimTasks(b *testing.B) {
-	for _, batch := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+	for _, c := range []struct {
+		batch int
+		fair  bool
+	}{{100, false}, {100, true}, {400, false}, {400, true}, {1000, false}, {1000, true}} {
+		batch := c.batch
+		b.Run(fmt.Sprintf("batch=%d,fair=%t", batch, c.fair), func(b *testing.B) {
 			bb := setupBench(b)
+			if c.fair {
+				bb.fair = &store.Fairness{}
+			}
 			const backlog = 20_000
 			bb.insertPending(b, backlog)
 			left := backlog

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -134,4 +136,37 @@ func TestClaimFairUsesIndexes(t *testing.T) {
 	require.Contains(t, plan, "priority_run_after", "the claim index")
 	require.Regexp(t, `^Update on tasks t .*rows=100 `, plan)
 	requireNoFinishedScan(t, b, plan, "the claim")
+}
+
+// TestClaimFairIsNotCompiled: with a backlog of one tenant, as in a
+// burn-down, the planner's estimate of the fair claim stays below
+// jit_above_cost, so PostgreSQL does not JIT-compile every claim.
+func TestClaimFairIsNotCompiled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "big", "noop", 20000, 0)
+	_, err := b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
+	require.NoError(t, err)
+	requireNotCompiled(t, b, b.pool, store.ClaimFairSQL(),
+		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
+		[]string{}, []float64{})
+}
+
+// requireNotCompiled fails when the planner's estimated cost of sql passes
+// jit_above_cost: PostgreSQL would then JIT-compile it on every execution
+// (0.5–1 s on a busy machine for a claim that runs in milliseconds; a fair
+// claim whose estimates went wrong did). The cost is an estimate, so this
+// checks the estimates of the claim's CTEs stay near their true sizes.
+func requireNotCompiled(t *testing.T, b *bundle, q dbtest.Querier, sql string, args ...any) {
+	t.Helper()
+	var plans []struct {
+		Plan struct {
+			TotalCost float64 `json:"Total Cost"`
+		} `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(dbtest.Explain(t, b.ctx, q, "FORMAT JSON", sql, args...)), &plans))
+	require.Len(t, plans, 1)
+	var jitAbove float64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&jitAbove))
+	require.Less(t, plans[0].Plan.TotalCost, jitAbove, "the claim's estimated cost (JIT compiles above jit_above_cost)")
 }
