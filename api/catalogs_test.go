@@ -140,9 +140,7 @@ func TestCatalogsBadInput(t *testing.T) {
 	}
 	b.requireUnchanged(t, cases)
 
-	t.Run("WrongMediaType", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "WrongMediaType", func(t *testing.T, b *bundle) {
 		b.unchanged(func() {
 			res := b.doHeaders("POST", "/catalogs", tokAdmin, `catalog_id=x`, http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
 			require.Equal(t, http.StatusUnsupportedMediaType, res.status)

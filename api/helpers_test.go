@@ -175,6 +175,16 @@ func (b *bundle) in(t *testing.T) *bundle {
 	return &cp
 }
 
+// parallel runs fn as a parallel subtest of t named name, with the bundle
+// for it (in).
+func (b *bundle) parallel(t *testing.T, name string, fn func(t *testing.T, b *bundle)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		fn(t, b.in(t))
+	})
+}
+
 // options tune setup.
 type options struct {
 	maxBody  int64
@@ -480,9 +490,7 @@ func (tc requestCase) send(t *testing.T, b *bundle) {
 func (b *bundle) requireUnchanged(t *testing.T, cases []requestCase) {
 	t.Helper()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			b := b.in(t)
+		b.parallel(t, tc.name, func(t *testing.T, b *bundle) {
 			b.unchanged(func() { tc.send(t, b) })
 		})
 	}

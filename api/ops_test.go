@@ -23,18 +23,14 @@ func TestOperations(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	t.Run("Healthz", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "Healthz", func(t *testing.T, b *bundle) {
 		res := b.do("GET", "/healthz", "", nil)
 		require.Equal(t, http.StatusOK, res.status)
 		require.Equal(t, "ok", res.json(t)["status"])
 		require.Equal(t, runtime.Version(), res.json(t)["go_version"]) // and version, commit: checked by the contract
 	})
 
-	t.Run("Readyz", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "Readyz", func(t *testing.T, b *bundle) {
 		res := b.do("GET", "/readyz", "", nil)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
 		m := res.json(t)
@@ -43,34 +39,26 @@ func TestOperations(t *testing.T) {
 		require.Equal(t, mig["latest"], mig["current"])
 	})
 
-	t.Run("OpenAPI", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "OpenAPI", func(t *testing.T, b *bundle) {
 		res := b.do("GET", "/openapi.json", "", nil)
 		require.Equal(t, http.StatusOK, res.status)
 		require.Equal(t, "3.1.0", res.json(t)["openapi"])
 	})
 
-	t.Run("UnknownRoute", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "UnknownRoute", func(t *testing.T, b *bundle) {
 		res := b.do("GET", "/nope", tokAdmin, nil)
 		require.Equal(t, http.StatusNotFound, res.status)
 		res = b.do("GET", "/tasks/", tokAdmin, nil)
 		require.Equal(t, http.StatusNotFound, res.status)
 	})
 
-	t.Run("MethodNotAllowed", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "MethodNotAllowed", func(t *testing.T, b *bundle) {
 		res := b.do("PUT", "/tasks", tokAdmin, nil)
 		require.Equal(t, http.StatusMethodNotAllowed, res.status)
 		require.Contains(t, res.header.Get("Allow"), "POST")
 	})
 
-	t.Run("PathTraversal", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "PathTraversal", func(t *testing.T, b *bundle) {
 		b.unchanged(func() {
 			for _, p := range []string{
 				"/ingestion/../admin/dead-letters",
@@ -88,9 +76,7 @@ func TestOperations(t *testing.T) {
 		})
 	})
 
-	t.Run("Auth", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "Auth", func(t *testing.T, b *bundle) {
 		b.unchanged(func() {
 			res := b.do("GET", "/tasks", "", nil)
 			require.Equal(t, http.StatusUnauthorized, res.status)
@@ -123,9 +109,7 @@ func TestOperations(t *testing.T) {
 		})
 	})
 
-	t.Run("OversizeHeaderlessBody", func(t *testing.T) {
-		t.Parallel()
-		b := b.in(t)
+	b.parallel(t, "OversizeHeaderlessBody", func(t *testing.T, b *bundle) {
 		b.unchanged(func() {
 			res := b.do("POST", "/catalogs", tokAdmin, `{"catalog_id": "x", "title": "`+strings.Repeat("a", 2<<20)+`"}`)
 			require.Equal(t, http.StatusRequestEntityTooLarge, res.status)
