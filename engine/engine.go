@@ -121,7 +121,7 @@ type Config struct {
 	// Slots is how many tasks run at once. Default DefaultSlots.
 	Slots int
 	// ClaimAhead is at most how many claimed tasks may wait for a slot
-	// (dispatch.Config.ClaimAhead): default 4 × Slots, -1 off.
+	// (dispatch.Config.ClaimAhead): default 8 × Slots, -1 off.
 	ClaimAhead int
 	// Unfair turns fair claiming off: a claim then takes the highest
 	// priority, then oldest due tasks, whoever's they are. By default each

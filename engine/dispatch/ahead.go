@@ -23,7 +23,7 @@ import (
 // ones wait in a queue, in claim order, and each slot that frees starts the
 // next one at once. How many may wait is what the slots finish during one
 // claim's round trip: Slots × the claim's time ÷ a run's time (moving
-// averages of both, wall time), at most ClaimAhead (4 × Slots by default).
+// averages of both, wall time), at most ClaimAhead (8 × Slots by default).
 // Short tasks are claimed ahead by up to ClaimAhead, tasks that run longer
 // than a claim hardly at all, so a task waits in the queue about as long as
 // it would have waited for the next claim, and an instance never sits on
@@ -31,7 +31,9 @@ import (
 // shorter than a claim, whose queue drains at once: there it sets the
 // claims' size, and larger claims cost the database less per task (at 100
 // slots, a cap of 4 × Slots ran 1.6× the burn-down rate of a cap of Slots,
-// with 40% fewer commits per task).
+// with 40% fewer commits per task; 8 × Slots, the default, 1.1–1.3× that of
+// 4 × Slots, with 0.006 commits per task instead of 0.010 and 15–20% less
+// PostgreSQL CPU per task).
 //
 // A waiting task is ACTIVE and owned by this instance like a running one:
 // the heartbeat extends its lease, a cancellation or a lost lease drops it,

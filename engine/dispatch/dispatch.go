@@ -56,7 +56,7 @@ type Config struct {
 	// slots to free, and a slot that frees starts a waiting task at once,
 	// without a round trip. How many wait is what runs end during one
 	// claim's round trip, so short tasks are claimed ahead and long ones
-	// not. Default 4 × Slots; -1 turns it off.
+	// not. Default 8 × Slots; -1 turns it off.
 	ClaimAhead int
 	// HeartbeatInterval is how often leases are extended. Default 30s.
 	HeartbeatInterval time.Duration
@@ -181,7 +181,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("error creating dispatcher: store, bus and owner are required")
 	}
 	cfg.Slots = cmp.Or(cfg.Slots, 100)
-	cfg.ClaimAhead = cmp.Or(cfg.ClaimAhead, 4*cfg.Slots)
+	cfg.ClaimAhead = cmp.Or(cfg.ClaimAhead, 8*cfg.Slots)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 30*time.Second)
 	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, 5*time.Millisecond)
 	cfg.FlushSize = cmp.Or(cfg.FlushSize, 1000)
