@@ -41,7 +41,6 @@ func (s *Server) createAsset(w http.ResponseWriter, r *http.Request, p *principa
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", s.url("/catalogs/"+a.CatalogID+"/assets/"+a.ID))
-	writeJSON(w, http.StatusCreated, newAssetView(a))
+	s.writeCreated(w, "/catalogs/"+a.CatalogID+"/assets/"+a.ID, newAssetView(a))
 	return nil
 }

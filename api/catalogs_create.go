@@ -34,7 +34,6 @@ func (s *Server) createCatalog(w http.ResponseWriter, r *http.Request, p *princi
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", s.url("/catalogs/"+c.ID))
-	writeJSON(w, http.StatusCreated, newCatalogView(c))
+	s.writeCreated(w, "/catalogs/"+c.ID, newCatalogView(c))
 	return nil
 }

@@ -32,7 +32,6 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *pri
 	if err != nil {
 		return notFoundAs(err, catalogNotFound(catalogID))
 	}
-	w.Header().Set("Location", s.url("/catalogs/"+c.CatalogID+"/collections/"+c.ID))
-	writeJSON(w, http.StatusCreated, newCollectionView(c))
+	s.writeCreated(w, "/catalogs/"+c.CatalogID+"/collections/"+c.ID, newCollectionView(c))
 	return nil
 }

@@ -166,6 +166,13 @@ func nullableJSON(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// writeCreated answers 201 Created with v as JSON and the new resource's
+// URL, of path, in the Location header.
+func (s *Server) writeCreated(w http.ResponseWriter, path string, v any) {
+	w.Header().Set("Location", s.url(path))
+	writeJSON(w, http.StatusCreated, v)
+}
+
 // writeJSON sends v as JSON with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
