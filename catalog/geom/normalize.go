@@ -12,25 +12,22 @@ func Normalize(g orb.Geometry) orb.Geometry {
 	switch g := g.(type) {
 	case orb.Point:
 		return zeroPoint(g)
-	case orb.MultiPoint:
-		zeroPoints(g)
-	case orb.LineString:
-		zeroPoints(g)
-	case orb.MultiLineString:
-		for _, l := range g {
-			zeroPoints(l)
-		}
-	case orb.Polygon:
-		normalizePolygon(g)
-	case orb.MultiPolygon:
-		for _, p := range g {
-			normalizePolygon(p)
-		}
 	case orb.Collection:
 		for i, m := range g {
-			g[i] = Normalize(m)
+			g[i] = Normalize(m) // a member Point is a value: set it back
 		}
+		return g
 	}
+	eachPart(g, func(p orb.Geometry) {
+		switch p := p.(type) {
+		case orb.MultiPoint: // one point of g's, in its array
+			zeroPoints(p)
+		case orb.LineString:
+			zeroPoints(p)
+		case orb.Polygon:
+			normalizePolygon(p)
+		}
+	})
 	return g
 }
 
