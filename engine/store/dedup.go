@@ -10,66 +10,63 @@ import (
 // tenantKey is a dedup key within its tenant.
 type tenantKey struct{ schema, key string }
 
-// inserted is what became of one row sent to an insert with dedup keys
-// (InsertTasks, InsertEvents).
-type inserted[R any] struct {
-	row R // the row inserted, or the live row holding its key
-	// duplicate: row is the live row holding the key; nothing was inserted.
-	duplicate bool
-	// released: nothing was inserted and no live row holds the key: its
-	// holder finished between the insert and the look-up (row is zero).
-	released bool
-}
-
-// settleInserts pairs each row sent to an insert (ids[i], under keys[i])
-// with the row the insert returned for it, or else with the live row that
-// holds its key, read by one call of holders for all of those. Rows
-// returned in the order they were sent (a COPY's) are paired by one walk;
-// others (a statement's RETURNING, in no promised order) through a map.
-func settleInserts[R any](ctx context.Context, ids []uuid.UUID, keys []tenantKey, rows []R, idOf func(R) uuid.UUID,
-	holders func(ctx context.Context, schemas, keys []string) (map[tenantKey]R, error)) ([]inserted[R], error) {
-	out := make([]inserted[R], len(ids))
-	got := make([]bool, len(ids)) // got[i]: out[i].row is ids[i]'s inserted row
+// settleInserts pairs each row sent to an insert (ids[i], under the key
+// keyOf(i)) with the row the insert returned for it, or else with the live
+// row that holds its key, read by one call of holders for all of those, and
+// calls set once for each i with that row and what became of it:
+// duplicate, the row is the live row holding the key and nothing was
+// inserted; released, nothing was inserted and no live row holds the key
+// (its holder finished between the insert and the look-up; row is zero).
+// Rows returned in the order they were sent (a COPY's) are paired by one
+// walk; others (a statement's RETURNING, in no promised order) through a
+// map. set gets a pointer so that a large row is copied once, into the
+// caller's result.
+func settleInserts[R any](ctx context.Context, ids []uuid.UUID, keyOf func(i int) tenantKey, rows []R, idOf func(*R) uuid.UUID,
+	holders func(ctx context.Context, schemas, keys []string) (map[tenantKey]R, error), set func(i int, row *R, duplicate, released bool)) error {
+	at := make([]int, len(ids)) // at[i]: the index in rows of ids[i]'s inserted row, -1 for none
 	j := 0
 	for i, id := range ids {
-		if j < len(rows) && idOf(rows[j]) == id {
-			out[i].row, got[i] = rows[j], true
+		at[i] = -1
+		if j < len(rows) && idOf(&rows[j]) == id {
+			at[i] = j
 			j++
 		}
 	}
 	if j < len(rows) { // not in the order sent
 		byID := make(map[uuid.UUID]int, len(rows))
-		for k, r := range rows {
-			byID[idOf(r)] = k
+		for k := range rows {
+			byID[idOf(&rows[k])] = k
 		}
 		for i, id := range ids {
-			k, ok := byID[id]
-			if ok {
-				out[i].row = rows[k]
+			at[i] = -1
+			if k, ok := byID[id]; ok {
+				at[i] = k
 			}
-			got[i] = ok
 		}
 	}
 	var heldSchemas, heldKeys []string
 	for i := range ids {
-		if !got[i] {
-			heldSchemas, heldKeys = append(heldSchemas, keys[i].schema), append(heldKeys, keys[i].key)
+		if at[i] < 0 {
+			k := keyOf(i)
+			heldSchemas, heldKeys = append(heldSchemas, k.schema), append(heldKeys, k.key)
 		}
 	}
-	if len(heldKeys) == 0 {
-		return out, nil
-	}
-	held, err := holders(ctx, heldSchemas, heldKeys)
-	if err != nil {
-		return nil, err
+	var held map[tenantKey]R
+	if len(heldKeys) > 0 {
+		var err error
+		if held, err = holders(ctx, heldSchemas, heldKeys); err != nil {
+			return err
+		}
 	}
 	for i := range ids {
-		if !got[i] {
-			r, found := held[keys[i]]
-			out[i] = inserted[R]{row: r, duplicate: found, released: !found}
+		if at[i] >= 0 {
+			set(i, &rows[at[i]], false, false)
+			continue
 		}
+		r, found := held[keyOf(i)]
+		set(i, &r, found, !found)
 	}
-	return out, nil
+	return nil
 }
 
 // holdersByKey runs q, a look-up of the live rows holding (tenant, key)

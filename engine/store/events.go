@@ -259,20 +259,17 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	if err := s.recordEmitted(ctx, rows); err != nil {
 		return nil, err
 	}
-	keys := make([]tenantKey, n)
-	for i := range events {
-		keys[i] = tenantKey{events[i].SchemaName, events[i].DedupKey}
-	}
-	settled, err := settleInserts(ctx, ids, keys, inserted, func(e Event) uuid.UUID { return e.ID }, s.eventsByDedupKey)
+	results := make([]EventInsertResult, n)
+	err = settleInserts(ctx, ids, func(i int) tenantKey { return tenantKey{events[i].SchemaName, events[i].DedupKey} },
+		inserted, func(e *Event) uuid.UUID { return e.ID }, s.eventsByDedupKey,
+		func(i int, row *Event, duplicate, released bool) {
+			results[i] = EventInsertResult{Event: *row, Duplicate: duplicate, Released: released}
+			if released {
+				results[i].Event.ID = ids[i]
+			}
+		})
 	if err != nil {
 		return nil, err
-	}
-	results := make([]EventInsertResult, n)
-	for i, r := range settled {
-		results[i] = EventInsertResult{Event: r.row, Duplicate: r.duplicate, Released: r.released}
-		if r.released {
-			results[i].Event.ID = ids[i]
-		}
 	}
 	return results, nil
 }

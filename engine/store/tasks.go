@@ -165,20 +165,17 @@ func (s *Store) insertTasks(ctx context.Context, tasks []NewTask, viaCopy bool) 
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]tenantKey, len(tasks))
-	for i := range tasks {
-		keys[i] = tenantKey{tasks[i].SchemaName, tasks[i].DedupKey}
-	}
-	settled, err := settleInserts(ctx, ids, keys, inserted, func(t wftype.Task) uuid.UUID { return t.ID }, s.tasksByDedupKey)
+	results := make([]InsertResult, len(tasks))
+	err = settleInserts(ctx, ids, func(i int) tenantKey { return tenantKey{tasks[i].SchemaName, tasks[i].DedupKey} },
+		inserted, func(t *wftype.Task) uuid.UUID { return t.ID }, s.tasksByDedupKey,
+		func(i int, row *wftype.Task, duplicate, released bool) {
+			results[i] = InsertResult{Task: *row, Duplicate: duplicate, Released: released}
+			if released {
+				results[i].Task.ID = ids[i]
+			}
+		})
 	if err != nil {
 		return nil, err
-	}
-	results := make([]InsertResult, len(tasks))
-	for i, r := range settled {
-		results[i] = InsertResult{Task: r.row, Duplicate: r.duplicate, Released: r.released}
-		if r.released {
-			results[i].Task.ID = ids[i]
-		}
 	}
 	return results, nil
 }
