@@ -130,6 +130,9 @@ type Config struct {
 	// server is the local cluster behind DatabaseURL when a comparison
 	// started it (its processes' CPU is measured); nil otherwise.
 	server *localpg.Cluster
+	// enqueueOnly ends a burn-down after its bulk enqueue (a comparison's
+	// CompareConfig.EnqueueOnly).
+	enqueueOnly bool
 
 	// Logger receives progress lines; nil discards them.
 	Logger *slog.Logger

@@ -129,12 +129,19 @@ func burnDown(ctx context.Context, e *env, res *Result) error {
 	log := e.cfg.Logger
 	n := e.cfg.Tasks
 	log.Info("enqueueing", "tasks", n, "batch", e.cfg.InsertBatch, "connections", e.cfg.InsertConns)
+	pg, self := processTreeCPU(e.postmasterPID()), selfUsage()
 	inserted, took, err := bulkEnqueue(ctx, e, n)
 	if err != nil {
 		return err
 	}
 	res.Inserted, res.InsertRate = inserted, float64(inserted)/took.Seconds()
 	log.Info("enqueued", "tasks", inserted, "seconds", took.Seconds(), "per_second", int(res.InsertRate))
+	if e.cfg.enqueueOnly { // the CPU of the enqueue, not of a burn-down
+		after := selfUsage()
+		res.CPU.PostgresSeconds = (processTreeCPU(e.postmasterPID()) - pg).Seconds()
+		res.CPU.BenchUserSeconds, res.CPU.BenchSysSeconds = (after.User - self.User).Seconds(), (after.Sys - self.Sys).Seconds()
+		return nil
+	}
 
 	m, err := startMeter(ctx, e)
 	if err != nil {

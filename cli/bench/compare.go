@@ -63,6 +63,11 @@ type CompareConfig struct {
 	// InsertBatch and InsertConns shape both bulk enqueues. Defaults 5,000
 	// and 2.
 	InsertBatch, InsertConns int
+	// EnqueueOnly measures the bulk enqueues alone: each round runs the
+	// rival's and wf's (one, whatever WfSlots), the first alternating
+	// between rounds, and no burn-down; only the enqueue ratio is given,
+	// and each run's CPU seconds are its enqueue's.
+	EnqueueOnly bool
 	// DatabaseURL names the server; empty starts a durable local cluster.
 	DatabaseURL string
 	// DataDir holds the local cluster; empty means a temporary folder.
@@ -136,9 +141,10 @@ type ComparedRun struct {
 	EnqueueRate  float64 `json:"enqueue_rate"`
 	CompleteRate float64 `json:"complete_rate"`
 	Completed    int     `json:"completed"`
-	// PostgresSeconds and BenchSeconds are the CPU of the work phase: the
-	// local server's processes and the bench process (the engine, or the
-	// rival's client, runs inside it).
+	// PostgresSeconds and BenchSeconds are the CPU of the work phase (of
+	// the enqueue with CompareConfig.EnqueueOnly): the local server's
+	// processes and the bench process (the engine, or the rival's client,
+	// runs inside it).
 	PostgresSeconds float64 `json:"postgres_seconds"`
 	BenchSeconds    float64 `json:"bench_seconds"`
 }
@@ -173,6 +179,12 @@ func Compare(ctx context.Context, cfg CompareConfig, rival Rival, w io.Writer) (
 	}
 	defer server.tearDown()
 	for round := 1; round <= cfg.Rounds; round++ {
+		if cfg.EnqueueOnly {
+			if err := c.compareEnqueues(ctx, w, server, cfg, rival, round); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		run, err := compareRival(ctx, server, cfg, rival)
 		if err != nil {
 			return nil, fmt.Errorf("error running %s (round %d): %w", rival.Name(), round, err)
@@ -199,13 +211,39 @@ func Compare(ctx context.Context, cfg CompareConfig, rival Rival, w io.Writer) (
 	c.LoadAfter = loadAverage()
 	c.Seconds = time.Since(c.Started).Seconds()
 	c.Ratios = c.ratios(cfg.WfSlots[0])
+	if cfg.EnqueueOnly {
+		c.Ratios = c.Ratios[2:3] // no burn-down ran
+	}
 	return c, nil
+}
+
+// compareEnqueues runs one round of CompareConfig.EnqueueOnly: the rival's
+// bulk enqueue and wf's, each in a fresh database, the rival first in odd
+// rounds, so that a load that changes during the run favours neither.
+func (c *Comparison) compareEnqueues(ctx context.Context, w io.Writer, server *env, cfg CompareConfig, rival Rival, round int) error {
+	for i := range 2 {
+		if (i == 0) == (round%2 == 1) {
+			run, err := compareRival(ctx, server, cfg, rival)
+			if err != nil {
+				return fmt.Errorf("error running %s (round %d): %w", rival.Name(), round, err)
+			}
+			run.Round = round
+			c.add(w, run)
+			continue
+		}
+		run := ComparedRun{Name: "wf, bulk enqueue", Round: round, Wf: true, Slots: cfg.WfSlots[0]}
+		if err := c.runWf(ctx, w, server, cfg, run); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runWf runs one of wf's burn-downs on the server and records it.
 func (c *Comparison) runWf(ctx context.Context, w io.Writer, server *env, cfg CompareConfig, run ComparedRun) error {
 	res, err := Run(ctx, Config{Mode: ModeBurnDown, Tasks: cfg.Tasks, Slots: run.Slots, NoClaimAhead: run.Baseline,
-		InsertBatch: cfg.InsertBatch, InsertConns: cfg.InsertConns, DatabaseURL: server.adminURL, server: server.cluster, Logger: cfg.Logger})
+		InsertBatch: cfg.InsertBatch, InsertConns: cfg.InsertConns, DatabaseURL: server.adminURL, server: server.cluster,
+		enqueueOnly: cfg.EnqueueOnly, Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("error running %s (round %d): %w", run.Name, run.Round, err)
 	}
@@ -236,12 +274,19 @@ func compareRival(ctx context.Context, server *env, cfg CompareConfig, rival Riv
 		return run, err
 	}
 	cfg.Logger.Info("rival: enqueueing", "rival", rival.Name(), "jobs", cfg.Tasks)
+	self, pg := selfUsage(), processTreeCPU(server.postmasterPID())
 	start := time.Now()
 	if err := rival.Enqueue(ctx, dbURL, cfg.Tasks, cfg.InsertBatch, cfg.InsertConns); err != nil {
 		return run, err
 	}
 	run.EnqueueRate = float64(cfg.Tasks) / time.Since(start).Seconds()
-	self, pg := selfUsage(), processTreeCPU(server.postmasterPID())
+	if cfg.EnqueueOnly { // the CPU of the enqueue, not of a burn-down
+		after := selfUsage()
+		run.BenchSeconds = (after.User - self.User + after.Sys - self.Sys).Seconds()
+		run.PostgresSeconds = (processTreeCPU(server.postmasterPID()) - pg).Seconds()
+		return run, nil
+	}
+	self, pg = selfUsage(), processTreeCPU(server.postmasterPID())
 	cfg.Logger.Info("rival: burning down", "rival", rival.Name())
 	work, err := rival.Work(ctx, dbURL, cfg.Tasks)
 	if err != nil {

@@ -43,7 +43,7 @@ func setup(t *testing.T) (*client.Client, *store.Store) {
 	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(specs)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	st := store.New(dbtest.NewPool(t))
+	st := dbtest.NewStore(t)
 	return client.New(st, set), st
 }
 

@@ -5,13 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/proccpu"
 )
 
 // BenchmarkInsertTasks inserts batches of 1,000, 10,000 and 100,000 new
 // tasks through one statement (insertTasksSQL) and through COPY (what
 // InsertTasks does from copyMinTasks on), without dedup keys and with a
-// key of its own on every task; it reports tasks/s. Run it with
+// key of its own on every task; it reports tasks/s and the CPU per task of
+// the benchmark's process (the store's Go side) and of the database's
+// backends (when the server runs on this machine), which a loaded machine
+// leaves steadier than the time. Run it with
 //
 //	go run ./internal/dbtest/withdb -- go test -run '^$' -bench InsertTasks -benchtime 5x ./engine/store/
 func BenchmarkInsertTasks(b *testing.B) {
@@ -35,12 +41,17 @@ func BenchmarkInsertTasks(b *testing.B) {
 						}
 						batches[n] = batch
 					}
+					self, server := proccpu.Self().CPU(), backendsCPU(b, bb)
 					b.ResetTimer()
 					for n := 0; n < b.N; n++ {
 						if _, err := bb.store.InsertTasksVia(bb.ctx, batches[n], viaCopy); err != nil {
 							b.Fatal(err)
 						}
 					}
+					b.StopTimer()
+					perTask := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*size) }
+					b.ReportMetric(perTask(proccpu.Self().CPU()-self), "µs-go-cpu/task")
+					b.ReportMetric(perTask(backendsCPU(b, bb)-server), "µs-pg-cpu/task")
 					reportPerTask(b, size)
 					b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "tasks/s")
 				})
@@ -91,4 +102,24 @@ func BenchmarkInsertTenantIndex(b *testing.B) {
 			b.ReportMetric(float64(took[0])/float64(took[1]), "with/without")
 		})
 	}
+}
+
+// backendsCPU is the CPU time the backends of the bench's database have
+// used (0 when the server is not on this machine): each backend's own, from
+// /proc.
+func backendsCPU(b *testing.B, bb *benchBundle) time.Duration {
+	b.Helper()
+	rows, err := bb.store.DB().Query(bb.ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum time.Duration
+	for _, pid := range pids {
+		sum += proccpu.TreeCPU(int(pid))
+	}
+	return sum
 }

@@ -48,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	markdown := fs.String("markdown", "", "rewrite the comparison's generated part of this FILE (BENCHMARKS.md)")
 	jsonOut := fs.String("json-out", "", "write the comparison as JSON to this FILE")
 	baseline := fs.Bool("baseline", false, "also run wf at the first --slots with claiming ahead off (a before/after in one run)")
+	enqueueOnly := fs.Bool("enqueue-only", false, "measure the bulk enqueues alone: River's and wf's in each round, the first alternating, no burn-down")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -59,6 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	wfSlots, err := parseSlots(*slots)
 	if err != nil {
 		fmt.Fprintf(stderr, "--slots: %v\n", err)
+		return 2
+	}
+	if *enqueueOnly && (*markdown != "" || *baseline) {
+		fmt.Fprintln(stderr, "--enqueue-only measures no burn-down: it takes neither --markdown nor --baseline")
 		return 2
 	}
 	if *workers < 1 {
@@ -74,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	rival := &riverRival{workers: *workers, logger: logger.With("rival", "river")}
 	c, err := bench.Compare(ctx, bench.CompareConfig{
-		Tasks: *tasks, Rounds: *rounds, WfSlots: wfSlots, Baseline: *baseline, InsertBatch: *batch, InsertConns: *conns,
+		Tasks: *tasks, Rounds: *rounds, WfSlots: wfSlots, Baseline: *baseline, InsertBatch: *batch, InsertConns: *conns, EnqueueOnly: *enqueueOnly,
 		DatabaseURL: *dbURL, DataDir: *dataDir, Logger: logger,
 	}, rival, stdout)
 	if err != nil {

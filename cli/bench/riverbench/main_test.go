@@ -63,8 +63,38 @@ func TestCompare(t *testing.T) {
 	require.Equal(t, 1, strings.Count(string(text), "wf bench compare: begin"))
 }
 
+// TestCompareEnqueueOnly runs the bulk enqueues alone for two rounds: River
+// and wf each enqueue every job in a database of their own, River first in
+// the first round and wf first in the second, nothing is burnt down, and the
+// one ratio is the enqueue's.
+func TestCompareEnqueueOnly(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "compare.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"--enqueue-only", "--rounds", "2", "--tasks", "1200", "--insert-batch", "500",
+		"--database-url", dbtest.BaseURL(t), "--json-out", js}, &out, &errOut)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	var c bench.Comparison
+	b, err := os.ReadFile(js)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &c))
+	require.Len(t, c.Runs, 4)
+	for i, wf := range []bool{false, true, true, false} {
+		r := c.Runs[i]
+		require.Equal(t, wf, r.Wf, "run %d: %s", i, r.Name)
+		require.Equal(t, i/2+1, r.Round, r.Name)
+		require.Positive(t, r.EnqueueRate, r.Name)
+		require.Zero(t, r.Completed, r.Name)
+		require.Zero(t, r.CompleteRate, r.Name)
+		require.Positive(t, r.BenchSeconds, r.Name) // the enqueue's client CPU
+	}
+	require.Len(t, c.Ratios, 1)
+	require.Contains(t, c.Ratios[0].Name, "bulk enqueue")
+	require.InDelta(t, (c.Runs[1].EnqueueRate+c.Runs[2].EnqueueRate)/(c.Runs[0].EnqueueRate+c.Runs[3].EnqueueRate), c.Ratios[0].Ratio, 1e-9)
+}
+
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{"--slots", "0"}, {"--slots", "x"}, {"extra"}, {"--river-workers", "0"}, {"--nope"}} {
+	for _, args := range [][]string{{"--slots", "0"}, {"--slots", "x"}, {"extra"}, {"--river-workers", "0"}, {"--nope"},
+		{"--enqueue-only", "--markdown", "x.md"}, {"--enqueue-only", "--baseline"}} {
 		var out, errOut bytes.Buffer
 		require.Equal(t, 2, run(args, &out, &errOut), args)
 		require.NotEmpty(t, errOut.String(), args)
