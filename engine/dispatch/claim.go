@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/runners"
 )
@@ -110,6 +112,9 @@ func (d *Dispatcher) gatherSlots(ctx context.Context) bool {
 	}
 }
 
+// claimTimeout bounds a claim, which shutdown does not cancel (claimOnce).
+const claimTimeout = 30 * time.Second
+
 // parallelClaimMin is the smallest share of the free slots worth a claim of
 // its own: below it, the fixed cost of a statement (about half a millisecond
 // of planning, start-up and commit) outweighs running two at once.
@@ -164,12 +169,27 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		return false, nil
 	}
 	start, wallStart := d.cfg.Clock.Now(), time.Now()
-	claimed, err := d.cfg.Store.Claim(ctx, store.ClaimParams{
+	// The claim outlives ctx (shutdown): abandoned on its way, it may
+	// still commit, and its tasks would stay ACTIVE, owned by an instance
+	// that stopped, until their leases expired and cost them an attempt.
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	claimed, err := d.cfg.Store.Claim(claimCtx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
 		Fair: d.cfg.Fair, Limits: d.typeLimits(slots),
 	})
+	cancel()
 	if err != nil {
 		return false, err
+	}
+	if ctx.Err() != nil && len(claimed.Tasks) > 0 {
+		// Shutdown began while the claim was out: its tasks never start,
+		// they go back at once, with no attempt counted.
+		ids := make([]uuid.UUID, len(claimed.Tasks))
+		for i := range claimed.Tasks {
+			ids[i] = claimed.Tasks[i].ID
+		}
+		d.handBack(ids)
+		return false, nil
 	}
 	d.mu.Lock()
 	d.pace.claimed(time.Since(wallStart))

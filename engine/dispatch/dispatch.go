@@ -479,10 +479,22 @@ func (d *Dispatcher) onStatusChanged(payload string) {
 	d.mu.Lock()
 	r, ok := d.running[id]
 	if ok {
-		r.leaseLost = true
+		d.lose(r)
 	}
 	d.mu.Unlock()
 	if ok {
 		r.cancel(errLeaseLost)
+	}
+}
+
+// lose marks a run's lease lost. One claimed ahead that still waits for a
+// slot leaves the queue at once (forget), rather than hold its place and
+// its pair's count until a slot frees, and the claim loop is woken for the
+// place it frees. d.mu must be held.
+func (d *Dispatcher) lose(r *run) {
+	r.leaseLost = true
+	if r.queued {
+		d.unqueue(r)
+		d.waker.Wake()
 	}
 }

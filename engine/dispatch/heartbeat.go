@@ -76,7 +76,7 @@ func (d *Dispatcher) beat(ctx context.Context) error {
 			// is why the task is no longer RUNNING. Nothing runs to cancel,
 			// and the completer's write settles the outcome either way.
 		case !r.leaseLost:
-			r.leaseLost = true
+			d.lose(r)
 			lost = append(lost, r)
 		}
 	}
@@ -99,7 +99,7 @@ func (d *Dispatcher) loseExpired(runs []*run) {
 	d.mu.Lock()
 	for _, r := range runs {
 		if !r.ended && !r.leaseLost && now.After(r.leaseUntil) {
-			r.leaseLost = true
+			d.lose(r)
 			lost = append(lost, r)
 		}
 	}
