@@ -36,18 +36,17 @@ type remoteOutcome struct {
 // PENDING with backoff while retries remain; DEAD_LETTER; FAILED when
 // permanent), and writes it with FinishTasks (which writes the task.failed
 // and task.dead_lettered events in the same transaction); see
-// execution.FinishLeased.
-func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseFields, report func(*wftype.Task) remoteOutcome) (wftype.Task, error) {
+// execution.FinishLeased. It answers 200 with the task as it became.
+func (s *Server) finishRemote(w http.ResponseWriter, r *http.Request, p *principal, id taskID, l leaseFields, out remoteOutcome) error {
 	ctx := r.Context()
 	if _, err := s.visibleTask(ctx, p, id); err != nil {
-		return wftype.Task{}, err
+		return err
 	}
 	task, f, err := execution.FinishLeased(ctx, s.store, id.UUID, l.remoteLease(), nil, func(t *wftype.Task) store.Finish {
-		out := report(t)
 		return execution.Outcome(t, s.cfg.Rules.For(t), out.outputs, out.err, clock.Now())
 	})
 	if err != nil {
-		return wftype.Task{}, s.taskNotFound(id, err)
+		return s.taskNotFound(id, err)
 	}
 	if err := s.store.ForgetRemoteRun(ctx, id.UUID); err != nil {
 		// Harmless: the record names a claim that ended; maintenance
@@ -61,5 +60,9 @@ func (s *Server) finishRemote(r *http.Request, p *principal, id taskID, l leaseF
 	s.metrics.Finished(&task, f.Status, ran)
 	execution.LogOutcome(ctx, s.log, &task, f, "worker", l.OwnerID)
 	t, err := s.store.GetTask(ctx, id.UUID)
-	return t, s.taskNotFound(id, err)
+	if err != nil {
+		return s.taskNotFound(id, err)
+	}
+	writeJSON(w, http.StatusOK, s.newTaskView(t, p))
+	return nil
 }

@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-
-	"github.com/wfhq/wf/wftype"
 )
 
 // completeRequest is the body of POST /tasks/{task_id}/complete.
@@ -23,12 +21,5 @@ func (s *Server) completeTask(w http.ResponseWriter, r *http.Request, p *princip
 	if prob != nil {
 		return prob
 	}
-	t, err := s.finishRemote(r, p, id, req.leaseFields, func(*wftype.Task) remoteOutcome {
-		return remoteOutcome{outputs: nullableJSON(req.Outputs)}
-	})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.newTaskView(t, p))
-	return nil
+	return s.finishRemote(w, r, p, id, req.leaseFields, remoteOutcome{outputs: nullableJSON(req.Outputs)})
 }

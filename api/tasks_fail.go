@@ -34,12 +34,5 @@ func (s *Server) failTask(w http.ResponseWriter, r *http.Request, p *principal) 
 	if req.Permanent {
 		runErr = wftype.Permanent(runErr)
 	}
-	t, err := s.finishRemote(r, p, id, req.leaseFields, func(*wftype.Task) remoteOutcome {
-		return remoteOutcome{err: runErr}
-	})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, s.newTaskView(t, p))
-	return nil
+	return s.finishRemote(w, r, p, id, req.leaseFields, remoteOutcome{err: runErr})
 }
