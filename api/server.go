@@ -33,6 +33,7 @@ import (
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/metrics"
@@ -116,7 +117,11 @@ type Config struct {
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string
-	Logger  *slog.Logger
+	// Clock is the engine's clock: a PENDING task's waiting_reason says
+	// not_due by it, as the engine's claims decide. Default the wall clock,
+	// whose statements read the database's clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// TracerProvider, when set (tracing on), gives every authenticated
 	// route a server span that continues the caller's traceparent; the
 	// tasks and events a request creates keep its context. Nil: off.
@@ -170,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Reporters == nil {
 		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
 	}

@@ -53,7 +53,7 @@ func (s *Server) newTaskView(t wftype.Task, p *principal) wftype.TaskView {
 // views (rows, in the same order): one statement for the whole page (see
 // store.WaitingReasons), none when no task is PENDING.
 func (s *Server) withWaitingReasons(ctx context.Context, rows []wftype.Task, views []wftype.TaskView) error {
-	reasons, err := s.store.WaitingReasons(ctx, rows, s.cfg.Rules.Limits())
+	reasons, err := s.store.WaitingReasons(ctx, rows, s.cfg.Rules.Limits(), s.cfg.Clock.DBNow())
 	if err != nil {
 		return err
 	}

@@ -27,13 +27,15 @@ const (
 // same counts the claim reads: ACTIVE tasks of the capped types from the
 // lease index, the current rate windows), else NULL (it waits for a free
 // slot, or is about to be claimed). The first that applies, in that order.
+// Due and the current rate windows are reckoned at $11, the caller's
+// clock as its claims read it (ClaimParams.Now; NULL: the database's now()).
 var waitingSQL = `
-WITH` + limitsCTEs(5, "NULL") + `
+WITH` + limitsCTEs(5, "$11") + `
 input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS i(task_id, task_type, schema_name, run_after)
 )
 SELECT i.task_id, CASE
-        WHEN i.run_after > now() THEN '` + WaitingNotDue + `'
+        WHEN i.run_after > coalesce($11::timestamptz, now()) THEN '` + WaitingNotDue + `'
         WHEN EXISTS (SELECT 1 FROM tasks.pauses p WHERE p.kind = 'task_type' AND p.name = i.task_type)
           OR EXISTS (SELECT 1 FROM tasks.pauses p WHERE p.kind = 'tenant' AND p.name = i.schema_name) THEN '` + WaitingPaused + `'
         WHEN l.global_cap > 0 AND l.global_cap <= coalesce((SELECT sum(a.n) FROM active a WHERE a.task_type = i.task_type), 0) THEN '` + HeldGlobal + `'
@@ -50,8 +52,10 @@ LEFT JOIN started s ON s.task_type = i.task_type AND s.schema_name = i.schema_na
 // waitingSQL): WaitingNotDue, WaitingPaused, HeldGlobal, HeldPerTenant or
 // HeldRate, by task id; a PENDING task that only waits its turn, and any
 // task not PENDING, is absent. limits are the task types' claim-time
-// limits. One statement for the whole list, none when no task is PENDING.
-func (s *Store) WaitingReasons(ctx context.Context, tasks []wftype.Task, limits map[string]TypeLimits) (map[uuid.UUID]string, error) {
+// limits; now is the caller's clock as its claims read it
+// (clock.Clock.DBNow(); nil: the database's). One statement for the whole
+// list, none when no task is PENDING.
+func (s *Store) WaitingReasons(ctx context.Context, tasks []wftype.Task, limits map[string]TypeLimits, now *time.Time) (map[uuid.UUID]string, error) {
 	var (
 		ids           []uuid.UUID
 		types, owners []string
@@ -80,6 +84,7 @@ func (s *Store) WaitingReasons(ctx context.Context, tasks []wftype.Task, limits 
 		reason *string
 	}
 	args := append([]any{ids, types, owners, due}, limitedArgs(ltypes, lims)...)
+	args = append(args, now)
 	rows, err := queryAll(ctx, s.db, "reading why tasks wait", waitingSQL, func(r pgx.Row) (row, error) {
 		var x row
 		return x, r.Scan(&x.id, &x.reason)

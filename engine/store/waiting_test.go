@@ -70,7 +70,7 @@ VALUES ('rated', '', to_timestamp(floor(extract(epoch FROM now()) / $1) * $1), 2
 	require.Equal(t, wftype.StatusActive, active.Status)
 	tasks = append(tasks, active) // 8: not PENDING
 
-	got, err := b.store.WaitingReasons(b.ctx, tasks, limits)
+	got, err := b.store.WaitingReasons(b.ctx, tasks, limits, nil)
 	require.NoError(t, err)
 	want := map[int]string{0: store.HeldGlobal, 1: store.HeldPerTenant, 3: store.HeldRate, 4: store.WaitingPaused,
 		5: store.WaitingPaused, 6: store.WaitingNotDue}
@@ -80,7 +80,48 @@ VALUES ('rated', '', to_timestamp(floor(extract(epoch FROM now()) / $1) * $1), 2
 	require.Len(t, got, len(want))
 
 	// No PENDING task: no statement, no reason.
-	none, err := b.store.WaitingReasons(b.ctx, []wftype.Task{active}, limits)
+	none, err := b.store.WaitingReasons(b.ctx, []wftype.Task{active}, limits, nil)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// TestWaitingReasonsOnTheCallersClock: whether a task is due is decided on
+// the caller's clock, the one its claims read (ClaimParams.Now), not on
+// the database's: with an engine clock a day ahead of the database, a task
+// due an hour ago by that clock is not "not_due" (and a claim on that clock
+// takes it); with one a day behind, a task due an hour ago by the
+// database's clock is "not_due" (and a claim on that clock leaves it).
+func TestWaitingReasonsOnTheCallersClock(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var dbNow time.Time
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT now()`).Scan(&dbNow))
+	for _, tc := range []struct {
+		name    string
+		clk     *clock.Fake
+		due     bool
+		taskDue time.Time
+	}{
+		{"ahead", clock.NewFake(dbNow.Add(24 * time.Hour)), true, dbNow.Add(23 * time.Hour)},
+		{"behind", clock.NewFake(dbNow.Add(-24 * time.Hour)), false, dbNow.Add(-time.Hour)},
+	} {
+		nt := newTask("clocked_" + tc.name)
+		nt.RunAfter = &tc.taskDue
+		res, err := b.store.InsertTasks(b.ctx, []store.NewTask{nt})
+		require.NoError(t, err)
+		got, err := b.store.WaitingReasons(b.ctx, []wftype.Task{res[0].Task}, nil, tc.clk.DBNow())
+		require.NoError(t, err)
+		claimed, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{
+			Owner: "w1", Total: 1, Now: tc.clk.DBNow(),
+			Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: nt.TaskType, Max: 1, Lease: time.Minute}},
+		})
+		require.NoError(t, err)
+		if tc.due {
+			require.Empty(t, got, tc.name)
+			require.Len(t, claimed, 1, tc.name)
+		} else {
+			require.Equal(t, store.WaitingNotDue, got[res[0].Task.ID], tc.name)
+			require.Empty(t, claimed, tc.name)
+		}
+	}
 }
