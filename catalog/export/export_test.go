@@ -55,17 +55,9 @@ func setup(t *testing.T) *bundle {
 	return &bundle{ctx: context.Background(), store: st}
 }
 
-// exported decodes an export's features.
-type exported struct {
-	Type       string          `json:"type"`
-	ID         string          `json:"id"`
-	Geometry   json.RawMessage `json:"geometry"`
-	Properties map[string]any  `json:"properties"`
-	Stats      map[string]any  `json:"stats"`
-	System     map[string]any  `json:"system"`
-}
-
-func codes(fs []exported) []string {
+// codes returns the external ids of exported features, which decode as
+// the per-record envelope's records (AppendFeature writes them so).
+func codes(fs []reporters.Record) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, f.System["external_id"].(string))
@@ -93,7 +85,7 @@ func TestExport(t *testing.T) {
 	require.Equal(t, export.Outputs{Table: "s_cat.regions", Destination: filepath.Join(dir, "now.ndjson"), Format: "ndjson", Features: 6}, out)
 	f, err := os.Open(filepath.Join(dir, "now.ndjson"))
 	require.NoError(t, err)
-	now := catalogtest.ReadNDJSON[exported](t, f)
+	now := catalogtest.ReadNDJSON[reporters.Record](t, f)
 	require.NoError(t, f.Close())
 	require.Equal(t, []string{"IT-82", "MT", "US-CO", "US-UT", "US-WY", "ZA"}, codes(now))
 	co := now[2]
@@ -111,8 +103,8 @@ func TestExport(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(dir, "2024.geojson"))
 	require.NoError(t, err)
 	var fc struct {
-		Type     string     `json:"type"`
-		Features []exported `json:"features"`
+		Type     string             `json:"type"`
+		Features []reporters.Record `json:"features"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &fc))
 	require.Equal(t, "FeatureCollection", fc.Type)
@@ -133,7 +125,7 @@ func TestExport(t *testing.T) {
 	f, err = os.Open(filepath.Join(dir, "bbox.ndjson"))
 	require.NoError(t, err)
 	defer f.Close()
-	require.Equal(t, []string{"IT-82", "MT"}, codes(catalogtest.ReadNDJSON[exported](t, f)))
+	require.Equal(t, []string{"IT-82", "MT"}, codes(catalogtest.ReadNDJSON[reporters.Record](t, f)))
 	require.EqualValues(t, 2, out.Features)
 }
 
@@ -148,7 +140,7 @@ func TestExportToBucket(t *testing.T) {
 	require.NoError(t, err)
 	obj, err := gcs.GetObject("exports", "cat/regions.ndjson")
 	require.NoError(t, err)
-	require.Len(t, catalogtest.ReadNDJSON[exported](t, strings.NewReader(string(obj.Content))), 6)
+	require.Len(t, catalogtest.ReadNDJSON[reporters.Record](t, strings.NewReader(string(obj.Content))), 6)
 	require.Equal(t, "application/x-ndjson", obj.ContentType)
 }
 
@@ -250,7 +242,7 @@ func TestExportOutsideRoots(t *testing.T) {
 		require.Equal(t, 6, rep.n, dest)
 		f, err := os.Open(path)
 		require.NoError(t, err, dest)
-		require.Len(t, catalogtest.ReadNDJSON[exported](t, f), 6, dest)
+		require.Len(t, catalogtest.ReadNDJSON[reporters.Record](t, f), 6, dest)
 		require.NoError(t, f.Close())
 	}
 }
