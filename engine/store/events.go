@@ -218,15 +218,8 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	sources := make([]*uuid.UUID, n)
 	for i := range events {
 		e := &events[i]
-		if e.ID == uuid.Nil {
-			id, _, err := NewID()
-			if err != nil {
-				return nil, err
-			}
-			e.ID = id
-		}
-		if !IsV7(e.ID) {
-			return nil, fmt.Errorf("error inserting event: id %s is not a UUIDv7", e.ID)
+		if err := assignID(&e.ID, "inserting event"); err != nil {
+			return nil, err
 		}
 		ids[i], created[i] = e.ID, IDTime(e.ID)
 		types[i], scopes[i], schemas[i] = e.EventType, e.Scope, e.SchemaName

@@ -43,6 +43,23 @@ func IDTime(id uuid.UUID) time.Time {
 // IsV7 reports whether id is a version 7 UUID (and so locates its partition).
 func IsV7(id uuid.UUID) bool { return id.Version() == 7 }
 
+// assignID gives *id a new UUIDv7 when it is nil and refuses an id that is
+// not a UUIDv7 (it would locate no partition); doing names the work in the
+// error.
+func assignID(id *uuid.UUID, doing string) error {
+	if *id == uuid.Nil {
+		v, _, err := NewID()
+		if err != nil {
+			return err
+		}
+		*id = v
+	}
+	if !IsV7(*id) {
+		return fmt.Errorf("error %s: id %s is not a UUIDv7", doing, *id)
+	}
+	return nil
+}
+
 // NewIDAt returns a UUIDv7 carrying time at (to the millisecond) with random
 // remaining bits: for tests, benchmarks and back-dated rows.
 func NewIDAt(at time.Time) (uuid.UUID, error) {

@@ -232,14 +232,14 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 			return err
 		}
 		o.PendingAsOf, o.OldestPending = asOf, ages
-		if o.Counts, err = readTaskCounts(ctx, tx, tenants, o.Since); err != nil {
+		if o.Counts, err = queryAll(ctx, tx, "reading task counts", overviewCountsSQL, scanTaskCount, tenants, o.Since); err != nil {
 			return err
 		}
 		o.Counts = append(pending, o.Counts...)
-		if o.Throughput, err = readThroughput(ctx, tx, tenants, o.Since); err != nil {
+		if o.Throughput, err = queryAll(ctx, tx, "reading throughput", overviewThroughputSQL, scanThroughputBucket, tenants, o.Since); err != nil {
 			return err
 		}
-		if o.Instances, err = readInstances(ctx, tx); err != nil {
+		if o.Instances, err = queryAll(ctx, tx, "reading the instances", overviewInstancesSQL, scanInstance); err != nil {
 			return err
 		}
 		if o.Paused, err = queryAll(ctx, tx, "reading pauses", overviewPausesSQL, scanPause, tenants); err != nil {
@@ -260,76 +260,44 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 	return o, nil
 }
 
-func readTaskCounts(ctx context.Context, tx pgx.Tx, tenants []string, since time.Time) ([]TaskCount, error) {
-	rows, err := tx.Query(ctx, overviewCountsSQL, tenants, since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []TaskCount
-	for rows.Next() {
-		var c TaskCount
-		var status string
-		if err := rows.Scan(&status, &c.TaskType, &c.SchemaName, &c.Count); err != nil {
-			return nil, err
-		}
-		c.Status = wftype.TaskStatus(status)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func scanTaskCount(row pgx.Row) (TaskCount, error) {
+	var c TaskCount
+	var status string
+	err := row.Scan(&status, &c.TaskType, &c.SchemaName, &c.Count)
+	c.Status = wftype.TaskStatus(status)
+	return c, err
 }
 
-func readThroughput(ctx context.Context, tx pgx.Tx, tenants []string, since time.Time) ([]ThroughputBucket, error) {
-	rows, err := tx.Query(ctx, overviewThroughputSQL, tenants, since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ThroughputBucket
-	for rows.Next() {
-		var b ThroughputBucket
-		if err := rows.Scan(&b.Minute, &b.Completed, &b.Failed, &b.Cancelled, &b.DeadLetter); err != nil {
-			return nil, err
-		}
-		b.Minute = b.Minute.UTC()
-		out = append(out, b)
-	}
-	return out, rows.Err()
+func scanThroughputBucket(row pgx.Row) (ThroughputBucket, error) {
+	var b ThroughputBucket
+	err := row.Scan(&b.Minute, &b.Completed, &b.Failed, &b.Cancelled, &b.DeadLetter)
+	b.Minute = b.Minute.UTC()
+	return b, err
 }
 
 // Instances lists the wf instances connected to the store's database
 // (ReadOverview's Instances). A read replica sees none of the primary's
 // sessions: an overview read there takes its instances from the primary.
 func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
-	in, err := readInstances(ctx, s.db)
-	return in, wrap("reading the instances", err)
+	return queryAll(ctx, s.db, "reading the instances", overviewInstancesSQL, scanInstance)
 }
 
-func readInstances(ctx context.Context, tx DBTX) ([]Instance, error) {
-	rows, err := tx.Query(ctx, overviewInstancesSQL)
-	if err != nil {
-		return nil, err
+func scanInstance(row pgx.Row) (Instance, error) {
+	var in Instance
+	var app string
+	if err := row.Scan(&app, &in.StartedAt, &in.Address, &in.Leader); err != nil {
+		return in, err
 	}
-	defer rows.Close()
-	var out []Instance
-	for rows.Next() {
-		var in Instance
-		var app string
-		if err := rows.Scan(&app, &in.StartedAt, &in.Address, &in.Leader); err != nil {
-			return nil, err
-		}
-		// wf-leader:<service>:<owner> or wf-serve:<service>:<owner>; an
-		// owner may itself hold colons.
-		in.Role = "engine"
-		rest, api := strings.CutPrefix(app, "wf-serve:")
-		if api {
-			in.Role = "api"
-		} else {
-			rest = strings.TrimPrefix(app, "wf-leader:")
-		}
-		in.Service, in.Owner, _ = strings.Cut(rest, ":")
-		in.StartedAt = in.StartedAt.UTC()
-		out = append(out, in)
+	// wf-leader:<service>:<owner> or wf-serve:<service>:<owner>; an
+	// owner may itself hold colons.
+	in.Role = "engine"
+	rest, api := strings.CutPrefix(app, "wf-serve:")
+	if api {
+		in.Role = "api"
+	} else {
+		rest = strings.TrimPrefix(app, "wf-leader:")
 	}
-	return out, rows.Err()
+	in.Service, in.Owner, _ = strings.Cut(rest, ":")
+	in.StartedAt = in.StartedAt.UTC()
+	return in, nil
 }

@@ -166,34 +166,26 @@ func (s *Store) DeleteExpiredEvents(ctx context.Context, p Partition, c EventCut
 // holds a task to keep (or is gone), and fails with ErrLockNotAvailable when
 // the lock was not granted within lockTimeout (busy table: retry later).
 func (s *Store) DropTaskPartition(ctx context.Context, p Partition, c TaskCutoffs, lockTimeout time.Duration) (bool, error) {
-	return s.dropPartition(ctx, "tasks.tasks", p, lockTimeout, func(tx *Store) (bool, error) {
-		keep, err := tx.HasTaskSurvivors(ctx, p, c)
-		if err != nil || keep {
-			return false, err
-		}
-		_, err = tx.db.Exec(ctx, `DELETE FROM tasks.task_dedup WHERE task_timestamp >= $1 AND task_timestamp < $2`, p.From, p.To)
-		return err == nil, wrap("removing the dedup keys of "+p.Table, err)
-	})
+	return s.dropPartition(ctx, "tasks.tasks", p, lockTimeout,
+		func(tx *Store) (bool, error) { return tx.HasTaskSurvivors(ctx, p, c) },
+		`DELETE FROM tasks.task_dedup WHERE task_timestamp >= $1 AND task_timestamp < $2`)
 }
 
 // DropEventPartition is DropTaskPartition for tasks.events.
 func (s *Store) DropEventPartition(ctx context.Context, p Partition, c EventCutoffs, lockTimeout time.Duration) (bool, error) {
-	return s.dropPartition(ctx, "tasks.events", p, lockTimeout, func(tx *Store) (bool, error) {
-		keep, err := tx.HasEventSurvivors(ctx, p, c)
-		if err != nil || keep {
-			return false, err
-		}
-		_, err = tx.db.Exec(ctx, `DELETE FROM tasks.event_dedup WHERE event_created_at >= $1 AND event_created_at < $2`, p.From, p.To)
-		return err == nil, wrap("removing the dedup keys of "+p.Table, err)
-	})
+	return s.dropPartition(ctx, "tasks.events", p, lockTimeout,
+		func(tx *Store) (bool, error) { return tx.HasEventSurvivors(ctx, p, c) },
+		`DELETE FROM tasks.event_dedup WHERE event_created_at >= $1 AND event_created_at < $2`)
 }
 
-// dropPartition drops partition p of parent in one transaction when check,
-// run under an ACCESS EXCLUSIVE lock on the parent, says it may. The parent
-// is locked first — the order every query takes — so the drop cannot
-// deadlock with concurrent statements; DROP would take that lock anyway.
+// dropPartition drops partition p of parent in one transaction when keep,
+// run under an ACCESS EXCLUSIVE lock on the parent, finds no row to keep;
+// before the drop, deleteDedup (a statement over the partition's range, $1
+// to $2) removes the dedup rows that point into it. The parent is locked
+// first — the order every query takes — so the drop cannot deadlock with
+// concurrent statements; DROP would take that lock anyway.
 func (s *Store) dropPartition(ctx context.Context, parent string, p Partition, lockTimeout time.Duration,
-	check func(tx *Store) (bool, error)) (bool, error) {
+	keep func(tx *Store) (bool, error), deleteDedup string) (bool, error) {
 	dropped := false
 	err := s.InTx(ctx, func(tx *Store) error {
 		// The name comes from the catalog: resolve it again, and make sure it
@@ -215,9 +207,12 @@ WHERE i.inhparent = $1::regclass AND c.oid = to_regclass($2)`, parent, p.Table).
 		if _, err := tx.db.Exec(ctx, "LOCK TABLE ONLY "+parent+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 			return wrap("locking "+parent, err)
 		}
-		ok, err := check(tx)
-		if err != nil || !ok {
+		survivors, err := keep(tx)
+		if err != nil || survivors {
 			return err
+		}
+		if _, err := tx.db.Exec(ctx, deleteDedup, p.From, p.To); err != nil {
+			return wrap("removing the dedup keys of "+p.Table, err)
 		}
 		if _, err := tx.db.Exec(ctx, "DROP TABLE "+name); err != nil {
 			return wrap("dropping partition "+name, err)

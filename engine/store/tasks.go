@@ -145,15 +145,8 @@ func (s *Store) insertTasks(ctx context.Context, tasks []NewTask, viaCopy bool) 
 	ids := make([]uuid.UUID, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
-		if t.ID == uuid.Nil {
-			id, _, err := NewID()
-			if err != nil {
-				return nil, err
-			}
-			t.ID = id
-		}
-		if !IsV7(t.ID) {
-			return nil, fmt.Errorf("error inserting task: id %s is not a UUIDv7", t.ID)
+		if err := assignID(&t.ID, "inserting task"); err != nil {
+			return nil, err
 		}
 		ids[i] = t.ID
 	}
