@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/wfhq/wf/wftype"
 )
 
 // setReportRecordsSQL replaces the records the database reporter keeps for
@@ -82,28 +80,16 @@ func (s *Store) ReportRecords(ctx context.Context, id uuid.UUID, p ReportRecords
 	if len(p.Statuses) > 0 {
 		statuses = p.Statuses
 	}
-	type row struct {
-		n         *int64
-		status    *string
-		envelope  []byte
-		truncated *bool
-	}
-	rows, err := queryAll(ctx, s.db, "reading the report records of a task", reportRecordsSQL, func(r pgx.Row) (row, error) {
-		var x row
-		return x, r.Scan(&x.n, &x.status, &x.envelope, &x.truncated)
-	}, id, IDTime(id), statuses, p.After, p.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
-	}
-	out := make([]ReportRecord, 0, len(rows))
-	for _, x := range rows {
-		if x.n == nil {
-			continue // the task, with no record to show
+	return queryOfTask(ctx, s.db, "reading the report records of a task", reportRecordsSQL, id, func(r pgx.Row) (*ReportRecord, error) {
+		var (
+			n         *int64
+			status    *string
+			envelope  []byte
+			truncated *bool
+		)
+		if err := r.Scan(&n, &status, &envelope, &truncated); err != nil || n == nil {
+			return nil, err // no record: the task, with none to show
 		}
-		out = append(out, ReportRecord{N: *x.n, Status: *x.status, Envelope: x.envelope, Truncated: *x.truncated})
-	}
-	return out, nil
+		return &ReportRecord{N: *n, Status: *status, Envelope: envelope, Truncated: *truncated}, nil
+	}, statuses, p.After, p.Limit)
 }

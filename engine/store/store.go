@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wfhq/wf/internal/secretbox"
+	"github.com/wfhq/wf/wftype"
 )
 
 // DBTX is what the store runs statements on: a pool, a connection or a
@@ -229,6 +230,27 @@ func queryAll[T any](ctx context.Context, db DBTX, doing, q string, scan func(pg
 		out = append(out, v)
 	}
 	return out, wrap(doing, rows.Err())
+}
+
+// queryOfTask runs q, which reads task id ($1, and its timestamp $2; args
+// follow) left-joined to what it holds: a row per item, or one row without
+// any (scan returns nil). It returns the items, and wftype.ErrNotFound when
+// the task does not exist; doing names the work in errors.
+func queryOfTask[T any](ctx context.Context, db DBTX, doing, q string, id uuid.UUID, scan func(pgx.Row) (*T, error), args ...any) ([]T, error) {
+	rows, err := queryAll(ctx, db, doing, q, scan, append([]any{id, IDTime(id)}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+	}
+	out := make([]T, 0, len(rows))
+	for _, v := range rows {
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
 }
 
 // queryMap runs q, whose rows are (key, value) pairs, and returns them as a

@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/wfhq/wf/wftype"
 )
 
 // EventConsumed is the status TaskEvents gives an event no longer in the
@@ -47,7 +44,7 @@ ORDER BY x.n`
 // each with its status now. It fails with wftype.ErrNotFound for a task
 // that does not exist.
 func (s *Store) TaskEvents(ctx context.Context, id uuid.UUID) ([]TaskEvent, error) {
-	rows, err := queryAll(ctx, s.db, "reading a task's events", taskEventsSQL, func(row pgx.Row) (*TaskEvent, error) {
+	return queryOfTask(ctx, s.db, "reading a task's events", taskEventsSQL, id, func(row pgx.Row) (*TaskEvent, error) {
 		var id *uuid.UUID
 		var e TaskEvent
 		var typ *string
@@ -57,18 +54,5 @@ func (s *Store) TaskEvents(ctx context.Context, id uuid.UUID) ([]TaskEvent, erro
 		}
 		e.ID, e.EventType, e.CreatedAt = *id, *typ, at.UTC()
 		return &e, nil
-	}, id, IDTime(id))
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
-	}
-	out := make([]TaskEvent, 0, len(rows))
-	for _, e := range rows {
-		if e != nil {
-			out = append(out, *e)
-		}
-	}
-	return out, nil
+	})
 }

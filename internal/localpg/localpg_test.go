@@ -33,16 +33,23 @@ func TestCanTraverse(t *testing.T) {
 	}
 }
 
-// TestUnreachableDataFolder: as root, a data folder below a folder the
-// server's user cannot enter is refused up front, naming that folder.
-func TestUnreachableDataFolder(t *testing.T) {
-	t.Parallel()
+// skipUnlessRootWithServer skips a test that starts the server as another
+// user: only root does, and only where PostgreSQL's binaries are found.
+func skipUnlessRootWithServer(t *testing.T) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("only root starts the server as another user")
 	}
 	if _, err := FindBinDir(); err != nil {
 		t.Skip(err)
 	}
+}
+
+// TestUnreachableDataFolder: as root, a data folder below a folder the
+// server's user cannot enter is refused up front, naming that folder.
+func TestUnreachableDataFolder(t *testing.T) {
+	t.Parallel()
+	skipUnlessRootWithServer(t)
 	base, err := os.MkdirTemp("", "wf-localpg-")
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +86,7 @@ func TestUnreachableDataFolder(t *testing.T) {
 // own in the fallback root, one per data folder path, reused on restart.
 func TestStartOutsideUnreachableFolder(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("only root starts the server as another user")
-	}
-	if _, err := FindBinDir(); err != nil {
-		t.Skip(err)
-	}
+	skipUnlessRootWithServer(t)
 	ctx := context.Background()
 	private := t.TempDir() // mode 0700, owned by root
 	fallback, err := os.MkdirTemp("", "wf-localpg-fallback-")
