@@ -222,7 +222,16 @@ func valueMessage(kw, msg string, sch map[string]any, value any) string {
 		}
 		return custom
 	}
-	limit := func() string { return jsonText(sch[kw]) }
+	if b, ok := boundMessages[kw]; ok {
+		limit := jsonText(sch[kw])
+		switch {
+		case b.emptyAtOne && limit == "1":
+			return "must not be empty"
+		case b.showGot:
+			return b.before + limit + b.after + got
+		}
+		return b.before + limit + b.after
+	}
 	switch kw {
 	case "type":
 		return strings.Replace(msg, ", but got ", ", got ", 1)
@@ -241,41 +250,10 @@ func valueMessage(kw, msg string, sch map[string]any, value any) string {
 		if c, ok := sch["const"]; ok {
 			return "must be " + plainText(c) + got
 		}
-	case "minimum":
-		return "must be >= " + limit() + got
-	case "maximum":
-		return "must be <= " + limit() + got
-	case "exclusiveMinimum":
-		return "must be > " + limit() + got
-	case "exclusiveMaximum":
-		return "must be < " + limit() + got
-	case "multipleOf":
-		return "must be a multiple of " + limit() + got
-	case "minLength":
-		if limit() == "1" {
-			return "must not be empty"
-		}
-		return "must be at least " + limit() + " characters long" + got
-	case "maxLength":
-		return "must be at most " + limit() + " characters long"
 	case "pattern":
 		if p, ok := sch["pattern"].(string); ok {
 			return "must match the pattern " + p + got
 		}
-	case "minItems":
-		if limit() == "1" {
-			return "must not be empty"
-		}
-		return "must have at least " + limit() + " items"
-	case "maxItems":
-		return "must have at most " + limit() + " items"
-	case "minProperties":
-		if limit() == "1" {
-			return "must not be empty"
-		}
-		return "must have at least " + limit() + " fields"
-	case "maxProperties":
-		return "must have at most " + limit() + " fields"
 	case "uniqueItems":
 		return "items must be unique (" + strings.Replace(msg, "items at index", "items", 1) + ")"
 	case "format":
@@ -290,6 +268,27 @@ func valueMessage(kw, msg string, sch map[string]any, value any) string {
 		return msg + got
 	}
 	return msg
+}
+
+// boundMessages word the violations of the keywords that bound a value (a
+// number, a length, a count): the text before the bound and after it, whether
+// the value got follows, and whether a lower bound of 1 reads "must not be
+// empty".
+var boundMessages = map[string]struct {
+	before, after       string
+	showGot, emptyAtOne bool
+}{
+	"minimum":          {before: "must be >= ", showGot: true},
+	"maximum":          {before: "must be <= ", showGot: true},
+	"exclusiveMinimum": {before: "must be > ", showGot: true},
+	"exclusiveMaximum": {before: "must be < ", showGot: true},
+	"multipleOf":       {before: "must be a multiple of ", showGot: true},
+	"minLength":        {before: "must be at least ", after: " characters long", showGot: true, emptyAtOne: true},
+	"maxLength":        {before: "must be at most ", after: " characters long"},
+	"minItems":         {before: "must have at least ", after: " items", emptyAtOne: true},
+	"maxItems":         {before: "must have at most ", after: " items"},
+	"minProperties":    {before: "must have at least ", after: " fields", emptyAtOne: true},
+	"maxProperties":    {before: "must have at most ", after: " fields"},
 }
 
 // formatMessageRE reads the library's wording of a format violation.

@@ -27,22 +27,31 @@ FOR UPDATE SKIP LOCKED`
 // exists in catalog.catalogs (other than "system") to DEAD_LETTER, writing a
 // task.dead_lettered event for each, and returns how many it moved.
 func (s *Store) DeadLetterOrphans(ctx context.Context, limit int) (int, error) {
-	const q = `
+	if s.catalog != nil {
+		return s.deadLetterOrphansApart(ctx, limit)
+	}
+	return s.deadLetterOrphansWhere(ctx, limit,
+		`NOT EXISTS (SELECT 1 FROM catalog.catalogs c WHERE c.schema_name = t.schema_name)`)
+}
+
+// deadLetterOrphansWhere dead-letters at most limit ($1) live tasks of
+// tenants other than "system" for which cond, a condition on t
+// (tasks.tasks) over args ($2 on), holds: see deadLetterOrphansTail. It
+// returns how many it moved.
+func (s *Store) deadLetterOrphansWhere(ctx context.Context, limit int, cond string, args ...any) (int, error) {
+	q := `
 WITH orphans AS (
     SELECT t.task_id, t."timestamp"
     FROM tasks.tasks t
     WHERE t.status IN ('PENDING', 'ACTIVE')
       AND t.schema_name <> 'system'
-      AND NOT EXISTS (SELECT 1 FROM catalog.catalogs c WHERE c.schema_name = t.schema_name)
+      AND ` + cond + `
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ),
 ` + deadLetterOrphansTail
-	if s.catalog != nil {
-		return s.deadLetterOrphansApart(ctx, limit)
-	}
 	var moved, events int
-	err := s.db.QueryRow(ctx, q, limit).Scan(&moved, &events)
+	err := s.db.QueryRow(ctx, q, append([]any{limit}, args...)...).Scan(&moved, &events)
 	return moved, wrap("dead-lettering orphaned tasks", err)
 }
 
@@ -102,22 +111,9 @@ func (s *Store) deadLetterOrphansApart(ctx context.Context, limit int) (int, err
 	if err != nil {
 		return 0, err
 	}
-	const q = `
-WITH orphans AS (
-    SELECT t.task_id, t."timestamp"
-    FROM tasks.tasks t
-    WHERE t.status IN ('PENDING', 'ACTIVE')
-      AND t.schema_name <> 'system'
-      AND t.schema_name <> ALL ($2::text[])
-      AND t."timestamp" < $3
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-),
-` + deadLetterOrphansTail
 	if tenants == nil {
 		tenants = []string{}
 	}
-	var moved, events int
-	err = s.db.QueryRow(ctx, q, limit, tenants, now.Add(-orphanSkew)).Scan(&moved, &events)
-	return moved, wrap("dead-lettering orphaned tasks", err)
+	return s.deadLetterOrphansWhere(ctx, limit, `t.schema_name <> ALL ($2::text[]) AND t."timestamp" < $3`,
+		tenants, now.Add(-orphanSkew))
 }
