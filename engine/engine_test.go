@@ -29,6 +29,8 @@ type countingRunner struct {
 	runs map[uuid.UUID]int
 }
 
+func newCountingRunner() *countingRunner { return &countingRunner{runs: map[uuid.UUID]int{}} }
+
 func (r *countingRunner) Name() string  { return "counting" }
 func (r *countingRunner) Priority() int { return 100 }
 func (r *countingRunner) CanHandle(m wftype.ExecutionMode, tt string) bool {
@@ -75,6 +77,14 @@ func startEngines(t *testing.T, pool *pgxpool.Pool, r runners.Runner, owners ...
 	return engines
 }
 
+// startLedEngines is startEngines, then waits for one of the engines to lead.
+func startLedEngines(t *testing.T, pool *pgxpool.Pool, r runners.Runner, owners ...string) []*engine.Engine {
+	t.Helper()
+	engines := startEngines(t, pool, r, owners...)
+	require.Eventually(t, func() bool { return leaderOf(engines) != nil }, 20*time.Second, 10*time.Millisecond)
+	return engines
+}
+
 // leaderOf is the one engine of engines that leads, or nil when none or
 // more than one does.
 func leaderOf(engines []*engine.Engine) *engine.Engine {
@@ -115,9 +125,8 @@ func TestLeaderFailoverKeepsTasksFlowing(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	r := &countingRunner{runs: map[uuid.UUID]int{}}
-	engines := startEngines(t, pool, r, "e0", "e1", "e2")
-	require.Eventually(t, func() bool { return leaderOf(engines) != nil }, 10*time.Second, 10*time.Millisecond)
+	r := newCountingRunner()
+	engines := startLedEngines(t, pool, r, "e0", "e1", "e2")
 	enqueueCount(t, st, 500)
 	old := leaderOf(engines)
 	changed := old.LeaderChanged()
@@ -150,7 +159,7 @@ func TestJanitorRescuesDeadInstance(t *testing.T) {
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "count", Max: 10, Lease: time.Millisecond}}})
 	require.NoError(t, err)
 	require.Len(t, claimed, 10)
-	r := &countingRunner{runs: map[uuid.UUID]int{}}
+	r := newCountingRunner()
 	startEngine(t, pool, "alive", r)
 	require.Eventually(t, func() bool { return completed(t, pool) == 10 }, 20*time.Second, 20*time.Millisecond)
 	var retries int

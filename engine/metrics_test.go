@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -50,9 +49,8 @@ func TestMetricsReportTheQueueOnce(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	r := &countingRunner{runs: map[uuid.UUID]int{}}
-	engines := startEngines(t, pool, r, "m1", "m2", "m3")
-	require.Eventually(t, func() bool { return leaderOf(engines) != nil }, 20*time.Second, 10*time.Millisecond)
+	r := newCountingRunner()
+	engines := startLedEngines(t, pool, r, "m1", "m2", "m3")
 	enqueueCount(t, st, 50)
 	require.Eventually(t, func() bool { return completed(t, pool) == 50 }, 30*time.Second, 20*time.Millisecond)
 	// Dead letters and a PENDING task that is due but cannot run here.

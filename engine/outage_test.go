@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +23,7 @@ func TestEnginesSurviveDatabaseOutage(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	st := store.New(pool)
-	r := &countingRunner{runs: map[uuid.UUID]int{}}
+	r := newCountingRunner()
 	startEngines(t, pool, r, "o1", "o2")
 
 	// The outage is run from a connection to another database of the
