@@ -61,11 +61,15 @@ type Page struct {
 	Limit int
 }
 
-func (p Page) limit() int {
-	if p.Limit <= 0 {
+func (p Page) limit() int { return pageLimit(p.Limit) }
+
+// pageLimit is the size of a page asked for as limit: default 100, at most
+// 1000.
+func pageLimit(limit int) int {
+	if limit <= 0 {
 		return 100
 	}
-	return min(p.Limit, 1000)
+	return min(limit, 1000)
 }
 
 const catalogColumns = `catalog_id, schema_name, title, description, metadata, created_at, updated_at`

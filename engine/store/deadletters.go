@@ -20,12 +20,7 @@ type DeadLetterPage struct {
 	Limit     int // default 100, at most 1000
 }
 
-func (p DeadLetterPage) limit() int {
-	if p.Limit <= 0 {
-		return 100
-	}
-	return min(p.Limit, 1000)
-}
+func (p DeadLetterPage) limit() int { return pageLimit(p.Limit) }
 
 // ListDeadLetterTasks returns DEAD_LETTER tasks, most recently dead-lettered
 // first (keyset pagination on (finished_at, task_id)). It reads the partial

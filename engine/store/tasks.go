@@ -266,17 +266,12 @@ WHERE ($1::text[] IS NULL OR status = ANY($1))
   AND ($6::timestamptz IS NULL OR ("timestamp", task_id) < ($6, $7::uuid))
 ORDER BY "timestamp" DESC, task_id DESC
 LIMIT $8`
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 1000)
 	var statuses []string
 	for _, st := range f.Statuses {
 		statuses = append(statuses, string(st))
 	}
 	return queryAll(ctx, s.db, "listing tasks", q, scanTask, nilIfEmpty(statuses), nilIfEmpty(f.TaskTypes), nilIfEmpty(f.SchemaNames),
-		f.From, f.To, f.AfterTime, f.AfterID, limit)
+		f.From, f.To, f.AfterTime, f.AfterID, pageLimit(f.Limit))
 }
 
 func nilIfEmpty(s []string) []string {
