@@ -23,6 +23,13 @@ func (b *bundle) claimOne(t *testing.T, owner string) wftype.Task {
 	return got[0]
 }
 
+// finishOne writes one outcome as owner ("": whoever holds the task).
+func (b *bundle) finishOne(t *testing.T, owner string, f store.Finish) {
+	t.Helper()
+	_, err := b.store.FinishTasks(b.ctx, store.FinishParams{Owner: owner}, []store.Finish{f})
+	require.NoError(t, err)
+}
+
 func TestAttemptHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -35,12 +42,9 @@ func TestAttemptHistory(t *testing.T) {
 	// A retry on one instance, then success on another.
 	first := b.claimOne(t, "host-a")
 	boom := "boom"
-	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "host-a"},
-		[]store.Finish{{ID: id, Status: wftype.StatusPending, Error: &boom, RetryCount: 1}})
-	require.NoError(t, err)
+	b.finishOne(t, "host-a", store.Finish{ID: id, Status: wftype.StatusPending, Error: &boom, RetryCount: 1})
 	b.claimOne(t, "host-b")
-	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "host-b"}, []store.Finish{{ID: id, Status: wftype.StatusCompleted, RetryCount: 1}})
-	require.NoError(t, err)
+	b.finishOne(t, "host-b", store.Finish{ID: id, Status: wftype.StatusCompleted, RetryCount: 1})
 
 	got, err := b.store.GetAttempts(b.ctx, id)
 	require.NoError(t, err)
@@ -59,8 +63,7 @@ func TestAttemptHistory(t *testing.T) {
 
 	// An outcome that does not apply (the task is no longer ACTIVE) adds
 	// nothing.
-	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "host-b"}, []store.Finish{{ID: id, Status: wftype.StatusFailed}})
-	require.NoError(t, err)
+	b.finishOne(t, "host-b", store.Finish{ID: id, Status: wftype.StatusFailed})
 	got, err = b.store.GetAttempts(b.ctx, id)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
@@ -78,8 +81,7 @@ func TestAttemptHistoryKeepsTheLast20AndCancellations(t *testing.T) {
 	for i := range 25 {
 		b.claimOne(t, fmt.Sprintf("host-%d", i))
 		msg := fmt.Sprintf("failure %d", i+1)
-		_, err := b.store.FinishTasks(b.ctx, store.FinishParams{}, []store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg}})
-		require.NoError(t, err)
+		b.finishOne(t, "", store.Finish{ID: id, Status: wftype.StatusPending, Error: &msg})
 	}
 	got, err := b.store.GetAttempts(b.ctx, id)
 	require.NoError(t, err)

@@ -184,8 +184,7 @@ func TestDedupAcrossMonthBoundary(t *testing.T) {
 	// Once the first finishes, the key is free again.
 	claimed := claimAll(t, b, "noop", 10)
 	require.Len(t, claimed, 1)
-	_, err = b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w1"}, []store.Finish{{ID: first.ID, Status: wftype.StatusCompleted}})
-	require.NoError(t, err)
+	b.finishOne(t, "w1", store.Finish{ID: first.ID, Status: wftype.StatusCompleted})
 	r, err := b.store.InsertTasks(b.ctx, []store.NewTask{keyedTask("month-key", feb)})
 	require.NoError(t, err)
 	require.False(t, r[0].Duplicate)
