@@ -44,6 +44,13 @@ func (b *bundle) supervisor(t *testing.T, tweak func(*maintenance.Config)) *main
 	return s
 }
 
+// ensurePartitions creates the month partitions of n months from the month of from.
+func (b *bundle) ensurePartitions(t *testing.T, from time.Time, n int) {
+	t.Helper()
+	_, err := b.store.EnsurePartitions(b.ctx, from, n)
+	require.NoError(t, err)
+}
+
 func (b *bundle) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
 	_, err := b.store.DB().Exec(b.ctx, q, args...)
@@ -131,8 +138,7 @@ func TestRetentionOverHundredDays(t *testing.T) {
 	b := setup(t)
 	// Days 0..99 run from 2031-01-25 to 2031-05-05: partitions Jan..May.
 	now := time.Date(2031, 5, 5, 12, 0, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitions(b.ctx, now.Add(-100*day), 5)
-	require.NoError(t, err)
+	b.ensurePartitions(t, now.Add(-100*day), 5)
 
 	const perDay, bulk = 40, 1000
 	all := daysUpTo(100)
@@ -230,8 +236,7 @@ func TestPartitionWithLoneLiveTask(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Date(2032, 3, 15, 12, 0, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitions(b.ctx, now.AddDate(0, -2, 0), 3)
-	require.NoError(t, err)
+	b.ensurePartitions(t, now.AddDate(0, -2, 0), 3)
 	january := []int{55, 56, 57, 58, 59, 60} // 2032-01-15 .. 2032-01-20
 	b.addTasks(t, now, "COMPLETED", january, 50, "")
 	b.addTasks(t, now, "DEAD_LETTER", january, 50, "")
@@ -271,8 +276,7 @@ func TestBusyTableDefersDrop(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Date(2033, 6, 10, 0, 0, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitions(b.ctx, now.AddDate(0, -3, 0), 4)
-	require.NoError(t, err)
+	b.ensurePartitions(t, now.AddDate(0, -3, 0), 4)
 	b.addTasks(t, now, "COMPLETED", []int{80}, 5, "")
 	sup := b.supervisor(t, func(c *maintenance.Config) { c.LockTimeout = 100 * time.Millisecond })
 

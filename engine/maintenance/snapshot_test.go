@@ -31,8 +31,7 @@ func TestSnapshotterRefreshesOnItsClock(t *testing.T) {
 	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{Store: b.store, Interval: 5 * time.Second, Clock: fake,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	_, err = b.store.EnsurePartitions(b.ctx, start.AddDate(0, -1, 0), 3)
-	require.NoError(t, err)
+	b.ensurePartitions(t, start.AddDate(0, -1, 0), 3)
 	b.addTasks(t, start, "PENDING", []int{1}, 4, "")
 
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)

@@ -52,8 +52,7 @@ func TestWorkflowRunRetention(t *testing.T) {
 	}
 	live := b.addRun(t, wftype.RunFailed, ago(62*day), ago(61*day))
 	kept = append(kept, live)
-	_, err := b.store.EnsurePartitions(b.ctx, ago(62*day), 3)
-	require.NoError(t, err)
+	b.ensurePartitions(t, ago(62*day), 3)
 	b.exec(t, `
 INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, workflow_run_id, workflow_step)
 VALUES (tasks.uuid_v7($1), $1, 'system', 'SYSTEM', 'ASYNCHRONOUS', 'noop', 'ACTIVE', $2, 'a')`, ago(62*day), live)

@@ -61,33 +61,14 @@ func TaskTypes() []string {
 // order: one of each status. Each call returns a fresh copy.
 func Records() []reporters.Envelope {
 	rejected, failed := "missing name", "geometry is invalid"
+	feature := func(id, name string, stats, system map[string]any) reporters.Record {
+		return reporters.Record{Type: "Feature", ID: id, Properties: map[string]any{"name": name}, Stats: stats, System: system}
+	}
 	return []reporters.Envelope{
-		{
-			Status: reporters.RecordSuccess,
-			Record: reporters.Record{
-				Type: "Feature", ID: "r1",
-				Properties: map[string]any{"name": "first"},
-				Stats:      map[string]any{}, System: map[string]any{},
-			},
-		},
-		{
-			Status:  reporters.RecordRejected,
-			Message: &rejected,
-			Record: reporters.Record{
-				Type: "Feature", ID: "r2",
-				Properties: map[string]any{"name": ""},
-				Stats:      map[string]any{}, System: map[string]any{},
-			},
-		},
-		{
-			Status:  reporters.RecordFailed,
-			Message: &failed,
-			Record: reporters.Record{
-				Type: "Feature", ID: "r3",
-				Properties: map[string]any{"name": "third"},
-				Stats:      map[string]any{"bytes": "12"}, System: map[string]any{"stage": "load"},
-			},
-		},
+		{Status: reporters.RecordSuccess, Record: feature("r1", "first", map[string]any{}, map[string]any{})},
+		{Status: reporters.RecordRejected, Message: &rejected, Record: feature("r2", "", map[string]any{}, map[string]any{})},
+		{Status: reporters.RecordFailed, Message: &failed,
+			Record: feature("r3", "third", map[string]any{"bytes": "12"}, map[string]any{"stage": "load"})},
 	}
 }
 
