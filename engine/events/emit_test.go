@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/events"
@@ -144,4 +147,73 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.TaskEvents(ctx, missing)
 	require.ErrorIs(t, err, wftype.ErrNotFound)
+}
+
+// statementCounter counts the statements a pool sends (pgx.QueryTracer);
+// BEGIN and COMMIT are statements too.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestEmitWithASourceIsOneStatement: an event emitted in a task's run is
+// written, with its entry in the task's record, in one statement (no
+// transaction of its own, no second statement for the record), and the
+// entry is the one recorded before: event_id, event_type, created_at in
+// UTC. Events of two sources still record each in its task.
+func TestEmitWithASourceIsOneStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbtest.NewDatabase(t))
+	require.NoError(t, err)
+	counter := &statementCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	em := events.NewEmitter(st)
+	inserted, err := st.InsertTasks(ctx, []store.NewTask{
+		{SchemaName: "system", Scope: "SYSTEM", ExecutionMode: "ASYNCHRONOUS", TaskType: "noop"},
+		{SchemaName: "system", Scope: "SYSTEM", ExecutionMode: "ASYNCHRONOUS", TaskType: "noop"},
+	})
+	require.NoError(t, err)
+	id, other := inserted[0].Task.ID, inserted[1].Task.ID
+	runCtx := wftype.WithSourceTask(ctx, id)
+	_, err = em.Emit(runCtx, events.Event{Type: "first.thing"}) // the month's partitions looked up once
+	require.NoError(t, err)
+
+	before := counter.n.Load()
+	res, err := em.Emit(runCtx, events.Event{Type: "second.thing"})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), counter.n.Load()-before, "statements per emit")
+
+	want, err := json.Marshal(map[string]any{"event_id": res.Event.ID, "event_type": "second.thing", "created_at": res.Event.CreatedAt.UTC()})
+	require.NoError(t, err)
+	var same bool
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT emitted_events -> -1 = $2::jsonb, jsonb_array_length(emitted_events)
+FROM tasks.tasks WHERE task_id = $1`, id, want).Scan(&same, &n))
+	require.True(t, same, "the entry as recorded before: %s", want)
+	require.Equal(t, 2, n)
+
+	// A duplicate (its dedup key held) is not recorded; two sources in one
+	// batch record each in its own task.
+	_, err = em.EmitMany(ctx, []events.Event{
+		{Type: "keyed.thing", DedupKey: "k", SourceTask: id},
+		{Type: "keyed.thing", DedupKey: "k", SourceTask: id},
+		{Type: "other.thing", SourceTask: other},
+	})
+	require.NoError(t, err)
+	evs, err := st.TaskEvents(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, evs, 3)
+	require.Equal(t, "keyed.thing", evs[2].EventType)
+	evs, err = st.TaskEvents(ctx, other)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, "other.thing", evs[0].EventType)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,7 +118,31 @@ type EventInsertResult struct {
 	Released bool
 }
 
-const insertEventsSQL = `
+// insertEventsSQL inserts events (the arrays $1…$7, $9, $10), skipping
+// those whose dedup key a live event holds, and notifies $8 once per event
+// type.
+const insertEventsSQL = insertEventsHeadSQL + insertEventsTailSQL
+
+// insertEventsRecordedSQL is insertEventsSQL for events of one source
+// task, whose record of emitted events (migration 021) gains the inserted
+// ones in the same statement: $11 holds each event's entry ({"event_id",
+// "event_type", "created_at"}, NULL for an event without the source), in
+// the order of $1; $12 and $13 are the task's id and creation time. The
+// task is updated by primary key and partition, given as parameters, as
+// recordEmittedSQL does: the partition is known when the statement is
+// planned (an UPDATE whose partition comes from the inserted rows locked
+// every partition).
+const insertEventsRecordedSQL = insertEventsHeadSQL + `,
+recorded AS (
+    UPDATE tasks.tasks t
+    SET emitted_events = tasks.append_emitted(t.emitted_events, r.entries)
+    FROM (SELECT jsonb_agg(e.entry ORDER BY e.n) AS entries
+          FROM unnest($1::uuid[], $11::jsonb[]) WITH ORDINALITY AS e(event_id, entry, n)
+          WHERE e.entry IS NOT NULL AND e.event_id IN (SELECT event_id FROM inserted)) r
+    WHERE t.task_id = $12 AND t."timestamp" = $13 AND r.entries IS NOT NULL
+)` + insertEventsTailSQL
+
+const insertEventsHeadSQL = `
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $9::text[],
@@ -138,7 +161,9 @@ inserted AS (
     FROM input i
     WHERE i.dedup_key IS NULL OR i.event_id IN (SELECT event_id FROM dedup)
     RETURNING ` + eventColumns + `, source_task_id
-),
+)`
+
+const insertEventsTailSQL = `,
 notified AS (
     SELECT count(pg_notify($8, q.event_type)) AS n FROM (SELECT DISTINCT event_type FROM inserted) q
 )
@@ -174,15 +199,18 @@ const recordEmittedSQL = `
 UPDATE tasks.tasks SET emitted_events = tasks.append_emitted(emitted_events, $3::jsonb)
 WHERE task_id = $1 AND "timestamp" = $2`
 
+// emittedEntry is one event in a task's record of emitted events.
+type emittedEntry struct {
+	EventID   uuid.UUID `json:"event_id"`
+	EventType string    `json:"event_type"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 // recordEmitted appends the inserted events that have a source to their
-// source tasks' records, one statement per source task.
+// source tasks' records, one statement per source task (events of one
+// source are recorded by insertEventsRecordedSQL instead).
 func (s *Store) recordEmitted(ctx context.Context, rows []insertedEvent) error {
-	type entry struct {
-		EventID   uuid.UUID `json:"event_id"`
-		EventType string    `json:"event_type"`
-		CreatedAt time.Time `json:"created_at"`
-	}
-	bySource := map[uuid.UUID][]entry{}
+	bySource := map[uuid.UUID][]emittedEntry{}
 	var order []uuid.UUID
 	for _, r := range rows {
 		if r.source == nil {
@@ -191,7 +219,7 @@ func (s *Store) recordEmitted(ctx context.Context, rows []insertedEvent) error {
 		if _, ok := bySource[*r.source]; !ok {
 			order = append(order, *r.source)
 		}
-		bySource[*r.source] = append(bySource[*r.source], entry{r.ID, r.EventType, r.CreatedAt})
+		bySource[*r.source] = append(bySource[*r.source], emittedEntry{r.ID, r.EventType, r.CreatedAt})
 	}
 	for _, id := range order {
 		doc, err := json.Marshal(bySource[id])
@@ -223,8 +251,20 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	if len(events) == 0 {
 		return nil, nil
 	}
-	if !s.inTx && slices.ContainsFunc(events, func(e NewEvent) bool { return e.SourceTaskID != uuid.Nil }) {
-		// The events and their source tasks' records commit together.
+	// source is the events' source task when they have one; sources
+	// counts the changes of source along them (1: all from one task).
+	var source uuid.UUID
+	sources := 0
+	for i := range events {
+		if id := events[i].SourceTaskID; id != uuid.Nil && id != source {
+			source = id
+			sources++
+		}
+	}
+	if !s.inTx && sources > 1 {
+		// The events and their source tasks' records commit together: one
+		// statement for one source (insertEventsRecordedSQL), a
+		// transaction for more.
 		var out []EventInsertResult
 		err := s.InTx(ctx, func(tx *Store) error {
 			var err error
@@ -240,7 +280,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	payloads := make([][]byte, n)
 	dedups := make([]*string, n)
 	traces := make([]*string, n)
-	sources := make([]*uuid.UUID, n)
+	sourceIDs := make([]*uuid.UUID, n)
 	for i := range events {
 		e := &events[i]
 		if err := assignID(&e.ID, "inserting event"); err != nil {
@@ -262,11 +302,24 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		}
 		if e.SourceTaskID != uuid.Nil {
 			id := e.SourceTaskID
-			sources[i] = &id
+			sourceIDs[i] = &id
 		}
 	}
-	rows, err := queryAll(ctx, s.db, "inserting events", insertEventsSQL, scanInsertedEvent, ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces,
-		sources)
+	sql, args := insertEventsSQL, []any{ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces, sourceIDs}
+	if sources == 1 {
+		entries := make([][]byte, n)
+		for i := range events {
+			if events[i].SourceTaskID == source {
+				b, err := json.Marshal(emittedEntry{ids[i], events[i].EventType, created[i]})
+				if err != nil {
+					return nil, fmt.Errorf("error recording emitted events: %w", err)
+				}
+				entries[i] = b
+			}
+		}
+		sql, args = insertEventsRecordedSQL, append(args, entries, source, IDTime(source))
+	}
+	rows, err := queryAll(ctx, s.db, "inserting events", sql, scanInsertedEvent, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -274,8 +327,10 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 	for i, r := range rows {
 		inserted[i] = r.Event
 	}
-	if err := s.recordEmitted(ctx, rows); err != nil {
-		return nil, err
+	if sources > 1 {
+		if err := s.recordEmitted(ctx, rows); err != nil {
+			return nil, err
+		}
 	}
 	results := make([]EventInsertResult, n)
 	err = settleInserts(ctx, ids, func(i int) tenantKey { return tenantKey{events[i].SchemaName, events[i].DedupKey} },
