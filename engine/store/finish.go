@@ -75,7 +75,8 @@ type FinishParams struct {
 //     partial index on ACTIVE rows instead, whole (every running task and,
 //     until vacuum, every finished one) for each batch;
 //   - each row finds its outcome in $1, a JSON object keyed by task id (a
-//     binary search): {"<id>": {"s": status, "o": outputs, "e": error,
+//     binary search, once in the SET and once for the attempt test; a
+//     failure's event reads it once more): {"<id>": {"s": status, "o": outputs, "e": error,
 //     "r": retry count, "a": run after, "d": retry in (seconds), "z": 1 for
 //     a snooze, "n": the attempt the outcome is of, "ev": event id, "et":
 //     event time}};
@@ -88,41 +89,39 @@ type FinishParams struct {
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
-    SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until, snoozes) = (
+    SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until, snoozes,
+         attempt_log, emitted_events) = (
             SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r,
                    coalesce(o.a, coalesce($3::timestamptz, now()) + make_interval(secs => o.d), t.run_after),
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
                    NULL::timestamptz,
-                   t.snoozes + coalesce(o.z, 0)
-            FROM jsonb_to_record($1::jsonb -> t.task_id::text) AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int)),
-        attempt_log = tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
-            coalesce($3::timestamptz, now()),
-            CASE WHEN $1::jsonb -> t.task_id::text ? 'z' THEN 'SNOOZED' ELSE $1::jsonb -> t.task_id::text ->> 's' END,
-            $1::jsonb -> t.task_id::text ->> 'e'),
-        emitted_events = CASE
-            WHEN $1::jsonb -> t.task_id::text ->> 's' IN ('FAILED', 'DEAD_LETTER') AND $1::jsonb -> t.task_id::text ? 'ev'
-            THEN tasks.append_emitted(t.emitted_events, jsonb_build_array(jsonb_build_object(
-                'event_id', $1::jsonb -> t.task_id::text ->> 'ev',
-                'event_type', CASE $1::jsonb -> t.task_id::text ->> 's' WHEN 'FAILED' THEN 'task.failed' ELSE 'task.dead_lettered' END,
-                'created_at', ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz)))
-            ELSE t.emitted_events END
+                   t.snoozes + coalesce(o.z, 0),
+                   tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
+                       coalesce($3::timestamptz, now()),
+                       CASE WHEN o.z IS NOT NULL THEN 'SNOOZED' ELSE o.s END, o.e),
+                   CASE WHEN o.s IN ('FAILED', 'DEAD_LETTER') AND o.ev IS NOT NULL
+                   THEN tasks.append_emitted(t.emitted_events, jsonb_build_array(jsonb_build_object(
+                       'event_id', o.ev,
+                       'event_type', CASE o.s WHEN 'FAILED' THEN 'task.failed' ELSE 'task.dead_lettered' END,
+                       'created_at', o.et)))
+                   ELSE t.emitted_events END
+            FROM jsonb_to_record($1::jsonb -> t.task_id::text)
+                 AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int, ev uuid, et timestamptz))
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE
       AND ($4::text IS NULL OR t.owner_id = $4)
       AND ($5::timestamptz IS NULL OR t.locked_until < $5)
-      AND (t.attempts = ($1::jsonb -> t.task_id::text ->> 'n')::int OR ($1::jsonb -> t.task_id::text ->> 'n') IS NULL)
+      AND t.attempts = coalesce(($1::jsonb -> t.task_id::text ->> 'n')::int, t.attempts)
       AND ($10::boolean OR t.workflow_run_id IS NULL)
     RETURNING t.task_id, t.task_type, t.schema_name, t.status, t.error, t.retry_count, t.max_retries, t.attempts,
-              ($1::jsonb -> t.task_id::text ->> 'ev')::uuid AS event_id,
-              ($1::jsonb -> t.task_id::text ->> 'et')::timestamptz AS event_ts,
               t.workflow_run_id, t.workflow_step, t.workflow_item,
               CASE WHEN t.workflow_run_id IS NOT NULL THEN t.outputs END AS step_outputs
 ),
 events AS (
     INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, source_task_id)
-    SELECT u.event_id, u.event_ts,
+    SELECT ev.ev, ev.et,
            CASE u.status WHEN 'FAILED' THEN 'task.failed' ELSE 'task.dead_lettered' END,
            CASE WHEN u.schema_name = 'system' THEN 'PLATFORM' ELSE 'CATALOG' END,
            u.schema_name,
@@ -130,7 +129,8 @@ events AS (
                               'error', u.error, 'retry_count', u.retry_count, 'attempts', u.attempts),
            u.task_id
     FROM updated u
-    WHERE u.status IN ('FAILED', 'DEAD_LETTER') AND u.event_id IS NOT NULL
+    CROSS JOIN LATERAL jsonb_to_record($1::jsonb -> u.task_id::text) AS ev(ev uuid, et timestamptz)
+    WHERE u.status IN ('FAILED', 'DEAD_LETTER') AND ev.ev IS NOT NULL
     RETURNING event_id
 ),
 notified AS (
