@@ -146,16 +146,13 @@ func TestClaimAnsweredAfterShutdownBeganIsHandedBack(t *testing.T) {
 	url := dbtest.NewDatabase(t)
 	b := &bundle{ctx: context.Background(), store: store.New(dbtest.PoolFor(t, url)), bus: signalbus.New()}
 	gate := newReadGate()
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.MaxConns = 1 // the claim uses the connection the gate holds
-	cfg.ConnConfig.DialFunc = gate.dial
-	// No liveness ping when the connection is taken: its answer would be
-	// held, not the claim's.
-	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := dbtest.PoolWith(t, url, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 1 // the claim uses the connection the gate holds
+		cfg.ConnConfig.DialFunc = gate.dial
+		// No liveness ping when the connection is taken: its answer would
+		// be held, not the claim's.
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	})
 	require.NoError(t, pool.Ping(b.ctx))
 
 	ran := make(chan struct{}, 10)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -149,16 +147,6 @@ func TestEmittedEventsAreKeptWithTheTask(t *testing.T) {
 	require.ErrorIs(t, err, wftype.ErrNotFound)
 }
 
-// statementCounter counts the statements a pool sends (pgx.QueryTracer);
-// BEGIN and COMMIT are statements too.
-type statementCounter struct{ n atomic.Int64 }
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // TestEmitWithASourceIsOneStatement: an event emitted in a task's run is
 // written, with its entry in the task's record, in one statement (no
 // transaction of its own, no second statement for the record), and the
@@ -167,13 +155,8 @@ func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 func TestEmitWithASourceIsOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.NewDatabase(t))
-	require.NoError(t, err)
-	counter := &statementCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	log := &dbtest.StatementLog{}
+	pool := dbtest.PoolWith(t, dbtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = log })
 	st := store.New(pool)
 	em := events.NewEmitter(st)
 	inserted, err := st.InsertTasks(ctx, []store.NewTask{
@@ -186,10 +169,10 @@ func TestEmitWithASourceIsOneStatement(t *testing.T) {
 	_, err = em.Emit(runCtx, events.Event{Type: "first.thing"}) // the month's partitions looked up once
 	require.NoError(t, err)
 
-	before := counter.n.Load()
+	log.Take()
 	res, err := em.Emit(runCtx, events.Event{Type: "second.thing"})
 	require.NoError(t, err)
-	require.Equal(t, int64(1), counter.n.Load()-before, "statements per emit")
+	require.Len(t, log.Take(), 1, "statements per emit")
 
 	want, err := json.Marshal(map[string]any{"event_id": res.Event.ID, "event_type": "second.thing", "created_at": res.Event.CreatedAt.UTC()})
 	require.NoError(t, err)

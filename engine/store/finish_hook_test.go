@@ -3,11 +3,9 @@ package store_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -15,31 +13,6 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
 )
-
-// statementLog records the SQL of every statement its pool sends (a pgx
-// tracer).
-type statementLog struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, strings.ToLower(strings.TrimSpace(d.SQL)))
-	return ctx
-}
-
-func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// take returns the statements sent since the last take, and forgets them.
-func (l *statementLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.sql
-	l.sql = nil
-	return out
-}
 
 // count counts the statements that start with prefix, or hold it when
 // contains is set.
@@ -61,13 +34,8 @@ func count(sql []string, prefix string, contains bool) int {
 func TestStepHookCostsPlainTasksNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.NewDatabase(t))
-	require.NoError(t, err)
-	log := &statementLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	log := &dbtest.StatementLog{}
+	pool := dbtest.PoolWith(t, dbtest.NewDatabase(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = log })
 
 	var hooked [][]store.FinishedStep
 	st := store.New(pool).WithStepHook(func(_ context.Context, tx *store.Store, steps []store.FinishedStep) error {
@@ -78,7 +46,7 @@ func TestStepHookCostsPlainTasksNothing(t *testing.T) {
 	for i := range batch {
 		batch[i] = newTask("noop")
 	}
-	_, err = st.InsertTasks(ctx, batch)
+	_, err := st.InsertTasks(ctx, batch)
 	require.NoError(t, err)
 	tasks, err := st.ClaimTasks(ctx, claimParams("w1", 7))
 	require.NoError(t, err)
@@ -97,9 +65,9 @@ func TestStepHookCostsPlainTasksNothing(t *testing.T) {
 		return done
 	}
 
-	log.take()
+	log.Take()
 	require.Len(t, finish(tasks[:3]), 3)
-	sql := log.take()
+	sql := log.Take()
 	require.Equal(t, 1, count(sql, "update tasks.tasks", true), "one statement: %q", sql)
 	require.Zero(t, count(sql, "begin", false), "no transaction: %q", sql)
 	require.Zero(t, count(sql, "commit", false), "no transaction: %q", sql)
@@ -108,7 +76,7 @@ func TestStepHookCostsPlainTasksNothing(t *testing.T) {
 	// Plain tasks and a step's task: the step's ends in a transaction with the hook.
 	done := finish(tasks[3:])
 	require.ElementsMatch(t, []uuid.UUID{tasks[3].ID, tasks[4].ID, tasks[5].ID, step}, done)
-	sql = log.take()
+	sql = log.Take()
 	require.Equal(t, 1, count(sql, "begin", false), "%q", sql)
 	require.Equal(t, 1, count(sql, "commit", false), "%q", sql)
 	require.Len(t, hooked, 1)

@@ -215,6 +215,16 @@ func (b *bundle) waitLockWaiters(t *testing.T, n int, done <-chan struct{}, what
 	}
 }
 
+// setupStuck builds an engine that does not run, on a fake clock, with a
+// run of workflow stuck started: its step wait's task is PENDING.
+func setupStuck(t *testing.T) (*bundle, *clock.Fake, wftype.WorkflowRun, uuid.UUID) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
+	b := setup(t, clk, false)
+	run := b.start(t, "stuck", `{}`)
+	return b, clk, run, b.onlyTask(t, run.ID)
+}
+
 // TestFailingRunWaitsForAClaimHoldingItsPendingTask: a claim statement
 // locks the PENDING task of a step (the oldest of its type) and, its
 // batch full with a task of higher priority of another type, does not take
@@ -228,10 +238,7 @@ func (b *bundle) waitLockWaiters(t *testing.T, n int, done <-chan struct{}, what
 func TestFailingRunWaitsForAClaimHoldingItsPendingTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
-	b := setup(t, clk, false)
-	run := b.start(t, "stuck", `{}`)
-	stepTask := b.onlyTask(t, run.ID)
+	b, clk, run, stepTask := setupStuck(t)
 	prio := 9
 	other, err := b.e.Client().Enqueue(ctx, client.Request{TaskType: "echo", Inputs: json.RawMessage(`{}`), Priority: &prio})
 	require.NoError(t, err)
@@ -323,10 +330,7 @@ func TestFailingRunWaitsForAClaimHoldingItsPendingTask(t *testing.T) {
 func TestFailingRunAndCancelByHandDoNotDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
-	b := setup(t, clk, false)
-	run := b.start(t, "stuck", `{}`)
-	id := b.onlyTask(t, run.ID)
+	b, clk, run, id := setupStuck(t)
 	clk.Advance(time.Hour + time.Second)
 
 	locked := make(chan struct{})

@@ -402,7 +402,21 @@ func NewStore(t testing.TB) *store.Store {
 // PoolFor opens a pool on url, closed when the test ends.
 func PoolFor(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), url)
+	return PoolWith(t, url, nil)
+}
+
+// PoolWith is PoolFor with the pool's configuration changed by configure
+// first, when given: a tracer, a dialer, the pool's size.
+func PoolWith(t testing.TB, url string, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("error parsing the database URL: %v", err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("error opening pool: %v", err)
 	}
