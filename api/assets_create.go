@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -21,26 +22,18 @@ type createAssetRequest struct {
 // createAsset answers POST /catalogs/{catalog_id}/assets: it registers an
 // asset of the catalog, emits asset.created, and answers 201.
 func (s *Server) createAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalog(r, p)
-	if prob != nil {
-		return prob
-	}
-	var req createAssetRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	a, err := s.catalogs.AddAsset(r.Context(), store.NewAsset{
-		CatalogID: catalogID, ID: req.AssetID, CollectionID: req.CollectionID, URI: req.URI, Kind: req.Kind, Metadata: req.Metadata,
-	})
-	if errors.Is(err, wftype.ErrNotFound) {
-		if req.CollectionID != nil {
-			return notFound("no catalog %q, or no collection %q in it", catalogID, *req.CollectionID)
+	return createCatalogItem(s, w, r, p, func(ctx context.Context, catalogID string, req *createAssetRequest) (store.Asset, error) {
+		a, err := s.catalogs.AddAsset(ctx, store.NewAsset{
+			CatalogID: catalogID, ID: req.AssetID, CollectionID: req.CollectionID, URI: req.URI, Kind: req.Kind, Metadata: req.Metadata,
+		})
+		if errors.Is(err, wftype.ErrNotFound) {
+			if req.CollectionID != nil {
+				return a, notFound("no catalog %q, or no collection %q in it", catalogID, *req.CollectionID)
+			}
+			return a, catalogNotFound(catalogID)
 		}
-		return catalogNotFound(catalogID)
-	}
-	if err != nil {
-		return err
-	}
-	s.writeCreated(w, "/catalogs/"+a.CatalogID+"/assets/"+a.ID, newAssetView(a))
-	return nil
+		return a, err
+	}, func(a store.Asset) (string, any) {
+		return "/catalogs/" + a.CatalogID + "/assets/" + a.ID, newAssetView(a)
+	})
 }

@@ -6,13 +6,5 @@ import "net/http"
 // asset's status becomes deleted (its record stays, as the feature versions
 // naming it do), asset.deleted is emitted, and it answers 204.
 func (s *Server) deleteAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, id, prob := pathAsset(r, p)
-	if prob != nil {
-		return prob
-	}
-	if _, err := s.catalogs.RemoveAsset(r.Context(), catalogID, id); err != nil {
-		return notFoundAs(err, assetNotFound(catalogID, id))
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteCatalogItem(w, r, p, pathAsset, assetNotFound, s.catalogs.RemoveAsset)
 }

@@ -8,16 +8,7 @@ import (
 
 // getAsset answers GET /catalogs/{catalog_id}/assets/{asset_id}.
 func (s *Server) getAsset(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, id, prob := pathAsset(r, p)
-	if prob != nil {
-		return prob
-	}
-	a, err := s.catalogs.GetAsset(r.Context(), catalogID, id)
-	if err != nil {
-		return notFoundAs(err, assetNotFound(catalogID, id))
-	}
-	writeJSON(w, http.StatusOK, newAssetView(a))
-	return nil
+	return getCatalogItem(w, r, p, pathAsset, assetNotFound, s.catalogs.GetAsset, newAssetView)
 }
 
 // assetNotFound is catalogNotFound for an asset.

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/wfhq/wf/catalog/registry"
+	"github.com/wfhq/wf/engine/store"
 )
 
 // createCollectionRequest is the body of POST /catalogs/{catalog_id}/collections.
@@ -18,20 +20,12 @@ type createCollectionRequest struct {
 // a collection with its layer configuration, emits collection.created, and
 // answers 201.
 func (s *Server) createCollection(w http.ResponseWriter, r *http.Request, p *principal) error {
-	catalogID, prob := pathCatalog(r, p)
-	if prob != nil {
-		return prob
-	}
-	var req createCollectionRequest
-	if prob := s.decodeBody(w, r, &req); prob != nil {
-		return prob
-	}
-	c, err := s.catalogs.AddCollection(r.Context(), registry.NewCollection{
-		CatalogID: catalogID, ID: req.CollectionID, Title: req.Title, LayerConfig: req.LayerConfig,
+	return createCatalogItem(s, w, r, p, func(ctx context.Context, catalogID string, req *createCollectionRequest) (store.Collection, error) {
+		c, err := s.catalogs.AddCollection(ctx, registry.NewCollection{
+			CatalogID: catalogID, ID: req.CollectionID, Title: req.Title, LayerConfig: req.LayerConfig,
+		})
+		return c, notFoundAs(err, catalogNotFound(catalogID))
+	}, func(c store.Collection) (string, any) {
+		return "/catalogs/" + c.CatalogID + "/collections/" + c.ID, newCollectionView(c)
 	})
-	if err != nil {
-		return notFoundAs(err, catalogNotFound(catalogID))
-	}
-	s.writeCreated(w, "/catalogs/"+c.CatalogID+"/collections/"+c.ID, newCollectionView(c))
-	return nil
 }
