@@ -14,6 +14,28 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 )
 
+// TestBehindPgBouncerSessionMode: a session-mode PgBouncer needs no
+// database.session_url, and it refuses startup parameters it does not know
+// ("unsupported startup parameter: jit"): wf connects through it without
+// the jit=off it asks a server for, and works.
+func TestBehindPgBouncerSessionMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	direct := dbtest.NewEmptyDatabase(t)
+	bounced := dbtest.PgBouncerMode(t, direct, "session")
+	specs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(specs, "record.yaml"), []byte(recordSpec), 0o644))
+	c := &cluster{t: t, bin: buildRecorder(t), url: bounced, specs: specs, pool: dbtest.PoolFor(t, direct)}
+	out, err := c.command("migrate", "up").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "migrated to version")
+	out, err = c.command("enqueue", "--count", "3", "record").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Equal(t, 3, c.count(`SELECT count(*) FROM tasks.tasks WHERE task_type = 'record'`))
+}
+
 // TestBehindPgBouncerTransactionMode: two `wf run` processes whose pools go
 // through a real PgBouncer in transaction mode (2 server connections shared
 // by every client), with database.session_url straight to PostgreSQL,

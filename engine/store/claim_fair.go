@@ -31,25 +31,31 @@ import "fmt"
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
-//   - fill: when the shares hold fewer tasks of the batch's highest
-//     priority (the highest among them) than the batch takes, the rest in
-//     the unfair order, from tasks_claim_idx;
+//   - fill: when the shares hold fewer tasks of the highest due priority
+//     than the batch takes, the rest in the unfair order, from
+//     tasks_claim_idx. The highest due priority is the highest among the
+//     shares when every tenant got one (each share starts with its tenant's
+//     highest due task); when the tenants filled the batch's max_claim
+//     (others may be left out, maybe with tasks of a higher priority) it is
+//     read from tasks_claim_idx, as the unfair claim reads its head;
 //   - candidates: of those, the batch by (priority, rank in its tenant ÷
 //     weight, age), at most max_claim per pair and $5 in all. Priority comes
 //     first, so a tenant whose share holds only lower priorities gets its
 //     turn only after every due task of the higher ones in the batch: the
 //     batch is fair within each priority class.
 //
-// Why backwards and why no separate probe for the highest due priority: a
+// Why backwards, and why the highest due priority is read only when the
+// tenants fill the batch: a
 // claim moves tasks out of the PENDING indexes from their front (highest
 // priority, oldest), but their entries stay there, dead, until vacuum, so
 // every forward scan from the front of a pair, or of a tenant, first steps
 // over all that was claimed since (700 index pages after 90,000 tasks of a
 // burn-down). The shares' scans must start there, like the unfair claim's
 // one scan; the tenants' probes need not (the back of a tenant's range is
-// its newest tasks), and the highest due priority is that of the shares'
-// first tasks. With one tenant the fair claim so reads what the unfair one
-// reads, plus two probes of a few pages.
+// its newest tasks), and the highest due priority is, but when there are
+// more tenants than the batch has room for, that of the shares' first
+// tasks. With one tenant the fair claim so reads what the unfair one reads,
+// plus two probes of a few pages.
 //
 // The shares join the tenants back to the slots they came from: it changes
 // no row, but the planner takes the recursive tenants for ~100 rows and, so
@@ -152,9 +158,21 @@ fill AS (
         ORDER BY t.priority DESC, t.run_after, t.task_id
         LIMIT greatest(s.max_claim - (SELECT count(*) FROM fair f
                                       WHERE f.task_type = s.task_type AND f.execution_mode = s.execution_mode
-                                        AND f.priority = (SELECT max(g.priority) FROM fair g
-                                                          WHERE g.task_type = s.task_type
-                                                            AND g.execution_mode = s.execution_mode)), 0)
+                                        AND f.priority >= (SELECT CASE
+            WHEN (SELECT count(*) FROM tenants tn
+                  WHERE tn.execution_mode = s.execution_mode AND tn.task_type = s.task_type
+                    AND tn.schema_name IS NOT NULL) >= s.max_claim
+            THEN (SELECT t.priority FROM tasks.tasks t
+                  WHERE t.status = 'PENDING'
+                    AND t.task_type = s.task_type
+                    AND t.execution_mode = s.execution_mode
+                    AND t.run_after <= coalesce($6::timestamptz, now())
+                    AND ` + pausedTenantsSQL + `
+                  ORDER BY t.priority DESC, t.run_after, t.task_id
+                  LIMIT 1)
+            ELSE (SELECT max(g.priority) FROM fair g
+                  WHERE g.task_type = s.task_type AND g.execution_mode = s.execution_mode)
+            END)), 0)
         FOR UPDATE SKIP LOCKED
     ) c
 ),

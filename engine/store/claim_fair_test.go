@@ -98,6 +98,20 @@ func TestClaimFair(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{"tb": 10}, claimByTenant(t, b, &store.Fairness{}, 10))
 	})
+	t.Run("a higher priority beyond the tenants a batch serves", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 1, 5)
+		tenantTasks(t, b, "tb", "noop", 5, 0)
+		tenantTasks(t, b, "tc", "noop", 5, 0)
+		// One free slot: the batch serves one tenant's share, yet takes
+		// ta's task of priority 5 before the others' of priority 0.
+		require.Equal(t, map[string]int{"ta": 1}, claimByTenant(t, b, &store.Fairness{}, 1))
+		tenantTasks(t, b, "ta", "noop", 1, 5)
+		got := claimByTenant(t, b, &store.Fairness{}, 2)
+		require.Equal(t, 1, got["ta"], "the priority-5 task first: %v", got)
+		require.Equal(t, 1, got["tb"]+got["tc"], "then one task of priority 0: %v", got)
+	})
 	t.Run("not due", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

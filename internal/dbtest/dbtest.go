@@ -436,13 +436,20 @@ func randomSuffix() string {
 // pgbouncer binary must be installed (make test installs it).
 func PgBouncer(t testing.TB, url string) string {
 	t.Helper()
+	return PgBouncerMode(t, url, "transaction")
+}
+
+// PgBouncerMode is PgBouncer with the pool mode given: session, transaction
+// or statement.
+func PgBouncerMode(t testing.TB, url, mode string) string {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("error reading the database URL: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerConfig{TargetURL: url})
+	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerConfig{TargetURL: url, PoolMode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,10 +104,10 @@ pool_mode = %s
 default_pool_size = %d
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits
-server_reset_query =
+server_reset_query = %s
 logfile = %s
 `, target.Host, target.Port, quote(target.User), quote(target.Password),
-		b.port, filepath.Join(b.dir, "users.txt"), cfg.PoolMode, cfg.PoolSize, filepath.Join(b.dir, "pgbouncer.log"))
+		b.port, filepath.Join(b.dir, "users.txt"), cfg.PoolMode, cfg.PoolSize, resetQuery(cfg.PoolMode), filepath.Join(b.dir, "pgbouncer.log"))
 	users := fmt.Sprintf("%q %q\n", target.User, target.Password)
 	files := map[string]string{"pgbouncer.ini": ini, "users.txt": users, "pgbouncer.log": ""}
 	for name, body := range files {
@@ -200,4 +200,15 @@ func (b *PgBouncer) logTail() string {
 	out, _ := os.ReadFile(filepath.Join(b.dir, "output.log"))
 	file, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
 	return lastLines(append(out, file...), 10)
+}
+
+// resetQuery is server_reset_query for a pool mode: PgBouncer's default
+// (DISCARD ALL, run when a client leaves its server session) in session
+// mode, none in the others, where sessions are shared by design and a reset
+// would only hide what the pooling breaks.
+func resetQuery(mode string) string {
+	if mode == "session" {
+		return "DISCARD ALL"
+	}
+	return ""
 }
