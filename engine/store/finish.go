@@ -191,6 +191,20 @@ func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 	if err != nil {
 		return nil, err
 	}
+	if steps && s.stepHook != nil {
+		// The runs of the steps' tasks first, then the tasks (the step
+		// hook locks the runs again): the order of a run's failure and of
+		// a cancel by hand, so that a completion never waits for a run
+		// whose holder waits for the completion's tasks.
+		ids := make([]uuid.UUID, len(outcomes))
+		for i, o := range outcomes {
+			ids[i] = o.ID
+		}
+		keys, lo, hi := idKeys(ids)
+		if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+			return nil, err
+		}
+	}
 	var owner *string
 	if p.Owner != "" {
 		owner = &p.Owner

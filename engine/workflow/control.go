@@ -143,7 +143,7 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 		r.Status, r.Error, r.FinishedAt, r.Attempt = wftype.RunRunning, nil, nil, r.Attempt+1
 		r.Deadline = now.Add(wf.Timeout())
 		rs := newRunState(r, wf, steps, now)
-		rs.runChanged = true
+		rs.runChanged, rs.refuse = true, true
 		for name, s := range rs.steps {
 			// A step left RUNNING when the run failed has no live task any
 			// more (checked above), so it is run again as well.

@@ -504,3 +504,89 @@ func TestStepTheClientRefusesFailsItsRun(t *testing.T) {
 	require.Equal(t, 1, events(t, b.pool, workflow.EventFailed, run.ID))
 	b.wait(t, other.ID, wftype.RunCompleted)
 }
+
+// TestCompletionAndCancelByHandDoNotDeadlock: while a run is locked, a cancel
+// by hand of its ACTIVE step task waits for the run (it locks runs before
+// tasks), then the task's completion comes. The completion must take the
+// run before the task too: if it held the task while waiting for the run,
+// the cancel, once it has the run, would wait for the task and PostgreSQL
+// would abort one of them ("deadlock detected").
+func TestCompletionAndCancelByHandDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, clk, run, id := setupStuck(t)
+	claimed, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Hour}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, id, claimed[0].ID)
+
+	locked := make(chan struct{})
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	holderDone := make(chan error, 1)
+	go func() {
+		holderDone <- b.st.InTx(ctx, func(tx *store.Store) error {
+			_, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{run.ID})
+			close(locked)
+			if err != nil {
+				return err
+			}
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+
+	cancelled := make(chan struct{})
+	var cancelErr error
+	go func() {
+		defer close(cancelled)
+		_, cancelErr = b.st.CancelTask(ctx, id)
+	}()
+	b.waitLockWaiters(t, 1, cancelled, "the cancel by hand")
+	finished := make(chan struct{})
+	var finishErr error
+	go func() {
+		defer close(finished)
+		_, finishErr = b.st.FinishTasks(ctx, store.FinishParams{Owner: "w", Now: clk.DBNow()},
+			[]store.Finish{{ID: id, Status: wftype.StatusCompleted, Attempt: claimed[0].Attempts}})
+	}()
+	b.waitLockWaiters(t, 2, finished, "the completion")
+	releaseOnce()
+	require.NoError(t, <-holderDone)
+	for _, ch := range []chan struct{}{cancelled, finished} {
+		select {
+		case <-ch:
+		case <-time.After(90 * time.Second):
+			t.Fatal("the cancel or the completion never ended")
+		}
+	}
+	require.NoError(t, cancelErr)
+	require.NoError(t, finishErr)
+	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status, "the cancel came first: its step, and the run, failed")
+	require.Equal(t, wftype.StatusCancelled, s.Tasks[0].Status)
+}
+
+// TestStartRefusesAFirstStepTheClientRefuses: a run whose first step's task
+// the client refuses (a dedup key from the run's inputs over the limit) is
+// not started: Start answers the client's error (the API's 400) and writes
+// no run, as it did before a refusal in the step pass of a completion was
+// made to fail the step instead (TestStepTheClientRefusesFailsItsRun).
+func TestStartRefusesAFirstStepTheClientRefuses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, false)
+	long := strings.Repeat("x", spec.MaxDedupKeyLength+1)
+	_, err := b.e.Workflows().Start(context.Background(), b.st, workflow.StartRequest{
+		Workflow: "longkeyfirst", Inputs: json.RawMessage(fmt.Sprintf(`{"k": %q}`, long))})
+	require.ErrorContains(t, err, "dedup_key")
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM tasks.workflow_runs WHERE workflow = 'longkeyfirst'`).Scan(&n))
+	require.Zero(t, n, "no run written")
+	run := b.start(t, "longkeyfirst", `{"k": "short"}`)
+	require.Equal(t, wftype.RunRunning, run.Status)
+}

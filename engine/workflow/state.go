@@ -26,11 +26,15 @@ type runState struct {
 	// failedNow: the run failed in this batch, so its PENDING tasks are
 	// cancelled in the same transaction (Workflows.write).
 	failedNow bool
-	tasks     []newTask
-	events    []events.Event
-	now       time.Time
-	env       *spec.RunEnv     // built on first use
-	items     map[string][]any // for_each lists evaluated in this batch
+	// refuse: a task the client refuses is the caller's error (Start and
+	// Retry answer it, and nothing is written), not its step's failure
+	// (the step pass of a completion: see Workflows.write).
+	refuse bool
+	tasks  []newTask
+	events []events.Event
+	now    time.Time
+	env    *spec.RunEnv     // built on first use
+	items  map[string][]any // for_each lists evaluated in this batch
 }
 
 // newTask is a step task to create.

@@ -136,7 +136,7 @@ func (w *Workflows) Start(ctx context.Context, st *store.Store, req StartRequest
 		}); err != nil {
 			return err
 		}
-		return w.advance(ctx, tx, []uuid.UUID{id}, nil, func(r wftype.WorkflowRun) { run = r })
+		return w.advance(ctx, tx, []uuid.UUID{id}, nil, true, func(r wftype.WorkflowRun) { run = r })
 	})
 	if err != nil {
 		return wftype.WorkflowRun{}, fmt.Errorf("error starting a run of workflow %s: %w", wf.Name(), err)
@@ -157,14 +157,15 @@ func (w *Workflows) Advance(ctx context.Context, tx *store.Store, finished []sto
 		}
 		byRun[f.RunID] = append(byRun[f.RunID], f)
 	}
-	return w.advance(ctx, tx, ids, byRun, nil)
+	return w.advance(ctx, tx, ids, byRun, false, nil)
 }
 
 // advance locks the runs ids, applies the finished steps of each, schedules
-// what they unblock and writes the result; seen, when set, is told each
-// run as it ends up.
+// what they unblock and writes the result; refuse makes a task the client
+// refuses an error rather than its step's failure (runState.refuse); seen,
+// when set, is told each run as it ends up.
 func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUID, finished map[uuid.UUID][]store.FinishedStep,
-	seen func(wftype.WorkflowRun)) error {
+	refuse bool, seen func(wftype.WorkflowRun)) error {
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	runs, steps, err := tx.LockWorkflowRuns(ctx, ids)
 	if err != nil {
@@ -183,6 +184,7 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 			wf = nil
 		}
 		rs := newRunState(r, wf, stepsOf[r.ID], w.cfg.Clock.Now())
+		rs.refuse = refuse
 		for _, f := range finished[r.ID] {
 			if err := rs.apply(ctx, tx, f); err != nil {
 				return err
@@ -210,12 +212,16 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 // rather than the transaction: the transaction also ends the tasks of the
 // steps that unblocked it, and would be refused again each time it was
 // retried. The tasks created for other steps of that run are cancelled
-// (cancelPending).
+// (cancelPending). Start and Retry (runState.refuse) answer such a refusal
+// instead, as an error, and write nothing.
 func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runState) error {
 	var tasks []newTask
 	for _, rs := range states {
 		for _, t := range rs.tasks {
 			if err := w.cfg.Client.Check(t.req); err != nil {
+				if rs.refuse {
+					return fmt.Errorf("error creating step tasks: %w", err)
+				}
 				t.state.fail(t.link.Step, fmt.Sprintf("the task of step %s was not created: %v", t.link.Step, err))
 				continue
 			}

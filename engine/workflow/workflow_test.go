@@ -150,6 +150,12 @@ steps:
   first: {task_type: nothing}
   second: {task_type: keyed, depends_on: [first], inputs: {k: inputs.k}}
 ---
+kind: Workflow
+name: longkeyfirst
+inputs: {type: object, properties: {k: {type: string}}}
+steps:
+  first: {task_type: keyed, inputs: {k: inputs.k}}
+---
 kind: TaskType
 name: gate
 handler: {builtin: gate}
