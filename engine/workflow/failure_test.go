@@ -333,23 +333,7 @@ func TestFailingRunAndCancelByHandDoNotDeadlock(t *testing.T) {
 	b, clk, run, id := setupStuck(t)
 	clk.Advance(time.Hour + time.Second)
 
-	locked := make(chan struct{})
-	release := make(chan struct{})
-	releaseOnce := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseOnce)
-	holderDone := make(chan error, 1)
-	go func() {
-		holderDone <- b.st.InTx(ctx, func(tx *store.Store) error {
-			if _, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{run.ID}); err != nil {
-				close(locked)
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	releaseRun := b.holdRun(t, run.ID)
 
 	expired := make(chan struct{})
 	var expireErr error
@@ -365,15 +349,8 @@ func TestFailingRunAndCancelByHandDoNotDeadlock(t *testing.T) {
 		_, cancelErr = b.st.CancelTask(ctx, id)
 	}()
 	b.waitLockWaiters(t, 2, cancelled, "the cancel by hand")
-	releaseOnce()
-	require.NoError(t, <-holderDone)
-	for _, ch := range []chan struct{}{expired, cancelled} {
-		select {
-		case <-ch:
-		case <-time.After(90 * time.Second):
-			t.Fatal("the failure or the cancel never ended")
-		}
-	}
+	releaseRun()
+	awaitEnded(t, "the failure or the cancel", expired, cancelled)
 	require.NoError(t, expireErr)
 	if cancelErr != nil {
 		// The failure cancelled the task first: the cancel by hand finds
@@ -521,23 +498,7 @@ func TestCompletionAndCancelByHandDoNotDeadlock(t *testing.T) {
 	require.Len(t, claimed, 1)
 	require.Equal(t, id, claimed[0].ID)
 
-	locked := make(chan struct{})
-	release := make(chan struct{})
-	releaseOnce := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseOnce)
-	holderDone := make(chan error, 1)
-	go func() {
-		holderDone <- b.st.InTx(ctx, func(tx *store.Store) error {
-			_, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{run.ID})
-			close(locked)
-			if err != nil {
-				return err
-			}
-			<-release
-			return nil
-		})
-	}()
-	<-locked
+	releaseRun := b.holdRun(t, run.ID)
 
 	cancelled := make(chan struct{})
 	var cancelErr error
@@ -554,15 +515,8 @@ func TestCompletionAndCancelByHandDoNotDeadlock(t *testing.T) {
 			[]store.Finish{{ID: id, Status: wftype.StatusCompleted, Attempt: claimed[0].Attempts}})
 	}()
 	b.waitLockWaiters(t, 2, finished, "the completion")
-	releaseOnce()
-	require.NoError(t, <-holderDone)
-	for _, ch := range []chan struct{}{cancelled, finished} {
-		select {
-		case <-ch:
-		case <-time.After(90 * time.Second):
-			t.Fatal("the cancel or the completion never ended")
-		}
-	}
+	releaseRun()
+	awaitEnded(t, "the cancel or the completion", cancelled, finished)
 	require.NoError(t, cancelErr)
 	require.NoError(t, finishErr)
 	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
@@ -589,4 +543,45 @@ func TestStartRefusesAFirstStepTheClientRefuses(t *testing.T) {
 	require.Zero(t, n, "no run written")
 	run := b.start(t, "longkeyfirst", `{"k": "short"}`)
 	require.Equal(t, wftype.RunRunning, run.Status)
+}
+
+// holdRun locks run id in a transaction of its own until the returned
+// release is called (the test's end at the latest), which then waits for
+// that transaction to commit.
+func (b *bundle) holdRun(t *testing.T, id uuid.UUID) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	locked := make(chan struct{})
+	unlock := make(chan struct{})
+	unlockOnce := sync.OnceFunc(func() { close(unlock) })
+	t.Cleanup(unlockOnce) // a failed test must not leave the transaction open
+	done := make(chan error, 1)
+	go func() {
+		done <- b.st.InTx(ctx, func(tx *store.Store) error {
+			_, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
+			close(locked)
+			if err != nil {
+				return err
+			}
+			<-unlock
+			return nil
+		})
+	}()
+	<-locked
+	return func() {
+		unlockOnce()
+		require.NoError(t, <-done)
+	}
+}
+
+// awaitEnded waits, with a generous deadline, until every channel is closed.
+func awaitEnded(t *testing.T, what string, chans ...chan struct{}) {
+	t.Helper()
+	for _, ch := range chans {
+		select {
+		case <-ch:
+		case <-time.After(90 * time.Second):
+			t.Fatalf("%s never ended", what)
+		}
+	}
 }
