@@ -89,13 +89,8 @@ candidates AS (
     FROM slots s
     CROSS JOIN LATERAL (
         SELECT t.task_id, t."timestamp", t.priority, t.run_after
-        FROM tasks.tasks t
-        WHERE t.status = 'PENDING'
-          AND t.task_type = s.task_type
-          AND t.execution_mode = s.execution_mode
-          AND t.run_after <= coalesce($6::timestamptz, now())
-          AND ` + pausedTenantsSQL + `
-        ORDER BY t.priority DESC, t.run_after, t.task_id
+        ` + dueOfSlotSQL + `
+        ` + claimOrderSQL + `
         LIMIT s.max_claim
         FOR UPDATE SKIP LOCKED
     ) c
@@ -103,6 +98,20 @@ candidates AS (
     LIMIT (SELECT $5::int)
 )` + claimUpdateSQL + `
 RETURNING ` + taskColumnsT
+
+// dueOfSlotSQL and claimOrderSQL are the read of every claim from the head
+// of a pair: the PENDING tasks of slot s (a row of slots) that are due and
+// not of a paused tenant, then (after any further conditions) highest
+// priority then oldest first, the order of tasks_claim_idx.
+const (
+	dueOfSlotSQL = `FROM tasks.tasks t
+        WHERE t.status = 'PENDING'
+          AND t.task_type = s.task_type
+          AND t.execution_mode = s.execution_mode
+          AND t.run_after <= coalesce($6::timestamptz, now())
+          AND ` + pausedTenantsSQL
+	claimOrderSQL = `ORDER BY t.priority DESC, t.run_after, t.task_id`
+)
 
 // claimUpdateSQL is the end of both claim statements: it moves the
 // candidates (a CTE of task_id and "timestamp") to ACTIVE with the lease of

@@ -60,13 +60,8 @@ locked AS (
     LEFT JOIN room r ON r.task_type = s.task_type
     CROSS JOIN LATERAL (
         SELECT t.task_id, t."timestamp", t.task_type, t.priority, t.run_after
-        FROM tasks.tasks t
-        WHERE t.status = 'PENDING'
-          AND t.task_type = s.task_type
-          AND t.execution_mode = s.execution_mode
-          AND t.run_after <= coalesce($6::timestamptz, now())
-          AND ` + pausedTenantsSQL + `
-        ORDER BY t.priority DESC, t.run_after, t.task_id
+        ` + dueOfSlotSQL + `
+        ` + claimOrderSQL + `
         LIMIT greatest(least(s.max_claim, coalesce(r.room, s.max_claim)), 0)
         FOR UPDATE SKIP LOCKED
     ) c

@@ -148,28 +148,16 @@ fill AS (
     FROM slots s
     CROSS JOIN LATERAL (
         SELECT ` + fairLockedColumns + `
-        FROM tasks.tasks t
-        WHERE t.status = 'PENDING'
-          AND t.task_type = s.task_type
-          AND t.execution_mode = s.execution_mode
-          AND t.run_after <= coalesce($6::timestamptz, now())
-          AND ` + pausedTenantsSQL + `
+        ` + dueOfSlotSQL + `
           AND t.task_id <> ALL (ARRAY(SELECT f.task_id FROM fair f))` + fillWhere + `
-        ORDER BY t.priority DESC, t.run_after, t.task_id
+        ` + claimOrderSQL + `
         LIMIT greatest(s.max_claim - (SELECT count(*) FROM fair f
                                       WHERE f.task_type = s.task_type AND f.execution_mode = s.execution_mode
                                         AND f.priority >= (SELECT CASE
             WHEN (SELECT count(*) FROM tenants tn
                   WHERE tn.execution_mode = s.execution_mode AND tn.task_type = s.task_type
                     AND tn.schema_name IS NOT NULL) >= s.max_claim
-            THEN (SELECT t.priority FROM tasks.tasks t
-                  WHERE t.status = 'PENDING'
-                    AND t.task_type = s.task_type
-                    AND t.execution_mode = s.execution_mode
-                    AND t.run_after <= coalesce($6::timestamptz, now())
-                    AND ` + pausedTenantsSQL + `
-                  ORDER BY t.priority DESC, t.run_after, t.task_id
-                  LIMIT 1)
+            THEN (SELECT t.priority ` + dueOfSlotSQL + ` ` + claimOrderSQL + ` LIMIT 1)
             ELSE (SELECT max(g.priority) FROM fair g
                   WHERE g.task_type = s.task_type AND g.execution_mode = s.execution_mode)
             END)), 0)
