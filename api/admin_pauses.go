@@ -4,38 +4,20 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
 
-// pauseView answers the pause routes (schema Pause).
-type pauseView struct {
-	Kind     string    `json:"kind"`
-	Name     string    `json:"name"`
-	Reason   *string   `json:"reason,omitempty"`
-	PausedBy *string   `json:"paused_by,omitempty"`
-	PausedAt time.Time `json:"paused_at"`
-}
-
-func newPauseView(p store.Pause) pauseView {
-	return pauseView{Kind: string(p.Kind), Name: p.Name, Reason: p.Reason, PausedBy: p.PausedBy,
-		PausedAt: p.PausedAt}
-}
-
 // listPauses answers GET /admin/pauses (admin only): every paused task type
-// and tenant.
+// and tenant. The pause routes answer store.Pause as it is: its JSON form is
+// schema Pause.
 func (s *Server) listPauses(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	pauses, err := s.store.ListPauses(r.Context())
 	if err != nil {
 		return err
 	}
-	items := make([]pauseView, len(pauses))
-	for i, p := range pauses {
-		items[i] = newPauseView(p)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	writeJSON(w, http.StatusOK, map[string]any{"items": pauses})
 	return nil
 }
 
@@ -73,7 +55,7 @@ func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, p *principal
 		status = http.StatusCreated
 		s.log.Info("paused", "kind", kind, "name", req.Name, "by", p.name, "reason", req.Reason)
 	}
-	writeJSON(w, status, newPauseView(pause))
+	writeJSON(w, status, pause)
 	return nil
 }
 
@@ -90,7 +72,7 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, p *principa
 		return notFoundAs(err, notFound("%s %q is not paused", kind, name))
 	}
 	s.log.Info("resumed", "kind", kind, "name", name, "by", p.name)
-	writeJSON(w, http.StatusOK, newPauseView(pause))
+	writeJSON(w, http.StatusOK, pause)
 	return nil
 }
 

@@ -40,14 +40,11 @@ func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal)
 		p.Errors = []fieldError{pointerError("/event_type", msg)}
 		return p
 	}
-	if len(req.Payload) > 0 && string(req.Payload) != "null" && req.Payload[0] != '{' {
-		return validationOne("/payload", "must be a JSON object")
+	if prob := checkObject("/payload", req.Payload); prob != nil {
+		return prob
 	}
-	schema := req.SchemaName
-	if schema == "" {
-		schema = wftype.SystemSchema
-	}
-	if err := s.checkTenant(r, p, schema); err != nil {
+	schema, err := s.systemOrTenant(r, p, req.SchemaName)
+	if err != nil {
 		return err
 	}
 	res, err := s.emitter.Emit(r.Context(), events.Event{

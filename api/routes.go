@@ -76,9 +76,9 @@ func (s *Server) routeTable() []route {
 		{"GET", "/tasks", anyRole, s.listTasks},
 		{"GET", "/tasks/{task_id}", anyRole, s.getTask},
 		{"GET", "/tasks/{task_id}/records", anyRole, s.listTaskRecords},
-		{"POST", "/tasks/{task_id}/progress", workerRoles, s.reportProgress},
-		{"POST", "/tasks/{task_id}/complete", workerRoles, s.completeTask},
-		{"POST", "/tasks/{task_id}/fail", workerRoles, s.failTask},
+		{"POST", "/tasks/{task_id}/progress", workerRoles, leased(s, s.reportProgress)},
+		{"POST", "/tasks/{task_id}/complete", workerRoles, leased(s, s.completeTask)},
+		{"POST", "/tasks/{task_id}/fail", workerRoles, leased(s, s.failTask)},
 		{"POST", "/tasks/{task_id}/cancel", clientRoles, s.cancelTask},
 
 		{"POST", "/events", clientRoles, s.emitEvent},

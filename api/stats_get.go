@@ -21,7 +21,7 @@ type statsView struct {
 	Schedules     []scheduleView     `json:"schedules"`
 	Outbox        *outboxView        `json:"outbox,omitempty"`
 	Estimates     map[string]float64 `json:"estimates,omitempty"`
-	Paused        []pauseView        `json:"paused"`
+	Paused        []store.Pause      `json:"paused"`
 	Held          []heldView         `json:"held"`
 }
 
@@ -127,10 +127,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 		}
 	}
 	v := statsView{Now: o.Now, Since: o.Since, PendingAsOf: o.PendingAsOf, Counts: []countView{}, Throughput: []throughputView{},
-		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}, Paused: []pauseView{}}
-	for _, pause := range o.Paused {
-		v.Paused = append(v.Paused, newPauseView(pause))
-	}
+		OldestPending: []pendingAgeView{}, Schedules: []scheduleView{}, Paused: append([]store.Pause{}, o.Paused...)}
 	for _, c := range o.Counts {
 		v.Counts = append(v.Counts, countView{Status: string(c.Status), TaskType: c.TaskType, SchemaName: c.SchemaName, Count: c.Count})
 	}

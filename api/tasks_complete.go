@@ -15,11 +15,6 @@ type completeRequest struct {
 // completeTask answers POST /tasks/{task_id}/complete (worker tokens only):
 // the remote worker holding the task's lease marks it COMPLETED with its
 // outputs. 409 when the task is not ACTIVE under that lease.
-func (s *Server) completeTask(w http.ResponseWriter, r *http.Request, p *principal) error {
-	var req completeRequest
-	id, prob := s.decodeLeaseRequest(w, r, &req)
-	if prob != nil {
-		return prob
-	}
+func (s *Server) completeTask(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req *completeRequest) error {
 	return s.finishRemote(w, r, p, id, req.leaseFields, remoteOutcome{outputs: nullableJSON(req.Outputs)})
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -56,8 +57,8 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if req.Priority != nil && (*req.Priority < math.MinInt16 || *req.Priority > math.MaxInt16) {
 		return validationOne("/priority", "must be an integer from -32768 to 32767")
 	}
-	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
-		return validationOne("/inputs", "must be a JSON object")
+	if prob := checkObject("/inputs", req.Inputs); prob != nil {
+		return prob
 	}
 	runAfter, err := client.ParseDelay(clock.Now(), req.RunAt, req.RunIn)
 	var derr *client.DelayError
@@ -114,6 +115,22 @@ func (s *Server) checkTenant(r *http.Request, p *principal, schema string) error
 	}
 	if !p.canUseCatalog(id) {
 		return missing
+	}
+	return nil
+}
+
+// systemOrTenant is the tenant a request names in schema (default
+// "system"), once checkTenant lets the principal use it.
+func (s *Server) systemOrTenant(r *http.Request, p *principal, schema string) (string, error) {
+	schema = cmp.Or(schema, wftype.SystemSchema)
+	return schema, s.checkTenant(r, p, schema)
+}
+
+// checkObject answers 400 unless raw, a member of the body at pointer, is
+// absent, null or a JSON object.
+func checkObject(pointer string, raw json.RawMessage) *problem {
+	if len(raw) > 0 && string(raw) != "null" && raw[0] != '{' {
+		return validationOne(pointer, "must be a JSON object")
 	}
 	return nil
 }

@@ -21,12 +21,7 @@ type failRequest struct {
 // takes the path any failed run takes — back to PENDING with the task type's
 // backoff while retries remain, else DEAD_LETTER; FAILED at once when
 // permanent. 409 when the task is not ACTIVE under that lease.
-func (s *Server) failTask(w http.ResponseWriter, r *http.Request, p *principal) error {
-	var req failRequest
-	id, prob := s.decodeLeaseRequest(w, r, &req)
-	if prob != nil {
-		return prob
-	}
+func (s *Server) failTask(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req *failRequest) error {
 	if req.Error == "" {
 		return validationOne("/error", "is required: what went wrong")
 	}

@@ -14,20 +14,28 @@ type leaseFields struct {
 	Attempt int    `json:"attempt"`
 }
 
-// decodeLeaseRequest reads the task_id of a remote worker's route and its
-// body into req, a request holding leaseFields, which it checks.
-func (s *Server) decodeLeaseRequest(w http.ResponseWriter, r *http.Request, req interface{ check() *problem }) (taskID, *problem) {
-	id, prob := pathTaskID(r, "task_id")
-	if prob != nil {
-		return taskID{}, prob
+// leased adapts the handler of a remote worker's route (progress, complete,
+// fail) to the route table: it reads the task_id path parameter and the
+// body into a new request holding leaseFields, checks the lease fields, and
+// hands the task id and the request to handle.
+func leased[R any, PR interface {
+	*R
+	check() *problem
+}](s *Server, handle func(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req PR) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p *principal) error {
+		id, prob := pathTaskID(r, "task_id")
+		if prob != nil {
+			return prob
+		}
+		req := PR(new(R))
+		if prob := s.decodeBody(w, r, req); prob != nil {
+			return prob
+		}
+		if prob := req.check(); prob != nil {
+			return prob
+		}
+		return handle(w, r, p, id, req)
 	}
-	if prob := s.decodeBody(w, r, req); prob != nil {
-		return taskID{}, prob
-	}
-	if prob := req.check(); prob != nil {
-		return taskID{}, prob
-	}
-	return id, nil
 }
 
 // check answers 400 when the lease fields are missing or malformed.
@@ -51,12 +59,7 @@ type progressRequest struct {
 // update_task for remote workers (worker tokens only): it merges a JSON
 // object into the task's progress, only while the task is ACTIVE under the
 // worker's lease (owner_id, and attempt when given) — 409 otherwise.
-func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request, p *principal) error {
-	var req progressRequest
-	id, prob := s.decodeLeaseRequest(w, r, &req)
-	if prob != nil {
-		return prob
-	}
+func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req *progressRequest) error {
 	if len(req.Progress) == 0 || req.Progress[0] != '{' {
 		return validationOne("/progress", "is required: a JSON object merged into the task's progress")
 	}

@@ -40,17 +40,14 @@ func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *pri
 	if prob := s.decodeBody(w, r, &req); prob != nil {
 		return prob
 	}
-	if len(req.Inputs) > 0 && string(req.Inputs) != "null" && req.Inputs[0] != '{' {
-		return validationOne("/inputs", "must be a JSON object")
+	if prob := checkObject("/inputs", req.Inputs); prob != nil {
+		return prob
 	}
 	if string(req.Inputs) == "null" {
 		req.Inputs = nil
 	}
-	schema := req.SchemaName
-	if schema == "" {
-		schema = wftype.SystemSchema
-	}
-	if err := s.checkTenant(r, p, schema); err != nil {
+	schema, err := s.systemOrTenant(r, p, req.SchemaName)
+	if err != nil {
 		return err
 	}
 	run, err := s.workflows.Start(r.Context(), s.store, workflow.StartRequest{Workflow: wf.Name(), SchemaName: schema, Inputs: req.Inputs})

@@ -26,7 +26,9 @@ func (k PauseKind) Valid() bool { return k == PauseTaskType || k == PauseTenant 
 
 // Pause is one row of tasks.pauses: while it exists no instance claims the
 // PENDING tasks it names. Running tasks run on; new tasks are still
-// accepted and wait.
+// accepted and wait. Its JSON form is the HTTP API's schema Pause (the pause
+// routes and GET /stats answer it as it is) and what `wf tasks paused`
+// prints as JSON.
 type Pause struct {
 	Kind     PauseKind `json:"kind"`
 	Name     string    `json:"name"`
