@@ -16,6 +16,7 @@ import (
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/lines"
 )
 
 // catalogsCommand is `wf catalogs`: the tenant registry (catalogs and their
@@ -89,11 +90,7 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 			}
 			var verr *registry.ValidationError
 			if errors.As(err, &verr) {
-				lines := make([]string, len(verr.Errors))
-				for i, e := range verr.Errors {
-					lines[i] = "  " + e.String()
-				}
-				return cli.Exit("invalid request:\n"+strings.Join(lines, "\n"), ExitFailure)
+				return cli.Exit("invalid request:\n"+lines.Indented(verr.Errors), ExitFailure)
 			}
 			var exit cli.ExitCoder
 			var usage usageError

@@ -19,6 +19,7 @@ import (
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/lines"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -318,11 +319,7 @@ func progressLine(t wftype.Task) string {
 func enqueueError(err error) error {
 	var verr *client.ValidationError
 	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
-		lines := make([]string, len(verr.Inputs))
-		for i, ie := range verr.Inputs {
-			lines[i] = "  " + ie.String()
-		}
-		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, strings.Join(lines, "\n")), ExitFailure)
+		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, lines.Indented(verr.Inputs)), ExitFailure)
 	}
 	return cli.Exit(err.Error(), ExitFailure)
 }

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
+	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/spec"
 )
 
 // TestEnqueueDelayed: --run-at and --in set when a task first runs; bad or
@@ -121,4 +125,18 @@ func TestTasksShowRedacts(t *testing.T) {
 func fetchSpec(input, more string) map[string]string {
 	return map[string]string{"fetch.yaml": "kind: TaskType\nname: fetch\nhandler: {builtin: noop}\n" +
 		"inputs:\n  type: object\n  properties:\n    " + input + ": {type: string}\n" + more}
+}
+
+// TestEnqueueErrorListsInputs: inputs that miss the task type's schema fail
+// the command with each problem on a line of its own under the task type.
+func TestEnqueueErrorListsInputs(t *testing.T) {
+	t.Parallel()
+	err := enqueueError(&client.ValidationError{TaskType: "ingest", Inputs: spec.InputErrors{
+		{Message: "missing property path"}, {Pointer: "/n", Message: "expected integer"},
+	}})
+	var exit cli.ExitCoder
+	require.True(t, errors.As(err, &exit))
+	require.Equal(t, ExitFailure, exit.ExitCode())
+	require.Equal(t, "invalid inputs for task type ingest:\n  (root): missing property path\n  /n: expected integer", err.Error())
+	require.Equal(t, "boom", enqueueError(errors.New("boom")).Error())
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/lines"
 	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
@@ -141,11 +142,7 @@ func workflowsStart(c *cli.Context) error {
 		var ie *workflow.InputError
 		switch {
 		case errors.As(err, &ie) && len(ie.Inputs) > 0:
-			lines := make([]string, len(ie.Inputs))
-			for i, e := range ie.Inputs {
-				lines[i] = "  " + e.String()
-			}
-			return cli.Exit(fmt.Sprintf("invalid inputs for workflow %s:\n%s", ie.Workflow, strings.Join(lines, "\n")), ExitFailure)
+			return cli.Exit(fmt.Sprintf("invalid inputs for workflow %s:\n%s", ie.Workflow, lines.Indented(ie.Inputs)), ExitFailure)
 		case err != nil:
 			return cli.Exit(err.Error(), ExitFailure)
 		}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/wfhq/wf/internal/lines"
 )
 
 // SourceKind says which layer a value came from.
@@ -83,11 +85,7 @@ type Errors []Error
 
 // Error lists the problems, one a line.
 func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
+	return lines.Join(es, Error.Error)
 }
 
 // OnlyFlags reports whether every problem comes from a command-line flag, so

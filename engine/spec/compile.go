@@ -198,6 +198,14 @@ func (c *checker) decode(d *document, ptr string, value, out any) {
 	}
 }
 
+// decodeDocument reads a whole document into its kind's *Spec struct, as
+// decode does: the first step of each kind's pass 2.
+func decodeDocument[T any](c *checker, d *document) T {
+	var s T
+	c.decode(d, "", d.value, &s)
+	return s
+}
+
 // compile runs pass 2 over the documents that passed pass 1 and builds the set.
 func (c *checker) compile(docs []*document) *Set {
 	byKind := map[string][]*document{}

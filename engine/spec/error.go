@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/wfhq/wf/internal/lines"
 )
 
 // Error is one problem in a spec file, at the position of the YAML node at
@@ -41,11 +42,7 @@ type Errors []Error
 
 // Error implements error: one problem per line.
 func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.String()
-	}
-	return strings.Join(lines, "\n")
+	return lines.Join(es, Error.String)
 }
 
 // sorted returns es sorted, without exact duplicates (two schema paths can

@@ -24,8 +24,7 @@ type cloudRunSpec struct {
 
 // compileRunner runs pass 2 over a Runner document.
 func (c *checker) compileRunner(d *document) *Runner {
-	var s runnerSpec
-	c.decode(d, "", d.value, &s)
+	s := decodeDocument[runnerSpec](c, d)
 	r := &Runner{named: d.named(s.Name, s.Description), typ: RunnerType(s.Type), priority: defaultRunnerPriority}
 	if s.Priority != nil {
 		r.priority = *s.Priority

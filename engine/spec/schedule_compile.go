@@ -29,8 +29,7 @@ func cronParser() cron.Parser {
 
 // compileSchedule runs pass 2 over a Schedule document.
 func (c *checker) compileSchedule(d *document) *Schedule {
-	var s scheduleSpec
-	c.decode(d, "", d.value, &s)
+	s := decodeDocument[scheduleSpec](c, d)
 	sch := &Schedule{
 		named:      d.named(s.Name, s.Description),
 		cronLine:   s.Cron,

@@ -10,8 +10,7 @@ import (
 
 func TestSetCapabilitiesAndRunners(t *testing.T) {
 	t.Parallel()
-	set, err := Load(testOptions(), "testdata/valid/all_kinds.yaml")
-	require.NoError(t, err)
+	set := allKinds(t)
 
 	runners := set.Runners()
 	require.Len(t, runners, 2)
@@ -53,8 +52,7 @@ func TestSetCapabilitiesAndRunners(t *testing.T) {
 
 func TestSetListsAreCopies(t *testing.T) {
 	t.Parallel()
-	set, err := Load(testOptions(), "testdata/valid/all_kinds.yaml")
-	require.NoError(t, err)
+	set := allKinds(t)
 	tts := set.TaskTypes()
 	require.Len(t, tts, 4)
 	tts[0] = nil

@@ -21,8 +21,7 @@ type subscriptionSpec struct {
 
 // compileSubscription runs pass 2 over a Subscription document.
 func (c *checker) compileSubscription(d *document) *Subscription {
-	var s subscriptionSpec
-	c.decode(d, "", d.value, &s)
+	s := decodeDocument[subscriptionSpec](c, d)
 	sub := &Subscription{
 		named:      d.named(s.Name, s.Description),
 		eventType:  s.EventType,

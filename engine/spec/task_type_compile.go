@@ -108,8 +108,7 @@ func defaultCreateRoles(scope wftype.Scope) []string {
 
 // compileTaskType runs pass 2 over a TaskType document.
 func (c *checker) compileTaskType(d *document) *TaskType {
-	var s taskTypeSpec
-	c.decode(d, "", d.value, &s)
+	s := decodeDocument[taskTypeSpec](c, d)
 	t := &TaskType{
 		named:       d.named(s.Name, s.Description),
 		scope:       wftype.Scope(cmp.Or(s.Scope, string(wftype.ScopeSystem))),

@@ -82,53 +82,65 @@ func TestValidateInputs(t *testing.T) {
 func TestDedupKey(t *testing.T) {
 	t.Parallel()
 
-	t.Run("Evaluates", func(t *testing.T) {
-		t.Parallel()
-		tt := taskType(t, inputsSpec, "ingest")
-		key, ok, err := tt.DedupKey("s_abc", map[string]any{"path": "gs://b/x.csv"})
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, "s_abc:ingest:gs://b/x.csv", key)
-	})
-
-	t.Run("NoExpression", func(t *testing.T) {
-		t.Parallel()
-		tt := taskType(t, "kind: TaskType\nname: t\nhandler: {builtin: noop}\n", "t")
-		key, ok, err := tt.DedupKey("system", map[string]any{"x": 1})
-		require.NoError(t, err)
-		require.False(t, ok)
-		require.Empty(t, key)
-		require.Empty(t, tt.DedupKeyExpr())
-	})
-
-	t.Run("EmptyMeansNoDedup", func(t *testing.T) {
-		t.Parallel()
-		tt := taskType(t, "kind: TaskType\nname: t\nhandler: {builtin: noop}\ndedup_key: 'inputs.key ?? \"\"'\n", "t")
-		_, ok, err := tt.DedupKey("system", map[string]any{})
-		require.NoError(t, err)
-		require.False(t, ok)
-		key, ok, err := tt.DedupKey("system", map[string]any{"key": "k1"})
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, "k1", key)
-	})
-
-	t.Run("NotAString", func(t *testing.T) {
-		t.Parallel()
-		tt := taskType(t, "kind: TaskType\nname: t\nhandler: {builtin: noop}\ndedup_key: 'inputs.n'\n", "t")
-		_, _, err := tt.DedupKey("system", map[string]any{"n": 3})
-		require.ErrorContains(t, err, "error computing dedup_key of task type t")
-		require.ErrorContains(t, err, "returned int, expected a string")
-		_, _, err = tt.DedupKey("system", map[string]any{})
-		require.ErrorContains(t, err, "returned nil, expected a string")
-	})
-
-	t.Run("TooLong", func(t *testing.T) {
-		t.Parallel()
-		tt := taskType(t, "kind: TaskType\nname: t\nhandler: {builtin: noop}\ndedup_key: 'repeat(\"x\", 513)'\n", "t")
-		_, _, err := tt.DedupKey("system", nil)
-		require.ErrorContains(t, err, "513 bytes long, at most 512")
-	})
+	// dedupSpec is a task type t whose dedup_key is expr (none when "").
+	dedupSpec := func(expr string) string {
+		src := "kind: TaskType\nname: t\nhandler: {builtin: noop}\n"
+		if expr != "" {
+			src += "dedup_key: '" + expr + "'\n"
+		}
+		return src
+	}
+	// call is one DedupKey call on a schema's inputs and what it returns:
+	// key and ok, or an error containing every phrase of errs.
+	type call struct {
+		schema string
+		inputs map[string]any
+		key    string
+		ok     bool
+		errs   []string
+	}
+	for _, tc := range []struct {
+		name, src, taskType string
+		// expr is what DedupKeyExpr returns.
+		expr  string
+		calls []call
+	}{
+		{"Evaluates", inputsSpec, "ingest", `schema_name + ":" + task_type + ":" + inputs.path`, []call{
+			{schema: "s_abc", inputs: map[string]any{"path": "gs://b/x.csv"}, key: "s_abc:ingest:gs://b/x.csv", ok: true},
+		}},
+		{"NoExpression", dedupSpec(""), "t", "", []call{
+			{schema: "system", inputs: map[string]any{"x": 1}},
+		}},
+		{"EmptyMeansNoDedup", dedupSpec(`inputs.key ?? ""`), "t", `inputs.key ?? ""`, []call{
+			{schema: "system", inputs: map[string]any{}},
+			{schema: "system", inputs: map[string]any{"key": "k1"}, key: "k1", ok: true},
+		}},
+		{"NotAString", dedupSpec("inputs.n"), "t", "inputs.n", []call{
+			{schema: "system", inputs: map[string]any{"n": 3}, errs: []string{"error computing dedup_key of task type t", "returned int, expected a string"}},
+			{schema: "system", inputs: map[string]any{}, errs: []string{"returned nil, expected a string"}},
+		}},
+		{"TooLong", dedupSpec(`repeat("x", 513)`), "t", `repeat("x", 513)`, []call{
+			{schema: "system", errs: []string{"513 bytes long, at most 512"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tt := taskType(t, tc.src, tc.taskType)
+			require.Equal(t, tc.expr, tt.DedupKeyExpr())
+			for _, c := range tc.calls {
+				key, ok, err := tt.DedupKey(c.schema, c.inputs)
+				if len(c.errs) > 0 {
+					for _, phrase := range c.errs {
+						require.ErrorContains(t, err, phrase)
+					}
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, c.ok, ok)
+				require.Equal(t, c.key, key)
+			}
+		})
+	}
 }
 
 func TestTaskTypeAccessors(t *testing.T) {

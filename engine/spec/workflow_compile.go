@@ -57,8 +57,7 @@ type workflowCheck struct {
 
 // compileWorkflow runs pass 2 over a Workflow document.
 func (c *checker) compileWorkflow(d *document) *Workflow {
-	var s workflowSpec
-	c.decode(d, "", d.value, &s)
+	s := decodeDocument[workflowSpec](c, d)
 	w := &Workflow{
 		named:      d.named(s.Name, s.Description),
 		startRoles: []string{RoleClient, RoleAdmin},
