@@ -104,66 +104,61 @@ func skipString(b []byte, i int) (int, error) {
 // the JSON object b (surrounding space allowed), in order. Keys without
 // escapes are passed as they are; escaped keys are decoded.
 func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
-	i := SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return errors.New("not a JSON object")
-	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return trailing(b, i+1)
-	}
-	for {
+	var key string
+	member := func(i, _ int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
-			return fmt.Errorf("want a member name at byte %d", i)
+			return 0, fmt.Errorf("want a member name at byte %d", i)
 		}
 		end, err := skipString(b, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		key, err := unquote(b[i:end])
-		if err != nil {
-			return err
+		if key, err = unquote(b[i:end]); err != nil {
+			return 0, err
 		}
 		i = SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return fmt.Errorf("want ':' after member %q at byte %d", key, i)
+			return 0, fmt.Errorf("want ':' after member %q at byte %d", key, i)
 		}
 		start := SkipSpace(b, i+1)
-		end, err = SkipValue(b, start)
-		if err != nil {
-			return fmt.Errorf("member %q: %w", key, err)
+		if end, err = SkipValue(b, start); err != nil {
+			return 0, fmt.Errorf("member %q: %w", key, err)
 		}
-		if err := fn(key, b[start:end]); err != nil {
-			return err
-		}
-		i = SkipSpace(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return trailing(b, i+1)
-		}
-		return fmt.Errorf("want ',' or '}' after member %q at byte %d", key, i)
+		return end, fn(key, b[start:end])
 	}
+	return items(b, '{', '}', "not a JSON object", member, func(int) string { return fmt.Sprintf("member %q", key) })
 }
 
 // ArrayElements calls fn with every raw element of the JSON array b.
 func ArrayElements(b []byte, fn func(i int, value []byte) error) error {
+	element := func(i, k int) (int, error) {
+		end, err := SkipValue(b, i)
+		if err != nil {
+			return 0, fmt.Errorf("element %d: %w", k, err)
+		}
+		return end, fn(k, b[i:end])
+	}
+	return items(b, '[', ']', "not a JSON array", element, func(k int) string { return fmt.Sprintf("element %d", k) })
+}
+
+// items walks the members of a JSON object or the elements of an array, b
+// between open and close (surrounding space allowed; else the error
+// notContainer): it calls item with the index where the k-th item starts,
+// which reads it and returns the index after it, and checks the ',' between
+// items, the closing bracket and that only space follows. name(k) names the
+// k-th item in the error about what follows it.
+func items(b []byte, open, close byte, notContainer string, item func(i, k int) (int, error), name func(k int) string) error {
 	i := SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return errors.New("not a JSON array")
+	if i >= len(b) || b[i] != open {
+		return errors.New(notContainer)
 	}
 	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
+	if i < len(b) && b[i] == close {
 		return trailing(b, i+1)
 	}
 	for k := 0; ; k++ {
-		end, err := SkipValue(b, i)
+		end, err := item(i, k)
 		if err != nil {
-			return fmt.Errorf("element %d: %w", k, err)
-		}
-		if err := fn(k, b[i:end]); err != nil {
 			return err
 		}
 		i = SkipSpace(b, end)
@@ -171,10 +166,10 @@ func ArrayElements(b []byte, fn func(i int, value []byte) error) error {
 			i = SkipSpace(b, i+1)
 			continue
 		}
-		if i < len(b) && b[i] == ']' {
+		if i < len(b) && b[i] == close {
 			return trailing(b, i+1)
 		}
-		return fmt.Errorf("want ',' or ']' after element %d at byte %d", k, i)
+		return fmt.Errorf("want ',' or '%c' after %s at byte %d", close, name(k), i)
 	}
 }
 
