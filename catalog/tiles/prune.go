@@ -104,14 +104,10 @@ func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 // Run prunes at once and then every Interval until ctx ends (leadership
 // lost or shutdown). It is an engine leader service.
 func (p *Pruner) Run(ctx context.Context) {
-	run := func() bool {
-		if _, err := p.RunOnce(ctx, p.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
-			p.log.Warn("pruning the tile cache failed; retrying at the next interval", "err", err)
-		}
-		return true
-	}
-	run()
-	clock.Every(ctx, p.cfg.Clock, p.cfg.Interval, run)
+	clock.Repeat(ctx, p.cfg.Clock, p.cfg.Interval, p.log, "pruning the tile cache failed; retrying at the next interval", func(now time.Time) error {
+		_, err := p.RunOnce(ctx, now)
+		return err
+	})
 }
 
 var (

@@ -12,6 +12,7 @@ package clock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -150,6 +151,22 @@ func Every(ctx context.Context, c Clock, d time.Duration, fn func() bool) {
 			return
 		}
 	}
+}
+
+// Repeat calls run with c's time at once and then every d on c (see
+// Every) until ctx ends: the loop of a leader service that works when it
+// starts and then once per interval (maintenance, the tile cache pruner). A
+// run that fails is logged on log as a warning with msg and tried again at
+// the next interval; one that failed because ctx ended is not logged.
+func Repeat(ctx context.Context, c Clock, d time.Duration, log *slog.Logger, msg string, run func(now time.Time) error) {
+	once := func() bool {
+		if err := run(c.Now()); err != nil && ctx.Err() == nil {
+			log.Warn(msg, "err", err)
+		}
+		return true
+	}
+	once()
+	Every(ctx, c, d, once)
 }
 
 // Or is c, or the wall clock (Real) when c is nil: a service's default.

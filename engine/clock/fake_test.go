@@ -1,7 +1,11 @@
 package clock_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +151,73 @@ func TestRealAndSkewed(t *testing.T) {
 	<-tk.C()
 	tk.Stop()
 	<-c.After(time.Millisecond)
+}
+
+// TestRepeat: Repeat runs at once and then at every interval of the clock,
+// with the clock's time; a failed run is logged and tried again at the next
+// interval; it returns when its context ends.
+func TestRepeat(t *testing.T) {
+	t.Parallel()
+	f := clock.NewFake(t0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logged lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	runs := make(chan time.Time)
+	stopped, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		clock.Repeat(stopped, f, time.Hour, log, "the run failed", func(now time.Time) error {
+			select {
+			case runs <- now:
+			case <-ctx.Done():
+			}
+			if now.Equal(t0) {
+				return errors.New("boom")
+			}
+			return nil
+		})
+	}()
+	next := func() time.Time {
+		select {
+		case at := <-runs:
+			return at
+		case <-ctx.Done():
+			t.Fatal("no run")
+			return time.Time{}
+		}
+	}
+	require.Equal(t, t0, next())
+	require.NoError(t, f.AwaitWaiters(ctx, 1))
+	require.Contains(t, logged.String(), `msg="the run failed" err=boom`)
+	f.Advance(time.Hour)
+	require.Equal(t, t0.Add(time.Hour), next())
+	f.Advance(time.Hour)
+	require.Equal(t, t0.Add(2*time.Hour), next())
+	require.Equal(t, 1, strings.Count(logged.String(), "the run failed"))
+	stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Repeat did not return when its context ended")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

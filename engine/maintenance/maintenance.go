@@ -141,14 +141,10 @@ func New(cfg Config) (*Supervisor, error) {
 // Run runs maintenance at once and then every Interval until ctx ends
 // (leadership lost or shutdown). It is an engine leader service.
 func (s *Supervisor) Run(ctx context.Context) {
-	run := func() bool {
-		if _, err := s.RunOnce(ctx, s.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
-			s.log.Warn("maintenance run failed; retrying at the next interval", "err", err)
-		}
-		return true
-	}
-	run()
-	clock.Every(ctx, s.cfg.Clock, s.cfg.Interval, run)
+	clock.Repeat(ctx, s.cfg.Clock, s.cfg.Interval, s.log, "maintenance run failed; retrying at the next interval", func(now time.Time) error {
+		_, err := s.RunOnce(ctx, now)
+		return err
+	})
 }
 
 // monthStart is the first instant of t's month, in UTC (partitions are
