@@ -141,10 +141,10 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 	return errors.Join(
 		reg.Register(ingest.HandlerName, h.Ingest),
 		reg.Register(export.HandlerName, h.Export),
-		reg.Register(collections.CollectionDropName, h.DropCollection),
-		reg.Register(collections.CatalogDropName, h.DropCatalog),
-		reg.Register(gdal.HandlerName, h.GDAL),
-		reg.Register(tiles.HandlerName, h.PreseedTiles),
+		reg.Register(collections.CollectionDropName, h.collect.DropCollection),
+		reg.Register(collections.CatalogDropName, h.collect.DropCatalog),
+		reg.Register(gdal.HandlerName, h.gdal.Handle),
+		reg.Register(tiles.HandlerName, h.tiles.Handle),
 		reg.Register(search.HandlerName, h.search.Index),
 		reg.Register(search.DropHandlerName, h.search.Drop),
 		reg.Register(warehouse.HandlerName, h.dwh.Handle),
@@ -159,24 +159,4 @@ func (h *Handlers) Ingest(ctx context.Context, task *wftype.Task, rep reporters.
 // Export is the "export_features" builtin handler (export.Handler.Handle).
 func (h *Handlers) Export(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
 	return h.export.Handle(ctx, task, rep)
-}
-
-// DropCollection is the "collection_drop" builtin handler.
-func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
-	return h.collect.DropCollection(ctx, task, rep)
-}
-
-// DropCatalog is the "catalog_drop" builtin handler.
-func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
-	return h.collect.DropCatalog(ctx, task, rep)
-}
-
-// GDAL is the "gdal" builtin handler (gdal.Handler.Handle).
-func (h *Handlers) GDAL(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
-	return h.gdal.Handle(ctx, task, rep)
-}
-
-// PreseedTiles is the "tiles_preseed" builtin handler (tiles.Handler.Handle).
-func (h *Handlers) PreseedTiles(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
-	return h.tiles.Handle(ctx, task, rep)
 }

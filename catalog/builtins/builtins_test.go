@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/catalog/builtins"
+	"github.com/wfhq/wf/catalog/collections"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/reporters"
@@ -32,10 +33,7 @@ func TestRegister(t *testing.T) {
 	require.NoError(t, err)
 	reg := builtin.NewRegistry()
 	require.NoError(t, h.Register(reg))
-	for _, name := range builtins.Names() {
-		_, ok := reg.Lookup(name)
-		require.True(t, ok, name)
-	}
+	require.Subset(t, reg.Names(), builtins.Names())
 	// A second registration keeps the handlers and says so.
 	require.ErrorContains(t, h.Register(reg), "already registered")
 }
@@ -47,6 +45,10 @@ func TestDropHandlers(t *testing.T) {
 	ctx := context.Background()
 	h, err := builtins.New(builtins.Deps{Store: st, LocalRoots: []string{t.TempDir()}})
 	require.NoError(t, err)
+	reg := builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	dropCollection, _ := reg.Lookup(collections.CollectionDropName)
+	dropCatalog, _ := reg.Lookup(collections.CatalogDropName)
 	_, err = st.CreateCatalog(ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
 	require.NoError(t, err)
 	for _, c := range []string{"roads", "rivers"} {
@@ -72,17 +74,17 @@ func TestDropHandlers(t *testing.T) {
 
 	_, err = st.DeleteCollection(ctx, "cat", "roads")
 	require.NoError(t, err)
-	out := run(h.DropCollection, `{"catalog_id":"cat","collection_id":"roads","schema_name":"s_cat"}`)
+	out := run(dropCollection, `{"catalog_id":"cat","collection_id":"roads","schema_name":"s_cat"}`)
 	require.Equal(t, "dropped", out["outcome"])
 	require.False(t, exists("s_cat.roads"))
 	require.True(t, exists("s_cat.rivers"))
 
 	_, _, err = st.DeleteCatalog(ctx, "cat")
 	require.NoError(t, err)
-	out = run(h.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
+	out = run(dropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
 	require.Equal(t, "dropped", out["outcome"])
 	require.False(t, exists("s_cat.rivers"))
-	out = run(h.DropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
+	out = run(dropCatalog, `{"catalog_id":"cat","schema_name":"s_cat","collections":["rivers"]}`)
 	require.Equal(t, "absent", out["outcome"], "a second drop finds nothing")
 
 	// Reserved schemas, unsafe names and unknown inputs fail for good.
@@ -90,9 +92,9 @@ func TestDropHandlers(t *testing.T) {
 		h      builtin.Handler
 		inputs string
 	}{
-		{h.DropCatalog, `{"catalog_id":"x","schema_name":"public","collections":[]}`},
-		{h.DropCollection, `{"catalog_id":"x","collection_id":"../etc","schema_name":"s_x"}`},
-		{h.DropCollection, `{"catalog_id":"x","collection_id":"a","schema_name":"s_x","extra":1}`},
+		{dropCatalog, `{"catalog_id":"x","schema_name":"public","collections":[]}`},
+		{dropCollection, `{"catalog_id":"x","collection_id":"../etc","schema_name":"s_x"}`},
+		{dropCollection, `{"catalog_id":"x","collection_id":"a","schema_name":"s_x","extra":1}`},
 	} {
 		_, err := c.h(ctx, &wftype.Task{Inputs: json.RawMessage(c.inputs)}, reporters.Discard{})
 		require.Error(t, err, c.inputs)

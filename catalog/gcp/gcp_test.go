@@ -118,10 +118,7 @@ func TestRegister(t *testing.T) {
 	require.NoError(t, err)
 	reg := builtin.NewRegistry()
 	require.NoError(t, h.Register(reg))
-	for _, n := range gcp.Names() {
-		_, ok := reg.Lookup(n)
-		require.True(t, ok, n)
-	}
+	require.Subset(t, reg.Names(), gcp.Names())
 }
 
 // TestProvision creates a catalog's resources, finds them on a second run,
