@@ -85,6 +85,15 @@ func startLedEngines(t *testing.T, pool *pgxpool.Pool, r runners.Runner, owners 
 	return engines
 }
 
+// startFleet starts engines named owners on a fresh database, sharing one
+// counting runner (startLedEngines: one of them leads).
+func startFleet(t *testing.T, owners ...string) (*pgxpool.Pool, *store.Store, *countingRunner, []*engine.Engine) {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	r := newCountingRunner()
+	return pool, store.New(pool), r, startLedEngines(t, pool, r, owners...)
+}
+
 // leaderOf is the one engine of engines that leads, or nil when none or
 // more than one does.
 func leaderOf(engines []*engine.Engine) *engine.Engine {
@@ -123,10 +132,7 @@ func completed(t *testing.T, pool *pgxpool.Pool) int {
 // leads within about one poll interval and every task completes exactly once.
 func TestLeaderFailoverKeepsTasksFlowing(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	r := newCountingRunner()
-	engines := startLedEngines(t, pool, r, "e0", "e1", "e2")
+	pool, st, r, engines := startFleet(t, "e0", "e1", "e2")
 	enqueueCount(t, st, 500)
 	old := leaderOf(engines)
 	changed := old.LeaderChanged()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/internal/dbtest"
 )
 
 // gather reads one engine's metrics by name.
@@ -47,10 +46,7 @@ func sumOf(fams []map[string]*dto.MetricFamily, name string, match func(labels m
 // flag (summing to 1), its slots and the build.
 func TestMetricsReportTheQueueOnce(t *testing.T) {
 	t.Parallel()
-	pool := dbtest.NewPool(t)
-	st := store.New(pool)
-	r := newCountingRunner()
-	engines := startLedEngines(t, pool, r, "m1", "m2", "m3")
+	pool, st, _, engines := startFleet(t, "m1", "m2", "m3")
 	enqueueCount(t, st, 50)
 	require.Eventually(t, func() bool { return completed(t, pool) == 50 }, 30*time.Second, 20*time.Millisecond)
 	// Dead letters and a PENDING task that is due but cannot run here.

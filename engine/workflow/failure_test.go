@@ -243,53 +243,30 @@ func TestFailingRunWaitsForAClaimHoldingItsPendingTask(t *testing.T) {
 	other, err := b.e.Client().Enqueue(ctx, client.Request{TaskType: "echo", Inputs: json.RawMessage(`{}`), Priority: &prio})
 	require.NoError(t, err)
 
-	claimed := make(chan []wftype.Task)
-	release := make(chan struct{})
-	releaseOnce := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseOnce) // a failed test must not leave a transaction open
-	claimDone := make(chan error, 1)
-	go func() {
-		claimDone <- b.st.InTx(ctx, func(tx *store.Store) error {
-			tasks, err := tx.ClaimTasks(ctx, store.ClaimParams{
-				Owner: "claimer", Total: 1, Now: clk.DBNow(),
-				Slots: []store.ClaimSlot{
-					{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute},
-					{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Minute},
-				},
-			})
-			if err != nil {
-				close(claimed)
-				return err
-			}
-			claimed <- tasks
-			<-release
-			return nil
+	var tasks []wftype.Task
+	release := b.holdTx(t, func(tx *store.Store) (err error) {
+		tasks, err = tx.ClaimTasks(ctx, store.ClaimParams{
+			Owner: "claimer", Total: 1, Now: clk.DBNow(),
+			Slots: []store.ClaimSlot{
+				{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute},
+				{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Minute},
+			},
 		})
-	}()
-	tasks, ok := <-claimed
-	if !ok {
-		t.Fatalf("the claim failed: %v", <-claimDone)
-	}
+		return err
+	})
 	require.Len(t, tasks, 1)
 	require.Equal(t, other.Task.ID, tasks[0].ID, "the claim takes the task of higher priority")
 
 	clk.Advance(time.Hour + time.Second)
-	expired := make(chan struct{})
 	var n int
-	var expireErr error
-	go func() {
-		defer close(expired)
-		n, expireErr = b.e.Workflows().Expire(ctx, b.st, 10)
-	}()
+	expired, expireErr := inBackground(func() (err error) {
+		n, err = b.e.Workflows().Expire(ctx, b.st, 10)
+		return err
+	})
 	b.waitLockWaiters(t, 1, expired, "the run's failure")
-	releaseOnce()
-	require.NoError(t, <-claimDone)
-	select {
-	case <-expired:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the run's failure never ended")
-	}
-	require.NoError(t, expireErr)
+	release()
+	awaitEnded(t, "the run's failure", expired)
+	require.NoError(t, *expireErr)
 	require.Equal(t, 1, n)
 
 	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
@@ -335,27 +312,20 @@ func TestFailingRunAndCancelByHandDoNotDeadlock(t *testing.T) {
 
 	releaseRun := b.holdRun(t, run.ID)
 
-	expired := make(chan struct{})
-	var expireErr error
-	go func() {
-		defer close(expired)
-		_, expireErr = b.e.Workflows().Expire(ctx, b.st, 10)
-	}()
+	expired, expireErr := inBackground(func() error {
+		_, err := b.e.Workflows().Expire(ctx, b.st, 10)
+		return err
+	})
 	b.waitLockWaiters(t, 1, expired, "the run's failure")
-	cancelled := make(chan struct{})
-	var cancelErr error
-	go func() {
-		defer close(cancelled)
-		_, cancelErr = b.st.CancelTask(ctx, id)
-	}()
+	cancelled, cancelErr := b.cancelInBackground(ctx, id)
 	b.waitLockWaiters(t, 2, cancelled, "the cancel by hand")
 	releaseRun()
 	awaitEnded(t, "the failure or the cancel", expired, cancelled)
-	require.NoError(t, expireErr)
-	if cancelErr != nil {
+	require.NoError(t, *expireErr)
+	if *cancelErr != nil {
 		// The failure cancelled the task first: the cancel by hand finds
 		// it CANCELLED.
-		require.ErrorIs(t, cancelErr, wftype.ErrConflict)
+		require.ErrorIs(t, *cancelErr, wftype.ErrConflict)
 	}
 	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
 	require.NoError(t, err)
@@ -500,25 +470,18 @@ func TestCompletionAndCancelByHandDoNotDeadlock(t *testing.T) {
 
 	releaseRun := b.holdRun(t, run.ID)
 
-	cancelled := make(chan struct{})
-	var cancelErr error
-	go func() {
-		defer close(cancelled)
-		_, cancelErr = b.st.CancelTask(ctx, id)
-	}()
+	cancelled, cancelErr := b.cancelInBackground(ctx, id)
 	b.waitLockWaiters(t, 1, cancelled, "the cancel by hand")
-	finished := make(chan struct{})
-	var finishErr error
-	go func() {
-		defer close(finished)
-		_, finishErr = b.st.FinishTasks(ctx, store.FinishParams{Owner: "w", Now: clk.DBNow()},
+	finished, finishErr := inBackground(func() error {
+		_, err := b.st.FinishTasks(ctx, store.FinishParams{Owner: "w", Now: clk.DBNow()},
 			[]store.Finish{{ID: id, Status: wftype.StatusCompleted, Attempt: claimed[0].Attempts}})
-	}()
+		return err
+	})
 	b.waitLockWaiters(t, 2, finished, "the completion")
 	releaseRun()
 	awaitEnded(t, "the cancel or the completion", cancelled, finished)
-	require.NoError(t, cancelErr)
-	require.NoError(t, finishErr)
+	require.NoError(t, *cancelErr)
+	require.NoError(t, *finishErr)
 	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
 	require.NoError(t, err)
 	require.Equal(t, wftype.RunFailed, s.Run.Status, "the cancel came first: its step, and the run, failed")
@@ -545,21 +508,29 @@ func TestStartRefusesAFirstStepTheClientRefuses(t *testing.T) {
 	require.Equal(t, wftype.RunRunning, run.Status)
 }
 
-// holdRun locks run id in a transaction of its own until the returned
-// release is called (the test's end at the latest), which then waits for
-// that transaction to commit.
+// holdRun locks run id in a transaction of its own (holdTx).
 func (b *bundle) holdRun(t *testing.T, id uuid.UUID) (release func()) {
+	return b.holdTx(t, func(tx *store.Store) error {
+		_, _, err := tx.LockWorkflowRuns(context.Background(), []uuid.UUID{id})
+		return err
+	})
+}
+
+// holdTx runs fn in a transaction of its own, which it keeps open until the
+// returned release is called (the test's end at the latest); release then
+// waits for the transaction to commit. holdTx returns once fn has returned,
+// and fails the test when fn failed.
+func (b *bundle) holdTx(t *testing.T, fn func(tx *store.Store) error) (release func()) {
 	t.Helper()
-	ctx := context.Background()
-	locked := make(chan struct{})
+	ran := make(chan error, 1)
 	unlock := make(chan struct{})
 	unlockOnce := sync.OnceFunc(func() { close(unlock) })
 	t.Cleanup(unlockOnce) // a failed test must not leave the transaction open
 	done := make(chan error, 1)
 	go func() {
-		done <- b.st.InTx(ctx, func(tx *store.Store) error {
-			_, _, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
-			close(locked)
+		done <- b.st.InTx(context.Background(), func(tx *store.Store) error {
+			err := fn(tx)
+			ran <- err
 			if err != nil {
 				return err
 			}
@@ -567,11 +538,33 @@ func (b *bundle) holdRun(t *testing.T, id uuid.UUID) (release func()) {
 			return nil
 		})
 	}()
-	<-locked
+	if err := <-ran; err != nil {
+		t.Fatalf("the transaction held failed: %v", err)
+	}
 	return func() {
 		unlockOnce()
 		require.NoError(t, <-done)
 	}
+}
+
+// inBackground runs fn in a goroutine: done is closed once fn has returned,
+// and *err is then what it returned.
+func inBackground(fn func() error) (done chan struct{}, err *error) {
+	done, err = make(chan struct{}), new(error)
+	go func() {
+		defer close(done)
+		*err = fn()
+	}()
+	return done, err
+}
+
+// cancelInBackground cancels task id by hand (the store's CancelTask, as
+// the API's cancel route does) in a goroutine (inBackground).
+func (b *bundle) cancelInBackground(ctx context.Context, id uuid.UUID) (done chan struct{}, err *error) {
+	return inBackground(func() error {
+		_, err := b.st.CancelTask(ctx, id)
+		return err
+	})
 }
 
 // awaitEnded waits, with a generous deadline, until every channel is closed.
