@@ -155,6 +155,15 @@ func oneArgument(c *cli.Context, name, arg string) error {
 	return nil
 }
 
+// oneArgumentFormat checks a command that takes exactly one argument (see
+// oneArgument) and --format text or json, and returns the format.
+func oneArgumentFormat(c *cli.Context, name, arg string) (string, error) {
+	if err := oneArgument(c, name, arg); err != nil {
+		return "", err
+	}
+	return checkFormat(c, formatText, formatJSON)
+}
+
 // isFlagError recognises the flag-parsing errors urfave/cli returns without
 // calling OnUsageError (unknown flags and commands).
 func isFlagError(err error) bool {

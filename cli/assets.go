@@ -44,10 +44,7 @@ func assetsAdd(c *cli.Context, reg *registry.Registry) error {
 		CatalogID: c.Args().Get(0), ID: c.Args().Get(1), CollectionID: optionalString(c, "collection"),
 		URI: c.String("uri"), Kind: c.String("kind"), Metadata: meta,
 	})
-	if err != nil {
-		return err
-	}
-	return printDone(c, assetJSON(a), "added asset %s to catalog %s", a.ID, a.CatalogID)
+	return printDone(c, a, err, assetJSON, "added asset %s to catalog %s", a.ID, a.CatalogID)
 }
 
 func assetsList(c *cli.Context, reg *registry.Registry) error {
@@ -79,18 +76,12 @@ func assetsShow(c *cli.Context, reg *registry.Registry) error {
 func assetsArchive(c *cli.Context, reg *registry.Registry) error {
 	archived := store.AssetArchived
 	a, err := reg.UpdateAsset(c.Context, c.Args().Get(0), c.Args().Get(1), store.AssetPatch{Status: &archived})
-	if err != nil {
-		return err
-	}
-	return printDone(c, nil, "archived asset %s of catalog %s", a.ID, a.CatalogID)
+	return printDone(c, a, err, nil, "archived asset %s of catalog %s", a.ID, a.CatalogID)
 }
 
 func assetsRemove(c *cli.Context, reg *registry.Registry) error {
 	a, err := reg.RemoveAsset(c.Context, c.Args().Get(0), c.Args().Get(1))
-	if err != nil {
-		return err
-	}
-	return printDone(c, nil, "removed asset %s of catalog %s (its record stays, status deleted)", a.ID, a.CatalogID)
+	return printDone(c, a, err, nil, "removed asset %s of catalog %s (its record stays, status deleted)", a.ID, a.CatalogID)
 }
 
 // assetJSON is an asset as `--format json` prints it (the HTTP API's shape,

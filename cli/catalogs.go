@@ -122,14 +122,18 @@ func jsonObjectFlag(c *cli.Context, name string) (json.RawMessage, error) {
 	return json.RawMessage(v), nil
 }
 
-// printDone prints what a catalogs command did: the JSON shape of the
-// result with --format json, else one line (format and args, as Printf).
-// A command without --format passes a nil result.
-func printDone(c *cli.Context, result map[string]any, format string, args ...any) error {
-	if c.String("format") == formatJSON {
-		return writeJSON(c.App.Writer, result)
+// printDone prints what a catalogs command did, from the registry's answer
+// to it (v, or its error err, returned as it is): with --format json the
+// JSON shape of v (asJSON), else one line (format and args, as Printf). A
+// command without --format passes a nil asJSON.
+func printDone[T any](c *cli.Context, v T, err error, asJSON func(T) map[string]any, format string, args ...any) error {
+	if err != nil {
+		return err
 	}
-	_, err := fmt.Fprintf(c.App.Writer, format+"\n", args...)
+	if asJSON != nil && c.String("format") == formatJSON {
+		return writeJSON(c.App.Writer, asJSON(v))
+	}
+	_, err = fmt.Fprintf(c.App.Writer, format+"\n", args...)
 	return err
 }
 
@@ -175,10 +179,7 @@ func catalogsCreate(c *cli.Context, reg *registry.Registry) error {
 		ID: c.Args().First(), SchemaName: c.String("schema-name"), Title: optionalString(c, "title"),
 		Description: optionalString(c, "description"), Metadata: meta,
 	})
-	if err != nil {
-		return err
-	}
-	return printDone(c, catalogJSON(cat), "created catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
+	return printDone(c, cat, err, catalogJSON, "created catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
 }
 
 func catalogsList(c *cli.Context, reg *registry.Registry) error {
@@ -227,10 +228,7 @@ func catalogsShow(c *cli.Context, reg *registry.Registry) error {
 
 func catalogsDelete(c *cli.Context, reg *registry.Registry) error {
 	cat, err := reg.Delete(c.Context, c.Args().First())
-	if err != nil {
-		return err
-	}
-	return printDone(c, nil, "deleted catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
+	return printDone(c, cat, err, nil, "deleted catalog %s (schema_name %s)", cat.ID, cat.SchemaName)
 }
 
 func collectionsAdd(c *cli.Context, reg *registry.Registry) error {
@@ -241,10 +239,7 @@ func collectionsAdd(c *cli.Context, reg *registry.Registry) error {
 	col, err := reg.AddCollection(c.Context, registry.NewCollection{
 		CatalogID: c.Args().Get(0), ID: c.Args().Get(1), Title: optionalString(c, "title"), LayerConfig: cfg,
 	})
-	if err != nil {
-		return err
-	}
-	return printDone(c, collectionJSON(col), "added collection %s to catalog %s", col.ID, col.CatalogID)
+	return printDone(c, col, err, collectionJSON, "added collection %s to catalog %s", col.ID, col.CatalogID)
 }
 
 func collectionsList(c *cli.Context, reg *registry.Registry) error {
@@ -259,10 +254,7 @@ func collectionsList(c *cli.Context, reg *registry.Registry) error {
 
 func collectionsRemove(c *cli.Context, reg *registry.Registry) error {
 	col, err := reg.RemoveCollection(c.Context, c.Args().Get(0), c.Args().Get(1))
-	if err != nil {
-		return err
-	}
-	return printDone(c, nil, "removed collection %s from catalog %s", col.ID, col.CatalogID)
+	return printDone(c, col, err, nil, "removed collection %s from catalog %s", col.ID, col.CatalogID)
 }
 
 // catalogJSON is a catalog as `wf catalogs … --format json` prints it (the

@@ -33,11 +33,7 @@ func compileCommand() *cli.Command {
 
 // runCompile is the action of wf compile.
 func runCompile(c *cli.Context) error {
-	format, err := checkFormat(c, formatText, formatJSON, formatDOT)
-	if err != nil {
-		return err
-	}
-	paths, err := specPaths(c)
+	format, paths, err := specCommandArgs(c, formatText, formatJSON, formatDOT)
 	if err != nil {
 		return err
 	}

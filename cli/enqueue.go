@@ -44,10 +44,7 @@ func enqueueCommand() *cli.Command {
 }
 
 func runEnqueue(c *cli.Context) error {
-	if err := oneArgument(c, "enqueue", "TYPE"); err != nil {
-		return err
-	}
-	format, err := checkFormat(c, formatText, formatJSON)
+	format, err := oneArgumentFormat(c, "enqueue", "TYPE")
 	if err != nil {
 		return err
 	}

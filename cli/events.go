@@ -65,10 +65,7 @@ func parseEventID(s string) (uuid.UUID, error) {
 }
 
 func eventsEmit(c *cli.Context) error {
-	if err := oneArgument(c, "events emit", "TYPE"); err != nil {
-		return err
-	}
-	format, err := checkFormat(c, formatText, formatJSON)
+	format, err := oneArgumentFormat(c, "events emit", "TYPE")
 	if err != nil {
 		return err
 	}

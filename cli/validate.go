@@ -54,6 +54,16 @@ func specPaths(c *cli.Context) ([]string, error) {
 	return c.Args().Slice(), nil
 }
 
+// specCommandArgs checks the --format (one of formats) and the PATH
+// arguments of a spec command, and returns them.
+func specCommandArgs(c *cli.Context, formats ...string) (format string, paths []string, err error) {
+	if format, err = checkFormat(c, formats...); err != nil {
+		return "", nil, err
+	}
+	paths, err = specPaths(c)
+	return format, paths, err
+}
+
 // formatFlag is the --format flag of a spec command.
 func formatFlag(formats ...string) *cli.StringFlag {
 	return &cli.StringFlag{
@@ -134,11 +144,7 @@ func validateCommand() *cli.Command {
 
 // runValidate is the action of wf validate.
 func runValidate(c *cli.Context) error {
-	format, err := checkFormat(c, formatText, formatJSON, formatGitHub)
-	if err != nil {
-		return err
-	}
-	paths, err := specPaths(c)
+	format, paths, err := specCommandArgs(c, formatText, formatJSON, formatGitHub)
 	if err != nil {
 		return err
 	}

@@ -122,10 +122,7 @@ func withStepHook(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool, st *st
 
 // workflowsStart is `wf workflows start WORKFLOW`.
 func workflowsStart(c *cli.Context) error {
-	if err := oneArgument(c, "start", "WORKFLOW"); err != nil {
-		return err
-	}
-	format, err := checkFormat(c, formatText, formatJSON)
+	format, err := oneArgumentFormat(c, "start", "WORKFLOW")
 	if err != nil {
 		return err
 	}
