@@ -347,7 +347,8 @@ func TestCredentialsRedacted(t *testing.T) {
 	require.Equal(t, source, stored, "the handler still has them")
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(string_agg(payload::text, ' '), '') FROM tasks.events`).Scan(&events))
 	var errs string
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(error, '') || attempt_log::text FROM tasks.tasks WHERE task_type = 'ingestion'`).Scan(&errs))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(error, '') || coalesce(tasks.attempt_history(attempt_log, attempts, owner_id, started_at, finished_at, status, error)::text, '')
+		FROM tasks.tasks WHERE task_type = 'ingestion'`).Scan(&errs))
 	for _, secret := range []string{"pa55word", "5ec7e7", "t0ken"} {
 		require.NotContains(t, events, secret)
 		require.NotContains(t, errs, secret, "the stored error and attempt history hold no credentials")

@@ -163,7 +163,8 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 	// seconds), per tenant and in all, from every attempt's started_at.
 	rows, err := b.store.DB().Query(b.ctx, `
 SELECT t.schema_name, floor(extract(epoch FROM (a->>'started_at')::timestamptz))::bigint AS win, count(*)
-FROM tasks.tasks t, jsonb_array_elements(t.attempt_log) a
+FROM tasks.tasks t,
+     jsonb_array_elements(tasks.attempt_history(t.attempt_log, t.attempts, t.owner_id, t.started_at, t.finished_at, t.status, t.error)) a
 GROUP BY 1, 2`)
 	require.NoError(t, err)
 	perWindow := map[int64]int{}

@@ -80,8 +80,12 @@ type FinishParams struct {
 //     "r": retry count, "a": run after, "d": retry in (seconds), "z": 1 for
 //     a snooze, "n": the attempt the outcome is of, "ev": event id, "et":
 //     event time}};
-//   - the attempt that ended is appended to attempt_log (the last 20 kept),
-//     in the same row write; a snooze's outcome there is SNOOZED;
+//   - a retried or snoozed attempt is appended to attempt_log (the last 20
+//     kept), in the same row write (its outcome there is PENDING or
+//     SNOOZED), since the next attempt overwrites the columns that describe
+//     it; an attempt that ends the task is not: the row's columns hold it,
+//     and tasks.attempt_history adds it when the history is read (migration
+//     024), which spares the common completion a jsonb build and its bytes;
 //   - a FAILED or DEAD_LETTER outcome's event is appended to the task's
 //     emitted_events (migration 021) in the same row write, and the event
 //     names the task as its source;
@@ -97,9 +101,11 @@ WITH updated AS (
                    CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
                    NULL::timestamptz,
                    t.snoozes + coalesce(o.z, 0),
-                   tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
+                   CASE WHEN o.s = 'PENDING'
+                   THEN tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
                        coalesce($3::timestamptz, now()),
-                       CASE WHEN o.z IS NOT NULL THEN 'SNOOZED' ELSE o.s END, o.e),
+                       CASE WHEN o.z IS NOT NULL THEN 'SNOOZED' ELSE o.s END, o.e)
+                   ELSE t.attempt_log END,
                    CASE WHEN o.s IN ('FAILED', 'DEAD_LETTER') AND o.ev IS NOT NULL
                    THEN tasks.append_emitted(t.emitted_events, jsonb_build_array(jsonb_build_object(
                        'event_id', o.ev,

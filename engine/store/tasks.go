@@ -281,15 +281,23 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
+// attemptHistorySQL is a task's attempt history (migration 024): its
+// attempt_log with, for a task that ended, the attempt that ended it, which
+// its columns hold. The columns are those of the row as it is before any
+// change a statement makes (in an UPDATE's SET, the old row).
+const attemptHistorySQL = `tasks.attempt_history(attempt_log, attempts, owner_id, started_at, finished_at, status, error)`
+
 // RequeueTask puts a DEAD_LETTER, FAILED or CANCELLED task back to PENDING
 // with its retries reset. It fails with ErrConflict when the task is live, or
-// when another live task now holds its dedup key.
+// when another live task now holds its dedup key. The attempt that ended
+// the task moves into its attempt_log in the same row write, since the
+// columns that held it are cleared.
 func (s *Store) RequeueTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
 	const q = `
 WITH requeued AS (
     UPDATE tasks.tasks
     SET status = 'PENDING', retry_count = 0, run_after = now(), owner_id = NULL, locked_until = NULL,
-        finished_at = NULL, error = NULL
+        finished_at = NULL, error = NULL, attempt_log = ` + attemptHistorySQL + `
     WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('DEAD_LETTER', 'FAILED', 'CANCELLED')
     RETURNING ` + taskColumns + `
 ),
@@ -309,10 +317,11 @@ SELECT ` + taskColumns + ` FROM requeued, notified`
 }
 
 // GetAttempts returns the attempt history of a task, oldest first: the last
-// 20 attempts that ended (see migration 006). It fails with
-// wftype.ErrNotFound for a task that does not exist.
+// 20 attempts that ended (see migrations 006 and 024: the attempt that
+// ended a task is read from its row). It fails with wftype.ErrNotFound for
+// a task that does not exist.
 func (s *Store) GetAttempts(ctx context.Context, id uuid.UUID) ([]wftype.Attempt, error) {
-	const q = `SELECT coalesce(attempt_log, '[]') FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
+	const q = `SELECT coalesce(` + attemptHistorySQL + `, '[]') FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
 	var raw []byte
 	err := s.db.QueryRow(ctx, q, id, IDTime(id)).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {

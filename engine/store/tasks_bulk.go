@@ -150,7 +150,9 @@ WITH cancelled AS (
     UPDATE tasks.tasks t
     SET status = 'CANCELLED', finished_at = now(), locked_until = NULL, error = coalesce(t.error, 'cancelled'),
         -- A running attempt ends here (its runner's outcome will find the
-        -- task no longer ACTIVE and write nothing).
+        -- task no longer ACTIVE and write nothing). Unlike a completion's
+        -- (migration 024), it is appended: the row's error may be an
+        -- earlier attempt's, not this one's 'cancelled'.
         attempt_log = CASE WHEN t.status = 'ACTIVE'
                            THEN tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at, now(), 'CANCELLED', 'cancelled')
                            ELSE t.attempt_log END
