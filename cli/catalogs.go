@@ -80,7 +80,7 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 			defer closeCatalog()
 			files, err := filesOpener(cfg)
 			if err != nil {
-				return cli.Exit(err.Error(), ExitFailure)
+				return err
 			}
 			// The registry writes in the catalog's database, its events go to
 			// the queue's (through the outbox when they differ).

@@ -90,7 +90,7 @@ func runEnqueue(c *cli.Context) error {
 	defer cleanup()
 	files, err := filesOpener(cfg)
 	if err != nil {
-		return cli.Exit(err.Error(), ExitFailure)
+		return err
 	}
 	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs).WithFiles(files)
 	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key"), RunAfter: runAfter}

@@ -86,11 +86,12 @@ func bindCatalog(cfg *config.Config, log *slog.Logger, files *objio.Opener) func
 // files.local_roots (each tenant in its own folder there, see
 // objio.Opener.Tenant), http(s) ones only at public addresses and
 // outbound.allow. The engine's client checks file inputs with it when a
-// task is created; the handlers open them with it when the task runs.
+// task is created; the handlers open them with it when the task runs. A bad
+// outbound.allow is an error that exits 1.
 func filesOpener(cfg *config.Config) (*objio.Opener, error) {
 	outbound, err := egress.NewPolicy(cfg.Outbound.Allow)
 	if err != nil {
-		return nil, err
+		return nil, cli.Exit(err.Error(), ExitFailure)
 	}
 	return objio.New(objio.Config{LocalRoots: cfg.Files.LocalRoots, RootsHint: "set files.local_roots", HTTPClient: outbound.Client(0)}), nil
 }

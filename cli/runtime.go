@@ -156,7 +156,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 	}
 	files, err := filesOpener(cfg)
 	if err != nil {
-		return nil, cli.Exit(err.Error(), ExitFailure)
+		return nil, err
 	}
 	// The tile cache's superseded versions go on the leader, with the
 	// other maintenance.

@@ -93,7 +93,7 @@ func workflowRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) (*w
 	st := store.New(pool).WithChannels(storeChannels(cfg))
 	files, err := filesOpener(cfg)
 	if err != nil {
-		return nil, nil, cli.Exit(err.Error(), ExitFailure)
+		return nil, nil, err
 	}
 	wfs, err := workflow.New(workflow.Config{Specs: specs, Client: client.New(st, specs).WithFiles(files), Emitter: events.NewEmitter(st)})
 	if err != nil {
