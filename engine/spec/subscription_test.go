@@ -42,12 +42,19 @@ inputs:
 dedup_key: 'event.payload.once == true ? "" : "exact:" + event.event_id'
 `
 
-func TestSubscriptionMatches(t *testing.T) {
-	t.Parallel()
-	set := compileYAML(t, subscriptionSpecs)
+// compileSubscriptions compiles subscriptionSpecs and returns the set and
+// its two subscriptions, the glob and the exact one.
+func compileSubscriptions(t *testing.T) (set *Set, glob, exact *Subscription) {
+	t.Helper()
+	set = compileYAML(t, subscriptionSpecs)
 	subs := set.Subscriptions()
 	require.Len(t, subs, 2)
-	glob, exact := subs[0], subs[1]
+	return set, subs[0], subs[1]
+}
+
+func TestSubscriptionMatches(t *testing.T) {
+	t.Parallel()
+	set, glob, exact := compileSubscriptions(t)
 	require.True(t, glob.IsGlob())
 	require.False(t, exact.IsGlob())
 
@@ -75,9 +82,7 @@ func TestSubscriptionMatches(t *testing.T) {
 
 func TestSubscriptionEvaluate(t *testing.T) {
 	t.Parallel()
-	set := compileYAML(t, subscriptionSpecs)
-	subs := set.Subscriptions()
-	glob, exact := subs[0], subs[1]
+	_, glob, exact := compileSubscriptions(t)
 	created := time.Date(2026, 2, 26, 18, 9, 4, 0, time.UTC)
 	event := func(payload map[string]any) map[string]any {
 		return map[string]any{
