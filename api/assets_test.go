@@ -14,9 +14,7 @@ import (
 // of it.
 func TestAssets(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 
 	res := b.do("POST", "/catalogs/cat-a/assets", tokClientLimited, map[string]any{
 		"asset_id": "ROADS_2024", "collection_id": "roads", "uri": "gs://bucket/roads.zip", "kind": "vector",

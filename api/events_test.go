@@ -11,9 +11,7 @@ import (
 
 func TestEventsAndDeadLetters(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 
 	res := b.do("POST", "/events", tokClient, map[string]any{
 		"event_type": "survey.updated", "scope": "ASSET", "schema_name": "s_cat_a", "payload": map[string]any{"asset_id": "A1"}, "dedup_key": "asset:A1",
@@ -70,9 +68,7 @@ func TestEventsAndDeadLetters(t *testing.T) {
 
 func TestEventsBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 	cases := []requestCase{
 		{"MissingType", "POST", "/events", tokClient, map[string]any{"payload": map[string]any{}}, 400, nil},
 		{"BadType", "POST", "/events", tokClient, map[string]any{"event_type": "Catalog Deleted"}, 400, nil},

@@ -268,6 +268,17 @@ var openAPI = sync.OnceValues(func() (*openapi3.T, error) {
 	return doc, doc.Validate(context.Background())
 })
 
+// setupTenants is setup with the two catalogs the tests' tokens are made
+// for: cat-a (collection roads; the catalog of the limited tokens) and
+// cat-b (collection rivers).
+func setupTenants(t *testing.T, opts ...options) *bundle {
+	t.Helper()
+	b := setup(t, opts...)
+	b.createCatalog("cat-a", "roads")
+	b.createCatalog("cat-b", "rivers")
+	return b
+}
+
 func setup(t *testing.T, opts ...options) *bundle {
 	t.Helper()
 	var o options

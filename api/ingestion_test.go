@@ -63,9 +63,7 @@ func TestIngestionSubmit(t *testing.T) {
 
 func TestIngestionBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{maxBody: 4096})
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t, options{maxBody: 4096})
 
 	valid := ingestionBody("gs://bucket/roads.geojson")
 	with := func(k string, v any) map[string]any {

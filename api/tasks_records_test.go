@@ -21,9 +21,7 @@ import (
 // parameters a 400.
 func TestTaskRecords(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 	ids := map[string]string{}
 	for tok, schema := range map[string]string{tokClientLimited: "s_cat_a", tokClientB: "s_cat_b"} {
 		res := b.do("POST", "/tasks", tok, map[string]any{"task_type": "tenant_job", "schema_name": schema})

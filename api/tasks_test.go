@@ -15,9 +15,7 @@ import (
 
 func TestTasksCreateGetList(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 
 	// A system task, and tenant tasks in two catalogs.
 	res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop"})
@@ -133,9 +131,7 @@ func TestTasksSynchronous(t *testing.T) {
 
 func TestTasksBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 	res := b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_b"})
 	require.Equal(t, http.StatusAccepted, res.status)
 	otherTenant := res.json(t)["task_id"].(string)

@@ -47,9 +47,7 @@ func (b *bundle) enqueueTenantJob(schema string) string {
 
 func TestRemoteWorker(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.createCatalog("cat-a", "roads")
-	b.createCatalog("cat-b", "rivers")
+	b := setupTenants(t)
 	id := b.enqueueTenantJob("s_cat_a")
 	otherID := b.enqueueTenantJob("s_cat_b")
 
