@@ -1,7 +1,6 @@
 package clock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/internal/inproc"
 )
 
 var t0 = time.Date(2030, 1, 31, 23, 59, 59, 0, time.UTC)
@@ -161,7 +161,7 @@ func TestRepeat(t *testing.T) {
 	f := clock.NewFake(t0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var logged lockedBuffer
+	var logged inproc.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	runs := make(chan time.Time)
 	stopped, stop := context.WithCancel(ctx)
@@ -202,22 +202,4 @@ func TestRepeat(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Repeat did not return when its context ended")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
