@@ -51,6 +51,17 @@ func setup(t *testing.T) *bundle {
 	return &bundle{ctx: ctx, pool: pool, store: st, reg: registry.New(st, events.NewEmitter(st)), handler: h, root: root, files: files}
 }
 
+// describeAsset registers uri as asset id of catalog cat and describes it
+// with a gdal task of tenant s_cat.
+func (b *bundle) describeAsset(t *testing.T, id, uri, kind string) gdal.Info {
+	t.Helper()
+	_, err := b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: id, URI: uri, Kind: kind})
+	require.NoError(t, err)
+	out, err := b.run("s_cat", map[string]any{"catalog_id": "cat", "asset_id": id})
+	require.NoError(t, err)
+	return out.Info
+}
+
 // run runs the handler as a task of tenant schema.
 func (b *bundle) run(schema string, inputs map[string]any) (gdal.Outputs, error) {
 	raw, err := json.Marshal(inputs)
@@ -93,12 +104,7 @@ func TestRasterAsset(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	tif := gdaltest.GeoTIFFUTM(t, b.files)
-	_, err := b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "DEM_1", URI: tif, Kind: store.AssetRaster})
-	require.NoError(t, err)
-
-	out, err := b.run("s_cat", map[string]any{"catalog_id": "cat", "asset_id": "DEM_1"})
-	require.NoError(t, err)
-	info := out.Info
+	info := b.describeAsset(t, "DEM_1", tif, store.AssetRaster)
 	require.Equal(t, gdal.KindRaster, info.Kind)
 	require.Equal(t, "GTiff", info.Driver)
 	require.Equal(t, []int{4, 3}, info.Size)
@@ -134,11 +140,7 @@ func TestVectorSources(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	gpkg := gdaltest.GeoPackage3857(t, b.files, true)
-	_, err := b.reg.AddAsset(b.ctx, store.NewAsset{CatalogID: "cat", ID: "PARCELS", URI: gpkg, Kind: store.AssetVector})
-	require.NoError(t, err)
-	out, err := b.run("s_cat", map[string]any{"catalog_id": "cat", "asset_id": "PARCELS"})
-	require.NoError(t, err)
-	info := out.Info
+	info := b.describeAsset(t, "PARCELS", gpkg, store.AssetVector)
 	require.Equal(t, gdal.KindVector, info.Kind)
 	require.Equal(t, "GPKG", info.Driver)
 	require.Len(t, info.Layers, 2)
@@ -155,7 +157,7 @@ func TestVectorSources(t *testing.T) {
 	requireBox(t, want, info.ExtentWGS84, 1e-6)
 
 	zipped := gdaltest.ZippedShapefileUTM(t, b.files)
-	out, err = b.run("s_cat", map[string]any{"catalog_id": "cat", "uri": zipped})
+	out, err := b.run("s_cat", map[string]any{"catalog_id": "cat", "uri": zipped})
 	require.NoError(t, err)
 	require.Empty(t, out.AssetID)
 	info = out.Info

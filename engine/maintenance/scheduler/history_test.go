@@ -40,9 +40,7 @@ func requireGrid(t *testing.T, ticks []time.Time, base time.Time, step time.Dura
 func TestEverySlowerThanTheWakeUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.scheduler(t, "every-70s", "every-2m")
-	_, err := s.Resume(b.ctx, b.t0)
-	require.NoError(t, err)
+	s := b.leader(t, b.t0, "every-70s", "every-2m")
 	end := b.t0
 	for i := 1; i <= 10; i++ {
 		end = b.t0.Add(time.Duration(i)*time.Minute + 400*time.Millisecond)
@@ -64,9 +62,7 @@ func TestEveryAcrossLeaderChanges(t *testing.T) {
 	b := setup(t)
 	now := b.t0
 	for leader := 0; leader < 20; leader++ {
-		s := b.scheduler(t, "every-2s")
-		_, err := s.Resume(b.ctx, now)
-		require.NoError(t, err)
+		s := b.leader(t, now, "every-2s")
 		for pass := 0; pass < 4; pass++ {
 			// 0.7s, 1.3s, 2.9s, 1.1s, … apart: off the grid, some passes
 			// with no tick due, some with two.
@@ -77,9 +73,7 @@ func TestEveryAcrossLeaderChanges(t *testing.T) {
 		// The leader dies; the next one leads 1.5–3.4 seconds later.
 		now = now.Add(time.Duration(1500+leader*97%1900) * time.Millisecond)
 	}
-	s := b.scheduler(t, "every-2s")
-	_, err := s.Resume(b.ctx, now)
-	require.NoError(t, err)
+	b.leader(t, now, "every-2s")
 	requireGrid(t, b.ticks(t, "every-2s"), b.t0, 2*time.Second, now)
 }
 

@@ -71,6 +71,16 @@ func setup(t *testing.T) *bundle {
 	return &bundle{ctx: context.Background(), store: dbtest.NewStore(t), set: set, clock: clock.NewFake(t0), t0: t0}
 }
 
+// leader is a scheduler of the named schedules that took the lead at now:
+// its Resume passed.
+func (b *bundle) leader(t *testing.T, now time.Time, names ...string) *scheduler.Scheduler {
+	t.Helper()
+	s := b.scheduler(t, names...)
+	_, err := s.Resume(b.ctx, now)
+	require.NoError(t, err)
+	return s
+}
+
 // scheduler returns one instance's scheduler for the given schedules.
 func (b *bundle) scheduler(t *testing.T, names ...string) *scheduler.Scheduler {
 	t.Helper()
@@ -202,9 +212,7 @@ func TestLeaderChangeLosesAndDoublesNone(t *testing.T) {
 func TestMissedPolicies(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.scheduler(t, "every-minute", "hourly-latest")
-	_, err := s.Resume(b.ctx, b.t0)
-	require.NoError(t, err)
+	s := b.leader(t, b.t0, "every-minute", "hourly-latest")
 	// A first leader fires one tick of each, at t0+1h.
 	later := b.t0.Add(time.Hour)
 	r, err := s.RunAt(b.ctx, later)
