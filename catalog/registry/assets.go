@@ -91,19 +91,19 @@ func assetPayload(a store.Asset, notes ...EventNote) map[string]any {
 	return p
 }
 
-// inCatalogTx runs fn in a transaction with the catalog read (so its
-// schema_name names the events' tenant), and checks that a named collection
-// belongs to it.
-func (r *Registry) inCatalogTx(ctx context.Context, catalogID string, collectionID *string,
-	fn func(st *store.Store, cat store.Catalog) error) error {
-	return r.inTx(ctx, func(st *store.Store) error {
+// inCatalogTx is write with the catalog read first (so its schema_name
+// names the events' tenant) and a named collection checked to belong to it.
+func inCatalogTx[T any](ctx context.Context, r *Registry, doing, catalogID string, collectionID *string,
+	fn func(st *store.Store, cat store.Catalog) (T, error)) (T, error) {
+	return write(ctx, r, doing, func(st *store.Store) (T, error) {
+		var zero T
 		cat, err := st.GetCatalog(ctx, catalogID)
 		if err != nil {
-			return err
+			return zero, err
 		}
 		if collectionID != nil {
 			if _, err := st.GetCollection(ctx, catalogID, *collectionID); err != nil {
-				return err
+				return zero, err
 			}
 		}
 		return fn(st, cat)
@@ -117,21 +117,17 @@ func (r *Registry) AddAsset(ctx context.Context, a store.NewAsset) (store.Asset,
 	if errs := checkAsset(a); len(errs) > 0 {
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
-	var out store.Asset
-	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) error {
+	doing := fmt.Sprintf("adding asset %q to catalog %q", a.ID, a.CatalogID)
+	return inCatalogTx(ctx, r, doing, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) (store.Asset, error) {
 		if err := r.checkURI(cat.SchemaName, a.URI); err != nil {
-			return err
+			return store.Asset{}, err
 		}
-		var err error
-		if out, err = st.CreateAsset(ctx, a); err != nil {
-			return err
+		out, err := st.CreateAsset(ctx, a)
+		if err != nil {
+			return out, err
 		}
-		return r.emit(ctx, st, EventAssetCreated, events.ScopeAsset, cat.SchemaName, assetPayload(out))
+		return out, r.emit(ctx, st, EventAssetCreated, events.ScopeAsset, cat.SchemaName, assetPayload(out))
 	})
-	if err != nil {
-		return store.Asset{}, fmt.Errorf("error adding asset %q to catalog %q: %w", a.ID, a.CatalogID, err)
-	}
-	return out, nil
 }
 
 // checkURI checks an asset's URI against the tenant's folder, as a task's
@@ -154,23 +150,18 @@ func (r *Registry) RecordAsset(ctx context.Context, a store.NewAsset, notes ...E
 	if errs := checkAsset(a); len(errs) > 0 {
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
-	var out store.Asset
-	err := r.inCatalogTx(ctx, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) error {
-		var created bool
-		var err error
-		if out, created, err = st.RecordAsset(ctx, a); err != nil {
-			return err
+	doing := fmt.Sprintf("recording asset %q of catalog %q", a.ID, a.CatalogID)
+	return inCatalogTx(ctx, r, doing, a.CatalogID, a.CollectionID, func(st *store.Store, cat store.Catalog) (store.Asset, error) {
+		out, created, err := st.RecordAsset(ctx, a)
+		if err != nil {
+			return out, err
 		}
 		typ := EventAssetUpdated
 		if created {
 			typ = EventAssetCreated
 		}
-		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out, notes...))
+		return out, r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out, notes...))
 	})
-	if err != nil {
-		return store.Asset{}, fmt.Errorf("error recording asset %q of catalog %q: %w", a.ID, a.CatalogID, err)
-	}
-	return out, nil
 }
 
 // GetAsset returns one asset, or an error wrapping wftype.ErrNotFound.
@@ -207,13 +198,12 @@ func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p stor
 	if len(errs) > 0 {
 		return store.Asset{}, &ValidationError{Errors: errs}
 	}
-	var out store.Asset
-	err := r.inCatalogTx(ctx, catalogID, nil, func(st *store.Store, cat store.Catalog) error {
+	doing := fmt.Sprintf("updating asset %q of catalog %q", id, catalogID)
+	return inCatalogTx(ctx, r, doing, catalogID, nil, func(st *store.Store, cat store.Catalog) (store.Asset, error) {
 		before, after, err := st.UpdateAsset(ctx, catalogID, id, p)
 		if err != nil {
-			return err
+			return after, err
 		}
-		out = after
 		typ := EventAssetUpdated
 		if after.Status != before.Status {
 			switch after.Status {
@@ -223,12 +213,8 @@ func (r *Registry) UpdateAsset(ctx context.Context, catalogID, id string, p stor
 				typ = EventAssetDeleted
 			}
 		}
-		return r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(out, notes...))
+		return after, r.emit(ctx, st, typ, events.ScopeAsset, cat.SchemaName, assetPayload(after, notes...))
 	})
-	if err != nil {
-		return store.Asset{}, fmt.Errorf("error updating asset %q of catalog %q: %w", id, catalogID, err)
-	}
-	return out, nil
 }
 
 // RemoveAsset marks an asset deleted (its row stays, so that the feature

@@ -127,6 +127,23 @@ func (r *Registry) inTx(ctx context.Context, fn func(st *store.Store) error) err
 	return r.events.InTx(ctx, fn)
 }
 
+// write runs fn in one transaction (inTx) and returns what fn returns; when
+// fn or the commit fails, it returns the zero T and the error wrapped as
+// "error <doing>: …".
+func write[T any](ctx context.Context, r *Registry, doing string, fn func(st *store.Store) (T, error)) (T, error) {
+	var out T
+	err := r.inTx(ctx, func(st *store.Store) error {
+		var err error
+		out, err = fn(st)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("error %s: %w", doing, err)
+	}
+	return out, nil
+}
+
 // WithFiles returns a copy of r that checks the URI of an asset it adds
 // with f, for the catalog's tenant (its schema_name): a local path or
 // file:// URL outside the tenant's folder is a ValidationError at /uri, as
@@ -180,22 +197,16 @@ func (r *Registry) Create(ctx context.Context, c NewCatalog) (store.Catalog, err
 	if len(errs) > 0 {
 		return store.Catalog{}, &ValidationError{Errors: errs}
 	}
-	var out store.Catalog
-	err := r.inTx(ctx, func(st *store.Store) error {
-		var err error
-		out, err = st.CreateCatalog(ctx, store.NewCatalog{
+	return write(ctx, r, fmt.Sprintf("creating catalog %q", c.ID), func(st *store.Store) (store.Catalog, error) {
+		out, err := st.CreateCatalog(ctx, store.NewCatalog{
 			ID: c.ID, SchemaName: c.SchemaName, Title: c.Title, Description: c.Description, Metadata: c.Metadata,
 		})
 		if err != nil {
-			return err
+			return out, err
 		}
-		return r.emit(ctx, st, EventCatalogCreated, events.ScopeCatalog, out.SchemaName,
+		return out, r.emit(ctx, st, EventCatalogCreated, events.ScopeCatalog, out.SchemaName,
 			map[string]any{"catalog_id": out.ID, "schema_name": out.SchemaName})
 	})
-	if err != nil {
-		return store.Catalog{}, fmt.Errorf("error creating catalog %q: %w", c.ID, err)
-	}
-	return out, nil
 }
 
 // emit writes one registry event through st, bound to a transaction.
@@ -229,23 +240,17 @@ func (r *Registry) List(ctx context.Context, ids []string, p store.Page) ([]stor
 // (payload: catalog_id, schema_name, collections) in the same transaction.
 // The catalog's live tasks are dead-lettered by the janitor's orphan sweep.
 func (r *Registry) Delete(ctx context.Context, id string) (store.Catalog, error) {
-	var out store.Catalog
-	err := r.inTx(ctx, func(st *store.Store) error {
+	return write(ctx, r, fmt.Sprintf("deleting catalog %q", id), func(st *store.Store) (store.Catalog, error) {
 		c, cols, err := st.DeleteCatalog(ctx, id)
 		if err != nil {
-			return err
+			return c, err
 		}
-		out = c
 		if cols == nil {
 			cols = []string{}
 		}
-		return r.emit(ctx, st, EventCatalogDeleted, events.ScopeCatalog, c.SchemaName,
+		return c, r.emit(ctx, st, EventCatalogDeleted, events.ScopeCatalog, c.SchemaName,
 			map[string]any{"catalog_id": c.ID, "schema_name": c.SchemaName, "collections": cols})
 	})
-	if err != nil {
-		return store.Catalog{}, fmt.Errorf("error deleting catalog %q: %w", id, err)
-	}
-	return out, nil
 }
 
 // AddCollection validates and inserts a collection and emits
@@ -261,34 +266,26 @@ func (r *Registry) AddCollection(ctx context.Context, c NewCollection) (store.Co
 	if len(errs) > 0 {
 		return store.Collection{}, &ValidationError{Errors: errs}
 	}
-	var out store.Collection
-	err := r.inTx(ctx, func(st *store.Store) error {
-		cat, err := st.GetCatalog(ctx, c.CatalogID)
-		if err != nil {
-			return err
-		}
-		out, err = st.CreateCollection(ctx, store.NewCollection{
+	doing := fmt.Sprintf("adding collection %q to catalog %q", c.ID, c.CatalogID)
+	return inCatalogTx(ctx, r, doing, c.CatalogID, nil, func(st *store.Store, cat store.Catalog) (store.Collection, error) {
+		out, err := st.CreateCollection(ctx, store.NewCollection{
 			CatalogID: c.CatalogID, ID: c.ID, Title: c.Title, LayerConfig: c.LayerConfig,
 		})
 		if err != nil {
-			return err
+			return out, err
 		}
 		// The collection's feature table exists from its registration on
 		// (collection.deleted drops it, through a collection_drop task).
 		ft, err := store.NewFeatureTable(cat.SchemaName, out.ID)
 		if err != nil {
-			return err
+			return out, err
 		}
 		if err := st.CreateFeatureTable(ctx, ft); err != nil {
-			return err
+			return out, err
 		}
-		return r.emit(ctx, st, EventCollectionCreated, events.ScopeCollection, cat.SchemaName,
+		return out, r.emit(ctx, st, EventCollectionCreated, events.ScopeCollection, cat.SchemaName,
 			map[string]any{"catalog_id": out.CatalogID, "collection_id": out.ID})
 	})
-	if err != nil {
-		return store.Collection{}, fmt.Errorf("error adding collection %q to catalog %q: %w", c.ID, c.CatalogID, err)
-	}
-	return out, nil
 }
 
 // GetCollection returns one collection, or an error wrapping wftype.ErrNotFound.
@@ -308,21 +305,13 @@ func (r *Registry) ListCollections(ctx context.Context, catalogID string, p stor
 // RemoveCollection deletes one collection and emits collection.deleted
 // (payload: catalog_id, collection_id) in the same transaction.
 func (r *Registry) RemoveCollection(ctx context.Context, catalogID, id string) (store.Collection, error) {
-	var out store.Collection
-	err := r.inTx(ctx, func(st *store.Store) error {
-		cat, err := st.GetCatalog(ctx, catalogID)
+	doing := fmt.Sprintf("removing collection %q from catalog %q", id, catalogID)
+	return inCatalogTx(ctx, r, doing, catalogID, nil, func(st *store.Store, cat store.Catalog) (store.Collection, error) {
+		out, err := st.DeleteCollection(ctx, catalogID, id)
 		if err != nil {
-			return err
+			return out, err
 		}
-		out, err = st.DeleteCollection(ctx, catalogID, id)
-		if err != nil {
-			return err
-		}
-		return r.emit(ctx, st, EventCollectionDeleted, events.ScopeCollection, cat.SchemaName,
+		return out, r.emit(ctx, st, EventCollectionDeleted, events.ScopeCollection, cat.SchemaName,
 			map[string]any{"catalog_id": catalogID, "collection_id": id})
 	})
-	if err != nil {
-		return store.Collection{}, fmt.Errorf("error removing collection %q from catalog %q: %w", id, catalogID, err)
-	}
-	return out, nil
 }
