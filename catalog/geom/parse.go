@@ -133,23 +133,16 @@ func (p *coordParser) geometry(name string) (orb.Geometry, error) {
 		ps, err := p.positions()
 		return orb.LineString(ps), err
 	case "MultiLineString":
-		var m orb.MultiLineString
-		err := p.array(func() error {
+		m, err := arrayOf(p, func() (orb.LineString, error) {
 			ps, err := p.positions()
-			m = append(m, orb.LineString(ps))
-			return err
+			return orb.LineString(ps), err
 		})
-		return m, err
+		return orb.MultiLineString(m), err
 	case "Polygon":
 		return p.polygon()
 	default: // MultiPolygon
-		var m orb.MultiPolygon
-		err := p.array(func() error {
-			poly, err := p.polygon()
-			m = append(m, poly)
-			return err
-		})
-		return m, err
+		m, err := arrayOf(p, p.polygon)
+		return orb.MultiPolygon(m), err
 	}
 }
 
@@ -180,14 +173,24 @@ func (p *coordParser) array(elem func() error) error {
 	}
 }
 
-func (p *coordParser) polygon() (orb.Polygon, error) {
-	var poly orb.Polygon
+// arrayOf reads a JSON array whose elements elem reads: the elements read
+// (the one that failed too, as read so far).
+func arrayOf[T any](p *coordParser, elem func() (T, error)) ([]T, error) {
+	var out []T
 	err := p.array(func() error {
-		ps, err := p.positions()
-		poly = append(poly, orb.Ring(ps))
+		v, err := elem()
+		out = append(out, v)
 		return err
 	})
-	return poly, err
+	return out, err
+}
+
+func (p *coordParser) polygon() (orb.Polygon, error) {
+	rings, err := arrayOf(p, func() (orb.Ring, error) {
+		ps, err := p.positions()
+		return orb.Ring(ps), err
+	})
+	return orb.Polygon(rings), err
 }
 
 func (p *coordParser) positions() ([]orb.Point, error) {
