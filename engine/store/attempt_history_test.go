@@ -156,6 +156,46 @@ func TestAttemptHistoryOfDeadLetterRequeueSuccess(t *testing.T) {
 	b.requireFromRow(t, id, got[1])
 }
 
+// TestAttemptHistoryOfConcurrentRequeues: requeues of one dead-lettered
+// task at once store its attempt once: one requeue changes the row, the
+// others find it PENDING and change nothing.
+func TestAttemptHistoryOfConcurrentRequeues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.insertOne(t, "noop")
+	b.claimOne(t, "host-a")
+	gone := "gone"
+	b.finishOne(t, "host-a", store.Finish{ID: id, Status: wftype.StatusDeadLetter, Error: &gone})
+
+	const n = 8
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			_, err := b.store.RequeueTask(b.ctx, id)
+			errs <- err
+		}()
+	}
+	close(start)
+	requeued := 0
+	for range n {
+		select {
+		case err := <-errs:
+			if err == nil {
+				requeued++
+			} else {
+				require.ErrorIs(t, err, wftype.ErrConflict)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the requeues did not return")
+		}
+	}
+	require.Equal(t, 1, requeued)
+	require.Equal(t, 1, b.storedAttempts(t, id))
+	b.attempts(t, id, wantAttempt{1, "host-a", wftype.StatusDeadLetter, "gone"})
+}
+
 func TestAttemptHistoryOfCancelledRunningTask(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
