@@ -74,12 +74,24 @@ func (b *bundle) requireFromRow(t *testing.T, id uuid.UUID, a wftype.Attempt) {
 	require.True(t, task.FinishedAt.Equal(a.FinishedAt), "finished %s, entry %s", task.FinishedAt, a.FinishedAt)
 }
 
+// endedTask inserts a noop task that host runs once, to status with
+// error errText ("" for none), and returns its id.
+func (b *bundle) endedTask(t *testing.T, host string, status wftype.TaskStatus, errText string) uuid.UUID {
+	t.Helper()
+	id := b.insertOne(t, "noop")
+	b.claimOne(t, host)
+	f := store.Finish{ID: id, Status: status}
+	if errText != "" {
+		f.Error = &errText
+	}
+	b.finishOne(t, host, f)
+	return id
+}
+
 func TestAttemptHistoryOfOneSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.insertOne(t, "noop")
-	b.claimOne(t, "host-a")
-	b.finishOne(t, "host-a", store.Finish{ID: id, Status: wftype.StatusCompleted})
+	id := b.endedTask(t, "host-a", wftype.StatusCompleted, "")
 
 	got := b.attempts(t, id, wantAttempt{1, "host-a", wftype.StatusCompleted, ""})
 	b.requireFromRow(t, id, got[0])
@@ -127,10 +139,7 @@ func TestAttemptHistoryOfSnoozeThenFailure(t *testing.T) {
 func TestAttemptHistoryOfDeadLetterRequeueSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.insertOne(t, "noop")
-	b.claimOne(t, "host-a")
-	gone := "gone for good"
-	b.finishOne(t, "host-a", store.Finish{ID: id, Status: wftype.StatusDeadLetter, Error: &gone, RetryCount: 3})
+	id := b.endedTask(t, "host-a", wftype.StatusDeadLetter, "gone for good")
 	dead := b.attempts(t, id, wantAttempt{1, "host-a", wftype.StatusDeadLetter, "gone for good"})
 	b.requireFromRow(t, id, dead[0])
 	require.Zero(t, b.storedAttempts(t, id))
@@ -162,10 +171,7 @@ func TestAttemptHistoryOfDeadLetterRequeueSuccess(t *testing.T) {
 func TestAttemptHistoryOfConcurrentRequeues(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.insertOne(t, "noop")
-	b.claimOne(t, "host-a")
-	gone := "gone"
-	b.finishOne(t, "host-a", store.Finish{ID: id, Status: wftype.StatusDeadLetter, Error: &gone})
+	id := b.endedTask(t, "host-a", wftype.StatusDeadLetter, "gone")
 
 	const n = 8
 	errs := make(chan error, n)
