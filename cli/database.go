@@ -309,41 +309,16 @@ func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool
 	if pooled && !strings.Contains(databaseURL, "default_query_exec_mode") {
 		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
-	noJIT := !pooled
-	if noJIT {
-		store.DisableJIT(cc)
-	}
-	pool, err := pingedPool(ctx, pcfg)
-	if err != nil && noJIT && unsupportedStartupParameter(err) {
-		// A pooler (PgBouncer in session mode needs no session_url) refuses
-		// startup parameters it does not know: connect as given, and leave
-		// JIT to the server's settings (README: ALTER ROLE … SET jit = off).
-		delete(cc.RuntimeParams, "jit")
-		pool, err = pingedPool(ctx, pcfg)
+	var pool *pgxpool.Pool
+	if pooled {
+		pool, err = store.PingedPool(ctx, pcfg)
+	} else {
+		pool, err = store.ConnectWithoutJIT(ctx, pcfg)
 	}
 	if err != nil {
 		return nil, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err)
 	}
 	return pool, nil
-}
-
-// pingedPool opens a pool on pcfg and checks that one connection succeeds.
-func pingedPool(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
-}
-
-// unsupportedStartupParameter says whether err is a pooler's refusal of a
-// startup parameter (PgBouncer: "unsupported startup parameter: jit").
-func unsupportedStartupParameter(err error) bool {
-	return strings.Contains(err.Error(), "unsupported startup parameter")
 }
 
 // connectError words a failed connection on one line: where, as whom, and

@@ -161,3 +161,22 @@ func TestCompareRefusesBadConfig(t *testing.T) {
 		require.Error(t, err, "%+v", cfg)
 	}
 }
+
+// TestBurnDownBehindPgBouncerSessionMode: a session-mode PgBouncer refuses
+// startup parameters it does not know ("unsupported startup parameter:
+// jit"); the bench connects through it as `wf run` does (jit=off, else as
+// given) and runs. The bouncer has room for the bench's sessions (its
+// pools and the engine's hold theirs for the run).
+func TestBurnDownBehindPgBouncerSessionMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	bounced := dbtest.PgBouncerSized(t, dbtest.BaseURL(t), "session", 60)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{DatabaseURL: bounced, Mode: bench.ModeBurnDown, Tasks: 200, Slots: 20, InsertBatch: 100})
+	require.NoError(t, err)
+	require.Equal(t, 200, res.Inserted)
+	require.Equal(t, 200, res.Completed)
+}

@@ -219,8 +219,7 @@ func (e *env) newPool(ctx context.Context, maxConns int) (*pgxpool.Pool, error) 
 		return nil, fmt.Errorf("error reading the bench database URL: %w", err)
 	}
 	pc.MaxConns = int32(maxConns)
-	store.DisableJIT(pc.ConnConfig) // as wf run's pool (cli connectPool)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	pool, err := store.ConnectWithoutJIT(ctx, pc) // as wf run's pool (cli connectPool)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the bench database: %w", err)
 	}

@@ -443,13 +443,22 @@ func PgBouncer(t testing.TB, url string) string {
 // or statement.
 func PgBouncerMode(t testing.TB, url, mode string) string {
 	t.Helper()
+	return PgBouncerSized(t, url, mode, 0)
+}
+
+// PgBouncerSized is PgBouncerMode with size server connections per database
+// and user (0: PgBouncer's default of 2), for clients that hold more
+// sessions at once than that (in session mode a client keeps its server
+// connection).
+func PgBouncerSized(t testing.TB, url, mode string, size int) string {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("error reading the database URL: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerConfig{TargetURL: url, PoolMode: mode})
+	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerConfig{TargetURL: url, PoolMode: mode, PoolSize: size})
 	if err != nil {
 		t.Fatal(err)
 	}
