@@ -273,6 +273,7 @@ func compareRival(ctx context.Context, server *env, cfg CompareConfig, rival Riv
 	if err := rival.Prepare(ctx, dbURL); err != nil {
 		return run, err
 	}
+	server.checkpointServer(ctx)
 	cfg.Logger.Info("rival: enqueueing", "rival", rival.Name(), "jobs", cfg.Tasks)
 	self, pg := selfUsage(), processTreeCPU(server.postmasterPID())
 	start := time.Now()
@@ -337,6 +338,18 @@ func (e *env) scratchDatabase(ctx context.Context, prefix string) (string, func(
 		return "", nil, err
 	}
 	return url, drop, nil
+}
+
+// checkpointServer forces a checkpoint through the admin connection, as
+// wf's runs take one before theirs (env.checkpoint).
+func (e *env) checkpointServer(ctx context.Context) {
+	conn, err := pgx.Connect(ctx, e.adminURL)
+	if err != nil {
+		e.cfg.Logger.Warn("no checkpoint before the run", "err", err)
+		return
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	e.checkpoint(ctx, store.New(conn))
 }
 
 // ratios compares wf's medians with the rival's: the burn-down at wf run's
