@@ -15,6 +15,7 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/tracing"
+	"github.com/wfhq/wf/internal/tracing/tracingtest"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -190,15 +191,8 @@ handler: {builtin: traceparent}
 	sub := res.json(t)
 	require.Equal(t, "COMPLETED", sub["status"], string(res.body))
 
-	spans := map[string]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
-		spans[s.Name()] = s
-	}
-	server, enqueue, run, finish := spans["POST /tasks"], spans["wf.enqueue traced_sync"], spans["wf.run traced_sync"], spans["wf.finish traced_sync"]
-	for name, s := range map[string]sdktrace.ReadOnlySpan{"server": server, "enqueue": enqueue, "run": run, "finish": finish} {
-		require.NotNil(t, s, "no %s span: %v", name, spans)
-		require.Equal(t, traceID, s.SpanContext().TraceID().String(), name)
-	}
+	spans := tracingtest.Spans(t, rec, traceID, "POST /tasks", "wf.enqueue traced_sync", "wf.run traced_sync", "wf.finish traced_sync")
+	server, enqueue, run, finish := spans[0], spans[1], spans[2], spans[3]
 	require.Equal(t, parentID, server.Parent().SpanID().String())
 	require.Equal(t, server.SpanContext().SpanID(), enqueue.Parent().SpanID())
 	require.Equal(t, server.SpanContext().SpanID(), run.Parent().SpanID(), "the request span is the parent of the run")

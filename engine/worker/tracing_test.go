@@ -13,6 +13,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/internal/tracing"
+	"github.com/wfhq/wf/internal/tracing/tracingtest"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -46,15 +47,8 @@ func TestRemoteWorkerContinuesTheTrace(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wftype.StatusCompleted, out.Status)
 
-	spans := map[string]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
-		spans[s.Name()] = s
-	}
-	enqueue, claim, run, finish := spans["wf.enqueue job"], spans["wf.claim job"], spans["wf.run job"], spans["wf.finish job"]
-	for name, s := range map[string]sdktrace.ReadOnlySpan{"enqueue": enqueue, "claim": claim, "run": run, "finish": finish} {
-		require.NotNil(t, s, "no %s span: %v", name, spans)
-		require.Equal(t, root.SpanContext().TraceID(), s.SpanContext().TraceID(), name)
-	}
+	spans := tracingtest.Spans(t, rec, root.SpanContext().TraceID().String(), "wf.enqueue job", "wf.claim job", "wf.run job", "wf.finish job")
+	enqueue, claim, run, finish := spans[0], spans[1], spans[2], spans[3]
 	require.Equal(t, enqueue.SpanContext().SpanID(), claim.Parent().SpanID())
 	require.Equal(t, enqueue.SpanContext().SpanID(), run.Parent().SpanID())
 	require.Equal(t, run.SpanContext().SpanID(), finish.Parent().SpanID())
