@@ -38,6 +38,21 @@ func (b *bundle) claimLocal(owner string) []wftype.Task {
 	return tasks
 }
 
+// claimedJob enqueues a tenant_job of s_cat_a and claims it as owner: for
+// a remote worker (claimAs), or, not remote, to run it itself
+// (claimLocal). It is the task as claimed.
+func (b *bundle) claimedJob(owner string, remote bool) wftype.Task {
+	b.t.Helper()
+	b.enqueueTenantJob("s_cat_a")
+	claim := b.claimLocal
+	if remote {
+		claim = b.claimAs
+	}
+	tasks := claim(owner)
+	require.Len(b.t, tasks, 1)
+	return tasks[0]
+}
+
 func (b *bundle) enqueueTenantJob(schema string) string {
 	b.t.Helper()
 	res := b.do("POST", "/tasks", tokAdmin, map[string]any{"task_type": "tenant_job", "schema_name": schema})
@@ -168,10 +183,8 @@ func TestWorkerTokenLimitedToTaskTypes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.createCatalog("cat-a", "roads")
-	id := b.enqueueTenantJob("s_cat_a")
-	tasks := b.claimAs("remote-1")
-	require.Len(t, tasks, 1)
-	attempt := tasks[0].Attempts
+	task := b.claimedJob("remote-1", true)
+	id, attempt := task.ID.String(), task.Attempts
 	b.unchanged(func() {
 		for _, op := range []struct {
 			path string
@@ -208,10 +221,9 @@ func TestWorkerOnlyFinishesRemoteRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.createCatalog("cat-a", "roads")
-	local := b.enqueueTenantJob("s_cat_a")
-	claimed := b.claimLocal("instance-1")
-	require.Len(t, claimed, 1)
-	lease := map[string]any{"owner_id": "instance-1", "attempt": claimed[0].Attempts}
+	claimed := b.claimedJob("instance-1", false)
+	local := claimed.ID.String()
+	lease := map[string]any{"owner_id": "instance-1", "attempt": claimed.Attempts}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
 		for k, v := range lease {
@@ -239,9 +251,7 @@ func TestWorkerOnlyFinishesRemoteRuns(t *testing.T) {
 
 	// A remote run that failed and was then claimed again by the same
 	// instance to run itself: the remote worker's claim is over.
-	remote := b.enqueueTenantJob("s_cat_a")
-	first := b.claimAs("instance-2")
-	require.Len(t, first, 1)
+	remote := b.claimedJob("instance-2", true).ID.String()
 	res = b.do("POST", "/tasks/"+remote+"/fail", tokWorker, map[string]any{"owner_id": "instance-2", "attempt": 1, "error": "flaky"})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, "PENDING", res.json(t)["status"])

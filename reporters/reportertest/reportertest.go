@@ -58,11 +58,18 @@ func Run(t *testing.T, h Harness) {
 		return task, rep, envs
 	}
 
-	t.Run("ConcurrentReports", func(t *testing.T) {
-		t.Parallel()
-		task, rep, envs := reported(t, 8*300, 8)
+	// finished is reported, then a Finish that succeeds: its outputs.
+	finished := func(t *testing.T, n, goroutines int) (reporters.TaskInfo, reporters.Reporter, []reporters.Envelope, map[string]any) {
+		t.Helper()
+		task, rep, envs := reported(t, n, goroutines)
 		out, err := rep.Finish(t.Context())
 		require.NoError(t, err)
+		return task, rep, envs, out
+	}
+
+	t.Run("ConcurrentReports", func(t *testing.T) {
+		t.Parallel()
+		task, _, envs, out := finished(t, 8*300, 8)
 		h.Check(t, task, out, envs)
 	})
 
@@ -76,9 +83,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("FinishTwice", func(t *testing.T) {
 		t.Parallel()
-		task, rep, envs := reported(t, 25, 1)
-		first, err := rep.Finish(t.Context())
-		require.NoError(t, err)
+		task, rep, envs, first := finished(t, 25, 1)
 		second, err := rep.Finish(t.Context())
 		require.NoError(t, err, "a second Finish is safe")
 		require.Equal(t, first, second, "a second Finish returns the same outputs")
@@ -87,11 +92,8 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("ReportAfterFinish", func(t *testing.T) {
 		t.Parallel()
-		task, rep, envs := reported(t, 3, 1)
-		out, err := rep.Finish(t.Context())
-		require.NoError(t, err)
-		err = rep.Report(t.Context(), envs[0])
-		require.ErrorIs(t, err, reporters.ErrFinished)
+		task, rep, envs, out := finished(t, 3, 1)
+		require.ErrorIs(t, rep.Report(t.Context(), envs[0]), reporters.ErrFinished)
 		h.Check(t, task, out, envs)
 	})
 
