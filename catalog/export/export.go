@@ -79,9 +79,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("error creating the export handler: the store is nil")
 	}
-	if cfg.Objects == nil {
-		cfg.Objects = objio.New(objio.Config{})
-	}
+	cfg.Objects = objio.Or(cfg.Objects)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 1000)
 	return &Handler{cfg: cfg}, nil
 }

@@ -20,13 +20,11 @@
 package gdal
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 
 	"github.com/wfhq/wf/catalog/gdalcmd"
@@ -79,10 +77,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Emitter == nil {
 		cfg.Emitter = events.NewEmitter(cfg.Store)
 	}
-	if cfg.Objects == nil {
-		cfg.Objects = objio.New(objio.Config{})
-	}
-	cfg.ScratchDir = cmp.Or(cfg.ScratchDir, filepath.Join(os.TempDir(), "wf-scratch"))
+	cfg.Objects = objio.Or(cfg.Objects)
 	return &Handler{cfg: cfg}, nil
 }
 

@@ -14,6 +14,7 @@ package gdalcmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +167,8 @@ func (s *Staged) Remove() error { return os.RemoveAll(s.Dir) }
 type Stager struct {
 	// Objects opens sources.
 	Objects *objio.Opener
-	// ScratchDir holds a folder per tenant.
+	// ScratchDir holds a folder per tenant; "" means
+	// <os temp dir>/wf-scratch.
 	ScratchDir string
 }
 
@@ -174,7 +176,7 @@ type Stager struct {
 // folder of tenant schema, named prefix-*. A source objio refuses or cannot
 // find fails permanently.
 func (st Stager) Stage(ctx context.Context, schema, prefix, source string) (*Staged, error) {
-	base := filepath.Join(st.ScratchDir, schema)
+	base := filepath.Join(cmp.Or(st.ScratchDir, filepath.Join(os.TempDir(), "wf-scratch")), schema)
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("error creating the scratch folder %s: %w", base, err)
 	}

@@ -23,8 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/wfhq/wf/catalog/registry"
@@ -76,13 +74,10 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Emitter == nil && cfg.Store != nil {
 		cfg.Emitter = events.NewEmitter(cfg.Store)
 	}
-	if cfg.Objects == nil {
-		cfg.Objects = objio.New(objio.Config{})
-	}
+	cfg.Objects = objio.Or(cfg.Objects)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.BatchBytes = cmp.Or(cfg.BatchBytes, DefaultBatchBytes)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	cfg.ScratchDir = cmp.Or(cfg.ScratchDir, filepath.Join(os.TempDir(), "wf-scratch"))
 	return cfg
 }
 

@@ -69,9 +69,7 @@ func New(cfg Config) (*Service, error) {
 	if !strings.HasPrefix(cfg.CacheURL, "gs://") && !strings.HasPrefix(cfg.CacheURL, "file:///") {
 		return nil, fmt.Errorf("error creating the tile service: the cache %q must be gs://bucket/prefix or file:///folder", cfg.CacheURL)
 	}
-	if cfg.Objects == nil {
-		cfg.Objects = objio.New(objio.Config{})
-	}
+	cfg.Objects = objio.Or(cfg.Objects)
 	cfg.Queue = cmp.Or(cfg.Queue, cfg.Store)
 	return &Service{cfg: cfg}, nil
 }

@@ -71,9 +71,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("error configuring the dwh_join handler: Store is required")
 	}
-	if cfg.Objects == nil {
-		cfg.Objects = objio.New(objio.Config{})
-	}
+	cfg.Objects = objio.Or(cfg.Objects)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, 1000)
 	cfg.MaxGroupRows = cmp.Or(cfg.MaxGroupRows, 10000)
 	cfg.SampleKeys = cmp.Or(cfg.SampleKeys, 20)

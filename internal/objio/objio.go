@@ -101,6 +101,15 @@ type gcsClient struct {
 // New returns an opener for cfg.
 func New(cfg Config) *Opener { return &Opener{cfg: cfg, storage: &gcsClient{}} }
 
+// Or is o, or, when o is nil, an Opener with the zero Config (it reaches
+// every location): the default of a handler given none.
+func Or(o *Opener) *Opener {
+	if o == nil {
+		return New(Config{})
+	}
+	return o
+}
+
 // SystemTenant is the tenant of platform tasks (schema_name "system"): its
 // files live in the folder of that name under each root, which no catalog
 // can take (the name is reserved).
