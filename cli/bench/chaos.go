@@ -426,11 +426,13 @@ func (c *chaos) faults(ctx context.Context) error {
 }
 
 // startupFailure reports whether an instance's last words are those of a
-// failed start-up step: connecting to PostgreSQL or applying migrations.
+// failed start-up step: connecting to PostgreSQL, applying migrations or
+// creating the partitions ahead (Engine.Run, before it claims anything).
 func startupFailure(last string) bool {
 	return strings.HasPrefix(last, "wf: error connecting to PostgreSQL") ||
 		strings.HasPrefix(last, "wf: error preparing migrations") ||
-		strings.HasPrefix(last, "wf: error applying migrations")
+		strings.HasPrefix(last, "wf: error applying migrations") ||
+		strings.HasPrefix(last, "wf: error preparing partitions")
 }
 
 // lastLogLine returns the last line instance slot i wrote to its log.
