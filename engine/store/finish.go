@@ -89,19 +89,25 @@ type FinishParams struct {
 //   - a FAILED or DEAD_LETTER outcome's event is appended to the task's
 //     emitted_events (migration 021) in the same row write, and the event
 //     names the task as its source;
-//   - $10 false leaves the tasks of workflow steps alone (see FinishTasks).
+//   - $10 false leaves the tasks of workflow steps alone (see FinishTasks);
+//   - a task of a workflow run that ended (FAILED or CANCELLED: it was
+//     running when its run ended, and was left to finish) is not retried or
+//     snoozed: its PENDING outcome becomes CANCELLED (endedRunSQL), so it
+//     never runs again for a run that ended. The run's row is locked by the
+//     caller's transaction first (FinishTasks), so its status is the last
+//     one committed.
 const finishTasksSQL = `
 WITH updated AS (
     UPDATE tasks.tasks t
     SET (status, outputs, error, retry_count, run_after, owner_id, finished_at, locked_until, snoozes,
          attempt_log, emitted_events) = (
-            SELECT o.s, coalesce(o.o, t.outputs), o.e, o.r,
+            SELECT x.s, coalesce(o.o, t.outputs), x.e, o.r,
                    coalesce(o.a, coalesce($3::timestamptz, now()) + make_interval(secs => o.d), t.run_after),
-                   CASE WHEN o.s = 'PENDING' THEN NULL ELSE t.owner_id END,
-                   CASE WHEN o.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
+                   CASE WHEN x.s = 'PENDING' THEN NULL ELSE t.owner_id END,
+                   CASE WHEN x.s = 'PENDING' THEN NULL ELSE coalesce($3::timestamptz, now()) END,
                    NULL::timestamptz,
                    t.snoozes + coalesce(o.z, 0),
-                   CASE WHEN o.s = 'PENDING'
+                   CASE WHEN x.s = 'PENDING'
                    THEN tasks.append_attempt(t.attempt_log, t.attempts, t.owner_id, t.started_at,
                        coalesce($3::timestamptz, now()),
                        CASE WHEN o.z IS NOT NULL THEN 'SNOOZED' ELSE o.s END, o.e)
@@ -113,7 +119,13 @@ WITH updated AS (
                        'created_at', o.et)))
                    ELSE t.emitted_events END
             FROM jsonb_to_record($1::jsonb -> t.task_id::text)
-                 AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int, ev uuid, et timestamptz))
+                 AS o(s text, o jsonb, e text, r int, a timestamptz, d float8, z int, ev uuid, et timestamptz)
+            CROSS JOIN LATERAL (SELECT CASE WHEN o.s = 'PENDING' THEN ` + endedRunSQL + ` END AS run) w
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN w.run IS NULL THEN o.s ELSE 'CANCELLED' END AS s,
+                       CASE WHEN w.run IS NULL THEN o.e
+                            ELSE ` + endedRunErrorSQL + ` || coalesce(' (its attempt ended: ' || o.e || ')', '') END AS e
+            ) x)
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
       AND t."timestamp" BETWEEN $6 AND $7
       AND (t.status = 'ACTIVE') IS TRUE
@@ -155,15 +167,16 @@ FROM updated u, notified, event_notified`
 // (WithStepHook), the outcomes and what the hook makes of the workflow steps
 // they end commit in one transaction.
 //
-// A step hook costs plain tasks nothing: the first statement, outside a
-// transaction as without workflows, ends only the tasks that carry no run
-// id. Only when outcomes are left over (the tasks of workflow steps, or
-// tasks no longer ACTIVE) does a transaction apply those, with the hook.
+// Workflow steps cost plain tasks nothing: the first statement, outside a
+// transaction, ends only the tasks that carry no run id. Only when outcomes
+// are left over (the tasks of workflow steps, or tasks no longer ACTIVE)
+// does a transaction apply those, with their runs locked first (so a retry
+// outcome sees whether its run ended: finishTasksSQL) and the hook.
 func (s *Store) FinishTasks(ctx context.Context, p FinishParams, outcomes []Finish) ([]uuid.UUID, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
-	if s.stepHook == nil || s.inTx {
+	if s.inTx {
 		return s.finishTasks(ctx, p, outcomes, true)
 	}
 	done, err := s.finishTasks(ctx, p, outcomes, false)
@@ -197,11 +210,12 @@ func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 	if err != nil {
 		return nil, err
 	}
-	if steps && s.stepHook != nil {
+	if steps {
 		// The runs of the steps' tasks first, then the tasks (the step
 		// hook locks the runs again): the order of a run's failure and of
 		// a cancel by hand, so that a completion never waits for a run
-		// whose holder waits for the completion's tasks.
+		// whose holder waits for the completion's tasks. Locked, a run's
+		// status cannot change before the outcomes commit.
 		ids := make([]uuid.UUID, len(outcomes))
 		for i, o := range outcomes {
 			ids[i] = o.ID
@@ -421,32 +435,83 @@ func appendJSONString(b []byte, s string) []byte {
 
 // ReleaseTasks hands ACTIVE tasks the owner still holds back to PENDING at
 // once (shutdown): no lease wait, no retry counted, the attempt not counted.
+// A task of a workflow run that ended is not handed back but CANCELLED
+// (endedRunSQL), in a transaction that locks the runs first, as
+// FinishTasks does; with a step hook, its step learns it there.
 func (s *Store) ReleaseTasks(ctx context.Context, owner string, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	if !s.inTx {
+		var out []uuid.UUID
+		err := s.InTx(ctx, func(tx *Store) error {
+			var err error
+			out, err = tx.ReleaseTasks(ctx, owner, ids)
+			return err
+		})
+		return out, err
 	}
 	// Read by primary key, as in finishTasksSQL.
 	const q = `
 WITH released AS (
     UPDATE tasks.tasks t
-    SET status = 'PENDING', owner_id = NULL, locked_until = NULL, started_at = NULL,
-        attempts = greatest(t.attempts - 1, 0), run_after = now()
+    SET (status, owner_id, locked_until, started_at, attempts, run_after, finished_at, error) = (
+            SELECT CASE WHEN w.run IS NULL THEN 'PENDING' ELSE 'CANCELLED' END,
+                   CASE WHEN w.run IS NULL THEN NULL ELSE t.owner_id END,
+                   NULL::timestamptz,
+                   CASE WHEN w.run IS NULL THEN NULL ELSE t.started_at END,
+                   CASE WHEN w.run IS NULL THEN greatest(t.attempts - 1, 0) ELSE t.attempts END,
+                   CASE WHEN w.run IS NULL THEN now() ELSE t.run_after END,
+                   CASE WHEN w.run IS NULL THEN NULL ELSE now() END,
+                   CASE WHEN w.run IS NULL THEN t.error
+                        ELSE ` + endedRunErrorSQL + ` || ' (its attempt was handed back at shutdown)' END
+            FROM (SELECT ` + endedRunSQL + ` AS run) w)
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
       AND t."timestamp" BETWEEN $2 AND $3
       AND (t.status = 'ACTIVE') IS TRUE AND t.owner_id = $4
-    RETURNING t.task_id, t.task_type
+    RETURNING t.task_id, t.task_type, t.status, t.error, t.workflow_run_id, t.workflow_step, t.workflow_item
 ),
-notified AS (SELECT count(pg_notify($5, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM released) q)
-SELECT task_id FROM released, notified`
+notified AS (
+    SELECT count(pg_notify($5, q.task_type)) AS n
+    FROM (SELECT DISTINCT task_type FROM released WHERE status = 'PENDING') q
+)
+SELECT task_id, workflow_run_id, workflow_step, workflow_item, status, NULL::jsonb, error FROM released, notified`
 	keys, lo, hi := idKeys(ids)
+	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+		return nil, err
+	}
 	var out []uuid.UUID
+	var cancelled []FinishedStep
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		rows, err := db.Query(ctx, q, keys, lo, hi, owner, s.channels.TaskQueued)
 		if err != nil {
 			return 0, err
 		}
-		out, err = scanIDs(rows, len(ids))
+		out, cancelled, err = scanFinished(rows, len(ids))
 		return len(out), err
 	})
-	return out, wrap("releasing tasks", err)
+	if err != nil {
+		return nil, wrap("releasing tasks", err)
+	}
+	if len(cancelled) > 0 && s.stepHook != nil {
+		if err := s.stepHook(ctx, s, cancelled); err != nil {
+			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
+		}
+	}
+	return out, nil
 }
+
+// endedRunSQL is, for a task t of a workflow run, its run's status when
+// the run ended (FAILED or CANCELLED), else NULL: such a task must not
+// become PENDING again (it would run for a run that ended), and is
+// CANCELLED instead with endedRunErrorSQL as its error. Its callers lock
+// the run's row first (lockRunsOfTasks), so the status read is the last
+// committed one.
+const endedRunSQL = `(SELECT r.status FROM tasks.workflow_runs r
+                       WHERE t.workflow_run_id IS NOT NULL AND r.run_id = t.workflow_run_id
+                         AND r.status <> 'RUNNING')`
+
+// endedRunErrorSQL is the error of a task CANCELLED because its run ended
+// (w.run, endedRunSQL's status).
+const endedRunErrorSQL = `'cancelled: workflow run ' || t.workflow_run_id || ' ended ' || w.run ||
+                                 ' while this task ran, so it is not run again'`

@@ -167,6 +167,12 @@ steps:
   each: {task_type: gate, for_each: 'map(1..50, # - 1)', concurrency: 2, inputs: {i: item_index}}
   side: {task_type: gate, inputs: {i: '100'}}
   after: {task_type: echo, depends_on: [each, side]}
+---
+kind: Workflow
+name: pair
+steps:
+  a: {task_type: echo}
+  b: {task_type: nothing, max_retries: 3}
 `
 
 // testBuiltins are the builtin handlers the test specs name.
