@@ -66,23 +66,18 @@ func (s *Store) GetEvent(ctx context.Context, id uuid.UUID) (Event, error) {
 // dead-lettering released it). When another live event now holds the key the
 // event stays DEAD_LETTER and nothing is returned.
 const requeueEventSQL = `
-WITH target AS (
+WITH input AS (
     SELECT event_id, created_at, schema_name, dedup_key
     FROM tasks.events
     WHERE event_id = $1 AND created_at = $2 AND status = 'DEAD_LETTER'
     FOR UPDATE
 ),
-key AS (
-    INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
-    SELECT schema_name, dedup_key, event_id, created_at FROM target WHERE dedup_key IS NOT NULL
-    ON CONFLICT (schema_name, dedup_key) DO NOTHING
-    RETURNING event_id
-),
+key AS ` + takeEventKeysSQL + `,
 requeued AS (
     UPDATE tasks.events e
     SET status = 'PENDING', attempts = 0, run_after = now(), locked_until = NULL, owner_id = NULL,
         error = NULL, dead_lettered_at = NULL
-    FROM target t
+    FROM input t
     WHERE e.event_id = t.event_id AND e.created_at = t.created_at
       AND (t.dedup_key IS NULL OR EXISTS (SELECT 1 FROM key)
            OR EXISTS (SELECT 1 FROM tasks.event_dedup d

@@ -142,6 +142,18 @@ recorded AS (
     WHERE t.task_id = $12 AND t."timestamp" = $13 AND r.entries IS NOT NULL
 )` + insertEventsTailSQL
 
+// takeEventKeysSQL takes the dedup keys of the events of the CTE input
+// (schema_name, dedup_key, event_id, created_at) in tasks.event_dedup; a
+// key another live event holds stays its. It returns the event_id of each
+// key it took: an insert's events and a requeued dead letter take their keys
+// the same way.
+const takeEventKeysSQL = `(
+    INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
+    SELECT schema_name, dedup_key, event_id, created_at FROM input WHERE dedup_key IS NOT NULL
+    ON CONFLICT (schema_name, dedup_key) DO NOTHING
+    RETURNING event_id
+)`
+
 const insertEventsHeadSQL = `
 WITH input AS (
     SELECT *
@@ -149,12 +161,7 @@ WITH input AS (
                 $10::uuid[])
          AS i(event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
 ),
-dedup AS (
-    INSERT INTO tasks.event_dedup (schema_name, dedup_key, event_id, event_created_at)
-    SELECT schema_name, dedup_key, event_id, created_at FROM input WHERE dedup_key IS NOT NULL
-    ON CONFLICT (schema_name, dedup_key) DO NOTHING
-    RETURNING event_id
-),
+dedup AS ` + takeEventKeysSQL + `,
 inserted AS (
     INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
     SELECT i.event_id, i.created_at, i.event_type, i.scope, i.schema_name, i.payload, i.dedup_key, i.traceparent, i.source_task_id
