@@ -155,6 +155,15 @@ func oneArgument(c *cli.Context, name, arg string) error {
 	return nil
 }
 
+// noArguments is the usage error of a command, called name in the message,
+// that takes no arguments, when it got some; nil otherwise.
+func noArguments(c *cli.Context, name string) error {
+	if c.NArg() > 0 {
+		return Usagef("%s takes no arguments, got %q", name, c.Args().First())
+	}
+	return nil
+}
+
 // oneArgumentFormat checks a command that takes exactly one argument (see
 // oneArgument) and --format text or json, and returns the format.
 func oneArgumentFormat(c *cli.Context, name, arg string) (string, error) {

@@ -132,8 +132,8 @@ func benchConfig(c *cli.Context, m bench.Mode) (bench.Config, error) {
 }
 
 func runBench(c *cli.Context, m bench.Mode) error {
-	if c.NArg() > 0 {
-		return Usagef("bench %s takes no arguments, got %q", m, c.Args().First())
+	if err := noArguments(c, "bench "+string(m)); err != nil {
+		return err
 	}
 	cfg, err := benchConfig(c, m)
 	if err != nil {
@@ -160,8 +160,8 @@ func runBench(c *cli.Context, m bench.Mode) error {
 }
 
 func runBenchSuite(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("bench suite takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "bench suite"); err != nil {
+		return err
 	}
 	cfg, err := benchConfig(c, bench.ModeBurnDown)
 	if err != nil {
@@ -196,8 +196,8 @@ func runBenchSuite(c *cli.Context) error {
 }
 
 func runBenchChaos(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("bench chaos takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "bench chaos"); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(c)
 	if err != nil {

@@ -111,8 +111,8 @@ func configShow(c *cli.Context) error {
 	if format != "yaml" && format != "json" {
 		return Usagef("--format must be yaml or json, got %q", format)
 	}
-	if c.NArg() > 0 {
-		return Usagef("config show takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "config show"); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(c)
 	if err != nil {

@@ -144,3 +144,23 @@ func TestTaskIDPrefix(t *testing.T) {
 		require.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
 	}
 }
+
+// TestNoArgumentsCommands: a command that takes no arguments refuses one as
+// a usage error (exit 2) naming the command, before it opens anything.
+func TestNoArgumentsCommands(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		command string
+		flags   []string
+	}{
+		{"run", nil}, {"serve", nil}, {"events list", nil},
+		{"webhooks add", []string{"--url", "https://example.com/hook", "--event", "catalog.*"}},
+		{"bench burn-down", nil}, {"bench suite", nil}, {"bench chaos", nil},
+	} {
+		args := append(append(strings.Fields(tc.command), tc.flags...), "extra")
+		code, out, errOut := runWF(t, args...)
+		require.Equal(t, ExitUsage, code, "%v: %s", args, errOut)
+		require.Empty(t, out, args)
+		require.Equal(t, "wf: usage: "+tc.command+` takes no arguments, got "extra"`+"\n", errOut, args)
+	}
+}

@@ -99,8 +99,8 @@ func eventsEmit(c *cli.Context) error {
 }
 
 func eventsList(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("events list takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "events list"); err != nil {
+		return err
 	}
 	format, err := checkFormat(c, formatText, formatJSON)
 	if err != nil {

@@ -39,8 +39,8 @@ func migrateCommand() *cli.Command {
 // says and closes it afterwards. Failures exit 1 with a one-line message.
 func databaseAction(access dbAccess, run func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.NArg() > 0 {
-			return Usagef("%s takes no arguments, got %q", cmp.Or(c.Command.HelpName, c.Command.Name), c.Args().First())
+		if err := noArguments(c, cmp.Or(c.Command.HelpName, c.Command.Name)); err != nil {
+			return err
 		}
 		return databaseActionArgs(access, run)(c)
 	}

@@ -40,8 +40,8 @@ func configFlag(key, usage string) cli.Flag {
 }
 
 func runEngine(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("run takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "run"); err != nil {
+		return err
 	}
 	rt, cleanup, err := openRuntime(c, runtimeOptions{filesFolder: true})
 	if err != nil {

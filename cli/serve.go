@@ -34,8 +34,8 @@ func serveCommand() *cli.Command {
 }
 
 func runServe(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("serve takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "serve"); err != nil {
+		return err
 	}
 	rt, cleanup, err := openRuntime(c, runtimeOptions{})
 	if err != nil {

@@ -117,8 +117,8 @@ func checkWebhookHost(c *cli.Context) error {
 }
 
 func webhooksAdd(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return Usagef("webhooks add takes no arguments, got %q", c.Args().First())
+	if err := noArguments(c, "webhooks add"); err != nil {
+		return err
 	}
 	// Everything is checked before connecting: a mistake is a usage error.
 	format, err := checkFormat(c, formatText, formatJSON)
