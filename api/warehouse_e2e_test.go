@@ -117,7 +117,10 @@ func TestWarehouseJoinEndToEnd(t *testing.T) {
 		byID[r[1]] = append(byID[r[1]], r[3])
 	}
 	require.Equal(t, map[string][]string{"P1": {"Ada", "Alan"}, "P2": {"Bob"}, "P3": {""}, "P4": {""}}, byID)
-	require.Greater(t, bq.Requests("jobs.getQueryResults"), 1, "the rows came in pages")
+	// The rows came in pages of 2: the first with jobs.query, the second
+	// through jobs.getQueryResults.
+	require.Equal(t, 1, bq.Requests("jobs.query"))
+	require.Equal(t, 1, bq.Requests("jobs.getQueryResults"), "the rows came in pages")
 
 	// Tenancy. Catalog cat-b's client cannot name cat-a's schema at all.
 	// (A refusal creates no task; the outbox is not compared, as the

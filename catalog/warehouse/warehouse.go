@@ -9,7 +9,7 @@
 // streams advance together. Only the rows of one key are held at a time
 // (at most MaxGroupRows of them). Warehouses are declared connections
 // (config warehouse.connections): PostgreSQL (any database URL) and
-// BigQuery (cloud.google.com/go/bigquery). A tenant reaches only the
+// BigQuery (its REST API, google.golang.org/api/bigquery/v2). A tenant reaches only the
 // connections and tables its catalog is allowed in the configuration.
 package warehouse
 
@@ -63,7 +63,8 @@ type Config struct {
 
 // Handler is the dwh_join handler; it is safe for concurrent use.
 type Handler struct {
-	cfg Config
+	cfg      Config
+	bigQuery bigQueryClients
 }
 
 // New checks cfg and returns the handler.
@@ -247,7 +248,7 @@ func (h *Handler) open(ctx context.Context, c config.WarehouseConnection, table 
 	case config.WarehousePostgres:
 		return openPostgres(ctx, c.URL, table, h.cfg.BatchSize)
 	case config.WarehouseBigQuery:
-		return openBigQuery(ctx, c, table, h.cfg.BatchSize)
+		return h.openBigQuery(ctx, c, table)
 	}
 	return nil, wftype.Permanent(fmt.Errorf("connection %q has unknown type %q", c.Name, c.Type))
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -273,5 +277,89 @@ func TestRefusals(t *testing.T) {
 	require.ErrorContains(t, err, "key 1 has more than 1 rows in dwh.owners")
 	require.True(t, wftype.IsPermanent(err))
 	_, err = os.Stat(filepath.Join(b.root, "s_cat", "z.ndjson"))
+	require.True(t, os.IsNotExist(err), "a failed join leaves no partial export")
+}
+
+// TestBigQueryValueTypes reads a column of every kind BigQuery's REST API
+// writes differently: the values land in the export as JSON numbers,
+// booleans, exact decimals, RFC 3339 times, lists and records.
+func TestBigQueryValueTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := time.Date(2024, 3, 1, 10, 30, 0, 123456000, time.UTC)
+	b.bq.AddTable("proj", "sales", "typed", []bqfake.Field{
+		{Name: "pid", Type: "INT64"}, {Name: "at", Type: "TIMESTAMP"}, {Name: "amount", Type: "NUMERIC"},
+		{Name: "big", Type: "BIGNUMERIC"}, {Name: "ok", Type: "BOOLEAN"}, {Name: "day", Type: "DATE"},
+		{Name: "ratio", Type: "FLOAT"}, {Name: "tags", Type: "INTEGER", Mode: "REPEATED"},
+		{Name: "addr", Type: "RECORD", Fields: []bqfake.Field{{Name: "street", Type: "STRING"}, {Name: "no", Type: "INTEGER"}}},
+		{Name: "raw", Type: "BYTES"}, {Name: "nothing", Type: "STRING"},
+	}, [][]any{
+		{int64(1), at, "10.50", "0.12345678901234567890123456789012345678", true, "2024-03-01", math.Inf(1),
+			[]any{int64(3), int64(1)}, []any{"Main St", int64(7)}, "aGk=", nil},
+		{int64(3), nil, "-2", "1", false, "2024-02-29", math.NaN(), []any{}, nil, nil, nil},
+	})
+	out, _, err := b.join(t, b.handler(t, nil), map[string]any{"connection": "bq", "table": "sales.typed", "key": "pid",
+		"destination": "typed.ndjson"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), out.Matched)
+	props := map[string]string{}
+	raw, err := os.ReadFile(filepath.Join(b.root, "s_cat", "typed.ndjson"))
+	require.NoError(t, err)
+	for line := range strings.Lines(string(raw)) {
+		var f struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &f))
+		var id string
+		require.NoError(t, json.Unmarshal(f.Properties["id"], &id))
+		var keys []string
+		for k := range f.Properties {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var sb strings.Builder
+		for _, k := range keys {
+			sb.WriteString(k + "=" + string(f.Properties[k]) + " ")
+		}
+		props[id] = strings.TrimSpace(sb.String())
+	}
+	require.Equal(t, map[string]string{
+		"P1": `addr=["Main St",7] amount=10.5 at="2024-03-01T10:30:00.123456Z" big=0.12345678901234567890123456789012345678 ` +
+			`code="a" day="2024-03-01" id="P1" nothing=null ok=true pid=1 ratio="Infinity" raw="aGk=" tags=[3,1]`,
+		"P3": `addr=null amount=-2 at=null big=1 code="é" day="2024-02-29" id="P3" nothing=null ok=false pid=3 ratio="NaN" raw=null tags=[]`,
+	}, props)
+}
+
+// TestBigQueryRetries: the errors BigQuery asks callers to retry (503
+// backendError, 429 rateLimitExceeded, 500 internalError) are retried
+// within the join, with the same requestId for the query; any other
+// error, or one that lasts, fails the join with BigQuery's message.
+func TestBigQueryRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.handler(t, nil)
+	b.bq.SetPageSize(1)
+	b.bq.Fail("tables.get", 1, http.StatusInternalServerError, "internalError")
+	b.bq.Fail("jobs.query", 2, http.StatusServiceUnavailable, "backendError")
+	b.bq.Fail("jobs.getQueryResults", 1, http.StatusTooManyRequests, "rateLimitExceeded")
+	out, _, err := b.join(t, h, map[string]any{"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "joined.ndjson"})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), out.Written)
+	require.Equal(t, int64(4), out.Rows)
+	require.Equal(t, 2, b.bq.Requests("tables.get"))
+	require.Equal(t, 3, b.bq.Requests("jobs.query"))
+
+	// A refusal is not retried.
+	b.bq.Fail("jobs.query", 1, http.StatusForbidden, "accessDenied")
+	_, _, err = b.join(t, h, map[string]any{"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "denied.ndjson"})
+	require.ErrorContains(t, err, "accessDenied")
+	require.Equal(t, 4, b.bq.Requests("jobs.query"))
+
+	// An unavailability that lasts ends the join after a few tries.
+	b.bq.Fail("jobs.getQueryResults", 100, http.StatusServiceUnavailable, "backendError")
+	_, _, err = b.join(t, h, map[string]any{"connection": "bq", "table": "sales.owners", "key": "pid", "destination": "down.ndjson"})
+	require.ErrorContains(t, err, "backendError")
+	require.False(t, wftype.IsPermanent(err), "the task's retry policy tries again later")
+	_, err = os.Stat(filepath.Join(b.root, "s_cat", "down.ndjson"))
 	require.True(t, os.IsNotExist(err), "a failed join leaves no partial export")
 }

@@ -1,42 +1,58 @@
 // Package bqfake is an in-process BigQuery for tests: an HTTP server that
-// speaks the documented REST endpoints (bigquery/v2) that the official
-// client (cloud.google.com/go/bigquery) calls to read a table and run a
-// query, with BigQuery's JSON shapes and error bodies:
+// speaks the documented REST endpoints (bigquery/v2) that read a table and
+// run a query, with BigQuery's JSON shapes and error bodies, whichever
+// client calls them:
 //
 //   - tables.get: GET projects/{p}/datasets/{d}/tables/{t} (the schema);
-//   - jobs.query: POST projects/{p}/queries (the client's fast path), the
-//     first page of rows with a pageToken, or jobComplete false when the
-//     fake is told to make the client wait;
+//   - jobs.query: POST projects/{p}/queries, the first page of rows
+//     (maxResults of the request body) with a pageToken, or jobComplete
+//     false when the fake is told to make the client wait; a requestId
+//     seen before answers the same job, as BigQuery's idempotent retries
+//     do;
 //   - jobs.insert: POST projects/{p}/jobs, and jobs.get: GET
-//     projects/{p}/jobs/{id} (the client's job path);
+//     projects/{p}/jobs/{id};
 //   - jobs.getQueryResults: GET projects/{p}/queries/{id}, page by page
-//     (pageToken, maxResults), polled until the job is complete;
+//     (pageToken, startIndex, maxResults), polled until the job is
+//     complete;
 //   - tabledata.list: GET projects/{p}/datasets/{d}/tables/{t}/data.
+//
+// Rows are written as the REST API writes them: {"f": [{"v": …}]}, every
+// scalar a string, NULL null, a REPEATED value a list of {"v": …}, a
+// RECORD {"f": […]}, and a TIMESTAMP as float seconds or, when the request
+// sets formatOptions.useInt64Timestamp, integer microseconds.
 //
 // The only SQL it evaluates is what the dwh_join task sends:
 // SELECT `c1`, `c2`, … FROM `project.dataset.table` WHERE `k` IS NOT NULL
 // ORDER BY `k`, INTEGER keys ordered numerically and STRING keys byte by
 // byte, as BigQuery orders them. Any other query answers 400 invalidQuery.
+// Fail makes requests of a kind answer an error, as an unavailable or
+// overloaded BigQuery does.
 package bqfake
 
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Field is one column of a table's schema.
 type Field struct {
 	Name string `json:"name"`
-	// Type is a BigQuery type: INTEGER, STRING, FLOAT, BOOLEAN, NUMERIC, DATE, TIMESTAMP, ….
+	// Type is a BigQuery type: INTEGER, STRING, FLOAT, BOOLEAN, NUMERIC, DATE, TIMESTAMP, RECORD, ….
 	Type string `json:"type"`
+	// Mode is NULLABLE (the default), REQUIRED or REPEATED.
 	Mode string `json:"mode,omitempty"`
+	// Fields are a RECORD's fields.
+	Fields []Field `json:"fields,omitempty"`
 }
 
 // Server is a running fake.
@@ -51,8 +67,18 @@ type Server struct {
 	pageSize int
 	// polls makes new queries incomplete for this many getQueryResults calls.
 	polls int
-	// requests counts requests by "METHOD path-kind".
+	// requests counts requests by kind ("jobs.query", …).
 	requests map[string]int
+	// failures are the errors the next requests of a kind answer.
+	failures map[string][]failure
+	// byRequestID are the jobs of the jobs.query requests with a requestId.
+	byRequestID map[string]*job
+}
+
+// failure is an error a request answers instead of its result.
+type failure struct {
+	status int
+	reason string
 }
 
 type table struct {
@@ -69,13 +95,17 @@ type job struct {
 
 // New starts a fake BigQuery on loopback; its URL is the client's endpoint.
 func New() *Server {
-	s := &Server{tables: map[string]*table{}, jobs: map[string]*job{}, pageSize: 1000, requests: map[string]int{}}
+	s := &Server{tables: map[string]*table{}, jobs: map[string]*job{}, pageSize: 1000, requests: map[string]int{},
+		failures: map[string][]failure{}, byRequestID: map[string]*job{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
 
 // AddTable creates project.dataset.table with a schema and rows (one value
-// per field: int64 for INTEGER, string for STRING, float64, bool, nil).
+// per field: int64 for INTEGER, string for STRING and for the types
+// BigQuery writes as text (NUMERIC, DATE, …), float64, bool, time.Time for
+// TIMESTAMP, []any for a REPEATED field and for a RECORD (its fields'
+// values in order), nil for NULL).
 func (s *Server) AddTable(project, dataset, name string, fields []Field, rows [][]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,6 +125,18 @@ func (s *Server) SlowQueries(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.polls = n
+}
+
+// Fail makes the next n requests of a kind (as Requests names them) answer
+// an error of the given HTTP status and reason, in Google's error body:
+// 503 "backendError" or 429 "rateLimitExceeded" as BigQuery answers when
+// it is unavailable or overloaded, 403 "accessDenied", ….
+func (s *Server) Fail(kind string, n, status int, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.failures[kind] = append(s.failures[kind], failure{status: status, reason: reason})
+	}
 }
 
 // Requests returns how many requests of a kind arrived: "tables.get",
@@ -117,14 +159,44 @@ var (
 	selectSQL = regexp.MustCompile("^SELECT ((?:`[^`]+`(?:, )?)+) FROM `([^`]+)` WHERE `([^`]+)` IS NOT NULL ORDER BY `([^`]+)`$")
 )
 
+// kinds name the requests the fake serves, by method and path.
+var kinds = []struct {
+	method, kind string
+	path         *regexp.Regexp
+}{
+	{http.MethodGet, "tables.get", tablePath},
+	{http.MethodGet, "tabledata.list", dataPath},
+	{http.MethodPost, "jobs.query", queriesPath},
+	{http.MethodPost, "jobs.insert", jobsPath},
+	{http.MethodGet, "jobs.get", jobPath},
+	{http.MethodGet, "jobs.getQueryResults", resultsPath},
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/"), "bigquery/v2/")
-	switch {
-	case r.Method == http.MethodGet && tablePath.MatchString(p):
-		s.requests["tables.get"]++
+	kind := ""
+	for _, k := range kinds {
+		if r.Method == k.method && k.path.MatchString(p) {
+			kind = k.kind
+			break
+		}
+	}
+	if kind == "" {
+		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("bqfake does not serve %s %s", r.Method, r.URL.Path))
+		return
+	}
+	s.requests[kind]++
+	if f := s.failures[kind]; len(f) > 0 {
+		s.failures[kind] = f[1:]
+		apiError(w, f[0].status, f[0].reason, fmt.Sprintf("bqfake: %s failed as told (%s)", kind, f[0].reason))
+		return
+	}
+	q := r.URL.Query()
+	switch kind {
+	case "tables.get":
 		m, t := s.pathTable(w, tablePath, p)
 		if t == nil {
 			return
@@ -132,38 +204,51 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		write(w, map[string]any{"kind": "bigquery#table", "id": m[1] + ":" + m[2] + "." + m[3], "type": "TABLE",
 			"tableReference": map[string]any{"projectId": m[1], "datasetId": m[2], "tableId": m[3]},
 			"schema":         map[string]any{"fields": t.fields}, "numRows": strconv.Itoa(len(t.rows))})
-	case r.Method == http.MethodGet && dataPath.MatchString(p):
-		s.requests["tabledata.list"]++
+	case "tabledata.list":
 		_, t := s.pathTable(w, dataPath, p)
 		if t == nil {
 			return
 		}
-		page, token, err := s.page(t.rows, r)
+		page, token, err := s.page(t.rows, pagingOf(q))
 		if err != nil {
 			apiError(w, http.StatusBadRequest, "invalid", err.Error())
 			return
 		}
 		write(w, map[string]any{"kind": "bigquery#tableDataList", "totalRows": strconv.Itoa(len(t.rows)),
-			"rows": encodeRows(t.fields, page), "pageToken": token})
-	case r.Method == http.MethodPost && queriesPath.MatchString(p):
-		s.requests["jobs.query"]++
+			"rows": encodeRows(t.fields, page, q.Get("formatOptions.useInt64Timestamp") == "true"), "pageToken": token})
+	case "jobs.query":
 		var req struct {
-			Query        string `json:"query"`
-			UseLegacySQL *bool  `json:"useLegacySql"`
-			MaxResults   int    `json:"maxResults"`
+			Query         string `json:"query"`
+			UseLegacySQL  *bool  `json:"useLegacySql"`
+			MaxResults    *int   `json:"maxResults"`
+			RequestID     string `json:"requestId"`
+			FormatOptions struct {
+				UseInt64Timestamp bool `json:"useInt64Timestamp"`
+			} `json:"formatOptions"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			apiError(w, http.StatusBadRequest, "invalid", "Invalid JSON payload received. "+err.Error())
 			return
 		}
-		j, status, reason, msg := s.startQuery(queriesPath.FindStringSubmatch(p)[1], req.Query, req.UseLegacySQL)
+		j := s.byRequestID[req.RequestID]
 		if j == nil {
-			apiError(w, status, reason, msg)
-			return
+			var status int
+			var reason, msg string
+			j, status, reason, msg = s.startQuery(queriesPath.FindStringSubmatch(p)[1], req.Query, req.UseLegacySQL)
+			if j == nil {
+				apiError(w, status, reason, msg)
+				return
+			}
+			if req.RequestID != "" {
+				s.byRequestID[req.RequestID] = j
+			}
 		}
-		s.results(w, j, r)
-	case r.Method == http.MethodPost && jobsPath.MatchString(p):
-		s.requests["jobs.insert"]++
+		pg := paging{}
+		if req.MaxResults != nil {
+			pg.maxResults = strconv.Itoa(*req.MaxResults)
+		}
+		s.results(w, j, pg, req.FormatOptions.UseInt64Timestamp)
+	case "jobs.insert":
 		var req struct {
 			JobReference  struct{ JobID string } `json:"jobReference"`
 			Configuration struct {
@@ -183,21 +268,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		write(w, s.jobResource(j))
-	case r.Method == http.MethodGet && jobPath.MatchString(p):
-		s.requests["jobs.get"]++
+	case "jobs.get":
 		if j := s.pathJob(w, jobPath, p); j != nil {
 			write(w, s.jobResource(j))
 		}
-	case r.Method == http.MethodGet && resultsPath.MatchString(p):
-		s.requests["jobs.getQueryResults"]++
+	case "jobs.getQueryResults":
 		if j := s.pathJob(w, resultsPath, p); j != nil {
 			if j.pendingPoll > 0 {
 				j.pendingPoll--
 			}
-			s.results(w, j, r)
+			s.results(w, j, pagingOf(q), q.Get("formatOptions.useInt64Timestamp") == "true")
 		}
-	default:
-		apiError(w, http.StatusNotFound, "notFound", fmt.Sprintf("bqfake does not serve %s %s", r.Method, r.URL.Path))
 	}
 }
 
@@ -302,34 +383,43 @@ func (s *Server) jobResource(j *job) map[string]any {
 
 // results answers jobs.query or jobs.getQueryResults: one page of a
 // complete job, or jobComplete false.
-func (s *Server) results(w http.ResponseWriter, j *job, r *http.Request) {
+func (s *Server) results(w http.ResponseWriter, j *job, pg paging, int64Timestamps bool) {
 	ref := map[string]any{"projectId": j.project, "jobId": j.id, "location": "US"}
 	if j.pendingPoll > 0 {
 		write(w, map[string]any{"kind": "bigquery#queryResponse", "jobReference": ref, "jobComplete": false})
 		return
 	}
-	page, token, err := s.page(j.rows, r)
+	page, token, err := s.page(j.rows, pg)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid", err.Error())
 		return
 	}
 	write(w, map[string]any{"kind": "bigquery#queryResponse", "jobReference": ref, "jobComplete": true,
 		"schema": map[string]any{"fields": j.fields}, "totalRows": strconv.Itoa(len(j.rows)),
-		"rows": encodeRows(j.fields, page), "pageToken": token})
+		"rows": encodeRows(j.fields, page, int64Timestamps), "pageToken": token})
+}
+
+// paging is a request's pageToken, startIndex and maxResults, as sent.
+type paging struct {
+	pageToken, startIndex, maxResults string
+}
+
+// pagingOf reads the paging parameters of a request's query string.
+func pagingOf(q url.Values) paging {
+	return paging{pageToken: q.Get("pageToken"), startIndex: q.Get("startIndex"), maxResults: q.Get("maxResults")}
 }
 
 // page cuts rows by the request's pageToken (an offset), startIndex and
 // maxResults.
-func (s *Server) page(rows [][]any, r *http.Request) ([][]any, string, error) {
-	q := r.URL.Query()
+func (s *Server) page(rows [][]any, pg paging) ([][]any, string, error) {
 	start := 0
-	if t := q.Get("pageToken"); t != "" {
+	if t := pg.pageToken; t != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(t, "offset-"))
 		if err != nil || !strings.HasPrefix(t, "offset-") || n < 0 || n > len(rows) {
 			return nil, "", fmt.Errorf("invalid page token %q", t)
 		}
 		start = n
-	} else if si := q.Get("startIndex"); si != "" {
+	} else if si := pg.startIndex; si != "" {
 		n, err := strconv.Atoi(si)
 		if err != nil || n < 0 {
 			return nil, "", fmt.Errorf("invalid startIndex %q", si)
@@ -337,7 +427,7 @@ func (s *Server) page(rows [][]any, r *http.Request) ([][]any, string, error) {
 		start = min(n, len(rows))
 	}
 	size := s.pageSize
-	if mr := q.Get("maxResults"); mr != "" {
+	if mr := pg.maxResults; mr != "" {
 		if n, err := strconv.Atoi(mr); err == nil && n >= 0 {
 			size = min(n, s.pageSize)
 		}
@@ -350,27 +440,68 @@ func (s *Server) page(rows [][]any, r *http.Request) ([][]any, string, error) {
 	return rows[start:end], token, nil
 }
 
-// encodeRows writes rows as the REST API does: {"f": [{"v": "…"}]},
-// every scalar as a string, NULL as null.
-func encodeRows(fields []Field, rows [][]any) []any {
+// encodeRows writes rows as the REST API does: {"f": [{"v": …}]}.
+func encodeRows(fields []Field, rows [][]any, int64Timestamps bool) []any {
 	out := make([]any, len(rows))
 	for i, r := range rows {
-		cells := make([]any, len(r))
-		for k, v := range r {
-			if v == nil {
-				cells[k] = map[string]any{"v": nil}
-				continue
-			}
-			switch x := v.(type) {
-			case float64:
-				cells[k] = map[string]any{"v": strconv.FormatFloat(x, 'g', -1, 64)}
-			default:
-				cells[k] = map[string]any{"v": fmt.Sprint(x)}
-			}
-		}
-		out[i] = map[string]any{"f": cells}
+		out[i] = encodeRecord(fields, r, int64Timestamps)
 	}
 	return out
+}
+
+// encodeRecord writes one row or RECORD value: {"f": [{"v": …}, …]}.
+func encodeRecord(fields []Field, values []any, int64Timestamps bool) map[string]any {
+	cells := make([]any, len(values))
+	for k, v := range values {
+		cells[k] = map[string]any{"v": encodeValue(fields[k], v, int64Timestamps)}
+	}
+	return map[string]any{"f": cells}
+}
+
+// encodeValue writes one field's value: every scalar as a string, NULL as
+// null, a REPEATED value as a list of {"v": …}, a RECORD as {"f": […]}, a
+// TIMESTAMP as float seconds since the epoch (BigQuery's default, as
+// 1.7092872E9) or integer microseconds (formatOptions.useInt64Timestamp).
+func encodeValue(f Field, v any, int64Timestamps bool) any {
+	if v == nil {
+		return nil
+	}
+	if f.Mode == "REPEATED" {
+		list, _ := v.([]any)
+		elem := f
+		elem.Mode = ""
+		out := make([]any, len(list))
+		for i, e := range list {
+			out[i] = map[string]any{"v": encodeValue(elem, e, int64Timestamps)}
+		}
+		return out
+	}
+	switch x := v.(type) {
+	case []any: // a RECORD's fields
+		return encodeRecord(f.Fields, x, int64Timestamps)
+	case time.Time:
+		if int64Timestamps {
+			return strconv.FormatInt(x.UnixMicro(), 10)
+		}
+		// Java's Double.toString, as BigQuery writes it: 1.7092872E9.
+		e := strconv.FormatFloat(float64(x.UnixMicro())/1e6, 'E', -1, 64)
+		mant, exp, _ := strings.Cut(e, "E")
+		if !strings.Contains(mant, ".") {
+			mant += ".0"
+		}
+		n, _ := strconv.Atoi(exp)
+		return mant + "E" + strconv.Itoa(n)
+	case float64:
+		switch {
+		case math.IsInf(x, 1):
+			return "Infinity"
+		case math.IsInf(x, -1):
+			return "-Infinity"
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64) // NaN is "NaN"
+	default:
+		return fmt.Sprint(x)
+	}
 }
 
 // apiError writes Google's error body.
