@@ -334,7 +334,9 @@ func (e *Engine) buildRunners() error {
 // buildWorkflows builds the workflow runtime from the specs and, when they
 // declare any workflow, installs its step hook in the store, so that every
 // FinishTasks that ends a step advances its run in the same transaction.
-// Without workflows FinishTasks stays one statement outside a transaction.
+// Without workflows FinishTasks stays one statement outside a transaction
+// for plain tasks; the ends of other instances' step tasks it runs are
+// recorded for their step pass (runStepPass).
 func (e *Engine) buildWorkflows() error {
 	if e.cfg.Specs == nil {
 		return nil
@@ -356,16 +358,34 @@ func (e *Engine) buildWorkflows() error {
 // engine built without specs.
 func (e *Engine) Workflows() *workflow.Workflows { return e.workflows }
 
+// runStepPass advances, every poll interval of wall time, the runs of the
+// engine's workflows whose step tasks ended where they could not be
+// advanced (workflow.Workflows.Sweep): on an instance whose specs do not
+// declare the workflow, through a remote worker or `wf exec`. Every
+// instance with workflows runs it; they share the work by SKIP LOCKED.
+func (e *Engine) runStepPass(ctx context.Context) error {
+	return e.workflowPass(ctx, e.cfg.PollInterval, "workflow step pass", "workflow runs advanced from steps ended elsewhere", "task_ends",
+		func() (int, error) { return e.workflows.Sweep(ctx, e.store, 500) })
+}
+
 // runWorkflowTimeouts fails the runs that passed their deadline, every
 // janitor interval of wall time (leader only).
 func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
-	clock.Every(ctx, clock.Real{}, cmp.Or(e.cfg.JanitorInterval, 30*time.Second), func() bool {
-		n, err := e.workflows.Expire(ctx, e.store, 100)
+	return e.workflowPass(ctx, cmp.Or(e.cfg.JanitorInterval, 30*time.Second), "workflow timeouts", "workflow runs timed out", "runs",
+		func() (int, error) { return e.workflows.Expire(ctx, e.store, 100) })
+}
+
+// workflowPass calls pass every interval of wall time until ctx ends; a
+// failure is logged as a warning under name, a pass that changed n > 0
+// things at info as did, with n as key.
+func (e *Engine) workflowPass(ctx context.Context, every time.Duration, name, did, key string, pass func() (int, error)) error {
+	clock.Every(ctx, clock.Real{}, every, func() bool {
+		n, err := pass()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.cfg.Logger.Warn("workflow timeouts", "error", err)
+			e.cfg.Logger.Warn(name, "error", err)
 		case n > 0:
-			e.cfg.Logger.Info("workflow runs timed out", "runs", n)
+			e.cfg.Logger.Info(did, key, n)
 		}
 		return true
 	})
@@ -459,6 +479,7 @@ func (e *Engine) buildServices() error {
 		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
 		if len(cfg.Specs.Workflows()) > 0 {
 			e.leading = append(e.leading, Service{Name: "workflow timeouts", Run: e.runWorkflowTimeouts})
+			e.services = append(e.services, Service{Name: "workflow step pass", Run: e.runStepPass})
 		}
 	}
 	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -165,7 +164,8 @@ FROM updated u, notified, event_notified`
 // changed; an id missing from the result was not ACTIVE (or not the owner's,
 // or its lease had not expired) and is left as it was. With a step hook
 // (WithStepHook), the outcomes and what the hook makes of the workflow steps
-// they end commit in one transaction.
+// they end commit in one transaction; without one, the ends of the steps'
+// tasks are recorded in it for a step pass (RecordStepEnds).
 //
 // Workflow steps cost plain tasks nothing: the first statement, outside a
 // transaction, ends only the tasks that carry no run id. Only when outcomes
@@ -243,9 +243,9 @@ func (s *Store) finishTasks(ctx context.Context, p FinishParams, outcomes []Fini
 	if err != nil {
 		return nil, wrap("finishing tasks", err)
 	}
-	if len(finished) > 0 && s.stepHook != nil {
-		if err := s.stepHook(ctx, s, finished); err != nil {
-			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
+	if steps {
+		if err := s.stepEnds(ctx, finished); err != nil {
+			return nil, err
 		}
 	}
 	return done, nil
@@ -437,7 +437,7 @@ func appendJSONString(b []byte, s string) []byte {
 // once (shutdown): no lease wait, no retry counted, the attempt not counted.
 // A task of a workflow run that ended is not handed back but CANCELLED
 // (endedRunSQL), in a transaction that locks the runs first, as
-// FinishTasks does; with a step hook, its step learns it there.
+// FinishTasks does; its step learns it there (stepEnds).
 func (s *Store) ReleaseTasks(ctx context.Context, owner string, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -493,10 +493,8 @@ SELECT task_id, workflow_run_id, workflow_step, workflow_item, status, NULL::jso
 	if err != nil {
 		return nil, wrap("releasing tasks", err)
 	}
-	if len(cancelled) > 0 && s.stepHook != nil {
-		if err := s.stepHook(ctx, s, cancelled); err != nil {
-			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
-		}
+	if err := s.stepEnds(ctx, cancelled); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

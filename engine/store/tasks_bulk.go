@@ -167,12 +167,13 @@ SELECT ` + taskColumns + `, workflow_run_id, workflow_step, workflow_item FROM c
 // cancelTasks cancels the PENDING or ACTIVE tasks among ids and returns
 // them. With a step hook (WithStepHook), the cancelled tasks of workflow
 // steps are handed to it in the same transaction, so a run learns that its
-// step cannot complete as the cancel commits.
+// step cannot complete as the cancel commits; without one, they are
+// recorded in it for a step pass (stepEnds).
 func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if s.stepHook == nil || s.inTx {
+	if s.inTx {
 		return s.cancelTasksIn(ctx, ids)
 	}
 	var out []wftype.Task
@@ -226,10 +227,8 @@ func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Ta
 			steps = append(steps, *r.step)
 		}
 	}
-	if len(steps) > 0 && s.stepHook != nil {
-		if err := s.stepHook(ctx, s, steps); err != nil {
-			return nil, fmt.Errorf("error advancing workflow runs: %w", err)
-		}
+	if err := s.stepEnds(ctx, steps); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

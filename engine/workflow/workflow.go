@@ -147,7 +147,9 @@ func (w *Workflows) Start(ctx context.Context, st *store.Store, req StartRequest
 // Advance is the store's step hook (store.WithStepHook): inside the
 // transaction that ended the tasks of steps, it records each step's
 // outcome, creates the tasks of the steps that are now unblocked (or the
-// next items of a for_each step) and ends the runs that are done.
+// next items of a for_each step) and ends the runs that are done. The
+// steps of runs of workflows the specs do not declare are recorded for the
+// step pass of an instance that does (Sweep).
 func (w *Workflows) Advance(ctx context.Context, tx *store.Store, finished []store.FinishedStep) error {
 	byRun := map[uuid.UUID][]store.FinishedStep{}
 	var ids []uuid.UUID
@@ -158,6 +160,43 @@ func (w *Workflows) Advance(ctx context.Context, tx *store.Store, finished []sto
 		byRun[f.RunID] = append(byRun[f.RunID], f)
 	}
 	return w.advance(ctx, tx, ids, byRun, false, nil)
+}
+
+// Sweep is the step pass of the runs of the workflows the specs declare:
+// it advances them from the step tasks that ended where they could not be
+// (recorded by store.RecordStepEnds: an instance whose specs do not declare
+// the workflow, a remote worker through such an API, `wf exec`), taking at
+// most limit task ends per transaction, until none is left. Each batch is
+// taken, applied and deleted in one transaction, so an end is applied
+// exactly once; instances sweeping at once take different ends (SKIP
+// LOCKED). It returns how many task ends it applied.
+func (w *Workflows) Sweep(ctx context.Context, st *store.Store, limit int) (int, error) {
+	var names []string
+	for _, wf := range w.cfg.Specs.Workflows() {
+		names = append(names, wf.Name())
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	total := 0
+	for {
+		n := 0
+		err := st.InTx(ctx, func(tx *store.Store) error {
+			ends, err := tx.TakeStepEnds(ctx, names, limit)
+			if err != nil || len(ends) == 0 {
+				return err
+			}
+			n = len(ends)
+			return w.Advance(ctx, tx, ends)
+		})
+		if err != nil {
+			return total, fmt.Errorf("error advancing workflow runs from step tasks that ended elsewhere: %w", err)
+		}
+		total += n
+		if n < limit {
+			return total, nil
+		}
+	}
 }
 
 // advance locks the runs ids, applies the finished steps of each, schedules
@@ -176,12 +215,16 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 		stepsOf[s.RunID] = append(stepsOf[s.RunID], s)
 	}
 	var states []*runState
+	var elsewhere []store.FinishedStep
 	for _, r := range runs {
 		wf, ok := w.cfg.Specs.Workflow(r.Workflow)
 		if !ok {
-			// The spec was removed while the run went on: it cannot be
-			// advanced, so it fails.
-			wf = nil
+			// A run of a workflow these specs do not declare: another
+			// instance's (or one removed from the specs). Its step ends are
+			// recorded for a step pass of an instance that declares it
+			// (Sweep); this one cannot tell what comes next.
+			elsewhere = append(elsewhere, finished[r.ID]...)
+			continue
 		}
 		rs := newRunState(r, wf, stepsOf[r.ID], w.cfg.Clock.Now())
 		rs.refuse = refuse
@@ -192,6 +235,9 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 		}
 		rs.schedule()
 		states = append(states, rs)
+	}
+	if err := tx.RecordStepEnds(ctx, elsewhere); err != nil {
+		return err
 	}
 	if err := w.write(ctx, tx, states); err != nil {
 		return err

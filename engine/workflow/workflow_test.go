@@ -168,6 +168,23 @@ steps:
   side: {task_type: gate, inputs: {i: '100'}}
   after: {task_type: echo, depends_on: [each, side]}
 ---
+kind: TaskType
+name: remote
+handler: {builtin: remote}
+outputs: {type: object, properties: {from: {type: string}}}
+---
+kind: Workflow
+name: relay
+steps:
+  first: {task_type: remote}
+  second: {task_type: echo, depends_on: [first], inputs: {from: steps.first.outputs.from}}
+---
+kind: Workflow
+name: relay_many
+steps:
+  each: {task_type: remote, for_each: 'map(1..20, #)', concurrency: 20, inputs: {i: item_index}}
+  join: {task_type: echo, depends_on: [each], inputs: {n: 'len(steps.each.outputs)'}}
+---
 kind: Workflow
 name: pair
 steps:
@@ -176,7 +193,7 @@ steps:
 `
 
 // testBuiltins are the builtin handlers the test specs name.
-var testBuiltins = []string{"list", "echo", "block", "nothing", "leak", "gate"}
+var testBuiltins = []string{"list", "echo", "block", "nothing", "leak", "gate", "remote"}
 
 // handlers are the test's builtin handlers and what they saw.
 type handlers struct {
@@ -252,6 +269,9 @@ func (h *handlers) registry() *builtin.Registry {
 		_ = json.Unmarshal(task.Inputs, &in)
 		return nil, wftype.Permanent(fmt.Errorf("error fetching %s: 403 Forbidden", in.URL))
 	})
+	_ = reg.Register("remote", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
+		return json.RawMessage(`{"from":"the workflow's instance"}`), nil
+	})
 	_ = reg.Register("nothing", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
 		return nil, nil
 	})
@@ -305,12 +325,18 @@ func setup(t testing.TB, clk clock.Clock, run bool) *bundle {
 	})
 	require.NoError(t, err)
 	if run {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = e.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
+		runEngine(t, e)
 	}
 	return &bundle{pool: pool, e: e, st: e.Store(), h: h}
+}
+
+// runEngine runs e until the test ends.
+func runEngine(t testing.TB, e *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // start starts a run of the workflow called name with inputs.
