@@ -13,7 +13,12 @@ help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build the wf binary into bin/wf (stamped with the commit of a git checkout: wf --version)
+# Static, as deploy/build.sh builds the images' binary (CGO_ENABLED=0): the
+# binary `make run` and `make bench` run is the one that ships. A cgo build
+# also maps the C library and runs its initialisation, ~5 MiB more resident
+# memory in an idle wf run (BENCHMARKS.md), for nothing wf uses.
+build: export CGO_ENABLED = 0
+build: ## build the static wf binary into bin/wf, as the images do (stamped with the commit of a git checkout: wf --version)
 	$(GO) build -buildvcs=auto -o bin/wf .
 
 .PHONY: run
