@@ -137,8 +137,17 @@ func (c WarehouseConnection) Allows(catalogID, table string) bool {
 }
 
 // warehouseTableRE is a table name a connection may list: schema.table
-// or dataset.table, each part a plain identifier, or schema.*.
-var warehouseTableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$-]{0,127}\.(?:\*|[A-Za-z_][A-Za-z0-9_$-]{0,1000})$`)
+// or dataset.table, each part a plain identifier, or schema.*. The parts'
+// lengths (at most 128 and 1,001 bytes) are checked apart by
+// validWarehouseTable: as counted repetitions they made a program of
+// ~1,100 instructions, kept by every wf process.
+var warehouseTableRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_$-]*)\.(\*|[A-Za-z_][A-Za-z0-9_$-]*)$`)
+
+// validWarehouseTable reports whether t is a table name a connection may list.
+func validWarehouseTable(t string) bool {
+	m := warehouseTableRE.FindStringSubmatch(t)
+	return m != nil && len(m[1]) <= 128 && len(m[2]) <= 1001
+}
 
 // validateWarehouse checks the declared connections.
 func (c *Config) validateWarehouse(add func(field, format string, args ...any)) {
@@ -178,7 +187,7 @@ func (c *Config) validateWarehouse(add func(field, format string, args ...any)) 
 			add(p+".tables", "must name the tables the connection may read (schema.table, dataset.table or schema.*)")
 		}
 		for k, t := range w.Tables {
-			if !warehouseTableRE.MatchString(t) {
+			if !validWarehouseTable(t) {
 				add(fmt.Sprintf("%s.tables[%d]", p, k), "expected schema.table, dataset.table or schema.*, got %q", t)
 			}
 		}

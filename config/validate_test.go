@@ -87,6 +87,18 @@ func TestValidate(t *testing.T) {
 		{"warehouse table", func(c *Config) {
 			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"}, Tables: []string{"sales"}}}
 		}, `warehouse.connections[0].tables[0]: expected schema.table, dataset.table or schema.*, got "sales"`},
+		{"warehouse dataset too long", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"},
+				Tables: []string{strings.Repeat("d", 128) + ".t", strings.Repeat("d", 129) + ".t"}}}
+		}, `warehouse.connections[0].tables[1]: expected schema.table, dataset.table or schema.*, got "` + strings.Repeat("d", 129) + `.t"`},
+		{"warehouse table too long", func(c *Config) {
+			c.Warehouse.Connections = []WarehouseConnection{{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"},
+				Tables: []string{"d." + strings.Repeat("t", 1001), "d." + strings.Repeat("t", 1002), "d.*"}}}
+		}, `warehouse.connections[0].tables[1]: expected schema.table, dataset.table or schema.*, got "d.` + strings.Repeat("t", 1002) + `"`},
+		{"weight tenant too long", func(c *Config) {
+			c.Fairness.Weights = []string{strings.Repeat("a", 63) + "=2", strings.Repeat("a", 64) + "=2"}
+		},
+			"fairness.weights[1]: expected tenant=weight"},
 		{"warehouse duplicate", func(c *Config) {
 			w := WarehouseConnection{Name: "w", Type: "bigquery", Project: "p", Catalogs: []string{"*"}, Tables: []string{"a.b"}}
 			c.Warehouse.Connections = []WarehouseConnection{w, w}

@@ -78,9 +78,13 @@ type names struct {
 	Subscription string
 }
 
+// The rules of a bucket name (3 to 63 bytes) and a Pub/Sub name (3 to 255
+// bytes); the lengths are checked apart: as counted repetitions ({1,61},
+// {2,254}) the programs were ~60 and ~250 times larger, kept by every wf
+// process.
 var (
-	bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$`)
-	pubsubRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$`)
+	bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*[a-z0-9]$`)
+	pubsubRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._~+%-]*$`)
 )
 
 // expand fills a template's placeholders.
@@ -105,13 +109,13 @@ func fitBucket(name string) string {
 func (h *Handlers) resourceNames(catalogID, schemaName string) (names, error) {
 	s := h.d.Settings
 	bucket := fitBucket(expand(s.BucketTemplate, s.Project, catalogID, schemaName))
-	if !bucketRE.MatchString(bucket) || strings.HasPrefix(bucket, "goog") || strings.Contains(bucket, "google") {
+	if len(bucket) < 3 || len(bucket) > 63 || !bucketRE.MatchString(bucket) || strings.HasPrefix(bucket, "goog") || strings.Contains(bucket, "google") {
 		return names{}, wftype.Permanent(fmt.Errorf("gcp.bucket_template gives %q for catalog %s, not a valid bucket name (3 to 63 lower-case letters, digits, '-', '_' or '.', starting and ending with a letter or digit, not starting with goog)", bucket, catalogID))
 	}
 	topic := expand(s.TopicTemplate, s.Project, catalogID, schemaName)
 	sub := expand(s.SubscriptionTemplate, s.Project, catalogID, schemaName)
 	for _, n := range []struct{ key, v string }{{"gcp.topic_template", topic}, {"gcp.subscription_template", sub}} {
-		if !pubsubRE.MatchString(n.v) || strings.HasPrefix(n.v, "goog") {
+		if len(n.v) < 3 || len(n.v) > 255 || !pubsubRE.MatchString(n.v) || strings.HasPrefix(n.v, "goog") {
 			return names{}, wftype.Permanent(fmt.Errorf("%s gives %q for catalog %s, not a valid Pub/Sub name (3 to 255 letters, digits or -_.~+%%, starting with a letter, not starting with goog)", n.key, n.v, catalogID))
 		}
 	}

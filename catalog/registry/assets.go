@@ -22,7 +22,12 @@ const (
 )
 
 // assetIDRE is the rule of an asset id (the ingestion's asset_id).
-var assetIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)
+// At most maxAssetID bytes, checked apart (a counted repetition compiles
+// to a program ~250 times larger).
+var assetIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// maxAssetID is the longest asset id.
+const maxAssetID = 255
 
 // AssetIDRule describes a valid asset id, for error messages.
 const AssetIDRule = "1 to 255 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -31,7 +36,7 @@ const AssetIDRule = "1 to 255 letters, digits, '.', '_' or '-', starting with a 
 const maxAssetURI = 2048
 
 // ValidAssetID reports whether s is a valid asset id.
-func ValidAssetID(s string) bool { return assetIDRE.MatchString(s) }
+func ValidAssetID(s string) bool { return len(s) <= maxAssetID && assetIDRE.MatchString(s) }
 
 // Shown returns a as it may be shown to anyone (the HTTP API, the CLI, the
 // dashboard, events): the password and signed or token query parameters of

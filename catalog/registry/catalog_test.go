@@ -28,3 +28,13 @@ func TestValidID(t *testing.T) {
 		require.False(t, registry.ValidID(bad), bad)
 	}
 }
+
+func TestValidAssetID(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"a", "PARCELS", "v1.2_b-c", strings.Repeat("X", 255)} {
+		require.True(t, registry.ValidAssetID(ok), ok)
+	}
+	for _, bad := range []string{"", ".a", "-a", "a b", "a/b", strings.Repeat("X", 256)} {
+		require.False(t, registry.ValidAssetID(bad), bad)
+	}
+}

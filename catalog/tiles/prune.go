@@ -110,11 +110,18 @@ func (p *Pruner) Run(ctx context.Context) {
 	})
 }
 
+// The rules of the cache's folder names, each at most maxFolderName bytes
+// (checked apart: a counted repetition such as {0,62} compiles to a program
+// ~60 times larger, kept by every wf process).
 var (
-	schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-	registryIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	registryIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 	versionRE    = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
+
+// maxFolderName is the longest folder name the cache holds: a schema name
+// or registry id (PostgreSQL's identifiers); a version is shorter.
+const maxFolderName = 63
 
 // cachedVersion is one version folder found in the cache.
 type cachedVersion struct {
@@ -208,7 +215,7 @@ func (p *Pruner) list(ctx context.Context) ([]cachedVersion, []string, error) {
 		}
 		kept := all[:0]
 		for _, n := range all {
-			if rule.MatchString(n) {
+			if len(n) <= maxFolderName && rule.MatchString(n) {
 				kept = append(kept, n)
 			}
 		}

@@ -59,10 +59,16 @@ type FeatureTable struct {
 	Collection string
 }
 
+// The rules of a tenant schema and a collection id, each at most
+// maxIdentifier bytes (checked apart: a counted repetition such as {0,62}
+// compiles to a program ~60 times larger, kept by every wf process).
 var (
-	featureSchemaRE     = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-	featureCollectionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	featureSchemaRE     = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	featureCollectionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 )
+
+// maxIdentifier is the longest PostgreSQL identifier.
+const maxIdentifier = 63
 
 // reservedFeatureSchemas are schemas that are never a tenant's, whatever a
 // caller says: wf's own, PostgreSQL's, and the platform's "system".
@@ -77,7 +83,7 @@ var ErrInvalidFeatureTable = errors.New("invalid feature table name")
 // checkTenantSchema refuses a schema name that is malformed or reserved.
 func checkTenantSchema(schema string) error {
 	switch {
-	case !featureSchemaRE.MatchString(schema):
+	case len(schema) > maxIdentifier || !featureSchemaRE.MatchString(schema):
 		return fmt.Errorf("%w: schema %q must be 1 to 63 lower-case letters, digits or '_', not starting with a digit", ErrInvalidFeatureTable, schema)
 	case reservedFeatureSchemas[schema] || strings.HasPrefix(schema, "pg_"):
 		return fmt.Errorf("%w: schema %q is reserved, not a tenant schema", ErrInvalidFeatureTable, schema)
@@ -91,7 +97,7 @@ func NewFeatureTable(schema, collection string) (FeatureTable, error) {
 	if err := checkTenantSchema(schema); err != nil {
 		return FeatureTable{}, err
 	}
-	if !featureCollectionRE.MatchString(collection) {
+	if len(collection) > maxIdentifier || !featureCollectionRE.MatchString(collection) {
 		return FeatureTable{}, fmt.Errorf("%w: collection %q must be 1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit", ErrInvalidFeatureTable, collection)
 	}
 	return FeatureTable{Schema: schema, Collection: collection}, nil

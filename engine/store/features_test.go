@@ -55,7 +55,13 @@ func pointWKB(x, y float64) []byte {
 
 func TestFeatureTableNames(t *testing.T) {
 	t.Parallel()
-	for _, bad := range [][2]string{{"public", "c"}, {"catalog", "c"}, {"pg_toast", "c"}, {"system", "c"}, {"S", "c"}, {"s", "_c"}, {"s", `c"; drop`}} {
+	long := strings.Repeat("a", 63)
+	for _, ok := range [][2]string{{long, "c"}, {"s", long}} {
+		_, err := store.NewFeatureTable(ok[0], ok[1])
+		require.NoError(t, err, "63 bytes: %v", ok)
+	}
+	for _, bad := range [][2]string{{"public", "c"}, {"catalog", "c"}, {"pg_toast", "c"}, {"system", "c"}, {"S", "c"}, {"s", "_c"}, {"s", `c"; drop`},
+		{long + "a", "c"}, {"s", long + "a"}} {
 		_, err := store.NewFeatureTable(bad[0], bad[1])
 		require.ErrorIs(t, err, store.ErrInvalidFeatureTable, "%v", bad)
 	}

@@ -116,8 +116,13 @@ func Or(o *Opener) *Opener {
 const SystemTenant = "system"
 
 // tenantRE is the rule of a tenant's folder name: a schema name (catalogs'
-// schema names and "system"), which is a plain folder name.
-var tenantRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+// schema names and "system"), which is a plain folder name, of at most
+// maxTenant bytes (checked apart: a counted repetition such as {0,62}
+// compiles to a program ~60 times larger, kept by every wf process).
+var tenantRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// maxTenant is the longest schema name (PostgreSQL's identifiers).
+const maxTenant = 63
 
 // Tenant returns the opener of one tenant's files (name is the tenant's
 // schema_name): its roots are the folder name under each of o's roots, so
@@ -129,7 +134,7 @@ var tenantRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // and gs:// locations are reached as o reaches them. Without roots (the
 // zero Config), o itself is returned: every path is allowed.
 func (o *Opener) Tenant(name string) (*Opener, error) {
-	if !tenantRE.MatchString(name) {
+	if len(name) > maxTenant || !tenantRE.MatchString(name) {
 		return nil, fmt.Errorf("%w: tenant %q is not a schema name", ErrInvalid, name)
 	}
 	if len(o.cfg.LocalRoots) == 0 {

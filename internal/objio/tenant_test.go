@@ -107,7 +107,9 @@ func TestTenantFolders(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "system's", readLoc(t, sys, "sys.txt"))
 
-	for _, bad := range []string{"", ".", "..", "a/b", "A", "s_a/../s_b", "1x"} {
+	_, err = o.Tenant(strings.Repeat("s", 63))
+	require.NoError(t, err, "a schema name of 63 bytes")
+	for _, bad := range []string{"", ".", "..", "a/b", "A", "s_a/../s_b", "1x", strings.Repeat("s", 64)} {
 		_, err := o.Tenant(bad)
 		require.ErrorIs(t, err, objio.ErrInvalid, bad)
 	}
