@@ -190,22 +190,16 @@ func (s *Store) claimFair(ctx context.Context, args []any, fair *Fairness) (Clai
 	args = append(append(args, fairArgs(fair)...), s.rotation.args(args[0].([]string), args[1].([]string))...)
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		var err error
 		c = Claimed{}
-		type placed struct {
-			task  wftype.Task
-			place *int32
-		}
-		rows, err := queryAll(ctx, db, "claiming tasks", claimFairSQL, func(row pgx.Row) (placed, error) {
-			var p placed
-			var err error
-			p.task, err = scanTask(trailing{row: row, extra: []any{&p.place}})
-			return p, err
+		err := queryEach(ctx, db, "claiming tasks", claimFairSQL, func(row pgx.Row) error {
+			var place *int32
+			t, err := scanTaskAnd(row, &place)
+			if err == nil {
+				c.Tasks, c.places = append(c.Tasks, t), append(c.places, place)
+			}
+			return err
 		}, args...)
-		for _, r := range rows {
-			c.Tasks, c.places = append(c.Tasks, r.task), append(c.places, r.place)
-		}
-		return len(rows), err
+		return len(c.Tasks), err
 	})
 	return c, err
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
 )
 
 // Global concurrency limits (concurrency.global: at most N tasks of a type
@@ -149,11 +151,13 @@ func collectCapped(rows pgx.Rows, placed bool) (Claimed, error) {
 	var c Claimed
 	for rows.Next() {
 		var room, place *int32
-		extra := []any{&room}
+		var t wftype.Task
+		var err error
 		if placed {
-			extra = append(extra, &place)
+			t, err = scanTaskAnd(rows, &room, &place)
+		} else {
+			t, err = scanTaskAnd(rows, &room)
 		}
-		t, err := scanTask(trailing{row: rows, extra: extra})
 		if err != nil {
 			return Claimed{}, err
 		}
@@ -170,16 +174,6 @@ func collectCapped(rows pgx.Rows, placed bool) (Claimed, error) {
 	}
 	return c, rows.Err()
 }
-
-// trailing is a row whose last columns, after those its reader scans, go
-// to extra.
-type trailing struct {
-	row   pgx.Row
-	extra []any
-}
-
-// Scan scans the row into dest and then extra.
-func (r trailing) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 // leading is a row whose first columns, before those its reader scans, go
 // to first.

@@ -219,20 +219,34 @@ func IsUnavailable(err error) bool {
 // work in errors. It is the one loop over a result set for statements that
 // return many rows of one type.
 func queryAll[T any](ctx context.Context, db DBTX, doing, q string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := queryEach(ctx, db, doing, q, func(row pgx.Row) error {
+		v, err := scan(row)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	}, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// queryEach runs q and hands every row it returns to each, stopping at its
+// first error; doing names the work in errors.
+func queryEach(ctx context.Context, db DBTX, doing, q string, each func(pgx.Row) error, args ...any) error {
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, wrap(doing, err)
+		return wrap(doing, err)
 	}
 	defer rows.Close()
-	var out []T
 	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, wrap(doing, err)
+		if err := each(rows); err != nil {
+			return wrap(doing, err)
 		}
-		out = append(out, v)
 	}
-	return out, wrap(doing, rows.Err())
+	return wrap(doing, rows.Err())
 }
 
 // queryOfTask runs q, which reads task id ($1, and its timestamp $2; args

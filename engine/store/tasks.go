@@ -23,16 +23,22 @@ const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execut
     t.inputs, t.outputs, t.progress, t.error, t.priority, t.retry_count, t.max_retries, t.attempts, t.owner_id,
     t.run_after, t.locked_until, t.started_at, t.finished_at, t.last_heartbeat_at, t.snoozes, t.traceparent`
 
-func scanTask(row pgx.Row) (wftype.Task, error) {
+func scanTask(row pgx.Row) (wftype.Task, error) { return scanTaskAnd(row) }
+
+// scanTaskAnd scans a row of taskColumns followed by len(extra) more
+// columns, which go to extra. The destinations are one slice, sized once: a
+// claim scans thousands of rows.
+func scanTaskAnd(row pgx.Row, extra ...any) (wftype.Task, error) {
 	var t wftype.Task
 	var id [16]byte // scanned as bytes: a uuid.UUID (an sql.Scanner) would go through text
 	var scope, mode, status string
 	var inputs, outputs, progress []byte
 	var traceparent *string
-	err := row.Scan(&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
+	dest := append(make([]any, 0, 24+len(extra)),
+		&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
 		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
 		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes, &traceparent)
-	if err != nil {
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return t, err
 	}
 	if traceparent != nil {
