@@ -51,13 +51,14 @@ func scanTaskAnd(row pgx.Row, extra ...any) (wftype.Task, error) {
 	return t, nil
 }
 
-// utcTimes presents every time of a task in UTC, whatever the session's zone.
+// utcTimes presents every time of a task in UTC, whatever the session's
+// zone. The optional times are changed where they are: t's own, just scanned
+// (a claim reads thousands).
 func utcTimes(t *wftype.Task) {
 	t.Timestamp, t.RunAfter = t.Timestamp.UTC(), t.RunAfter.UTC()
-	for _, p := range []**time.Time{&t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt} {
-		if *p != nil {
-			u := (*p).UTC()
-			*p = &u
+	for _, p := range [...]*time.Time{t.LockedUntil, t.StartedAt, t.FinishedAt, t.LastHeartbeatAt} {
+		if p != nil {
+			*p = p.UTC()
 		}
 	}
 }
