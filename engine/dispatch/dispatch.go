@@ -362,9 +362,9 @@ func (d *Dispatcher) arm(r *run) (earlier bool) {
 // launch starts a run armed with its deadline (arm) on a worker goroutine,
 // first waking the deadline watcher when the run's deadline is the earliest.
 func (d *Dispatcher) launch(r *run, earlier bool) {
-	task := r.task
-	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
-	runner := d.cfg.Capabilities[pair]
+	// r.task, not a copy of it: a copy the closure below used would be a
+	// heap object per run.
+	runner := d.cfg.Capabilities[runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}]
 	if earlier {
 		d.deadlineWaker.Wake()
 	}
@@ -375,7 +375,7 @@ func (d *Dispatcher) launch(r *run, earlier bool) {
 		if runners.RunsRemotely(runner) {
 			// Only a claim handed to a remote runner is a remote worker's
 			// to finish over HTTP: recorded before the hand-over.
-			if err := d.cfg.Store.MarkRemoteRun(runCtx, task.ID, store.WorkerLease{Owner: d.cfg.Owner, Attempt: task.Attempts}); err != nil {
+			if err := d.cfg.Store.MarkRemoteRun(runCtx, r.task.ID, store.WorkerLease{Owner: d.cfg.Owner, Attempt: r.task.Attempts}); err != nil {
 				cancel(nil)
 				d.finish(r, nil, fmt.Errorf("error handing the task to a remote runner: %w", err))
 				return
