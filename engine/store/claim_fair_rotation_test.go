@@ -22,17 +22,6 @@ func rotationTenants() []string {
 	return names
 }
 
-// setupRotation is setup with n due tasks of noop for each of the 30
-// rotation tenants.
-func setupRotation(t *testing.T, n int) *bundle {
-	t.Helper()
-	b := setup(t)
-	for _, tn := range rotationTenants() {
-		tenantTasks(t, b, tn, "noop", n, 0)
-	}
-	return b
-}
-
 // TestClaimFairRotates: when more tenants have due tasks than a claim batch
 // has room for, successive fair claims go round the tenants instead of
 // serving the same ones again. With 30 tenants of weight 1 and batches of
@@ -44,7 +33,10 @@ func TestClaimFairRotates(t *testing.T) {
 	for _, batch := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
 			t.Parallel()
-			b := setupRotation(t, 12)
+			b := setup(t)
+			for _, tn := range rotationTenants() {
+				tenantTasks(t, b, tn, "noop", 12, 0)
+			}
 			bound := (30 + batch - 1) / batch
 			last := map[string]int{} // the claim that last served each tenant
 			for i := range 3 * bound {
@@ -74,7 +66,10 @@ func TestClaimFairRotationWeights(t *testing.T) {
 	for _, batch := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
 			t.Parallel()
-			b := setupRotation(t, 40)
+			b := setup(t)
+			for _, tn := range rotationTenants() {
+				tenantTasks(t, b, tn, "noop", 40, 0)
+			}
 			fair := &store.Fairness{Weights: map[string]float64{"t07": 3, "t21": 2}}
 			total := map[string]int{}
 			// Four rotations: the weights sum to 33.
@@ -98,8 +93,11 @@ func TestClaimFairRotationWeights(t *testing.T) {
 // once never claim a task twice, and between them claim every task.
 func TestClaimFairRotationConcurrent(t *testing.T) {
 	t.Parallel()
+	b := setup(t)
 	const perTenant = 10
-	b := setupRotation(t, perTenant)
+	for _, tn := range rotationTenants() {
+		tenantTasks(t, b, tn, "noop", perTenant, 0)
+	}
 	var mu sync.Mutex
 	seen := map[uuid.UUID]string{}
 	var wg sync.WaitGroup
