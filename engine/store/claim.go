@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -59,10 +57,6 @@ type Claimed struct {
 	// its ACTIVE tasks. A type that got Room tasks filled its cap, so more of
 	// them may be waiting for the room its runs free.
 	Room map[string]int
-	// places are, for a fair claim, each task's tenant's place in the
-	// rotation (fairPlace; nil for a task of the fill), in the order of
-	// Tasks as the statement returned them.
-	places []*int32
 }
 
 // claimTasksSQL claims, in one statement, up to each pair's free slots and at
@@ -161,15 +155,12 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
-		c, err = s.claimFair(ctx, args, p.Fair)
+		c.Tasks, err = s.claimWith(ctx, claimFairSQL, append(args, fairArgs(p.Fair)...))
 	} else {
 		c.Tasks, err = s.claimWith(ctx, claimTasksSQL, args)
 	}
 	if err != nil {
 		return Claimed{}, err
-	}
-	if c.places != nil {
-		s.rotation.advance(c.Tasks, c.places, p.Fair)
 	}
 	// UPDATE … RETURNING has no order: hand tasks out highest priority, oldest first.
 	slices.SortFunc(c.Tasks, func(a, b wftype.Task) int {
@@ -184,27 +175,8 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	return c, nil
 }
 
-// claimFair claims with claimFairSQL, from where each pair's rotation
-// stands (rotation.go).
-func (s *Store) claimFair(ctx context.Context, args []any, fair *Fairness) (Claimed, error) {
-	args = append(append(args, fairArgs(fair)...), s.rotation.args(args[0].([]string), args[1].([]string))...)
-	var c Claimed
-	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		c = Claimed{}
-		err := queryEach(ctx, db, "claiming tasks", claimFairSQL, func(row pgx.Row) error {
-			var place *int32
-			t, err := scanTaskAnd(row, &place)
-			if err == nil {
-				c.Tasks, c.places = append(c.Tasks, t), append(c.places, place)
-			}
-			return err
-		}, args...)
-		return len(c.Tasks), err
-	})
-	return c, err
-}
-
-// claimWith claims with one statement, claimTasksSQL: the hot path.
+// claimWith claims with one statement, claimTasksSQL or claimFairSQL: the
+// hot path.
 func (s *Store) claimWith(ctx context.Context, sql string, args []any) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {

@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/wfhq/wf/wftype"
 )
 
 // Global concurrency limits (concurrency.global: at most N tasks of a type
@@ -111,21 +109,20 @@ type batcher interface {
 // claimCapped takes the advisory locks of the capped types and claims with
 // claimCappedSQL, in one round trip and one transaction.
 func (s *Store) claimCapped(ctx context.Context, args []any, types []string, caps []int32) (Claimed, error) {
-	return s.claimLocked(ctx, "claiming tasks under global limits", claimCappedSQL, types, false, append(args, types, caps)...)
+	return s.claimLocked(ctx, "claiming tasks under global limits", claimCappedSQL, types, append(args, types, caps)...)
 }
 
 // claimLocked takes the advisory locks of types (globalLockSQL) and runs
-// the claim statement sql, whose rows are a task and its type's room (and,
-// placed, its tenant's place in the rotation), in one round trip and one
-// transaction.
-func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []string, placed bool, args ...any) (Claimed, error) {
+// the claim statement sql, whose rows are a task and its type's room, in
+// one round trip and one transaction.
+func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []string, args ...any) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		b := &pgx.Batch{}
 		b.Queue(globalLockSQL, types)
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
-			c, err = collectCapped(rows, placed)
+			c, err = collectCapped(rows)
 			return err
 		})
 		send := func(db batcher) error { return db.SendBatch(ctx, b).Close() }
@@ -143,28 +140,17 @@ func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []stri
 	return c, nil
 }
 
-// collectCapped reads the rows of claimCappedSQL: a task and its type's
-// room; placed (claimLimitedSQL), also its tenant's place in the rotation,
-// into c.places.
-func collectCapped(rows pgx.Rows, placed bool) (Claimed, error) {
+// collectCapped reads the rows of claimCappedSQL: a task and its type's room.
+func collectCapped(rows pgx.Rows) (Claimed, error) {
 	defer rows.Close()
 	var c Claimed
 	for rows.Next() {
-		var room, place *int32
-		var t wftype.Task
-		var err error
-		if placed {
-			t, err = scanTaskAnd(rows, &room, &place)
-		} else {
-			t, err = scanTaskAnd(rows, &room)
-		}
+		var room *int32
+		t, err := scanTaskAnd(rows, &room)
 		if err != nil {
 			return Claimed{}, err
 		}
 		c.Tasks = append(c.Tasks, t)
-		if placed {
-			c.places = append(c.places, place)
-		}
 		if room != nil {
 			if c.Room == nil {
 				c.Room = map[string]int{}

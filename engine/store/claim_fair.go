@@ -26,12 +26,8 @@ import "fmt"
 // The statement, per pair (claimFairSQL):
 //   - tenants: the tenants with PENDING tasks of the pair, found by a loose
 //     index scan of tasks_tenant_claim_idx (one probe per tenant, at most
-//     max_claim of them: a batch cannot serve more), backwards by name,
-//     from where the pair's rotation stands (rotation.go: after the last
-//     tenant served, wrapping round from the first name to the last), so
-//     that successive claims with less room than there are tenants serve
-//     them all in turn; the cursor comes in as parameters (cursors, used),
-//     so the claim stays one statement;
+//     max_claim of them: a batch cannot serve more), backwards, from the
+//     last tenant by name to the first;
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
@@ -42,10 +38,8 @@ import "fmt"
 //     highest due task); when the tenants filled the batch's max_claim
 //     (others may be left out, maybe with tasks of a higher priority) it is
 //     read from tasks_claim_idx, as the unfair claim reads its head;
-//   - candidates: of those, the batch by (priority, turn, place in the
-//     rotation, age), at most max_claim per pair and $5 in all; a tenant's
-//     turn is its rank plus the tasks it already had in this turn of the
-//     rotation, ÷ its weight. Priority comes
+//   - candidates: of those, the batch by (priority, rank in its tenant ÷
+//     weight, age), at most max_claim per pair and $5 in all. Priority comes
 //     first, so a tenant whose share holds only lower priorities gets its
 //     turn only after every due task of the higher ones in the batch: the
 //     batch is fair within each priority class.
@@ -78,20 +72,17 @@ import "fmt"
 // locked task.
 const fairLockedColumns = `t.task_id, t."timestamp", t.task_type, t.execution_mode, t.schema_name, t.priority, t.run_after`
 
-// fairTenantProbe is a derived table of at most one row: the last tenant by
-// name (schema_name) with PENDING tasks of the pair of row r that meets
-// cond. It is one descent of tasks_tenant_claim_idx per partition, to the
-// back of that tenant's entries (its newest tasks, not the claimed ones'
-// dead entries at its front).
-func fairTenantProbe(cond string) string {
-	return `(
-            SELECT t.schema_name FROM tasks.tasks t
-            WHERE t.status = 'PENDING' AND t.task_type = r.task_type AND t.execution_mode = r.execution_mode
-              AND ` + cond + `
-            ORDER BY t.schema_name DESC
-            LIMIT 1
-        ) x`
-}
+// fairTenantProbe finds, for the pair of row r, the last tenant by name with
+// PENDING tasks before r.schema_name (any, when the condition on it is left
+// out): one descent of tasks_tenant_claim_idx per partition, to the back of
+// that tenant's entries (its newest tasks, not the claimed ones' dead
+// entries at its front).
+const fairTenantProbe = `(
+        SELECT t.schema_name FROM tasks.tasks t
+        WHERE t.status = 'PENDING' AND t.task_type = r.task_type AND t.execution_mode = r.execution_mode%s
+        ORDER BY t.schema_name DESC
+        LIMIT 1
+    )`
 
 // fairCTEs returns the common table expressions of a fair claim after slots
 // up to candidates: the batch, at most max_claim per pair and $5 in all. $8 and $9 are
@@ -101,10 +92,6 @@ func fairTenantProbe(cond string) string {
 // (tenant_room and limits must come before) and each type within its own
 // (type_room).
 func fairCTEs(limited bool) string {
-	cursor := 10 // the rotation's parameters (rotation.go), after the weights
-	if limited {
-		cursor = 16 // after the limits
-	}
 	// A tenant's share, and which tenants get one.
 	share := `ceil(tn.max_claim * coalesce(w.weight, 1)
                 / sum(coalesce(w.weight, 1)) OVER (PARTITION BY tn.execution_mode, tn.task_type))::int`
@@ -121,39 +108,13 @@ func fairCTEs(limited bool) string {
 		ranked = "typed"
 	}
 	return `
-cursors AS (
-    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $` + fmt.Sprint(cursor) + `::text[]),
-                         (SELECT $` + fmt.Sprint(cursor+1) + `::bool[]))
-        AS c(execution_mode, task_type, after, stay)
-),
 tenants AS (
-    SELECT r.execution_mode, r.task_type, r.max_claim, 1 AS n, f.wrapped, f.lo, f.schema_name
-    FROM (
-        SELECT s.execution_mode, s.task_type, s.max_claim, coalesce(c.after, '') AS after, coalesce(c.stay, false) AS stay
-        FROM slots s
-        LEFT JOIN cursors c ON c.execution_mode = s.execution_mode AND c.task_type = s.task_type
-    ) r
-    CROSS JOIN LATERAL (
-        SELECT x.schema_name, false AS wrapped, x.schema_name AS lo FROM ` + fairTenantProbe("t.schema_name = r.after") + `
-        WHERE r.stay
-        UNION ALL
-        SELECT x.schema_name, false, x.schema_name FROM ` + fairTenantProbe("t.schema_name < r.after") + `
-        UNION ALL
-        SELECT x.schema_name, true, ''::varchar FROM ` + fairTenantProbe("true") + `
-        LIMIT 1
-    ) f
+    SELECT r.execution_mode, r.task_type, r.max_claim, 1 AS n, ` + fairFirstTenant + ` AS schema_name
+    FROM slots r
     UNION ALL
-    SELECT r.execution_mode, r.task_type, r.max_claim, r.n + 1, f.wrapped, r.lo, f.schema_name
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.n + 1, ` + fairNextTenant + `
     FROM tenants r
-    CROSS JOIN LATERAL (
-        SELECT x.schema_name, r.wrapped AS wrapped FROM ` + fairTenantProbe(`t.schema_name < r.schema_name
-              AND t.schema_name > CASE WHEN r.wrapped THEN r.lo ELSE '' END`) + `
-        UNION ALL
-        SELECT x.schema_name, true FROM ` + fairTenantProbe("t.schema_name > r.lo") + `
-        WHERE NOT r.wrapped
-        LIMIT 1
-    ) f
-    WHERE r.n < r.max_claim
+    WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim
 ),
 weights AS (
     SELECT * FROM unnest((SELECT $8::text[]), (SELECT $9::float8[])) AS w(schema_name, weight)
@@ -203,25 +164,15 @@ fill AS (
         FOR UPDATE SKIP LOCKED
     ) c
 ),
-used AS (
-    SELECT * FROM unnest((SELECT $` + fmt.Sprint(cursor+2) + `::text[]), (SELECT $` + fmt.Sprint(cursor+3) + `::text[]),
-                         (SELECT $` + fmt.Sprint(cursor+4) + `::text[]), (SELECT $` + fmt.Sprint(cursor+5) + `::float8[]))
-        AS u(execution_mode, task_type, schema_name, used)
-),
 ranked AS (
     SELECT u.*, (row_number() OVER (PARTITION BY u.execution_mode, u.task_type, u.schema_name, u.priority
-                                    ORDER BY u.run_after, u.task_id) + coalesce(d.used, 0))::float8
-                / coalesce(w.weight, 1) AS turn,
-           tn.n AS place
+                                    ORDER BY u.run_after, u.task_id))::float8 / coalesce(w.weight, 1) AS turn
     FROM (SELECT * FROM fair UNION ALL SELECT * FROM fill) u
     LEFT JOIN weights w ON w.schema_name = u.schema_name
-    LEFT JOIN used d ON d.execution_mode = u.execution_mode AND d.task_type = u.task_type AND d.schema_name = u.schema_name
-    LEFT JOIN tenants tn ON tn.execution_mode = u.execution_mode AND tn.task_type = u.task_type
-                        AND tn.schema_name = u.schema_name
 ),` + withinRooms(limited) + `
 per_pair AS (
     SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
-                                   ORDER BY r.priority DESC, r.turn, r.place, r.run_after, r.task_id) AS nth
+                                   ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth
     FROM ` + ranked + ` r
 ),
 candidates AS (
@@ -229,10 +180,17 @@ candidates AS (
     FROM per_pair p
     JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
     WHERE p.nth <= s.max_claim
-    ORDER BY p.priority DESC, p.turn, p.place, p.run_after, p.task_id
+    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
     LIMIT (SELECT $5::int)
 )`
 }
+
+// fairFirstTenant and fairNextTenant are the two steps of the loose index
+// scan of the tenants.
+var (
+	fairFirstTenant = fmt.Sprintf(fairTenantProbe, "")
+	fairNextTenant  = fmt.Sprintf(fairTenantProbe, "\n          AND t.schema_name < r.schema_name")
+)
 
 // claimFairSQL is claimTasksSQL with fairness across tenants: see the top
 // of this file.
@@ -242,15 +200,7 @@ WITH RECURSIVE slots AS (
         AS s(execution_mode, task_type, max_claim, lease_seconds)
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(false) + claimUpdateSQL + `
-RETURNING ` + taskColumnsT + `, ` + fairPlace("t")
-
-// fairPlace is, for a claimed task (alias a), its tenant's place in the tenants
-// the claim went round (1 the first), NULL when the task came from the fill
-// of a tenant beyond them: the rotation resumes after the last tenant served.
-func fairPlace(a string) string {
-	return `(SELECT tn.n FROM tenants tn
-    WHERE tn.execution_mode = ` + a + `.execution_mode AND tn.task_type = ` + a + `.task_type AND tn.schema_name = ` + a + `.schema_name)`
-}
+RETURNING ` + taskColumnsT
 
 // ClaimFairSQL returns the fair claim statement, for EXPLAIN in tests.
 func ClaimFairSQL() string { return claimFairSQL }

@@ -145,7 +145,7 @@ func TestClaimFairUsesIndexes(t *testing.T) {
 	defer tx.Rollback(b.ctx) //nolint:errcheck
 	plan := explainAnalyze(t, b, tx, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{}, []string{""}, []bool{false}, []string{}, []string{}, []string{}, []float64{})
+		[]string{}, []float64{})
 	require.Contains(t, plan, "execution_mode_schema_name", "the tenant index")
 	require.Contains(t, plan, "priority_run_after", "the claim index")
 	require.Regexp(t, `^Update on tasks t .*rows=100 `, plan)
@@ -163,7 +163,7 @@ func TestClaimFairIsNotCompiled(t *testing.T) {
 	require.NoError(t, err)
 	requireNotCompiled(t, b, b.pool, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{}, []string{""}, []bool{false}, []string{}, []string{}, []string{}, []float64{})
+		[]string{}, []float64{})
 }
 
 // requireNotCompiled fails when the planner's estimated cost of sql passes

@@ -141,7 +141,7 @@ allowed AS (
     SELECT r.*
     FROM (
         SELECT r.*, row_number() OVER (PARTITION BY r.task_type, r.schema_name
-                                       ORDER BY r.priority DESC, r.turn, r.place, r.run_after, r.task_id) AS nth_tenant
+                                       ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth_tenant
         FROM ranked r
     ) r
     LEFT JOIN limits l ON l.task_type = r.task_type
@@ -149,10 +149,10 @@ allowed AS (
     WHERE ` + tenantRoomSQL + ` IS NULL OR r.nth_tenant <= ` + tenantRoomSQL + `
 ),
 typed AS (
-    SELECT a.task_id, a."timestamp", a.task_type, a.execution_mode, a.schema_name, a.priority, a.run_after, a.turn, a.place
+    SELECT a.task_id, a."timestamp", a.task_type, a.execution_mode, a.schema_name, a.priority, a.run_after, a.turn
     FROM (
         SELECT a.*, row_number() OVER (PARTITION BY a.task_type
-                                       ORDER BY a.priority DESC, a.turn, a.place, a.run_after, a.task_id) AS nth_type
+                                       ORDER BY a.priority DESC, a.turn, a.run_after, a.task_id) AS nth_type
         FROM allowed a
     ) a
     LEFT JOIN type_room r ON r.task_type = a.task_type
@@ -164,8 +164,7 @@ typed AS (
 // (see the top of this file). slots cut each pair's max_claim to its type's
 // room; the claimed rows are counted into their rate windows; each row
 // carries its type's room (NULL when the type has none but per-tenant
-// limits) after the task's columns, as claimCappedSQL's do, then its
-// tenant's place in the rotation (fairPlace).
+// limits) after the task's columns, as claimCappedSQL's do.
 var claimLimitedSQL = `
 WITH RECURSIVE` + limitedCTEs + `
 slots AS (
@@ -195,7 +194,7 @@ counted AS (
                       ELSE excluded.starts END,
         window_start = excluded.window_start
 )
-SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type), ` + fairPlace("c") + `
+SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type)
 FROM claimed c`
 
 // ClaimLimitedSQL returns the statements of a limited claim, the lock then
@@ -251,9 +250,8 @@ func (s *Store) claimLimited(ctx context.Context, args []any, fair *Fairness, ty
 	if fair == nil {
 		fair = &Fairness{}
 	}
-	rot := s.rotation.args(args[0].([]string), args[1].([]string))
-	args = append(append(append(args, fairArgs(fair)...), limitedArgs(types, lims)...), rot...)
-	return s.claimLocked(ctx, "claiming tasks under limits", claimLimitedSQL, types, true, args...)
+	args = append(append(args, fairArgs(fair)...), limitedArgs(types, lims)...)
+	return s.claimLocked(ctx, "claiming tasks under limits", claimLimitedSQL, types, args...)
 }
 
 // Held is a count of due PENDING tasks that no claim may take now because

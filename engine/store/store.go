@@ -60,9 +60,6 @@ type Store struct {
 	// plans remembers when each connection last dropped its cached plans
 	// (withPlanGuard), shared by every copy of the store.
 	plans *planGuard
-	// rotation is where the fair claims' rotation of tenants stands
-	// (rotation.go), shared by every copy of the store.
-	rotation *rotation
 	// secrets seals the secrets the store writes and opens those it reads
 	// (webhook signing secrets); nil keeps them clear.
 	secrets *secretbox.Keyring
@@ -77,7 +74,7 @@ type Store struct {
 // New returns a store on db with the default channel names.
 func New(db DBTX) *Store {
 	return &Store{db: db, channels: DefaultChannels, root: db, months: &monthCache{known: map[int]bool{}},
-		plans: &planGuard{last: map[*pgx.Conn]time.Time{}}, rotation: &rotation{}}
+		plans: &planGuard{last: map[*pgx.Conn]time.Time{}}}
 }
 
 // WithChannels returns a copy of the store that notifies on the given channels.
