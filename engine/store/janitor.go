@@ -13,6 +13,23 @@ import (
 // instance died or stalled), at most limit, locking them (SKIP LOCKED) for the
 // caller's transaction so two janitors never decide on the same task.
 func (s *Store) ExpiredLeases(ctx context.Context, now *time.Time, limit int) ([]wftype.Task, error) {
+	// The workflow runs of those tasks first, then the tasks: the order of
+	// a run's failure and of a cancel by hand (the other order deadlocks
+	// with them). A run of a task another janitor then skips stays locked
+	// until the transaction ends, which only delays that run's next change.
+	const runs = `
+SELECT r.run_id FROM tasks.workflow_runs r
+WHERE r.run_id = ANY (ARRAY(
+        SELECT t.workflow_run_id FROM tasks.tasks t
+        WHERE t.status = 'ACTIVE' AND t.locked_until < coalesce($1::timestamptz, now())
+          AND t.workflow_run_id IS NOT NULL
+        ORDER BY t.locked_until
+        LIMIT $2))
+ORDER BY r.run_id
+FOR UPDATE`
+	if _, err := s.db.Exec(ctx, runs, now, limit); err != nil {
+		return nil, wrap("locking the workflow runs of expired leases", err)
+	}
 	const q = `
 SELECT ` + taskColumns + `
 FROM tasks.tasks

@@ -89,8 +89,15 @@ FOR UPDATE OF t`
 // LockActiveTask reads an ACTIVE task held under lease and locks its row
 // until the caller's transaction ends, so the caller can decide the task's
 // outcome from the row (retries left, mode) and write it with FinishTasks
-// without a race. Errors as SetProgressActive.
+// without a race. The task's workflow run, if it has one, is locked first:
+// the order of a run's failure and of a cancel by hand, which lock the run
+// and then its tasks (the other order deadlocks with them). Errors as
+// SetProgressActive.
 func (s *Store) LockActiveTask(ctx context.Context, id uuid.UUID, l WorkerLease) (wftype.Task, error) {
+	keys, lo, hi := idKeys([]uuid.UUID{id})
+	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+		return wftype.Task{}, err
+	}
 	t, err := scanTask(s.db.QueryRow(ctx, lockActiveTaskSQL, id, IDTime(id), l.Owner, l.Attempt, l.Remote))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, s.leaseConflict(ctx, id, l)

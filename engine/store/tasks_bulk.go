@@ -189,11 +189,11 @@ func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task
 // it has a step hook).
 func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
 	keys, lo, hi := idKeys(ids)
-	if s.stepHook != nil {
-		// The runs first, then their tasks: the order of a run's failure.
-		if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
-			return nil, err
-		}
+	// The runs first, then their tasks: the order of a run's failure. With
+	// or without a step hook: without one the cancelled step tasks are
+	// recorded (stepEnds), whose key on the run locks it too.
+	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+		return nil, err
 	}
 	type cancelled struct {
 		task wftype.Task
