@@ -295,8 +295,12 @@ func nilIfEmpty(s []string) []string {
 const attemptHistorySQL = `tasks.attempt_history(attempt_log, attempts, owner_id, started_at, finished_at, status, error)`
 
 // RequeueTask puts a DEAD_LETTER, FAILED or CANCELLED task back to PENDING
-// with its retries reset. It fails with ErrConflict when the task is live, or
-// when another live task now holds its dedup key. The attempt that ended
+// with its retries reset. It fails with ErrConflict when the task is live,
+// when another live task now holds its dedup key, or when it is the task of
+// a workflow step: its end was the step's, which the run has taken into
+// account (failed the step, the run, or moved on), so running it again would
+// act for a run that did not ask; a step is run again by retrying the run
+// (a new task). The attempt that ended
 // the task moves into its attempt_log in the same row write, since the
 // columns that held it are cleared.
 func (s *Store) RequeueTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
@@ -306,6 +310,7 @@ WITH requeued AS (
     SET status = 'PENDING', retry_count = 0, run_after = now(), owner_id = NULL, locked_until = NULL,
         finished_at = NULL, error = NULL, attempt_log = ` + attemptHistorySQL + `
     WHERE task_id = $1 AND "timestamp" = $2 AND status IN ('DEAD_LETTER', 'FAILED', 'CANCELLED')
+      AND workflow_run_id IS NULL
     RETURNING ` + taskColumns + `
 ),
 notified AS (SELECT count(pg_notify($3, task_type)) AS n FROM requeued)
@@ -313,8 +318,16 @@ SELECT ` + taskColumns + ` FROM requeued, notified`
 	t, err := scanTask(s.db.QueryRow(ctx, q, id, IDTime(id), s.channels.TaskQueued))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		if _, gerr := s.GetTask(ctx, id); gerr != nil {
-			return t, gerr
+		var run *uuid.UUID
+		const q = `SELECT workflow_run_id FROM tasks.tasks WHERE task_id = $1 AND "timestamp" = $2`
+		if gerr := s.db.QueryRow(ctx, q, id, IDTime(id)).Scan(&run); errors.Is(gerr, pgx.ErrNoRows) {
+			return t, fmt.Errorf("task %s: %w", id, wftype.ErrNotFound)
+		} else if gerr != nil {
+			return t, wrap("reading a task", gerr)
+		}
+		if run != nil {
+			return t, fmt.Errorf("task %s is a step of workflow run %s: retry the run instead (wf workflows retry): %w",
+				id, *run, wftype.ErrConflict)
 		}
 		return t, fmt.Errorf("task %s is not DEAD_LETTER, FAILED or CANCELLED: %w", id, wftype.ErrConflict)
 	case IsUniqueViolation(err):
