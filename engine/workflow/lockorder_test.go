@@ -2,98 +2,102 @@ package workflow_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
 
 // TestLeasedFinishAndCancelDoNotDeadlock: execution.FinishLeased (the
-// remote worker's complete/fail, engine/worker) locks the step task
+// remote worker's complete/fail, engine/worker) locked the step task
 // (LockActiveTask) and only then, inside FinishTasks, the task's run; a
 // cancel by hand locks the run, then the task. Interleaved, PostgreSQL
-// aborts one of them.
+// aborted one of them.
 func TestLeasedFinishAndCancelDoNotDeadlock(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	b, clk, _, id := setupStuck(t)
-	claimed, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Hour}}})
-	require.NoError(t, err)
+	claimed := b.claimBlocks(t, clk, 1, time.Hour)
 	require.Len(t, claimed, 1)
-
-	locked := make(chan struct{})
-	proceed := make(chan struct{})
-	finished, finishErr := inBackground(func() error {
+	b.againstCancel(t, id, "the completion", func(ctx context.Context, tx *store.Store, pause func()) error {
 		// FinishLeased's body, with a pause after the task's lock.
-		return b.st.InTx(ctx, func(tx *store.Store) error {
-			if _, err := tx.LockActiveTask(ctx, id, store.WorkerLease{Owner: "w", Attempt: claimed[0].Attempts}); err != nil {
-				return err
-			}
-			close(locked)
-			<-proceed
-			_, err := tx.FinishTasks(ctx, store.FinishParams{Owner: "w", Now: clk.DBNow()},
-				[]store.Finish{{ID: id, Status: wftype.StatusCompleted, Attempt: claimed[0].Attempts}})
+		if _, err := tx.LockActiveTask(ctx, id, store.WorkerLease{Owner: "w", Attempt: claimed[0].Attempts}); err != nil {
 			return err
+		}
+		pause()
+		_, err := tx.FinishTasks(ctx, store.FinishParams{Owner: "w", Now: clk.DBNow()},
+			[]store.Finish{{ID: id, Status: wftype.StatusCompleted, Attempt: claimed[0].Attempts}})
+		return err
+	})
+}
+
+// TestJanitorRescueAndCancelDoNotDeadlock: the janitor's rescue locked the
+// expired tasks (ExpiredLeases) and only then, inside FinishTasks, their
+// runs; a cancel by hand locks the run, then the task.
+func TestJanitorRescueAndCancelDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	b, clk, _, id := setupStuck(t)
+	require.Len(t, b.claimBlocks(t, clk, 1, time.Minute), 1)
+	later := clk.Now().Add(time.Hour)
+	b.againstCancel(t, id, "the rescue", func(ctx context.Context, tx *store.Store, pause func()) error {
+		// janitor.rescueBatch's body, with a pause after ExpiredLeases.
+		expired, err := tx.ExpiredLeases(ctx, &later, 10)
+		if err != nil {
+			return err
+		}
+		if len(expired) != 1 {
+			return fmt.Errorf("found %d expired leases, want 1", len(expired))
+		}
+		pause()
+		msg := "lease expired"
+		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: &later, Now: &later},
+			[]store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg, RetryCount: 1, RetryIn: time.Second}})
+		return err
+	})
+}
+
+// againstCancel runs first in a transaction, and a cancel by hand of task
+// id once first has called pause (which holds it until the cancel waits for
+// a lock), and checks that neither deadlocks: first succeeds, the cancel
+// succeeds or finds the task ended.
+func (b *bundle) againstCancel(t *testing.T, id uuid.UUID, what string,
+	first func(ctx context.Context, tx *store.Store, pause func()) error) {
+	t.Helper()
+	ctx := context.Background()
+	locked, proceed := make(chan struct{}), make(chan struct{})
+	done, firstErr := inBackground(func() error {
+		return b.st.InTx(ctx, func(tx *store.Store) error {
+			return first(ctx, tx, func() { close(locked); <-proceed })
 		})
 	})
-	<-locked
+	select {
+	case <-locked:
+	case <-done:
+		t.Fatalf("%s ended before its pause: %v", what, *firstErr)
+	}
 	cancelled, cancelErr := b.cancelInBackground(ctx, id)
 	b.waitLockWaiters(t, 1, cancelled, "the cancel by hand")
 	close(proceed)
-	awaitEnded(t, "the completion or the cancel", finished, cancelled)
-	t.Logf("completion: %v; cancel: %v", *finishErr, *cancelErr)
-	require.NoError(t, *finishErr, "the completion")
+	awaitEnded(t, what+" or the cancel", done, cancelled)
+	t.Logf("%s: %v; cancel: %v", what, *firstErr, *cancelErr)
+	require.NoError(t, *firstErr, what)
 	if *cancelErr != nil {
 		require.ErrorIs(t, *cancelErr, wftype.ErrConflict, "the cancel may only find the task ended")
 	}
 }
 
-// TestJanitorRescueAndCancelDoNotDeadlock: the janitor's rescue locks the
-// expired tasks (ExpiredLeases) and only then, inside FinishTasks, their
-// runs; a cancel by hand locks the run, then the task.
-func TestJanitorRescueAndCancelDoNotDeadlock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	b, clk, _, id := setupStuck(t)
-	claimed, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: 1, Lease: time.Minute}}})
+// claimBlocks claims up to n of the bundle's "block" tasks for owner "w".
+func (b *bundle) claimBlocks(t *testing.T, clk *clock.Fake, n int, lease time.Duration) []wftype.Task {
+	t.Helper()
+	claimed, err := b.st.ClaimTasks(context.Background(), store.ClaimParams{Owner: "w", Total: n, Now: clk.DBNow(),
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: n, Lease: lease}}})
 	require.NoError(t, err)
-	require.Len(t, claimed, 1)
-	later := clk.Now().Add(time.Hour)
-
-	locked := make(chan struct{})
-	proceed := make(chan struct{})
-	rescued, rescueErr := inBackground(func() error {
-		// janitor.rescueBatch's body, with a pause after ExpiredLeases.
-		return b.st.InTx(ctx, func(tx *store.Store) error {
-			expired, err := tx.ExpiredLeases(ctx, &later, 10)
-			if err != nil {
-				return err
-			}
-			require.Len(t, expired, 1)
-			close(locked)
-			<-proceed
-			msg := "lease expired"
-			_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: &later, Now: &later},
-				[]store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg, RetryCount: 1, RetryIn: time.Second}})
-			return err
-		})
-	})
-	<-locked
-	cancelled, cancelErr := b.cancelInBackground(ctx, id)
-	b.waitLockWaiters(t, 1, cancelled, "the cancel by hand")
-	close(proceed)
-	awaitEnded(t, "the rescue or the cancel", rescued, cancelled)
-	t.Logf("rescue: %v; cancel: %v", *rescueErr, *cancelErr)
-	require.NoError(t, *rescueErr, "the rescue")
-	if *cancelErr != nil {
-		require.ErrorIs(t, *cancelErr, wftype.ErrConflict, "the cancel may only find the task ended")
-	}
+	return claimed
 }
 
 // TestCancelWithoutHookAndRunFailureDoNotDeadlock: a cancel by hand on a

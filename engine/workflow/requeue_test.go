@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfhq/wf/engine/clock"
-	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -21,12 +19,6 @@ import (
 func TestRequeueRefusesStepTasks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	claimBlock := func(b *bundle, clk *clock.Fake) []wftype.Task {
-		claimed, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 2, Now: clk.DBNow(),
-			Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "block", Max: 2, Lease: time.Hour}}})
-		require.NoError(t, err)
-		return claimed
-	}
 
 	t.Run("a task of a cancelled run", func(t *testing.T) {
 		b, clk, run, id := setupStuck(t)
@@ -38,7 +30,7 @@ func TestRequeueRefusesStepTasks(t *testing.T) {
 		task, err := b.st.GetTask(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, wftype.StatusCancelled, task.Status, "the refused requeue changed nothing")
-		require.Empty(t, claimBlock(b, clk), "a task of the cancelled run was claimed again")
+		require.Empty(t, b.claimBlocks(t, clk, 2, time.Hour), "a task of the cancelled run was claimed again")
 	})
 
 	t.Run("the last attempt's task after a retry", func(t *testing.T) {
@@ -49,7 +41,7 @@ func TestRequeueRefusesStepTasks(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.st.RequeueTask(ctx, old)
 		require.ErrorIs(t, err, wftype.ErrConflict)
-		claimed := claimBlock(b, clk)
+		claimed := b.claimBlocks(t, clk, 2, time.Hour)
 		require.Len(t, claimed, 1, "only the new attempt's task")
 		require.NotEqual(t, old, claimed[0].ID)
 	})
