@@ -74,11 +74,20 @@ func (s *Store) SetProgressActive(ctx context.Context, id uuid.UUID, l WorkerLea
 
 // lockActiveTaskSQL reads and locks task $1 if it is ACTIVE under owner $3
 // (and attempt $4 unless zero), and, when $5, under a claim handed to a
-// remote runner (its row in tasks.remote_runs names this very claim).
+// remote runner (its row in tasks.remote_runs names this very claim). The
+// task's workflow run, if it has one, is locked first, in the same
+// statement: run_locked is an InitPlan, evaluated before the scan hands a
+// row to be locked.
 const lockActiveTaskSQL = `
+WITH run_locked AS (
+    SELECT r.run_id FROM tasks.workflow_runs r
+    WHERE r.run_id = (SELECT w.workflow_run_id FROM tasks.tasks w WHERE w.task_id = $1 AND w."timestamp" = $2)
+    FOR UPDATE
+)
 SELECT ` + taskColumns + `
 FROM tasks.tasks t
-WHERE task_id = $1 AND "timestamp" = $2
+WHERE (SELECT count(*) FROM run_locked) >= 0
+  AND task_id = $1 AND "timestamp" = $2
   AND status = 'ACTIVE' AND owner_id = $3 AND ($4::int = 0 OR attempts = $4::int)
   AND (NOT $5::bool OR EXISTS (
         SELECT 1 FROM tasks.remote_runs r
@@ -89,15 +98,12 @@ FOR UPDATE OF t`
 // LockActiveTask reads an ACTIVE task held under lease and locks its row
 // until the caller's transaction ends, so the caller can decide the task's
 // outcome from the row (retries left, mode) and write it with FinishTasks
-// without a race. The task's workflow run, if it has one, is locked first:
-// the order of a run's failure and of a cancel by hand, which lock the run
-// and then its tasks (the other order deadlocks with them). Errors as
+// without a race. The task's workflow run, if it has one, is locked first,
+// in the same statement: the order of a run's failure and of a cancel by
+// hand, which lock the run and then its tasks (the other order deadlocks
+// with them). Errors as
 // SetProgressActive.
 func (s *Store) LockActiveTask(ctx context.Context, id uuid.UUID, l WorkerLease) (wftype.Task, error) {
-	keys, lo, hi := idKeys([]uuid.UUID{id})
-	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
-		return wftype.Task{}, err
-	}
 	t, err := scanTask(s.db.QueryRow(ctx, lockActiveTaskSQL, id, IDTime(id), l.Owner, l.Attempt, l.Remote))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, s.leaseConflict(ctx, id, l)
