@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +43,12 @@ FOR UPDATE SKIP LOCKED`
 
 // DeadLetterOrphans moves PENDING and ACTIVE tasks whose tenant no longer
 // exists in catalog.catalogs (other than "system") to DEAD_LETTER, writing a
-// task.dead_lettered event for each, and returns how many it moved.
+// task.dead_lettered event for each, and returns how many it moved. A
+// running one is told to stop (its instance hears "CANCELLED:<id>" on the
+// status channel, as for a cancel by hand). The tasks of workflow steps
+// end their steps as any end does (stepEnds): with a step hook, their runs
+// fail in the same transaction, and a run's failure cancels its other
+// PENDING tasks; without one, the ends are recorded for a step pass.
 func (s *Store) DeadLetterOrphans(ctx context.Context, limit int) (int, error) {
 	if s.catalog != nil {
 		return s.deadLetterOrphansApart(ctx, limit)
@@ -51,35 +57,80 @@ func (s *Store) DeadLetterOrphans(ctx context.Context, limit int) (int, error) {
 		`NOT EXISTS (SELECT 1 FROM catalog.catalogs c WHERE c.schema_name = t.schema_name)`)
 }
 
-// deadLetterOrphansWhere dead-letters at most limit ($1) live tasks of
-// tenants other than "system" for which cond, a condition on t
-// (tasks.tasks) over args ($2 on), holds: see deadLetterOrphansTail. It
-// returns how many it moved.
+// deadLetterOrphansWhere dead-letters at most limit live tasks of tenants
+// other than "system" for which cond, a condition on t (tasks.tasks) over
+// args ($2 on), holds, in one transaction: it finds them, locks the
+// workflow runs of those that are steps (the runs first, then their tasks:
+// the order of a run's failure and of a cancel by hand), dead-letters those
+// still live and not held by another transaction (deadLetterOrphansSQL) and
+// hands the ends of the steps among them on (stepEnds). It returns how many
+// it moved.
 func (s *Store) deadLetterOrphansWhere(ctx context.Context, limit int, cond string, args ...any) (int, error) {
-	q := `
-WITH orphans AS (
-    SELECT t.task_id, t."timestamp"
-    FROM tasks.tasks t
-    WHERE t.status IN ('PENDING', 'ACTIVE')
-      AND t.schema_name <> 'system'
-      AND ` + cond + `
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-),
-` + deadLetterOrphansTail
-	var moved, events int
-	err := s.db.QueryRow(ctx, q, append([]any{limit}, args...)...).Scan(&moved, &events)
-	return moved, wrap("dead-lettering orphaned tasks", err)
+	if !s.inTx {
+		var moved int
+		err := s.InTx(ctx, func(tx *Store) error {
+			var err error
+			moved, err = tx.deadLetterOrphansWhere(ctx, limit, cond, args...)
+			return err
+		})
+		return moved, err
+	}
+	ids, err := collectIDs(ctx, s, "finding orphaned tasks", `
+SELECT t.task_id
+FROM tasks.tasks t
+WHERE t.status IN ('PENDING', 'ACTIVE')
+  AND t.schema_name <> 'system'
+  AND `+cond+`
+LIMIT $1`, append([]any{limit}, args...)...)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	keys, lo, hi := idKeys(ids)
+	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+		return 0, err
+	}
+	// $1: the ids found, cond's args from $2, then the range of their
+	// creation times (which prunes the partitions) and the status channel.
+	n := len(args) + 2
+	q := fmt.Sprintf(deadLetterOrphansSQL, cond, n, n+1, n+2)
+	rows, err := s.db.Query(ctx, q, append(append([]any{keys}, args...), lo, hi, s.channels.TaskStatusChanged)...)
+	if err != nil {
+		return 0, wrap("dead-lettering orphaned tasks", err)
+	}
+	moved, steps, err := scanFinished(rows, len(ids))
+	if err != nil {
+		return 0, wrap("dead-lettering orphaned tasks", err)
+	}
+	if err := s.stepEnds(ctx, steps); err != nil {
+		return 0, err
+	}
+	return len(moved), nil
 }
 
-// deadLetterOrphansTail dead-letters the tasks of the CTE orphans (task_id,
-// timestamp) and writes a task.dead_lettered event for each, naming the
-// task as its source; the task's record of emitted events (migration 021)
-// gains the event in the same row write. stamped gives each orphan its
-// event's id and time once, for both writes.
-const deadLetterOrphansTail = `
+// deadLetterOrphansSQL dead-letters the tasks among $1 (created within
+// [%[2]d, %[3]d]: fmt verbs for the parameters' numbers) that are still
+// live and orphaned (the condition %[1]s over t, tested again on the row
+// locked) and not held by another transaction, and writes a
+// task.dead_lettered event for each, naming the task as its source; the
+// task's record of emitted events (migration 021) gains the event in the
+// same row write. stamped gives each orphan its event's id and time once,
+// for both writes. The ACTIVE ones are announced on the status channel
+// (%[4]d) as "CANCELLED:<id>", so that the instance running one stops it
+// now rather than at its next heartbeat. The result has scanFinished's
+// columns.
+const deadLetterOrphansSQL = `
+WITH orphans AS (
+    SELECT t.task_id, t."timestamp", t.status
+    FROM tasks.tasks t
+    WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
+      AND t."timestamp" BETWEEN $%[2]d AND $%[3]d
+      AND (t.status IN ('PENDING', 'ACTIVE')) IS TRUE
+      AND t.schema_name <> 'system'
+      AND %[1]s
+    FOR UPDATE SKIP LOCKED
+),
 stamped AS (
-    SELECT o.task_id, o."timestamp", tasks.uuid_v7(e.at) AS event_id, e.at AS event_at
+    SELECT o.task_id, o."timestamp", o.status AS was, tasks.uuid_v7(e.at) AS event_id, e.at AS event_at
     FROM orphans o CROSS JOIN LATERAL (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) e
 ),
 moved AS (
@@ -90,7 +141,8 @@ moved AS (
             'event_id', s.event_id, 'event_type', 'task.dead_lettered', 'created_at', s.event_at)))
     FROM stamped s
     WHERE t.task_id = s.task_id AND t."timestamp" = s."timestamp"
-    RETURNING t.task_id, t.task_type, t.schema_name, t.error, t.retry_count, t.attempts, s.event_id, s.event_at
+    RETURNING t.task_id, t.task_type, t.schema_name, t.error, t.retry_count, t.attempts, s.event_id, s.event_at, s.was,
+              t.workflow_run_id, t.workflow_step, t.workflow_item
 ),
 events AS (
     INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, payload, source_task_id)
@@ -99,9 +151,10 @@ events AS (
                               'error', m.error, 'retry_count', m.retry_count, 'attempts', m.attempts),
            m.task_id
     FROM moved m
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM events)`
+),
+notified AS (SELECT count(pg_notify($%[4]d, 'CANCELLED:' || task_id::text)) AS n FROM moved WHERE was = 'ACTIVE')
+SELECT m.task_id, m.workflow_run_id, m.workflow_step, m.workflow_item, 'DEAD_LETTER', NULL::jsonb, m.error
+FROM moved m, notified`
 
 // orphanSkew is how much older than the registry's reading a task must be
 // for deadLetterOrphansApart to take it for an orphan: more than the clocks

@@ -542,3 +542,43 @@ func TestKeyValueReads(t *testing.T) {
 	require.Len(t, settings, 1)
 	require.NotEmpty(t, settings["max_connections"])
 }
+
+// TestOrphanSweepStopsRunningTasks: an ACTIVE task of a deleted tenant is
+// announced as "CANCELLED:<id>" on the status channel when the orphan
+// sweep dead-letters it, so its instance stops it now rather than at its
+// next heartbeat; a PENDING one, which nothing runs, is not.
+func TestOrphanSweepStopsRunningTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	running, waiting := newTask("x"), newTask("y")
+	running.SchemaName, running.Scope = "s_gone", wftype.ScopeCatalog
+	waiting.SchemaName, waiting.Scope = "s_gone", wftype.ScopeCatalog
+	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{running, waiting})
+	require.NoError(t, err)
+	require.Len(t, claimAll(t, b, "x", 1), 1)
+
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(b.ctx, `LISTEN `+store.DefaultChannels.TaskStatusChanged)
+	require.NoError(t, err)
+	n, err := b.store.DeadLetterOrphans(b.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	// A notification sent after the sweep committed ends what it sent.
+	_, err = b.pool.Exec(b.ctx, `SELECT pg_notify($1, 'end')`, store.DefaultChannels.TaskStatusChanged)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
+	defer cancel()
+	var got []string
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		require.NoError(t, err)
+		if n.Payload == "end" {
+			break
+		}
+		got = append(got, n.Payload)
+	}
+	require.Equal(t, []string{"CANCELLED:" + res[0].Task.ID.String()}, got)
+}
