@@ -173,13 +173,17 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	// still commit, and its tasks would stay ACTIVE, owned by an instance
 	// that stopped, until their leases expired and cost them an attempt.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	fair := d.census.fairness(d.cfg.Fair, start)
 	claimed, err := d.cfg.Store.Claim(claimCtx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
-		Fair: d.cfg.Fair, Limits: d.typeLimits(slots),
+		Fair: fair, Limits: d.typeLimits(slots),
 	})
 	cancel()
 	if err != nil {
 		return false, err
+	}
+	if fair != nil {
+		d.census.record(claimed.OneTenant, start)
 	}
 	if ctx.Err() != nil && len(claimed.Tasks) > 0 {
 		// Shutdown began while the claim was out: its tasks never start,

@@ -73,8 +73,9 @@ type Config struct {
 	// most 100) rather than claim a task at a time. Default 20ms.
 	ClaimCoalesce time.Duration
 	// Fair, when set, shares each claim batch among the tenants with due
-	// tasks by weight (store.ClaimParams.Fair); nil claims by priority and
-	// age only.
+	// tasks by weight (store.ClaimParams.Fair), but for the claims after
+	// one that found a single tenant (census.go); nil claims by priority
+	// and age only.
 	Fair *store.Fairness
 	// Grace is how long running tasks may finish after Run's context ends;
 	// the rest are handed back to PENDING. Default 20s.
@@ -130,7 +131,8 @@ type Dispatcher struct {
 	// began: a freed slot then starts no queued run.
 	queue    []*run
 	draining bool
-	pace     pace // run and claim durations, for ClaimAhead
+	pace     pace   // run and claim durations, for ClaimAhead
+	census   census // when a claim may skip fairness (census.go)
 
 	jobs          chan func()      // hands a task to an idle worker goroutine
 	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline
@@ -260,7 +262,10 @@ func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
 // running tasks get the grace period, the rest go back to PENDING at once,
 // and every finished result is written before Run returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	unsubWake := d.cfg.Bus.Subscribe(signalbus.TaskQueued, func(string) { d.waker.Wake() })
+	unsubWake := d.cfg.Bus.Subscribe(signalbus.TaskQueued, func(string) {
+		d.census.taskQueued()
+		d.waker.Wake()
+	})
 	defer unsubWake()
 	unsubStatus := d.cfg.Bus.Subscribe(signalbus.TaskStatusChanged, d.onStatusChanged)
 	defer unsubStatus()

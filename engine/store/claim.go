@@ -57,6 +57,13 @@ type Claimed struct {
 	// its ACTIVE tasks. A type that got Room tasks filled its cap, so more of
 	// them may be waiting for the room its runs free.
 	Room map[string]int
+	// OneTenant reports that the claim was fair (ClaimParams.Fair, of
+	// types without a limit or cap) and found, for every pair it took tasks of,
+	// PENDING tasks of one tenant only: a claim without fairness would have
+	// taken the same tasks. False when the claim took nothing. A caller
+	// may skip fairness for its next claims while that still holds; a
+	// tenant that enqueues since sends a signal (signalbus.TaskQueued).
+	OneTenant bool
 }
 
 // claimTasksSQL claims, in one statement, up to each pair's free slots and at
@@ -155,9 +162,9 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
-		c.Tasks, err = s.claimWith(ctx, claimFairSQL, append(args, fairArgs(p.Fair)...))
+		c, err = s.claimFair(ctx, args, p.Fair)
 	} else {
-		c.Tasks, err = s.claimWith(ctx, claimTasksSQL, args)
+		c.Tasks, err = s.claimWith(ctx, args)
 	}
 	if err != nil {
 		return Claimed{}, err
@@ -175,13 +182,12 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	return c, nil
 }
 
-// claimWith claims with one statement, claimTasksSQL or claimFairSQL: the
-// hot path.
-func (s *Store) claimWith(ctx context.Context, sql string, args []any) ([]wftype.Task, error) {
+// claimWith claims with claimTasksSQL, one statement: the hot path.
+func (s *Store) claimWith(ctx context.Context, args []any) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		var err error
-		tasks, err = queryAll(ctx, db, "claiming tasks", sql, scanTask, args...)
+		tasks, err = queryAll(ctx, db, "claiming tasks", claimTasksSQL, scanTask, args...)
 		return len(tasks), err
 	})
 	return tasks, err

@@ -1,6 +1,11 @@
 package store
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // Fair claiming across tenants (ClaimParams.Fair).
 //
@@ -200,7 +205,39 @@ WITH RECURSIVE slots AS (
         AS s(execution_mode, task_type, max_claim, lease_seconds)
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(false) + claimUpdateSQL + `
-RETURNING ` + taskColumnsT
+RETURNING ` + taskColumnsT + `, ` + fairOneTenantSQL
+
+// fairOneTenantSQL is the fair claim's last column: whether the pair of
+// the claimed task t had PENDING tasks of one tenant only. The loose scan of
+// the tenants found one and then ran out (a probe found none), rather than
+// stopping at the batch's room: with max_claim 1 it stops after the first
+// tenant and cannot tell.
+const fairOneTenantSQL = `(
+    SELECT count(tn.schema_name) = 1 AND bool_or(tn.schema_name IS NULL)
+    FROM tenants tn
+    WHERE tn.execution_mode = t.execution_mode AND tn.task_type = t.task_type
+)`
+
+// claimFair claims with claimFairSQL; the claim's OneTenant is whether
+// every pair it took tasks of had one tenant (fairOneTenantSQL).
+func (s *Store) claimFair(ctx context.Context, args []any, f *Fairness) (Claimed, error) {
+	var c Claimed
+	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
+		c = Claimed{OneTenant: true}
+		err := queryEach(ctx, db, "claiming tasks fairly", claimFairSQL, func(row pgx.Row) error {
+			var one bool
+			t, err := scanTaskAnd(row, &one)
+			if err == nil {
+				c.Tasks = append(c.Tasks, t)
+				c.OneTenant = c.OneTenant && one
+			}
+			return err
+		}, append(args, fairArgs(f)...)...)
+		c.OneTenant = c.OneTenant && len(c.Tasks) > 0
+		return len(c.Tasks), err
+	})
+	return c, err
+}
 
 // ClaimFairSQL returns the fair claim statement, for EXPLAIN in tests.
 func ClaimFairSQL() string { return claimFairSQL }

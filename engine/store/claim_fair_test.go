@@ -184,3 +184,49 @@ func requireNotCompiled(t *testing.T, b *bundle, q dbtest.Querier, sql string, a
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT current_setting('jit_above_cost')::float8`).Scan(&jitAbove))
 	require.Less(t, plans[0].Plan.TotalCost, jitAbove, "the claim's estimated cost (JIT compiles above jit_above_cost)")
 }
+
+// TestClaimFairOneTenant: a fair claim says whether the pairs it took tasks
+// of had PENDING tasks of one tenant only (a claim without fairness would
+// have taken the same), and says no when it cannot tell: a batch of one
+// stops looking after the first tenant, and a claim that took nothing saw
+// nothing.
+func TestClaimFairOneTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	claim := func(taskType string, max int) store.Claimed {
+		t.Helper()
+		c, err := b.store.Claim(b.ctx, store.ClaimParams{
+			Owner: "w", Total: max, Fair: &store.Fairness{},
+			Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: taskType, Max: max, Lease: time.Minute}},
+		})
+		require.NoError(t, err)
+		return c
+	}
+	c := claim("noop", 5)
+	require.Empty(t, c.Tasks)
+	require.False(t, c.OneTenant, "nothing claimed, nothing seen")
+
+	tenantTasks(t, b, "ta", "noop", 20, 0)
+	c = claim("noop", 5)
+	require.Len(t, c.Tasks, 5)
+	require.True(t, c.OneTenant)
+	c = claim("noop", 1)
+	require.Len(t, c.Tasks, 1)
+	require.False(t, c.OneTenant, "a batch of one cannot tell")
+
+	tenantTasks(t, b, "tb", "noop", 2, 0)
+	c = claim("noop", 5)
+	require.Len(t, c.Tasks, 5)
+	require.False(t, c.OneTenant, "two tenants")
+	// tb is drained; a tenant with tasks that are not due yet still counts.
+	tenantTasks(t, b, "tc", "later", 1, 0)
+	_, err := b.store.DB().Exec(b.ctx, `UPDATE tasks.tasks SET run_after = now() + interval '1 hour' WHERE task_type = 'later'`)
+	require.NoError(t, err)
+	tenantTasks(t, b, "ta", "later", 3, 0)
+	c = claim("later", 5)
+	require.Len(t, c.Tasks, 3)
+	require.False(t, c.OneTenant, "tc waits for its time")
+	c = claim("noop", 5)
+	require.Len(t, c.Tasks, 5)
+	require.True(t, c.OneTenant, "tb drained: ta alone again")
+}

@@ -1,0 +1,73 @@
+package dispatch
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wfhq/wf/engine/store"
+)
+
+// The tenant census: with fairness on (Config.Fair), a claim costs more
+// than one that takes tasks by priority and age only (the fair statement
+// finds the tenants of each pair and ranks their tasks), and with one
+// tenant waiting both take the same tasks. So a fair claim that finds one
+// tenant in every pair it takes from (store.Claimed.OneTenant) lets the
+// claims after it skip fairness, until one of these says the finding may
+// be stale and the next claim is fair again:
+//   - a task was queued since the fair claim began (signalbus.TaskQueued:
+//     every enqueue sends it, so a tenant that enqueues is served fairly by
+//     the very next claim, as without the census);
+//   - censusClaims claims were made without fairness since, or the finding
+//     is censusAge old (tasks that become due by time, retries and snoozes,
+//     send no signal: they wait at most that long for their fair share).
+//
+// A flood of one tenant so burns down at the unfair claim's rate, with a
+// fair claim every censusClaims; with two tenants or more every claim is
+// fair, as before.
+const (
+	censusClaims = 16
+	censusAge    = 100 * time.Millisecond
+)
+
+// census is what the last fair claim found; see above.
+type census struct {
+	queued atomic.Bool // a task was queued since the last fair claim began
+
+	mu     sync.Mutex
+	one    bool      // the last fair claim found one tenant in each pair it took from
+	at     time.Time // when that claim began
+	unfair int       // claims made without fairness since
+}
+
+// taskQueued records that a task was queued (a signal): the next claim is
+// fair.
+func (c *census) taskQueued() { c.queued.Store(true) }
+
+// fairness returns what a claim beginning at now claims with: fair (f),
+// or nil while the census lets it skip fairness. f nil (fairness off)
+// stays nil.
+func (c *census) fairness(f *store.Fairness, now time.Time) *store.Fairness {
+	if f == nil || c.queued.Swap(false) {
+		return f
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.one || c.unfair >= censusClaims || now.Sub(c.at) >= censusAge {
+		return f
+	}
+	c.unfair++
+	return nil
+}
+
+// record keeps what a fair claim that began at `at` found (oneTenant: see
+// store.Claimed.OneTenant), unless a fair claim that began later was
+// recorded already.
+func (c *census) record(oneTenant bool, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.Before(c.at) {
+		return
+	}
+	c.one, c.at, c.unfair = oneTenant, at, 0
+}

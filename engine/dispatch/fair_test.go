@@ -1,0 +1,94 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/signalbus"
+	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/wftype"
+)
+
+// TestFairAgainWhenAnotherTenantQueues: a dispatcher whose fair claim found
+// one tenant claims without fairness for a while (census.go), but a task
+// that another tenant queues, through its signal, makes the very next claim
+// fair. Tenant ta's tasks hold their slot until the test lets them end,
+// tb's end at once; the clock is frozen, so the census never ages. After
+// ta's flood has taken every slot twice, tb queues four tasks and the slots
+// free: a claim without fairness would fill them all with ta's tasks, which
+// would hold them, and tb's tasks would never start.
+func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
+	t.Parallel()
+	const slots = 8
+	b := setup(t)
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute))
+	release := make(chan struct{}) // each send lets one of ta's runs end
+	started := make(chan string, 1000)
+	r := funcRunner{types: map[string]bool{"fair": true}, fn: func(ctx context.Context, tk *wftype.Task) (json.RawMessage, error) {
+		started <- tk.SchemaName
+		if tk.SchemaName == "ta" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return nil, nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.Clock, c.Slots, c.ClaimAhead, c.Fair = fake, slots, -1, &store.Fairness{}
+		c.ClaimCoalesce = 2 * time.Second // freed slots gather into claims of two or more
+	})
+	stop := runFor(d)
+	defer stop()
+	defer close(release) // before stop: ta's last runs end
+	queue := func(tenant string, n int) {
+		batch := make([]store.NewTask, n)
+		for i := range batch {
+			batch[i] = store.NewTask{SchemaName: tenant, Scope: wftype.ScopeCatalog, ExecutionMode: wftype.ModeAsync,
+				TaskType: "fair", Inputs: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+		}
+		_, err := b.store.InsertTasks(b.ctx, batch)
+		require.NoError(t, err)
+		b.bus.Publish(signalbus.TaskQueued, "fair")
+	}
+	expect := func(n int) map[string]int {
+		seen := map[string]int{}
+		deadline := time.After(60 * time.Second)
+		for range n {
+			select {
+			case tn := <-started:
+				seen[tn]++
+			case <-deadline:
+				t.Fatalf("%d of %d runs started: %v", len(seen), n, seen)
+			}
+		}
+		return seen
+	}
+
+	queue("ta", 100)
+	require.Equal(t, map[string]int{"ta": slots}, expect(slots))
+	for range slots {
+		release <- struct{}{}
+	}
+	require.Equal(t, map[string]int{"ta": slots}, expect(slots), "one tenant: its tasks take the freed slots")
+
+	queue("tb", 4)
+	for range slots {
+		release <- struct{}{}
+	}
+	seen := map[string]int{}
+	for seen["tb"] < 4 {
+		for tn, n := range expect(1) {
+			seen[tn] += n
+		}
+	}
+	require.Less(t, seen["ta"], slots, "ta's tasks took every slot before tb's started: %v", seen)
+}
