@@ -293,8 +293,10 @@ func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
 // the session-scoped work (the leader's lock and LISTEN, the migrations'
 // lock) goes to database.session_url. A URL that sets
 // default_query_exec_mode keeps it. Without session_url, the pool's
-// connections ask for JIT off (store.DisableJIT); a pooler that refuses the
-// parameter gets a connection without it.
+// connections ask for JIT off (store.ConnectWithoutJIT); a session-mode
+// pooler that refuses the startup parameter gets it, and any the URL sets,
+// by SET on each new connection. With session_url, a refused startup
+// parameter is an error that says to remove it from the URL.
 func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -316,7 +318,14 @@ func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool
 		pool, err = store.ConnectWithoutJIT(ctx, pcfg)
 	}
 	if err != nil {
-		return nil, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err)
+		werr := connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err)
+		if name, refused := store.RefusedStartupParameter(err); refused && pooled {
+			// A SET after connecting would hold for one transaction's
+			// server session, not for the pool's.
+			return nil, fmt.Errorf("%w; a transaction-mode pooler takes no session settings: remove %s from the database URL "+
+				"(for jit: ALTER ROLE <wf's role> SET jit = off on the server)", werr, name)
+		}
+		return nil, werr
 	}
 	return pool, nil
 }

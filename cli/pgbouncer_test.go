@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,56 @@ func TestBehindPgBouncerSessionMode(t *testing.T) {
 	out, err = c.command("enqueue", "--count", "3", "record").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Equal(t, 3, c.count(`SELECT count(*) FROM tasks.tasks WHERE task_type = 'record'`))
+}
+
+// TestBehindPgBouncerSessionModeWithJITInURL: a database URL that sets jit
+// itself (?jit=off, or options=-c jit=off) was sent as it is, and the
+// session-mode PgBouncer refused it ("unsupported startup parameter"): no
+// command could connect. Now the setting is made by SET on each new
+// connection instead (store.ConnectWithoutJIT): `wf migrate`, `wf enqueue`
+// and two `wf run` processes, one per form of URL, work through the
+// bouncer.
+func TestBehindPgBouncerSessionModeWithJITInURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	direct := dbtest.NewEmptyDatabase(t)
+	// In session mode each client keeps a server session: room for two
+	// instances' pools, leader and presence sessions, and the commands.
+	bounced := dbtest.PgBouncerSized(t, direct, "session", 40)
+	join := "?"
+	if strings.Contains(bounced, "?") {
+		join = "&"
+	}
+	withJIT, withOptions := bounced+join+"jit=off", bounced+join+"options=-c%20jit%3Doff"
+	pool := dbtest.PoolFor(t, direct)
+	_, err := pool.Exec(ctx, `
+CREATE SCHEMA wf_test;
+CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`)
+	require.NoError(t, err)
+	specs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(specs, "record.yaml"), []byte(recordSpec), 0o644))
+	c := &cluster{t: t, bin: buildRecorder(t), url: withJIT, specs: specs, pool: pool}
+	via := func(url string) func(*exec.Cmd) *exec.Cmd {
+		return func(cmd *exec.Cmd) *exec.Cmd {
+			cmd.Env = append(cmd.Env, "WF_DATABASE_URL="+url, "WF_RECORD_DATABASE_URL="+direct)
+			return cmd
+		}
+	}
+
+	out, err := c.command("migrate", "up").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "migrated to version")
+	procs := []*exec.Cmd{c.start("a", via(withJIT)), c.start("b", via(withOptions))}
+	out, err = via(withOptions)(c.command("enqueue", "--count", "200", "record")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	c.waitCompleted(200, 3*time.Minute)
+	for _, p := range procs {
+		stop(t, p)
+	}
+	require.Equal(t, 200, c.count(`SELECT count(DISTINCT task_id) FROM wf_test.executions`))
 }
 
 // TestBehindPgBouncerTransactionMode: two `wf run` processes whose pools go
@@ -81,6 +132,19 @@ CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attemp
 	out, err := behind(c.command("migrate", "up")).CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "migrated to version")
+
+	// A URL that sets jit cannot be honoured through this pooler (a SET
+	// would hold for one transaction's server session): a clear error.
+	jitURL := bounced + "&jit=off"
+	if !strings.Contains(bounced, "?") {
+		jitURL = bounced + "?jit=off"
+	}
+	cmd := behind(c.command("enqueue", "record"))
+	cmd.Env = append(cmd.Env, "WF_DATABASE_URL="+jitURL)
+	out, err = cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "unsupported startup parameter: jit; a transaction-mode pooler takes no session settings: remove jit from the database URL")
+	require.Zero(t, c.count(`SELECT count(*) FROM tasks.tasks`))
 
 	procs := []*exec.Cmd{c.start("a", behind), c.start("b", behind)}
 	out, err = behind(c.command("enqueue", "--count", "2000", "record")).CombinedOutput()
