@@ -30,7 +30,10 @@ const (
 	censusAge    = 100 * time.Millisecond
 )
 
-// census is what the last fair claim found; see above.
+// census is what the last fair claim found; see above. It also keeps, per
+// pair, where the last fair claim's scan of the tenants ended, so that the
+// next one resumes there (store.ClaimSlot.FairAfter): with more tenants
+// waiting than a batch has room for, each claim serves the next ones.
 type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
@@ -38,6 +41,32 @@ type census struct {
 	one    bool      // the last fair claim found one tenant in each pair it took from
 	at     time.Time // when that claim began
 	unfair int       // claims made without fairness since
+	after  map[store.Pair]string
+}
+
+// resume sets each slot's FairAfter to where its pair's last scan ended.
+func (c *census) resume(slots []store.ClaimSlot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range slots {
+		slots[i].FairAfter = c.after[store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}]
+	}
+}
+
+// scanned keeps where a claim's scans of the tenants ended
+// (store.Claimed.ScanEnd).
+func (c *census) scanned(ends map[store.Pair]string) {
+	if len(ends) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.after == nil {
+		c.after = map[store.Pair]string{}
+	}
+	for p, end := range ends {
+		c.after[p] = end
+	}
 }
 
 // taskQueued records that a task was queued (a signal): the next claim is

@@ -92,3 +92,46 @@ func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
 	}
 	require.Less(t, seen["ta"], slots, "ta's tasks took every slot before tb's started: %v", seen)
 }
+
+// TestFairRoundRobinAcrossClaims: with more tenants waiting than there are
+// slots, each claim resumes the scan of the tenants where the last one's
+// ended, so the tenants take turns: no tenant's second task starts before
+// every tenant's first has (claims beginning at the last tenant by name
+// every time would run its whole backlog first).
+func TestFairRoundRobinAcrossClaims(t *testing.T) {
+	t.Parallel()
+	const tenants, each = 40, 5
+	b := setup(t)
+	var batch []store.NewTask
+	for i := range tenants {
+		for k := range each {
+			batch = append(batch, store.NewTask{SchemaName: fmt.Sprintf("t%02d", i), Scope: wftype.ScopeCatalog,
+				ExecutionMode: wftype.ModeAsync, TaskType: "fair", Inputs: json.RawMessage(fmt.Sprintf(`{"k":%d}`, k))})
+		}
+	}
+	_, err := b.store.InsertTasks(b.ctx, batch)
+	require.NoError(t, err)
+	started := make(chan string, tenants*each)
+	r := funcRunner{types: map[string]bool{"fair": true}, fn: func(_ context.Context, tk *wftype.Task) (json.RawMessage, error) {
+		started <- tk.SchemaName
+		return nil, nil
+	}}
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.Slots, c.ClaimAhead, c.Fair = 4, -1, &store.Fairness{}
+	})
+	stop := runFor(d)
+	defer stop()
+	b.bus.Publish(signalbus.TaskQueued, "fair")
+	firsts, deadline := map[string]bool{}, time.After(120*time.Second)
+	for n := 0; n < tenants*each; n++ {
+		select {
+		case tn := <-started:
+			if firsts[tn] {
+				require.Len(t, firsts, tenants, "%s's second task started after %d tenants' first", tn, len(firsts))
+			}
+			firsts[tn] = true
+		case <-deadline:
+			t.Fatalf("%d of %d tasks started", n, tenants*each)
+		}
+	}
+}

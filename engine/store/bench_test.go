@@ -108,6 +108,51 @@ func BenchmarkClaimTasks(b *testing.B) {
 	}
 }
 
+// BenchmarkClaimFairTenants claims fairly from a backlog of 20 tasks
+// each of many tenants (refilled outside the timer), each claim resuming
+// where the last one's scan of the tenants ended: the cost of a fair claim
+// over as many tenants as its batch has tasks.
+func BenchmarkClaimFairTenants(b *testing.B) {
+	for _, c := range []struct{ tenants, batch int }{{1000, 100}, {1000, 1000}} {
+		b.Run(fmt.Sprintf("tenants=%d,batch=%d", c.tenants, c.batch), func(b *testing.B) {
+			bb := setupBench(b)
+			fill := func() {
+				var batch []store.NewTask
+				for i := range c.tenants {
+					for range 20 {
+						tk := newTask("noop")
+						tk.SchemaName, tk.Scope = fmt.Sprintf("t%04d", i), wftype.ScopeCatalog
+						batch = append(batch, tk)
+					}
+				}
+				if _, err := bb.store.InsertTasks(bb.ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			fill()
+			left, after := 20*c.tenants, ""
+			b.ResetTimer()
+			for range b.N {
+				if left < c.batch {
+					b.StopTimer()
+					fill()
+					left += 20 * c.tenants
+					b.StartTimer()
+				}
+				p := claimParams("w1", c.batch)
+				p.Fair, p.Slots[0].FairAfter = &store.Fairness{}, after
+				got, err := bb.store.Claim(bb.ctx, p)
+				if err != nil || len(got.Tasks) != c.batch {
+					b.Fatalf("claimed %d tasks (%v), want %d", len(got.Tasks), err, c.batch)
+				}
+				after = got.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}]
+				left -= c.batch
+			}
+			reportPerTask(b, c.batch)
+		})
+	}
+}
+
 // BenchmarkFinishTasks completes batches of claimed tasks in one statement,
 // alone and while 20,000 other tasks run (held by another instance): the
 // cost of a batch must not grow with the number of running tasks. Each case

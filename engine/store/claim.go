@@ -16,6 +16,19 @@ type ClaimSlot struct {
 	TaskType string
 	Max      int
 	Lease    time.Duration
+	// FairAfter is, for a fair claim, where the scan of the pair's tenants
+	// begins: the tenants below it by name first, last one first, then
+	// (it wraps) the others from the last by name down to it. Pass the
+	// pair's Claimed.ScanEnd of the last fair claim, so that when more
+	// tenants wait than a batch has room for, each claim serves the next
+	// ones; empty begins at the last tenant by name.
+	FairAfter string
+}
+
+// Pair is an (execution mode, task type) pair.
+type Pair struct {
+	Mode     wftype.ExecutionMode
+	TaskType string
 }
 
 // ClaimParams selects what ClaimTasks may take.
@@ -57,13 +70,17 @@ type Claimed struct {
 	// its ACTIVE tasks. A type that got Room tasks filled its cap, so more of
 	// them may be waiting for the room its runs free.
 	Room map[string]int
-	// OneTenant reports that the claim was fair (ClaimParams.Fair, of
-	// types without a limit or cap) and found, for every pair it took tasks of,
+	// OneTenant reports that the claim was fair (ClaimParams.Fair, or of
+	// types with limits, always fair) and found, for every pair it took tasks of,
 	// PENDING tasks of one tenant only: a claim without fairness would have
 	// taken the same tasks. False when the claim took nothing. A caller
 	// may skip fairness for its next claims while that still holds; a
 	// tenant that enqueues since sends a signal (signalbus.TaskQueued).
 	OneTenant bool
+	// ScanEnd holds, for each pair a fair claim took tasks of, the last
+	// tenant its scan of the pair's tenants visited: the pair's FairAfter
+	// for the next claim.
+	ScanEnd map[Pair]string
 }
 
 // claimTasksSQL claims, in one statement, up to each pair's free slots and at
@@ -158,11 +175,11 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	types, lims := limitsOf(p)
 	onlyGlobal := !slices.ContainsFunc(lims, func(l TypeLimits) bool { return !l.onlyGlobal() })
 	if len(types) > 0 && (p.Fair != nil || !onlyGlobal) {
-		c, err = s.claimLimited(ctx, args, p.Fair, types, lims)
+		c, err = s.claimLimited(ctx, p, args, types, lims)
 	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
-		c, err = s.claimFair(ctx, args, p.Fair)
+		c, err = s.claimFair(ctx, append(args, fairArgs(p, p.Fair)...))
 	} else {
 		c.Tasks, err = s.claimWith(ctx, args)
 	}
@@ -199,10 +216,7 @@ func claimArgs(p ClaimParams) ([]any, bool) {
 	var modes, types []string
 	var maxes []int32
 	var leases []float64
-	for _, sl := range p.Slots {
-		if sl.Max <= 0 {
-			continue
-		}
+	for _, sl := range claimable(p) {
 		modes = append(modes, string(sl.Mode))
 		types = append(types, sl.TaskType)
 		maxes = append(maxes, int32(min(sl.Max, p.Total)))
@@ -212,6 +226,17 @@ func claimArgs(p ClaimParams) ([]any, bool) {
 		return nil, false
 	}
 	return []any{modes, types, maxes, leases, p.Total, p.Now, p.Owner}, true
+}
+
+// claimable returns the slots of p a claim asks for: those with room.
+func claimable(p ClaimParams) []ClaimSlot {
+	out := make([]ClaimSlot, 0, len(p.Slots))
+	for _, sl := range p.Slots {
+		if sl.Max > 0 {
+			out = append(out, sl)
+		}
+	}
+	return out
 }
 
 // ClaimSQL returns the claim statement, for EXPLAIN in tests and benchmarks.

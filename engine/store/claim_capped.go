@@ -109,20 +109,21 @@ type batcher interface {
 // claimCapped takes the advisory locks of the capped types and claims with
 // claimCappedSQL, in one round trip and one transaction.
 func (s *Store) claimCapped(ctx context.Context, args []any, types []string, caps []int32) (Claimed, error) {
-	return s.claimLocked(ctx, "claiming tasks under global limits", claimCappedSQL, types, append(args, types, caps)...)
+	return s.claimLocked(ctx, "claiming tasks under global limits", claimCappedSQL, types, false, append(args, types, caps)...)
 }
 
 // claimLocked takes the advisory locks of types (globalLockSQL) and runs
-// the claim statement sql, whose rows are a task and its type's room, in
-// one round trip and one transaction.
-func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []string, args ...any) (Claimed, error) {
+// the claim statement sql, whose rows are a task and its type's room (and,
+// when fair, the census columns: fairCensusColumns), in one round trip and
+// one transaction.
+func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []string, fair bool, args ...any) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		b := &pgx.Batch{}
 		b.Queue(globalLockSQL, types)
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
-			c, err = collectCapped(rows)
+			c, err = collectCapped(rows, fair)
 			return err
 		})
 		send := func(db batcher) error { return db.SendBatch(ctx, b).Close() }
@@ -140,23 +141,37 @@ func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []stri
 	return c, nil
 }
 
-// collectCapped reads the rows of claimCappedSQL: a task and its type's room.
-func collectCapped(rows pgx.Rows) (Claimed, error) {
+// collectCapped reads the rows of claimCappedSQL (a task and its type's
+// room) or, fair, of claimLimitedSQL (and the census columns).
+func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 	defer rows.Close()
 	var c Claimed
+	census := fairCensus{c: &c, one: true}
 	for rows.Next() {
 		var room *int32
-		t, err := scanTaskAnd(rows, &room)
+		var one *bool
+		var scanEnd *string
+		extra := []any{&room}
+		if fair {
+			extra = append(extra, &one, &scanEnd)
+		}
+		t, err := scanTaskAnd(rows, extra...)
 		if err != nil {
 			return Claimed{}, err
 		}
 		c.Tasks = append(c.Tasks, t)
+		if fair {
+			census.add(&t, one, scanEnd)
+		}
 		if room != nil {
 			if c.Room == nil {
 				c.Room = map[string]int{}
 			}
 			c.Room[t.TaskType] = int(*room)
 		}
+	}
+	if fair {
+		census.done()
 	}
 	return c, rows.Err()
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/wfhq/wf/wftype"
 )
 
 // Fair claiming across tenants (ClaimParams.Fair).
@@ -28,11 +30,27 @@ import (
 // exact shares for tasks of different cost, does not apply: a claim counts
 // tasks, not their run time).
 //
+// A batch serves at most max_claim tenants. When more wait (one free slot,
+// many tenants), which ones is set by where the scan of the tenants begins:
+// the caller passes, per pair, the last tenant the previous claim's scan
+// visited (ClaimSlot.FairAfter, from Claimed.ScanEnd), and the scan resumes
+// below it, wrapping from the first tenant by name to the last. The tenants
+// so take turns across claims: a round-robin over the tenants whose only
+// state is one name per pair in the caller's memory (each instance turns
+// its own wheel; nothing is written). A tenant visited when it has nothing
+// due, or only locked tasks, loses that turn; the fill below still gives
+// the batch's room to whoever has due tasks.
+//
 // The statement, per pair (claimFairSQL):
 //   - tenants: the tenants with PENDING tasks of the pair, found by a loose
 //     index scan of tasks_tenant_claim_idx (one probe per tenant, at most
-//     max_claim of them: a batch cannot serve more), backwards, from the
-//     last tenant by name to the first;
+//     max_claim of them: a batch cannot serve more), backwards by name from
+//     below fair_after, then from the last tenant by name down to
+//     fair_after;
+//   - census: per pair, whether the scan found one tenant and ran out (a
+//     claim without fairness would take the same tasks: the caller may
+//     skip fairness for a while, see engine/dispatch's census.go), and the
+//     last tenant it visited;
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
@@ -114,12 +132,23 @@ func fairCTEs(limited bool) string {
 	}
 	return `
 tenants AS (
-    SELECT r.execution_mode, r.task_type, r.max_claim, 1 AS n, ` + fairFirstTenant + ` AS schema_name
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, 1 AS n, b.below IS NULL AS wrapped,
+           coalesce(b.below, ` + fairTopTenant + `) AS schema_name
     FROM slots r
+    CROSS JOIN LATERAL (SELECT ` + fairTenantBelowAfter + ` AS below OFFSET 0) b
     UNION ALL
-    SELECT r.execution_mode, r.task_type, r.max_claim, r.n + 1, ` + fairNextTenant + `
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, r.n + 1, r.wrapped OR b.below IS NULL,
+           (CASE WHEN b.below IS NOT NULL THEN b.below WHEN NOT r.wrapped THEN ` + fairTopTenant + ` END)::varchar(255)
     FROM tenants r
+    CROSS JOIN LATERAL (SELECT ` + fairNextTenant + ` AS below OFFSET 0) b
     WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim
+),
+census AS (
+    SELECT tn.execution_mode, tn.task_type,
+           count(tn.schema_name) = 1 AND bool_or(tn.schema_name IS NULL) AS one_tenant,
+           (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1] AS scan_end
+    FROM tenants tn
+    GROUP BY tn.execution_mode, tn.task_type
 ),
 weights AS (
     SELECT * FROM unnest((SELECT $8::text[]), (SELECT $9::float8[])) AS w(schema_name, weight)
@@ -190,50 +219,84 @@ candidates AS (
 )`
 }
 
-// fairFirstTenant and fairNextTenant are the two steps of the loose index
-// scan of the tenants.
+// The probes of the loose index scan of the tenants (r is a row of slots
+// or of tenants, with the pair's fair_after): the last tenant below
+// fair_after (where the scan begins), the last tenant from fair_after on
+// (where it goes on once the tenants below are done: it wraps), and the
+// next one, below the tenant just found and, once wrapped, from fair_after
+// on. Each is one descent of the index to the back of a range.
 var (
-	fairFirstTenant = fmt.Sprintf(fairTenantProbe, "")
-	fairNextTenant  = fmt.Sprintf(fairTenantProbe, "\n          AND t.schema_name < r.schema_name")
+	fairTenantBelowAfter = fmt.Sprintf(fairTenantProbe, "\n          AND t.schema_name < r.fair_after")
+	fairTopTenant        = fmt.Sprintf(fairTenantProbe, "\n          AND t.schema_name >= r.fair_after")
+	fairNextTenant       = fmt.Sprintf(fairTenantProbe, `
+          AND t.schema_name < r.schema_name
+          AND t.schema_name >= CASE WHEN r.wrapped THEN r.fair_after ELSE '' END`)
 )
 
 // claimFairSQL is claimTasksSQL with fairness across tenants: see the top
 // of this file.
 var claimFairSQL = `
 WITH RECURSIVE slots AS (
-    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds)
+    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]),
+                         (SELECT $10::text[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after)
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(false) + claimUpdateSQL + `
-RETURNING ` + taskColumnsT + `, ` + fairOneTenantSQL
+RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
 
-// fairOneTenantSQL is the fair claim's last column: whether the pair of
-// the claimed task t had PENDING tasks of one tenant only. The loose scan of
-// the tenants found one and then ran out (a probe found none), rather than
-// stopping at the batch's room: with max_claim 1 it stops after the first
-// tenant and cannot tell.
-const fairOneTenantSQL = `(
-    SELECT count(tn.schema_name) = 1 AND bool_or(tn.schema_name IS NULL)
-    FROM tenants tn
-    WHERE tn.execution_mode = t.execution_mode AND tn.task_type = t.task_type
-)`
+// fairCensusColumns are the last columns of a fair claim's rows, of the
+// pair of the claimed task in alias a: whether the pair had PENDING tasks of
+// one tenant only (the loose scan of the tenants found one, then ran out
+// rather than stopping at the batch's room: with max_claim 1 it stops after
+// the first tenant and cannot tell), and the last tenant the scan visited
+// (where the pair's next fair claim resumes: ClaimSlot.FairAfter).
+func fairCensusColumns(a string) string {
+	match := `ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type`
+	return `(SELECT ce.one_tenant FROM census ce WHERE ` + match + `),
+       (SELECT ce.scan_end FROM census ce WHERE ` + match + `)`
+}
 
-// claimFair claims with claimFairSQL; the claim's OneTenant is whether
-// every pair it took tasks of had one tenant (fairOneTenantSQL).
-func (s *Store) claimFair(ctx context.Context, args []any, f *Fairness) (Claimed, error) {
+// fairCensus gathers what the rows of a fair claim say of its pairs
+// (fairCensusColumns) into c.
+type fairCensus struct {
+	c        *Claimed
+	one      bool
+	anyTasks bool
+}
+
+// add records the census columns of claimed task t.
+func (f *fairCensus) add(t *wftype.Task, one *bool, scanEnd *string) {
+	f.anyTasks = true
+	f.one = f.one && one != nil && *one
+	if scanEnd != nil {
+		if f.c.ScanEnd == nil {
+			f.c.ScanEnd = map[Pair]string{}
+		}
+		f.c.ScanEnd[Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}] = *scanEnd
+	}
+}
+
+// done sets the claim's OneTenant.
+func (f *fairCensus) done() { f.c.OneTenant = f.one && f.anyTasks }
+
+// claimFair claims with claimFairSQL; the claim's OneTenant and ScanEnd
+// come from its census columns.
+func (s *Store) claimFair(ctx context.Context, args []any) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		c = Claimed{OneTenant: true}
+		c = Claimed{}
+		census := fairCensus{c: &c, one: true}
 		err := queryEach(ctx, db, "claiming tasks fairly", claimFairSQL, func(row pgx.Row) error {
-			var one bool
-			t, err := scanTaskAnd(row, &one)
+			var one *bool
+			var scanEnd *string
+			t, err := scanTaskAnd(row, &one, &scanEnd)
 			if err == nil {
 				c.Tasks = append(c.Tasks, t)
-				c.OneTenant = c.OneTenant && one
+				census.add(&c.Tasks[len(c.Tasks)-1], one, scanEnd)
 			}
 			return err
-		}, append(args, fairArgs(f)...)...)
-		c.OneTenant = c.OneTenant && len(c.Tasks) > 0
+		}, args...)
+		census.done()
 		return len(c.Tasks), err
 	})
 	return c, err
@@ -242,13 +305,19 @@ func (s *Store) claimFair(ctx context.Context, args []any, f *Fairness) (Claimed
 // ClaimFairSQL returns the fair claim statement, for EXPLAIN in tests.
 func ClaimFairSQL() string { return claimFairSQL }
 
-// fairArgs returns the fair statement's weight arguments ($8, $9).
-func fairArgs(f *Fairness) []any {
+// fairArgs returns the fair statements' arguments after claimArgs': the
+// tenants that have a weight and their weights ($8, $9), and each claimed
+// pair's FairAfter ($10, in the order of claimArgs' pairs).
+func fairArgs(p ClaimParams, f *Fairness) []any {
 	names := make([]string, 0, len(f.Weights))
 	weights := make([]float64, 0, len(f.Weights))
 	for n, w := range f.Weights {
 		names = append(names, n)
 		weights = append(weights, w)
 	}
-	return []any{names, weights}
+	var after []string
+	for _, sl := range claimable(p) {
+		after = append(after, sl.FairAfter)
+	}
+	return []any{names, weights, after}
 }

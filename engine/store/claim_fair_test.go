@@ -145,7 +145,7 @@ func TestClaimFairUsesIndexes(t *testing.T) {
 	defer tx.Rollback(b.ctx) //nolint:errcheck
 	plan := explainAnalyze(t, b, tx, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{})
+		[]string{}, []float64{}, []string{""})
 	require.Contains(t, plan, "execution_mode_schema_name", "the tenant index")
 	require.Contains(t, plan, "priority_run_after", "the claim index")
 	require.Regexp(t, `^Update on tasks t .*rows=100 `, plan)
@@ -163,7 +163,7 @@ func TestClaimFairIsNotCompiled(t *testing.T) {
 	require.NoError(t, err)
 	requireNotCompiled(t, b, b.pool, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{})
+		[]string{}, []float64{}, []string{""})
 }
 
 // requireNotCompiled fails when the planner's estimated cost of sql passes
@@ -229,4 +229,73 @@ func TestClaimFairOneTenant(t *testing.T) {
 	c = claim("noop", 5)
 	require.Len(t, c.Tasks, 5)
 	require.True(t, c.OneTenant, "tb drained: ta alone again")
+}
+
+// TestClaimFairRotates: with more tenants waiting than a batch has room
+// for, a claim that resumes where the last one's scan of the tenants ended
+// (ClaimSlot.FairAfter = Claimed.ScanEnd) serves the next tenants: every
+// one of 30 tenants gets a task within 10 claims of 3, and the scan wraps
+// from the first tenant by name to the last. Claims that begin at the last
+// tenant every time serve the same three. The same holds for a type with a
+// per-tenant limit (the limited claim).
+func TestClaimFairRotates(t *testing.T) {
+	t.Parallel()
+	for _, limits := range []map[string]store.TypeLimits{nil, {"noop": {PerTenant: 50}}} {
+		t.Run(fmt.Sprintf("limited=%v", limits != nil), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			const tenants, batch = 30, 3
+			for i := range tenants {
+				tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 10, 0)
+			}
+			claim := func(after string) store.Claimed {
+				t.Helper()
+				c, err := b.store.Claim(b.ctx, store.ClaimParams{
+					Owner: "w", Total: batch, Fair: &store.Fairness{}, Limits: limits,
+					Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: batch, Lease: time.Minute, FairAfter: after}},
+				})
+				require.NoError(t, err)
+				require.Len(t, c.Tasks, batch)
+				require.False(t, c.OneTenant)
+				return c
+			}
+			served := map[string]int{}
+			after := ""
+			for i := range tenants / batch {
+				c := claim(after)
+				got := map[string]bool{}
+				for _, tk := range c.Tasks {
+					got[tk.SchemaName] = true
+					served[tk.SchemaName]++
+				}
+				// The scan goes down by name from the last tenant: t29, t28, t27, then t26…
+				want := map[string]bool{}
+				for k := range batch {
+					want[fmt.Sprintf("t%02d", tenants-1-i*batch-k)] = true
+				}
+				require.Equal(t, want, got, "claim %d", i)
+				after = c.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}]
+				require.Equal(t, fmt.Sprintf("t%02d", tenants-(i+1)*batch), after, "claim %d", i)
+			}
+			require.Len(t, served, tenants, "every tenant served once in %d claims", tenants/batch)
+			// After t00 the scan wraps to the last tenant.
+			c := claim(after)
+			for _, tk := range c.Tasks {
+				require.Contains(t, []string{"t29", "t28", "t27"}, tk.SchemaName)
+			}
+			// Without resuming, the same three every time.
+			for range 3 {
+				for _, tk := range claim("").Tasks {
+					require.Contains(t, []string{"t29", "t28", "t27"}, tk.SchemaName)
+				}
+			}
+			// A tenant in the middle: the scan begins below it and wraps to include it last.
+			c = claim("t10")
+			got := map[string]bool{}
+			for _, tk := range c.Tasks {
+				got[tk.SchemaName] = true
+			}
+			require.Equal(t, map[string]bool{"t09": true, "t08": true, "t07": true}, got)
+		})
+	}
 }

@@ -86,10 +86,10 @@ started AS MATERIALIZED (
 ),`
 }
 
-// limitedCTEs come first in a limited claim ($10…$15 the limits, $6 the
+// limitedCTEs come first in a limited claim ($11…$16 the limits, $6 the
 // time): limitsCTEs, then the room each type and each tenant seen there
 // has left.
-var limitedCTEs = limitsCTEs(10, "$6") + `
+var limitedCTEs = limitsCTEs(11, "$6") + `
 type_room AS MATERIALIZED (
     SELECT l.task_type, least(
         CASE WHEN l.global_cap > 0 THEN
@@ -169,9 +169,10 @@ var claimLimitedSQL = `
 WITH RECURSIVE` + limitedCTEs + `
 slots AS (
     SELECT s.execution_mode, s.task_type,
-           least(s.max_claim, greatest(coalesce(r.room, s.max_claim), 0)) AS max_claim, s.lease_seconds
-    FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds)
+           least(s.max_claim, greatest(coalesce(r.room, s.max_claim), 0)) AS max_claim, s.lease_seconds, s.fair_after
+    FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]),
+                (SELECT $10::text[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after)
     LEFT JOIN type_room r ON r.task_type = s.task_type
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(true) + `,
@@ -194,7 +195,8 @@ counted AS (
                       ELSE excluded.starts END,
         window_start = excluded.window_start
 )
-SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type)
+SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type),
+       ` + fairCensusColumns("c") + `
 FROM claimed c`
 
 // ClaimLimitedSQL returns the statements of a limited claim, the lock then
@@ -228,7 +230,7 @@ func limitsOf(p ClaimParams) ([]string, []TypeLimits) {
 }
 
 // limitedArgs returns the limited statement's arguments after the fair
-// ones ($10…$15).
+// ones ($11…$16).
 func limitedArgs(types []string, lims []TypeLimits) []any {
 	global := make([]int32, len(lims))
 	tenant := make([]int32, len(lims))
@@ -246,12 +248,13 @@ func limitedArgs(types []string, lims []TypeLimits) []any {
 
 // claimLimited takes the advisory locks of the limited types and claims
 // with claimLimitedSQL, in one round trip and one transaction.
-func (s *Store) claimLimited(ctx context.Context, args []any, fair *Fairness, types []string, lims []TypeLimits) (Claimed, error) {
+func (s *Store) claimLimited(ctx context.Context, p ClaimParams, args []any, types []string, lims []TypeLimits) (Claimed, error) {
+	fair := p.Fair
 	if fair == nil {
 		fair = &Fairness{}
 	}
-	args = append(append(args, fairArgs(fair)...), limitedArgs(types, lims)...)
-	return s.claimLocked(ctx, "claiming tasks under limits", claimLimitedSQL, types, args...)
+	args = append(append(args, fairArgs(p, fair)...), limitedArgs(types, lims)...)
+	return s.claimLocked(ctx, "claiming tasks under limits", claimLimitedSQL, types, true, args...)
 }
 
 // Held is a count of due PENDING tasks that no claim may take now because
