@@ -180,11 +180,13 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		Fair: fair, Limits: d.typeLimits(slots),
 	})
 	cancel()
+	if fair != nil {
+		// A failed claim found nothing: the next one is fair (the signal
+		// this one spent may be a new tenant's).
+		d.census.record(err == nil && claimed.OneTenant, start)
+	}
 	if err != nil {
 		return false, err
-	}
-	if fair != nil {
-		d.census.record(claimed.OneTenant, start)
 	}
 	d.census.scanned(claimed.ScanEnd)
 	if ctx.Err() != nil && len(claimed.Tasks) > 0 {

@@ -78,7 +78,7 @@ import (
 // its newest tasks), and the highest due priority is, but when there are
 // more tenants than the batch has room for, that of the shares' first
 // tasks. With one tenant the fair claim so reads what the unfair one reads,
-// plus two probes of a few pages.
+// plus three probes of a few pages.
 //
 // The shares join the tenants back to the slots they came from: it changes
 // no row, but the planner takes the recursive tenants for ~100 rows and, so
