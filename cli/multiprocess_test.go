@@ -49,7 +49,12 @@ func newCluster(t *testing.T) *cluster {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	url := dbtest.NewDatabase(t)
+	return newClusterOn(t, dbtest.NewDatabase(t))
+}
+
+// newClusterOn is newCluster on the database at url (migrated or not).
+func newClusterOn(t *testing.T, url string) *cluster {
+	t.Helper()
 	pool := dbtest.PoolFor(t, url)
 	_, err := pool.Exec(context.Background(), `
 CREATE SCHEMA wf_test;

@@ -49,7 +49,6 @@ func TestBehindPgBouncerSessionModeWithJITInURL(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	t.Parallel()
-	ctx := context.Background()
 	direct := dbtest.NewEmptyDatabase(t)
 	// In session mode each client keeps a server session: room for two
 	// instances' pools, leader and presence sessions, and the commands.
@@ -59,14 +58,8 @@ func TestBehindPgBouncerSessionModeWithJITInURL(t *testing.T) {
 		join = "&"
 	}
 	withJIT, withOptions := bounced+join+"jit=off", bounced+join+"options=-c%20jit%3Doff"
-	pool := dbtest.PoolFor(t, direct)
-	_, err := pool.Exec(ctx, `
-CREATE SCHEMA wf_test;
-CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`)
-	require.NoError(t, err)
-	specs := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(specs, "record.yaml"), []byte(recordSpec), 0o644))
-	c := &cluster{t: t, bin: buildRecorder(t), url: withJIT, specs: specs, pool: pool}
+	c := newClusterOn(t, direct)
+	c.url = withJIT
 	via := func(url string) func(*exec.Cmd) *exec.Cmd {
 		return func(cmd *exec.Cmd) *exec.Cmd {
 			cmd.Env = append(cmd.Env, "WF_DATABASE_URL="+url, "WF_RECORD_DATABASE_URL="+direct)
@@ -115,14 +108,8 @@ func TestBehindPgBouncerTransactionMode(t *testing.T) {
 	require.NoError(t, errs[0])
 	require.ErrorContains(t, errs[1], "already exists")
 
-	pool := dbtest.PoolFor(t, direct)
-	_, err := pool.Exec(ctx, `
-CREATE SCHEMA wf_test;
-CREATE TABLE wf_test.executions (task_id uuid NOT NULL, pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`)
-	require.NoError(t, err)
-	specs := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(specs, "record.yaml"), []byte(recordSpec), 0o644))
-	c := &cluster{t: t, bin: buildRecorder(t), url: bounced, specs: specs, pool: pool}
+	c := newClusterOn(t, direct)
+	c.url = bounced
 	behind := func(cmd *exec.Cmd) *exec.Cmd {
 		cmd.Env = append(cmd.Env, "WF_DATABASE_URL="+bounced, "WF_DATABASE_SESSION_URL="+direct, "WF_RECORD_DATABASE_URL="+direct)
 		return cmd

@@ -159,10 +159,16 @@ func TestInsertTasksCopyNotifies(t *testing.T) {
 	batch[0].TaskType = "third"
 	_, err = b.store.InsertTasksVia(b.ctx, batch, true)
 	require.NoError(t, err)
-	// A notification sent after the batch committed ends what it sent.
-	_, err = b.pool.Exec(b.ctx, `SELECT pg_notify('new_task_queued', 'end')`)
-	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"noop", "other"}, b.notifiedUntilEnd(t, conn, "new_task_queued"))
+}
 
+// notifiedUntilEnd sends "end" on channel, which conn listens to, and
+// returns the payloads conn received before it: those of the
+// notifications committed before this call.
+func (b *bundle) notifiedUntilEnd(t *testing.T, conn *pgxpool.Conn, channel string) []string {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `SELECT pg_notify($1, 'end')`, channel)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
 	defer cancel()
 	var got []string
@@ -170,11 +176,10 @@ func TestInsertTasksCopyNotifies(t *testing.T) {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		require.NoError(t, err)
 		if n.Payload == "end" {
-			break
+			return got
 		}
 		got = append(got, n.Payload)
 	}
-	require.ElementsMatch(t, []string{"noop", "other"}, got)
 }
 
 // TestInsertTasksCopyAllOrNothing: a batch with one bad task (a tenant name
