@@ -489,7 +489,10 @@ func (e *Engine) buildServices() error {
 		return fmt.Errorf("error creating engine: %w", err)
 	}
 	e.leading = append(e.leading, Service{Name: "pending snapshot", Run: func(ctx context.Context) error { snap.Run(ctx); return nil }})
-	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor})
+	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor}, Service{Name: "workflow declaration", Run: e.runDeclarations})
+	if e.workflows != nil {
+		e.leading = append(e.leading, Service{Name: "undeclared workflows", Run: e.runUndeclaredRuns})
+	}
 	e.services = append(e.services, cfg.Services...)
 	e.leading = append(e.leading, cfg.LeaderServices...)
 	return nil
@@ -545,6 +548,11 @@ func (e *Engine) HoldPresence(ctx context.Context) error {
 func (e *Engine) Run(ctx context.Context) error {
 	if _, err := e.store.EnsurePartitions(ctx, e.cfg.Clock.Now(), e.cfg.PartitionsAhead); err != nil {
 		return fmt.Errorf("error preparing partitions: %w", err)
+	}
+	// Before the election connection: the leader's pass of undeclared
+	// workflows waits for any instance it sees connected without one.
+	if err := e.declareWorkflows(ctx); err != nil {
+		return err
 	}
 	e.cfg.Logger.Info("wf engine starting", "service", e.cfg.Name, "owner", e.cfg.Owner,
 		"task_types", len(e.dispatcher.TaskTypes()), "slots", e.cfg.Slots)

@@ -166,29 +166,68 @@ func (w *Workflows) Expire(ctx context.Context, st *store.Store, limit int) (int
 	if err != nil {
 		return 0, err
 	}
+	return w.failEach(ctx, st, ids, "expiring", func(_ *store.Store, r wftype.WorkflowRun, now time.Time) (string, error) {
+		if !now.After(r.Deadline) {
+			return "", nil // retried meanwhile
+		}
+		if wf, ok := w.cfg.Specs.Workflow(r.Workflow); ok {
+			return timeoutMessage(wf, r.Deadline), nil
+		}
+		return "the run timed out: it did not end by its deadline, " + r.Deadline.UTC().Format(time.RFC3339), nil
+	})
+}
+
+// FailUndeclared fails the RUNNING runs (up to limit) of workflows that no
+// live instance declares any more (store.UndeclaredWorkflowRuns: removed
+// from the specs of every running instance), as Expire fails a run: such a
+// run can no longer advance, and would wait for its deadline. It first
+// deletes the statements of instances that ran out. It returns how many
+// runs it failed.
+func (w *Workflows) FailUndeclared(ctx context.Context, st *store.Store, limit int) (int, error) {
+	now := w.cfg.Clock.DBNow()
+	if _, err := st.DeleteExpiredDeclarations(ctx, now); err != nil {
+		return 0, err
+	}
+	own := w.Names()
+	ids, err := st.UndeclaredWorkflowRuns(ctx, own, now, limit)
+	if err != nil {
+		return 0, err
+	}
+	return w.failEach(ctx, st, ids, "failing", func(tx *store.Store, r wftype.WorkflowRun, _ time.Time) (string, error) {
+		undeclared, err := tx.WorkflowRunUndeclared(ctx, r.ID, own, now)
+		if err != nil || !undeclared {
+			return "", err // declared again meanwhile
+		}
+		return fmt.Sprintf("workflow %s is declared by no running instance's specs (removed from them), so the run cannot go on", r.Workflow), nil
+	})
+}
+
+// failEach fails each RUNNING run among ids for which why, asked with the
+// run locked, gives an error message ("" leaves it), in a transaction of
+// its own that also cancels the run's PENDING tasks (write); doing names
+// the change in errors. It returns how many runs it failed.
+func (w *Workflows) failEach(ctx context.Context, st *store.Store, ids []uuid.UUID, doing string,
+	why func(tx *store.Store, r wftype.WorkflowRun, now time.Time) (string, error)) (int, error) {
 	n := 0
 	for _, id := range ids {
 		var run wftype.WorkflowRun
 		err := st.InTx(ctx, func(tx *store.Store) error {
 			runs, steps, err := tx.LockWorkflowRuns(ctx, []uuid.UUID{id})
-			if err != nil || len(runs) == 0 {
-				return err
+			if err != nil || len(runs) == 0 || runs[0].Status != wftype.RunRunning {
+				return err // it ended meanwhile
 			}
 			now := w.cfg.Clock.Now()
-			if runs[0].Status != wftype.RunRunning || !now.After(runs[0].Deadline) {
-				return nil // it ended or was retried meanwhile
+			msg, err := why(tx, runs[0], now)
+			if err != nil || msg == "" {
+				return err
 			}
 			rs := newRunState(runs[0], nil, steps, now)
-			msg := "the run timed out: it did not end by its deadline, " + runs[0].Deadline.UTC().Format(time.RFC3339)
-			if wf, ok := w.cfg.Specs.Workflow(runs[0].Workflow); ok {
-				msg = timeoutMessage(wf, runs[0].Deadline)
-			}
 			rs.end(wftype.RunFailed, &msg)
 			run = rs.run
 			return w.write(ctx, tx, []*runState{rs})
 		})
 		if err != nil {
-			return n, fmt.Errorf("error expiring workflow run %s: %w", id, err)
+			return n, fmt.Errorf("error %s workflow run %s: %w", doing, id, err)
 		}
 		if run.Status == wftype.RunFailed {
 			n++

@@ -43,7 +43,9 @@ steps:
 // (none at all, or another workflow), runs first's task. The run neither
 // fails nor stays stuck: once the workflow's engine runs, it advances the
 // run from the step the other engine finished, and second sees that
-// engine's outputs.
+// engine's outputs. The workflow's engine ran before (its statement of the
+// workflows it declares holds), so the other engine's leader does not take
+// relay for a workflow no instance declares (TestUndeclaredWorkflow...).
 func TestStepFinishedByAnotherInstance(t *testing.T) {
 	t.Parallel()
 	for name, specs := range map[string]string{"no workflows": remoteOnlySpecs, "another workflow": otherWorkflowSpecs} {
@@ -52,6 +54,7 @@ func TestStepFinishedByAnotherInstance(t *testing.T) {
 			ctx := context.Background()
 			b := setup(t, nil, false)
 			run := b.start(t, "relay", `{}`)
+			require.NoError(t, b.st.DeclareWorkflows(ctx, b.e.Owner(), "wf", b.e.Workflows().Names(), time.Hour, nil))
 
 			runEngine(t, otherEngine(t, b, specs))
 
@@ -76,8 +79,8 @@ func TestStepFinishedByAnotherInstance(t *testing.T) {
 
 // otherEngine builds an engine on b's database whose specs are specs (the
 // remote task type, no relay workflow) and whose remote handler answers
-// {"from":"elsewhere"}.
-func otherEngine(t *testing.T, b *bundle, specs string) *engine.Engine {
+// {"from":"elsewhere"}; each of adjust may change its configuration first.
+func otherEngine(t *testing.T, b *bundle, specs string, adjust ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "remote.yaml", Data: []byte(specs)}}, spec.Options{Builtins: []string{"remote"}})
 	require.NoError(t, err)
@@ -85,11 +88,15 @@ func otherEngine(t *testing.T, b *bundle, specs string) *engine.Engine {
 	require.NoError(t, reg.Register("remote", func(context.Context, *wftype.Task, reporters.Reporter) (json.RawMessage, error) {
 		return json.RawMessage(`{"from":"elsewhere"}`), nil
 	}))
-	other, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		Name: "wf-other-" + uuid.NewString()[:8], Pool: b.pool, Specs: set, Registry: reg,
 		PollInterval: 100 * time.Millisecond, Slots: 5,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	for _, a := range adjust {
+		a(&cfg)
+	}
+	other, err := engine.New(cfg)
 	require.NoError(t, err)
 	return other
 }

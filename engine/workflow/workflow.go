@@ -162,6 +162,15 @@ func (w *Workflows) Advance(ctx context.Context, tx *store.Store, finished []sto
 	return w.advance(ctx, tx, ids, byRun, false, nil)
 }
 
+// Names lists the workflows the specs declare.
+func (w *Workflows) Names() []string {
+	names := []string{}
+	for _, wf := range w.cfg.Specs.Workflows() {
+		names = append(names, wf.Name())
+	}
+	return names
+}
+
 // Sweep is the step pass of the runs of the workflows the specs declare:
 // it advances them from the step tasks that ended where they could not be
 // (recorded by store.RecordStepEnds: an instance whose specs do not declare
@@ -171,10 +180,7 @@ func (w *Workflows) Advance(ctx context.Context, tx *store.Store, finished []sto
 // exactly once; instances sweeping at once take different ends (SKIP
 // LOCKED). It returns how many task ends it applied.
 func (w *Workflows) Sweep(ctx context.Context, st *store.Store, limit int) (int, error) {
-	var names []string
-	for _, wf := range w.cfg.Specs.Workflows() {
-		names = append(names, wf.Name())
-	}
+	names := w.Names()
 	if len(names) == 0 {
 		return 0, nil
 	}
