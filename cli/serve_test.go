@@ -114,6 +114,28 @@ func TestServe(t *testing.T) {
 	stop()
 }
 
+// TestServeBehindPgBouncerSessionModeWithJITInURL: `wf serve` connects
+// through a session-mode PgBouncer with a database URL that sets jit in
+// its options, which the bouncer refuses as a startup parameter (the
+// setting is made by SET after connecting: store.ConnectWithoutJIT), and
+// serves requests.
+func TestServeBehindPgBouncerSessionModeWithJITInURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	bounced := dbtest.PgBouncerSized(t, dbtest.NewDatabase(t), "session", 20)
+	join := "?"
+	if strings.Contains(bounced, "?") {
+		join = "&"
+	}
+	cfg := writeConfig(t, "specs: [../specs]\ntokens:\n  - {name: ops, role: admin, token: serve-test-token}\n")
+	base, stop := startServe(t, cfg, bounced+join+"options=-c%20jit%3Doff")
+	code, body := post(t, base+"/catalogs", "serve-test-token", `{"catalog_id": "bounced"}`)
+	require.Equal(t, http.StatusCreated, code, string(body))
+	stop()
+}
+
 // syncDispatchSpec declares a SYNCHRONOUS task type run by a catalog
 // builtin that needs the database and a client (event_dispatch).
 const syncDispatchSpec = `kind: TaskType
