@@ -147,3 +147,27 @@ func TestOrphanSweepWithoutWorkflowsRecordsTheEnds(t *testing.T) {
 	require.Equal(t, 2, n)
 	b.requireEndedByTenant(t, run.ID)
 }
+
+// TestTenantsTasksCancelledInBulkFailItsRun: the other way a tenant's
+// step tasks end together, a bulk cancel of the tenant's live tasks (POST
+// /tasks/cancel, wf tasks cancel --schema-name), already reaches the step
+// hook in its transaction: the run fails at once and nothing of it is left.
+func TestTenantsTasksCancelledInBulkFailItsRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, clk, run := setupTenantRun(t, "pair")
+	_, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Hour}}})
+	require.NoError(t, err)
+	res, err := b.st.CancelTasks(ctx, store.TaskMatch{
+		Statuses: []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}, SchemaNames: []string{orphanTenant}})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Cancelled)
+	s, err := b.e.Workflows().Get(ctx, b.st, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.RunFailed, s.Run.Status)
+	require.Contains(t, *s.Run.Error, "was cancelled")
+	live, recorded := b.liveTasks(t, run.ID)
+	require.Zero(t, live)
+	require.Zero(t, recorded)
+}
