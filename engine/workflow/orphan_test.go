@@ -34,6 +34,17 @@ func setupTenantRun(t *testing.T, name string) (*bundle, *clock.Fake, wftype.Wor
 	return b, clk, run
 }
 
+// claimStepA claims, for owner "w", the task of step a of a run of pair
+// (an echo task): it is ACTIVE, step b's PENDING.
+func (b *bundle) claimStepA(t *testing.T, clk *clock.Fake) []wftype.Task {
+	t.Helper()
+	claimed, err := b.st.ClaimTasks(context.Background(), store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Hour}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	return claimed
+}
+
 // deleteTenant deletes orphanTenant's catalog, as DELETE /catalogs/{id} does.
 func (b *bundle) deleteTenant(t *testing.T) {
 	t.Helper()
@@ -84,10 +95,7 @@ func TestOrphanSweepFailsTheRunsOfADeletedTenant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b, clk, run := setupTenantRun(t, "pair")
-	claimed, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Hour}}})
-	require.NoError(t, err)
-	require.Len(t, claimed, 1, "step a's task is ACTIVE, step b's PENDING")
+	claimed := b.claimStepA(t, clk)
 	b.deleteTenant(t)
 
 	res, err := janitor.New(janitor.Config{Store: b.st, Clock: clk}).RunOnce(ctx)
@@ -156,9 +164,7 @@ func TestTenantsTasksCancelledInBulkFailItsRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b, clk, run := setupTenantRun(t, "pair")
-	_, err := b.st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 1, Now: clk.DBNow(),
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "echo", Max: 1, Lease: time.Hour}}})
-	require.NoError(t, err)
+	b.claimStepA(t, clk)
 	res, err := b.st.CancelTasks(ctx, store.TaskMatch{
 		Statuses: []wftype.TaskStatus{wftype.StatusPending, wftype.StatusActive}, SchemaNames: []string{orphanTenant}})
 	require.NoError(t, err)
