@@ -23,11 +23,15 @@ import (
 //     send no signal: they wait at most that long for their fair share).
 //
 // A flood of one tenant so burns down at the unfair claim's rate, with a
-// fair claim every censusClaims; with two tenants or more every claim is
-// fair, as before.
+// fair claim every censusClaims or censusAge; with two tenants or more
+// every claim is fair, as before. The bounds weigh a fair claim's cost
+// (about 1.4× a plain one's per task with one tenant) against how long a
+// tenant whose tasks become due by time may wait: a burn-down of wf run's
+// defaults claims about 50 times a second (a few hundred tasks each), so
+// 100 ms made a third of its claims fair, 250 ms one in twelve.
 const (
-	censusClaims = 16
-	censusAge    = 100 * time.Millisecond
+	censusClaims = 32
+	censusAge    = 250 * time.Millisecond
 )
 
 // census is what the last fair claim found; see above. It also keeps, per
