@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -18,31 +19,57 @@ var noisyTenants = []string{"bench_b", "bench_c", "bench_d", "bench_e"}
 const noisyEach = 100
 
 // The suite's noisy-neighbour runs (wf's default 100 slots, a flood of
-// 100,000), fairness on and off.
+// 100,000), fairness on and off, noisyRounds times each, alternating: one
+// pair moves by ±25% from run to run on the 2-core machine (the same build,
+// minutes apart), more than the effect measured, so the targets take the
+// worst p99 and the median ratio of the pairs.
 const (
 	noisyFair   = "noisy neighbour, fairness on"
 	noisyUnfair = "noisy neighbour, fairness off"
+	noisyRounds = 3
 )
+
+// noisyRunName names round k (from 1) of the suite's noisy-neighbour runs
+// with fairness on or off.
+func noisyRunName(fair bool, k int) string {
+	name := noisyUnfair
+	if fair {
+		name = noisyFair
+	}
+	return fmt.Sprintf("%s, round %d", name, k)
+}
 
 // addNoisyTargets adds issue 21's noisy-neighbour targets to the suite's
 // (targets' add): with fairness on, the other tenants' enqueue→start p99
-// under the flood at most 1 s, and the flooding tenant's throughput within
-// 10% of its throughput with fairness off.
+// under the flood at most 1 s (the worst of the rounds), and the flooding
+// tenant's throughput within 10% of its throughput with fairness off (the
+// median of the rounds' ratios).
 func addNoisyTargets(s *Suite, add func(name, goal string, r *Result, value func(*Result) (float64, bool), format string, met func(float64) bool)) {
-	fair, unfair := s.run(noisyFair), s.run(noisyUnfair)
-	add("noisy neighbour: B..E enqueue→start p99 under A's flood, fairness on", "≤ 1 s", fair,
-		func(r *Result) (float64, bool) {
-			if r.StartLatency == nil || r.StartLatency.Count == 0 {
+	var worstP99 float64
+	var ratios []float64
+	var first *Result
+	for k := 1; k <= noisyRounds; k++ {
+		fair, unfair := s.run(noisyRunName(true, k)), s.run(noisyRunName(false, k))
+		if fair == nil {
+			continue
+		}
+		first = cmp.Or(first, fair)
+		if fair.StartLatency != nil && fair.StartLatency.Count > 0 {
+			worstP99 = max(worstP99, fair.StartLatency.P99)
+		}
+		if unfair != nil && unfair.FloodRate > 0 && fair.FloodRate > 0 {
+			ratios = append(ratios, fair.FloodRate/unfair.FloodRate)
+		}
+	}
+	add("noisy neighbour: B..E enqueue→start p99 under A's flood, fairness on (worst round)", "≤ 1 s", first,
+		func(*Result) (float64, bool) { return worstP99, worstP99 > 0 }, "%.0f ms", func(v float64) bool { return v <= 1000 })
+	add("noisy neighbour: A's throughput, fairness on / off (median of the rounds' pairs)", "≥ 0.9×", first,
+		func(*Result) (float64, bool) {
+			if len(ratios) == 0 {
 				return 0, false
 			}
-			return r.StartLatency.P99, true
-		}, "%.0f ms", func(v float64) bool { return v <= 1000 })
-	add("noisy neighbour: A's throughput, fairness on / off", "≥ 0.9×", fair,
-		func(r *Result) (float64, bool) {
-			if unfair == nil || unfair.FloodRate <= 0 || r.FloodRate <= 0 {
-				return 0, false
-			}
-			return r.FloodRate / unfair.FloodRate, true
+			slices.Sort(ratios)
+			return ratios[len(ratios)/2], true
 		}, "%.2f×", func(v float64) bool { return v >= 0.9 })
 }
 

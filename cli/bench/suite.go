@@ -81,8 +81,13 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 			}
 		})},
 		{"idle", mk(func(c *Config) { c.Mode, c.Instances, c.Duration = ModeIdle, 2, d(10*time.Second, 3*time.Second) })},
-		{noisyFair, mk(func(c *Config) { c.Mode, c.Tasks = ModeNoisy, n(100_000, 10_000) })},
-		{noisyUnfair, mk(func(c *Config) { c.Mode, c.Tasks, c.Unfair = ModeNoisy, n(100_000, 10_000), true })},
+	}
+	for k := 1; k <= n(noisyRounds, 1); k++ {
+		for _, fair := range []bool{true, false} {
+			runs = append(runs, run{noisyRunName(fair, k), mk(func(c *Config) {
+				c.Mode, c.Tasks, c.Unfair = ModeNoisy, n(100_000, 10_000), !fair
+			})})
+		}
 	}
 	out := make([]SuiteRun, len(runs))
 	for i, r := range runs {

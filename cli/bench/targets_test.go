@@ -17,7 +17,7 @@ func TestNoisyTargets(t *testing.T) {
 	fair := &Result{Mode: ModeNoisy, Fair: &on, FloodRate: 1800, StartLatency: &Percentiles{Count: 400, P50: 120, P99: 900}}
 	unfair := &Result{Mode: ModeNoisy, Fair: &off, FloodRate: 2100, StartLatency: &Percentiles{Count: 400, P50: 9000, P99: 9500}}
 
-	ts := targets(&Suite{Runs: []SuiteRun{{Name: noisyFair, Result: fair}, {Name: noisyUnfair, Result: unfair}}})
+	ts := targets(&Suite{Runs: []SuiteRun{{Name: noisyRunName(true, 1), Result: fair}, {Name: noisyRunName(false, 1), Result: unfair}}})
 	p99 := findTarget(t, ts, "noisy neighbour: B..E")
 	require.True(t, p99.Met)
 	require.Equal(t, "900 ms", p99.Measured)
@@ -25,8 +25,24 @@ func TestNoisyTargets(t *testing.T) {
 	require.False(t, rate.Met) // 1800/2100 = 0.86
 	require.Equal(t, "0.86×", rate.Measured)
 
-	ts = targets(&Suite{Runs: []SuiteRun{{Name: noisyFair, Result: fair}}})
+	ts = targets(&Suite{Runs: []SuiteRun{{Name: noisyRunName(true, 1), Result: fair}}})
 	require.Equal(t, "not measured", findTarget(t, ts, "noisy neighbour: A's").Measured)
+
+	// Three rounds: the worst p99, the median ratio.
+	round := func(rate, p99 float64, fairOn bool) *Result {
+		return &Result{Mode: ModeNoisy, Fair: &fairOn, FloodRate: rate, StartLatency: &Percentiles{Count: 400, P99: p99}}
+	}
+	ts = targets(&Suite{Runs: []SuiteRun{
+		{Name: noisyRunName(true, 1), Result: round(1000, 300, true)}, {Name: noisyRunName(false, 1), Result: round(2000, 9000, false)},
+		{Name: noisyRunName(true, 2), Result: round(1900, 1200, true)}, {Name: noisyRunName(false, 2), Result: round(2000, 9000, false)},
+		{Name: noisyRunName(true, 3), Result: round(2100, 200, true)}, {Name: noisyRunName(false, 3), Result: round(2000, 9000, false)},
+	}})
+	p99 = findTarget(t, ts, "noisy neighbour: B..E")
+	require.False(t, p99.Met)
+	require.Equal(t, "1200 ms", p99.Measured)
+	rate = findTarget(t, ts, "noisy neighbour: A's")
+	require.True(t, rate.Met) // 0.5, 0.95, 1.05
+	require.Equal(t, "0.95×", rate.Measured)
 
 	var buf bytes.Buffer
 	fair.WriteText(&buf)
