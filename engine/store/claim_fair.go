@@ -47,10 +47,13 @@ import (
 //     max_claim of them: a batch cannot serve more), backwards by name from
 //     below fair_after, then from the last tenant by name down to
 //     fair_after;
-//   - census: per pair, whether the scan found one tenant and ran out (a
-//     claim without fairness would take the same tasks: the caller may
-//     skip fairness for a while, see engine/dispatch's census.go), and the
-//     last tenant it visited;
+//   - census and one_tenant (after the batch): whether every pair's scan
+//     ran out and found one tenant between them (a claim without fairness
+//     would take the same tasks: the caller may skip fairness for a while,
+//     see engine/dispatch's census.go), and per pair where the next claim
+//     resumes: the last tenant in scan order the batch served from its
+//     share (among equal turns the batch prefers the tenants found first,
+//     so those it leaves out come first next time), else the last visited;
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
@@ -143,18 +146,11 @@ tenants AS (
     CROSS JOIN LATERAL (SELECT ` + fairNextTenant + ` AS below OFFSET 0) b
     WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim
 ),
-census AS (
-    SELECT tn.execution_mode, tn.task_type,
-           count(tn.schema_name) = 1 AND bool_or(tn.schema_name IS NULL) AS one_tenant,
-           (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1] AS scan_end
-    FROM tenants tn
-    GROUP BY tn.execution_mode, tn.task_type
-),
 weights AS (
     SELECT * FROM unnest((SELECT $8::text[]), (SELECT $9::float8[])) AS w(schema_name, weight)
 ),
 shares AS (
-    SELECT tn.execution_mode, tn.task_type, tn.schema_name, ` + share + ` AS share
+    SELECT tn.execution_mode, tn.task_type, tn.schema_name, tn.n AS tenant_n, ` + share + ` AS share
     FROM tenants tn
     JOIN slots sl ON sl.execution_mode = tn.execution_mode AND sl.task_type = tn.task_type
     LEFT JOIN weights w ON w.schema_name = tn.schema_name` + shareJoins + `
@@ -162,7 +158,7 @@ shares AS (
       AND tn.schema_name <> ALL (ARRAY(SELECT p.name FROM tasks.pauses p WHERE p.kind = 'tenant'))` + shareWhere + `
 ),
 fair AS (
-    SELECT c.*
+    SELECT c.*, sh.tenant_n
     FROM shares sh
     CROSS JOIN LATERAL (
         SELECT ` + fairLockedColumns + `
@@ -178,7 +174,7 @@ fair AS (
     ) c
 ),` + fullTenants(limited) + `
 fill AS (
-    SELECT c.*
+    SELECT c.*, NULL::int AS tenant_n
     FROM slots s
     CROSS JOIN LATERAL (
         SELECT ` + fairLockedColumns + `
@@ -206,16 +202,31 @@ ranked AS (
 ),` + withinRooms(limited) + `
 per_pair AS (
     SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
-                                   ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth
+                                   ORDER BY ` + fairBatchOrder("r") + `) AS nth
     FROM ` + ranked + ` r
 ),
 candidates AS (
-    SELECT p.task_id, p."timestamp"
+    SELECT p.task_id, p."timestamp", p.execution_mode, p.task_type, p.schema_name, p.tenant_n
     FROM per_pair p
     JOIN slots s ON s.task_type = p.task_type AND s.execution_mode = p.execution_mode
     WHERE p.nth <= s.max_claim
-    ORDER BY p.priority DESC, p.turn, p.run_after, p.task_id
+    ORDER BY ` + fairBatchOrder("p") + `
     LIMIT (SELECT $5::int)
+),
+census AS (
+    SELECT tn.execution_mode, tn.task_type, bool_or(tn.schema_name IS NULL) AS ran_out,
+           coalesce((SELECT c.schema_name FROM candidates c
+                     WHERE c.execution_mode = tn.execution_mode AND c.task_type = tn.task_type
+                       AND c.tenant_n IS NOT NULL
+                     ORDER BY c.tenant_n DESC
+                     LIMIT 1),
+                    (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1]) AS scan_end
+    FROM tenants tn
+    GROUP BY tn.execution_mode, tn.task_type
+),
+one_tenant AS (
+    SELECT (SELECT count(DISTINCT tn.schema_name) FROM tenants tn) = 1
+           AND (SELECT bool_and(ce.ran_out) FROM census ce) AS one
 )`
 }
 
@@ -244,16 +255,28 @@ WITH RECURSIVE slots AS (
 ),` + fairCTEs(false) + claimUpdateSQL + `
 RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
 
-// fairCensusColumns are the last columns of a fair claim's rows, of the
-// pair of the claimed task in alias a: whether the pair had PENDING tasks of
-// one tenant only (the loose scan of the tenants found one, then ran out
-// rather than stopping at the batch's room: with max_claim 1 it stops after
-// the first tenant and cannot tell), and the last tenant the scan visited
-// (where the pair's next fair claim resumes: ClaimSlot.FairAfter).
+// fairCensusColumns are the last columns of a fair claim's rows: whether
+// the claim's pairs had PENDING tasks of one tenant in all (every pair's
+// loose scan of the tenants ran out, rather than stopping at the batch's
+// room: with max_claim 1 it stops after the first tenant and cannot tell,
+// and they found one tenant between them: a claim without fairness would
+// take the same tasks), once for the claim; and, for the pair of the
+// claimed task in alias a, where its next fair claim resumes
+// (ClaimSlot.FairAfter): the last tenant in scan order the batch served
+// from its share, else the last one the scan visited.
 func fairCensusColumns(a string) string {
-	match := `ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type`
-	return `(SELECT ce.one_tenant FROM census ce WHERE ` + match + `),
-       (SELECT ce.scan_end FROM census ce WHERE ` + match + `)`
+	return `(SELECT o.one FROM one_tenant o),
+       (SELECT ce.scan_end FROM census ce WHERE ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type)`
+}
+
+// fairBatchOrder is the order in which a fair claim's batch takes the
+// locked tasks (of alias a): highest priority, then each tenant's turn
+// (its k-th task at k ÷ its weight), then, among equal turns, the tenants
+// in the order the scan found them (the fill's tasks last): the tenants a
+// batch leaves out are then the last ones of the scan, where the next
+// claim resumes (census's scan_end); then oldest.
+func fairBatchOrder(a string) string {
+	return a + `.priority DESC, ` + a + `.turn, ` + a + `.tenant_n NULLS LAST, ` + a + `.run_after, ` + a + `.task_id`
 }
 
 // fairCensus gathers what the rows of a fair claim say of its pairs

@@ -299,3 +299,68 @@ func TestClaimFairRotates(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimFairRotatesPastUnserved: the tenants a batch visits but leaves
+// out (a claim of several pairs cut to its total; a heavier tenant taking
+// more of the batch) come first in the next claim: every tenant is served
+// in turn. And a claim whose pairs have one tenant each, but not the same
+// one, does not count as one tenant.
+func TestClaimFairRotatesPastUnserved(t *testing.T) {
+	t.Parallel()
+	rotate := func(t *testing.T, b *bundle, fair *store.Fairness, total int, types []string, claims int) map[string]int {
+		t.Helper()
+		after := map[string]string{}
+		served := map[string]int{}
+		for range claims {
+			var slots []store.ClaimSlot
+			for _, tt := range types {
+				slots = append(slots, store.ClaimSlot{Mode: wftype.ModeAsync, TaskType: tt, Max: total, Lease: time.Minute, FairAfter: after[tt]})
+			}
+			c, err := b.store.Claim(b.ctx, store.ClaimParams{Owner: "w", Total: total, Fair: fair, Slots: slots})
+			require.NoError(t, err)
+			for _, tk := range c.Tasks {
+				served[tk.SchemaName]++
+			}
+			for p, end := range c.ScanEnd {
+				after[p.TaskType] = end
+			}
+		}
+		return served
+	}
+	t.Run("two pairs, one tenant each", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "ta", "noop", 10, 0)
+		tenantTasks(t, b, "tb", "other", 10, 0)
+		c, err := b.store.Claim(b.ctx, store.ClaimParams{Owner: "w", Total: 4, Fair: &store.Fairness{}, Slots: []store.ClaimSlot{
+			{Mode: wftype.ModeAsync, TaskType: "noop", Max: 4, Lease: time.Minute},
+			{Mode: wftype.ModeAsync, TaskType: "other", Max: 4, Lease: time.Minute},
+		}})
+		require.NoError(t, err)
+		require.Len(t, c.Tasks, 4)
+		require.False(t, c.OneTenant, "ta and tb")
+	})
+	t.Run("pairs cut to the total", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		tenantTasks(t, b, "zz", "other", 200, 0) // older than the others
+		for i := range 8 {
+			tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 20, 0)
+		}
+		served := rotate(t, b, &store.Fairness{}, 4, []string{"noop", "other"}, 20)
+		for i := range 8 {
+			require.Positive(t, served[fmt.Sprintf("t%02d", i)], "t%02d in %v", i, served)
+		}
+	})
+	t.Run("weights", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for i := range 6 {
+			tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 40, 0)
+		}
+		served := rotate(t, b, &store.Fairness{Weights: map[string]float64{"t05": 3}}, 3, []string{"noop"}, 20)
+		for i := range 6 {
+			require.Positive(t, served[fmt.Sprintf("t%02d", i)], "t%02d in %v", i, served)
+		}
+	})
+}

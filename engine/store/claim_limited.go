@@ -141,7 +141,7 @@ allowed AS (
     SELECT r.*
     FROM (
         SELECT r.*, row_number() OVER (PARTITION BY r.task_type, r.schema_name
-                                       ORDER BY r.priority DESC, r.turn, r.run_after, r.task_id) AS nth_tenant
+                                       ORDER BY ` + fairBatchOrder("r") + `) AS nth_tenant
         FROM ranked r
     ) r
     LEFT JOIN limits l ON l.task_type = r.task_type
@@ -149,10 +149,9 @@ allowed AS (
     WHERE ` + tenantRoomSQL + ` IS NULL OR r.nth_tenant <= ` + tenantRoomSQL + `
 ),
 typed AS (
-    SELECT a.task_id, a."timestamp", a.task_type, a.execution_mode, a.schema_name, a.priority, a.run_after, a.turn
+    SELECT a.task_id, a."timestamp", a.task_type, a.execution_mode, a.schema_name, a.priority, a.run_after, a.turn, a.tenant_n
     FROM (
-        SELECT a.*, row_number() OVER (PARTITION BY a.task_type
-                                       ORDER BY a.priority DESC, a.turn, a.run_after, a.task_id) AS nth_type
+        SELECT a.*, row_number() OVER (PARTITION BY a.task_type ORDER BY ` + fairBatchOrder("a") + `) AS nth_type
         FROM allowed a
     ) a
     LEFT JOIN type_room r ON r.task_type = a.task_type
