@@ -120,3 +120,44 @@ WHERE schemaname NOT IN ('tasks', 'pg_catalog', 'information_schema')
 	require.Eventually(t, func() bool { return scalar(catalog, `SELECT count(*) FROM catalog.outbox`) == 0 },
 		time.Minute, 50*time.Millisecond, "events left in the catalog's outbox")
 }
+
+// TestCatalogDatabaseBehindPgBouncerSessionModeWithJITInURL: a
+// catalog.database_url that sets jit (and options) and goes through a
+// session-mode PgBouncer, which refuses those startup parameters. Its pool
+// moved them to SETs, but its schema check and migrations connect on their
+// own (connectSetting), and failed at start with "unsupported startup
+// parameter: jit". Now they move them too: `wf migrate up` migrates the
+// catalog's database through the bouncer, and `wf migrate status` and
+// `wf catalogs list` (which check its schema) work.
+func TestCatalogDatabaseBehindPgBouncerSessionModeWithJITInURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	e := newWFEnv(t, nil)
+	queueURL, catalogURL := dbtest.NewEmptyDatabase(t), dbtest.NewEmptyDatabase(t)
+	// Session mode: one server session per client (the catalog's pool and
+	// the schema check's connection at once).
+	bounced := dbtest.PgBouncerSized(t, catalogURL, "session", 6)
+	join := "?"
+	if strings.Contains(bounced, "?") {
+		join = "&"
+	}
+	bounced += join + "jit=off&options=-c%20work_mem%3D8MB"
+	cfg := fmt.Sprintf("database_url: %q\ncatalog: {database_url: %q}\ndata_dir: %q\nspecs: [%q]\nlog_format: json\nlog_level: warn\n",
+		queueURL, bounced, e.data, e.specs)
+	require.NoError(t, os.WriteFile(e.config, []byte(cfg), 0o600))
+
+	code, out, errOut := e.run("migrate", "up")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "catalog database (catalog.database_url) at version")
+	var n int
+	require.NoError(t, dbtest.PoolFor(t, catalogURL).QueryRow(t.Context(),
+		`SELECT count(*) FROM pg_namespace WHERE nspname = 'catalog'`).Scan(&n))
+	require.Equal(t, 1, n, "the catalog's schema is in the catalog's database")
+	code, out, errOut = e.run("migrate", "status")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "pending:         none"), out)
+	code, _, errOut = e.run("catalogs", "list")
+	require.Equal(t, ExitOK, code, errOut)
+}

@@ -295,7 +295,8 @@ func runningLocalCluster(ctx context.Context, dir string) (string, bool) {
 // default_query_exec_mode keeps it. Without session_url, the pool's
 // connections ask for JIT off (store.ConnectWithoutJIT); a session-mode
 // pooler that refuses the startup parameter gets it, and any the URL sets,
-// by SET on each new connection. With session_url, a refused startup
+// by SET on each new connection, the pool's and those made from its
+// settings (the leader's, presence's). With session_url, a refused startup
 // parameter is an error that says to remove it from the URL.
 func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(databaseURL)
@@ -387,7 +388,9 @@ func connectSession(ctx context.Context, sessionURL string) (*pgx.ConnConfig, er
 
 // connectSetting opens one connection to url, the value of the setting
 // name (such as catalog.database_url); its errors name the setting, never
-// the URL, which may hold a password.
+// the URL, which may hold a password. A startup parameter that a
+// session-mode pooler refuses (jit, options) is set after connecting
+// instead, as for the pool (store.ConnectConfig).
 func connectSetting(ctx context.Context, name, url string) (*pgx.Conn, error) {
 	cc, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -397,7 +400,7 @@ func connectSetting(ctx context.Context, name, url string) (*pgx.Conn, error) {
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
 	}
-	conn, err := pgx.ConnectConfig(ctx, cc)
+	conn, err := store.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, connectError(cc.Host, cc.Port, cc.Database, cc.User, cc.Password, err))
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,38 +53,66 @@ func DisableJIT(cc *pgx.ConnConfig) {
 // A pooler in session mode, which needs no database.session_url, refuses
 // the startup parameters it does not know (PgBouncer: "unsupported startup
 // parameter: jit", or "options"), whether wf asks for them or the URL
-// does. Such a parameter is then left out of the startup packet and set on
-// each new connection instead (SET, through pgxpool's AfterConnect): in
-// session mode a client keeps its server session, so the setting holds for
-// every statement of the pool, the claims' included. The options parameter
-// is set that way when it holds only settings (-c name=value,
-// --name=value); other options give the pooler's error.
+// does. Such a parameter is then set after connecting instead
+// (SetRefusedAfterConnect): in session mode a client keeps its server
+// session, so the setting holds for every statement of the pool, the
+// claims' included, and for every connection made from the pool's settings
+// (pool.Config().ConnConfig: the leader's, presence's).
 func ConnectWithoutJIT(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	DisableJIT(pcfg.ConnConfig)
-	var moved []setting
-	hooked := false
 	for {
 		pool, err := PingedPool(ctx, pcfg)
 		if err == nil {
 			return pool, nil
 		}
-		name, refused := RefusedStartupParameter(err)
-		value, sent := pcfg.ConnConfig.RuntimeParams[name]
-		if !refused || !sent {
-			return nil, err
+		if moved, merr := SetRefusedAfterConnect(pcfg.ConnConfig, err); !moved {
+			return nil, cmp.Or(merr, err)
 		}
-		settings := []setting{{name: name, value: value}}
-		if name == "options" {
-			if settings, err = optionSettings(value); err != nil {
-				return nil, fmt.Errorf("error setting the connection's options after connecting, as the pooler refuses them at startup: %w", err)
-			}
-		}
-		delete(pcfg.ConnConfig.RuntimeParams, name)
-		if !hooked {
-			pcfg.AfterConnect, hooked = setAfterConnect(pcfg.AfterConnect, &moved), true
-		}
-		moved = append(moved, settings...)
 	}
+}
+
+// ConnectConfig opens one connection on cc as pgx.ConnectConfig does, with
+// the fallback of ConnectWithoutJIT: a startup parameter that a
+// session-mode pooler refuses is set after connecting instead. It adds no
+// jit=off of its own, and it leaves cc as it is; conn.Config() carries the
+// move.
+func ConnectConfig(ctx context.Context, cc *pgx.ConnConfig) (*pgx.Conn, error) {
+	cc = cc.Copy()
+	for {
+		conn, err := pgx.ConnectConfig(ctx, cc)
+		if err == nil {
+			return conn, nil
+		}
+		if moved, merr := SetRefusedAfterConnect(cc, err); !moved {
+			return nil, cmp.Or(merr, err)
+		}
+	}
+}
+
+// SetRefusedAfterConnect handles err, a failed connection on cc: when a
+// pooler refused a startup parameter that cc sends, it takes the parameter
+// out of cc's startup and has each new connection made with cc set it
+// instead (set_config, in a hook of cc's pgconn.Config.AfterConnect, which
+// every copy of cc carries, so a connection made from a pool's settings
+// gets it as the pool's own do), and reports true: connect again. The
+// options parameter is moved that way when it holds only settings
+// (-c name=value, --name=value); for other options it returns false and an
+// error that says so. Any other err: false and no error.
+func SetRefusedAfterConnect(cc *pgx.ConnConfig, err error) (bool, error) {
+	name, refused := RefusedStartupParameter(err)
+	value, sent := cc.RuntimeParams[name]
+	if !refused || !sent {
+		return false, nil
+	}
+	settings := []setting{{name: name, value: value}}
+	if name == "options" {
+		if settings, err = optionSettings(value); err != nil {
+			return false, fmt.Errorf("error setting the connection's options after connecting, as the pooler refuses them at startup: %w", err)
+		}
+	}
+	delete(cc.RuntimeParams, name)
+	cc.AfterConnect = setAfterConnect(cc.AfterConnect, settings)
+	return true, nil
 }
 
 // PingedPool opens a pool on pcfg and checks that one connection succeeds.
@@ -102,18 +131,21 @@ func PingedPool(ctx context.Context, pcfg *pgxpool.Config) (*pgxpool.Pool, error
 // setting is one run-time parameter of a session.
 type setting struct{ name, value string }
 
-// setAfterConnect returns an AfterConnect that sets each of *settings
-// (read when a connection is made, so settings added later count) on the
-// new connection, then runs next if there is one.
-func setAfterConnect(next func(context.Context, *pgx.Conn) error, settings *[]setting) func(context.Context, *pgx.Conn) error {
-	return func(ctx context.Context, conn *pgx.Conn) error {
-		for _, s := range *settings {
-			if _, err := conn.Exec(ctx, `SELECT set_config($1, $2, false)`, s.name, s.value); err != nil {
-				return fmt.Errorf("error setting %s after connecting: %w", s.name, err)
+// setAfterConnect returns a pgconn AfterConnect that runs prev if there is
+// one, then sets each of settings on the new connection (for the session:
+// set_config(…, false)).
+func setAfterConnect(prev pgconn.AfterConnectFunc, settings []setting) pgconn.AfterConnectFunc {
+	return func(ctx context.Context, conn *pgconn.PgConn) error {
+		if prev != nil {
+			if err := prev(ctx, conn); err != nil {
+				return err
 			}
 		}
-		if next != nil {
-			return next(ctx, conn)
+		for _, s := range settings {
+			args := [][]byte{[]byte(s.name), []byte(s.value)}
+			if err := conn.ExecParams(ctx, `SELECT set_config($1, $2, false)`, args, nil, nil, nil).Read().Err; err != nil {
+				return fmt.Errorf("error setting %s after connecting: %w", s.name, err)
+			}
 		}
 		return nil
 	}

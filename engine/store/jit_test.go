@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,14 +43,30 @@ func TestDisableJIT(t *testing.T) {
 // whether wf asks for it or the database URL does (?jit=off, or
 // options=-c jit=off). ConnectWithoutJIT connects through it in every case,
 // and the pool's sessions still run with the JIT as asked: off unless the
-// URL says otherwise.
+// URL says otherwise. So do the connections made from the pool's settings
+// (pool.Config().ConnConfig: the leader's, presence's, createMonth's):
+// before, the SETs were the pool's AfterConnect alone, and such a
+// connection ran with jit=on and the default work_mem. And so does one
+// connection made with store.ConnectConfig on the URL (the CLI's
+// connectSetting: catalog.database_url's schema check and migrations).
 func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	t.Parallel()
-	ctx := context.Background()
-	bounced := dbtest.PgBouncerMode(t, dbtest.NewEmptyDatabase(t), "session")
+	// A bounded wait: a client past the bouncer's server sessions waits for one.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Session mode: one server session per client (the pool, its settings', one).
+	bounced := dbtest.PgBouncerSized(t, dbtest.NewEmptyDatabase(t), "session", 6)
+	// settings reads jit and work_mem on q.
+	type querier interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}
+	settings := func(t *testing.T, q querier) (jit, mem string) {
+		require.NoError(t, q.QueryRow(ctx, `SELECT current_setting('jit'), current_setting('work_mem')`).Scan(&jit, &mem))
+		return jit, mem
+	}
 	for _, c := range []struct{ query, jit string }{
 		{"", "off"},
 		{"jit=off", "off"},
@@ -67,16 +84,64 @@ func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
 			pool, err := store.ConnectWithoutJIT(ctx, pcfg)
 			require.NoError(t, err)
 			defer pool.Close()
-			var jit string
-			require.NoError(t, pool.QueryRow(ctx, `SHOW jit`).Scan(&jit))
-			require.Equal(t, c.jit, jit)
-			if strings.Contains(c.query, "work_mem") {
-				var mem string
-				require.NoError(t, pool.QueryRow(ctx, `SHOW work_mem`).Scan(&mem))
-				require.Equal(t, "8MB", mem, "the options' other settings hold too")
+			own, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+			require.NoError(t, err, "a connection from the pool's settings")
+			defer own.Close(ctx) //nolint:errcheck
+			cc, err := pgx.ParseConfig(url)
+			require.NoError(t, err)
+			one, err := store.ConnectConfig(ctx, cc)
+			require.NoError(t, err, "one connection on the URL")
+			defer one.Close(ctx) //nolint:errcheck
+			for name, q := range map[string]querier{"pool": pool, "pool's settings": own, "ConnectConfig": one} {
+				jit, mem := settings(t, q)
+				// ConnectConfig adds no jit=off of its own: it connects as the URL says.
+				if name != "ConnectConfig" || c.query != "" {
+					require.Equal(t, c.jit, jit, name)
+				}
+				if strings.Contains(c.query, "work_mem") {
+					require.Equal(t, "8MB", mem, "%s: the options' other settings hold too", name)
+				}
 			}
 		})
 	}
+}
+
+// TestConnectConfigKeepsItsSettings: store.ConnectConfig moves a refused
+// startup parameter onto the connection's own settings, so the settings it
+// returns (conn.Config()) connect again, with the setting, through the
+// pooler; and it leaves the settings it was given as they were.
+func TestConnectConfigKeepsItsSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := dbtest.NewEmptyDatabase(t)
+	bounced := dbtest.PgBouncerSized(t, url, "session", 4)
+	cc, err := pgx.ParseConfig(bounced + sep(bounced) + "options=-c%20work_mem%3D8MB&jit=off")
+	require.NoError(t, err)
+	conn, err := store.ConnectConfig(ctx, cc)
+	require.NoError(t, err)
+	defer conn.Close(ctx) //nolint:errcheck
+	require.Contains(t, cc.RuntimeParams, "jit", "the caller's settings are not changed")
+	require.Nil(t, cc.AfterConnect)
+	again, err := pgx.ConnectConfig(ctx, conn.Config())
+	require.NoError(t, err)
+	defer again.Close(ctx) //nolint:errcheck
+	var jit, mem string
+	require.NoError(t, again.QueryRow(ctx, `SELECT current_setting('jit'), current_setting('work_mem')`).Scan(&jit, &mem))
+	require.Equal(t, []string{"off", "8MB"}, []string{jit, mem})
+
+	// Straight to PostgreSQL nothing is moved.
+	direct, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	direct.RuntimeParams["jit"] = "off"
+	conn2, err := store.ConnectConfig(ctx, direct)
+	require.NoError(t, err)
+	defer conn2.Close(ctx) //nolint:errcheck
+	require.Nil(t, conn2.Config().AfterConnect)
+	require.Equal(t, "off", conn2.Config().RuntimeParams["jit"])
 }
 
 // sep is what joins a query parameter to url.
