@@ -59,14 +59,6 @@ func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
 	defer cancel()
 	// Session mode: one server session per client (the pool, its settings', one).
 	bounced := dbtest.PgBouncerSized(t, dbtest.NewEmptyDatabase(t), "session", 6)
-	// settings reads jit and work_mem on q.
-	type querier interface {
-		QueryRow(context.Context, string, ...any) pgx.Row
-	}
-	settings := func(t *testing.T, q querier) (jit, mem string) {
-		require.NoError(t, q.QueryRow(ctx, `SELECT current_setting('jit'), current_setting('work_mem')`).Scan(&jit, &mem))
-		return jit, mem
-	}
 	for _, c := range []struct{ query, jit string }{
 		{"", "off"},
 		{"jit=off", "off"},
@@ -93,7 +85,7 @@ func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
 			require.NoError(t, err, "one connection on the URL")
 			defer one.Close(ctx) //nolint:errcheck
 			for name, q := range map[string]querier{"pool": pool, "pool's settings": own, "ConnectConfig": one} {
-				jit, mem := settings(t, q)
+				jit, mem := jitAndWorkMem(ctx, t, q)
 				// ConnectConfig adds no jit=off of its own: it connects as the URL says.
 				if name != "ConnectConfig" || c.query != "" {
 					require.Equal(t, c.jit, jit, name)
@@ -129,8 +121,7 @@ func TestConnectConfigKeepsItsSettings(t *testing.T) {
 	again, err := pgx.ConnectConfig(ctx, conn.Config())
 	require.NoError(t, err)
 	defer again.Close(ctx) //nolint:errcheck
-	var jit, mem string
-	require.NoError(t, again.QueryRow(ctx, `SELECT current_setting('jit'), current_setting('work_mem')`).Scan(&jit, &mem))
+	jit, mem := jitAndWorkMem(ctx, t, again)
 	require.Equal(t, []string{"off", "8MB"}, []string{jit, mem})
 
 	// Straight to PostgreSQL nothing is moved.
@@ -142,6 +133,18 @@ func TestConnectConfigKeepsItsSettings(t *testing.T) {
 	defer conn2.Close(ctx) //nolint:errcheck
 	require.Nil(t, conn2.Config().AfterConnect)
 	require.Equal(t, "off", conn2.Config().RuntimeParams["jit"])
+}
+
+// querier is what runs a query: a pool or a connection.
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// jitAndWorkMem reads the session's jit and work_mem on q.
+func jitAndWorkMem(ctx context.Context, t *testing.T, q querier) (jit, mem string) {
+	t.Helper()
+	require.NoError(t, q.QueryRow(ctx, `SELECT current_setting('jit'), current_setting('work_mem')`).Scan(&jit, &mem))
+	return jit, mem
 }
 
 // sep is what joins a query parameter to url.
