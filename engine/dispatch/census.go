@@ -12,7 +12,7 @@ import (
 // than one that takes tasks by priority and age only (the fair statement
 // finds the tenants of each pair and ranks their tasks), and with one
 // tenant waiting both take the same tasks. So a fair claim that finds one
-// tenant in every pair it takes from (store.Claimed.OneTenant) lets the
+// tenant in all the pairs it claims (store.Claimed.OneTenant) lets the
 // claims after it skip fairness, until one of these says the finding may
 // be stale and the next claim is fair again:
 //   - a task was queued since the fair claim began (signalbus.TaskQueued:
@@ -35,14 +35,13 @@ const (
 )
 
 // census is what the last fair claim found; see above. It also keeps, per
-// pair, where the last fair claim's scan of the tenants ended, so that the
-// next one resumes there (store.ClaimSlot.FairAfter): with more tenants
+// pair, where the next fair claim's scan of the tenants resumes (store.ClaimSlot.FairAfter): with more tenants
 // waiting than a batch has room for, each claim serves the next ones.
 type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
 	mu     sync.Mutex
-	one    bool      // the last fair claim found one tenant in each pair it took from
+	one    bool      // the last fair claim found one tenant in all its pairs
 	at     time.Time // when that claim began
 	unfair int       // claims made without fairness since
 	after  map[store.Pair]string

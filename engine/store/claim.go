@@ -71,14 +71,15 @@ type Claimed struct {
 	// them may be waiting for the room its runs free.
 	Room map[string]int
 	// OneTenant reports that the claim was fair (ClaimParams.Fair, or of
-	// types with limits, always fair) and found, for every pair it took tasks of,
-	// PENDING tasks of one tenant only: a claim without fairness would have
+	// types with limits, always fair) and found PENDING tasks of one tenant
+	// only, in all its pairs together: a claim without fairness would have
 	// taken the same tasks. False when the claim took nothing. A caller
 	// may skip fairness for its next claims while that still holds; a
 	// tenant that enqueues since sends a signal (signalbus.TaskQueued).
 	OneTenant bool
 	// ScanEnd holds, for each pair a fair claim took tasks of, the last
-	// tenant its scan of the pair's tenants visited: the pair's FairAfter
+	// tenant in scan order the batch served from its share (else the last
+	// its scan visited): the pair's FairAfter
 	// for the next claim.
 	ScanEnd map[Pair]string
 }

@@ -146,7 +146,6 @@ func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []stri
 func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 	defer rows.Close()
 	var c Claimed
-	census := fairCensus{c: &c, one: true}
 	for rows.Next() {
 		var room *int32
 		var one *bool
@@ -161,7 +160,7 @@ func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 		}
 		c.Tasks = append(c.Tasks, t)
 		if fair {
-			census.add(&t, one, scanEnd)
+			addCensus(&c, &t, one, scanEnd)
 		}
 		if room != nil {
 			if c.Room == nil {
@@ -169,9 +168,6 @@ func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 			}
 			c.Room[t.TaskType] = int(*room)
 		}
-	}
-	if fair {
-		census.done()
 	}
 	return c, rows.Err()
 }

@@ -99,10 +99,10 @@ import (
 const fairLockedColumns = `t.task_id, t."timestamp", t.task_type, t.execution_mode, t.schema_name, t.priority, t.run_after`
 
 // fairTenantProbe finds, for the pair of row r, the last tenant by name with
-// PENDING tasks before r.schema_name (any, when the condition on it is left
-// out): one descent of tasks_tenant_claim_idx per partition, to the back of
-// that tenant's entries (its newest tasks, not the claimed ones' dead
-// entries at its front).
+// PENDING tasks that meets the condition put in for %s: one descent of
+// tasks_tenant_claim_idx per partition, to the back of that tenant's
+// entries (its newest tasks, not the claimed ones' dead entries at its
+// front).
 const fairTenantProbe = `(
         SELECT t.schema_name FROM tasks.tasks t
         WHERE t.status = 'PENDING' AND t.task_type = r.task_type AND t.execution_mode = r.execution_mode%s
@@ -279,28 +279,18 @@ func fairBatchOrder(a string) string {
 	return a + `.priority DESC, ` + a + `.turn, ` + a + `.tenant_n NULLS LAST, ` + a + `.run_after, ` + a + `.task_id`
 }
 
-// fairCensus gathers what the rows of a fair claim say of its pairs
-// (fairCensusColumns) into c.
-type fairCensus struct {
-	c        *Claimed
-	one      bool
-	anyTasks bool
-}
-
-// add records the census columns of claimed task t.
-func (f *fairCensus) add(t *wftype.Task, one *bool, scanEnd *string) {
-	f.anyTasks = true
-	f.one = f.one && one != nil && *one
+// addCensus records in c the census columns (fairCensusColumns) of its
+// claimed task t: the claim's one tenant (the same on every row) and the
+// pair's scan end.
+func addCensus(c *Claimed, t *wftype.Task, one *bool, scanEnd *string) {
+	c.OneTenant = one != nil && *one
 	if scanEnd != nil {
-		if f.c.ScanEnd == nil {
-			f.c.ScanEnd = map[Pair]string{}
+		if c.ScanEnd == nil {
+			c.ScanEnd = map[Pair]string{}
 		}
-		f.c.ScanEnd[Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}] = *scanEnd
+		c.ScanEnd[Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}] = *scanEnd
 	}
 }
-
-// done sets the claim's OneTenant.
-func (f *fairCensus) done() { f.c.OneTenant = f.one && f.anyTasks }
 
 // claimFair claims with claimFairSQL; the claim's OneTenant and ScanEnd
 // come from its census columns.
@@ -308,18 +298,16 @@ func (s *Store) claimFair(ctx context.Context, args []any) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		c = Claimed{}
-		census := fairCensus{c: &c, one: true}
 		err := queryEach(ctx, db, "claiming tasks fairly", claimFairSQL, func(row pgx.Row) error {
 			var one *bool
 			var scanEnd *string
 			t, err := scanTaskAnd(row, &one, &scanEnd)
 			if err == nil {
 				c.Tasks = append(c.Tasks, t)
-				census.add(&c.Tasks[len(c.Tasks)-1], one, scanEnd)
+				addCensus(&c, &c.Tasks[len(c.Tasks)-1], one, scanEnd)
 			}
 			return err
 		}, args...)
-		census.done()
 		return len(c.Tasks), err
 	})
 	return c, err
