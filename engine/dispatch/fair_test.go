@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,9 +96,13 @@ func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
 
 // TestFairRoundRobinAcrossClaims: with more tenants waiting than there are
 // slots, each claim resumes the scan of the tenants where the last one's
-// ended, so the tenants take turns: no tenant's second task starts before
-// every tenant's first has (claims beginning at the last tenant by name
-// every time would run its whole backlog first).
+// ended, so the tenants take turns: no tenant's second task is claimed
+// before every tenant's first has been (claims beginning at the last tenant
+// by name every time would run its whole backlog first). Claims are told
+// apart by started_at, which one claim writes alike into all its tasks; the
+// order in which runs reach the runner is not used, since the runs of one
+// claim start concurrently and a claim that wraps past the first tenant by
+// name holds first and second tasks at once.
 func TestFairRoundRobinAcrossClaims(t *testing.T) {
 	t.Parallel()
 	const tenants, each = 40, 5
@@ -111,9 +116,13 @@ func TestFairRoundRobinAcrossClaims(t *testing.T) {
 	}
 	_, err := b.store.InsertTasks(b.ctx, batch)
 	require.NoError(t, err)
-	started := make(chan string, tenants*each)
+	type start struct {
+		tenant  string
+		claimed time.Time
+	}
+	started := make(chan start, tenants*each)
 	r := funcRunner{types: map[string]bool{"fair": true}, fn: func(_ context.Context, tk *wftype.Task) (json.RawMessage, error) {
-		started <- tk.SchemaName
+		started <- start{tk.SchemaName, *tk.StartedAt}
 		return nil, nil
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
@@ -122,16 +131,27 @@ func TestFairRoundRobinAcrossClaims(t *testing.T) {
 	stop := runFor(d)
 	defer stop()
 	b.bus.Publish(signalbus.TaskQueued, "fair")
-	firsts, deadline := map[string]bool{}, time.After(120*time.Second)
+	claims := map[string][]time.Time{} // per tenant, its tasks' claim times
+	deadline := time.After(120 * time.Second)
 	for n := 0; n < tenants*each; n++ {
 		select {
-		case tn := <-started:
-			if firsts[tn] {
-				require.Len(t, firsts, tenants, "%s's second task started after %d tenants' first", tn, len(firsts))
-			}
-			firsts[tn] = true
+		case s := <-started:
+			claims[s.tenant] = append(claims[s.tenant], s.claimed)
 		case <-deadline:
 			t.Fatalf("%d of %d tasks started", n, tenants*each)
 		}
+	}
+	require.Len(t, claims, tenants)
+	var lastFirst time.Time // when the last tenant to be served got its first task
+	for _, times := range claims {
+		slices.SortFunc(times, time.Time.Compare)
+		if times[0].After(lastFirst) {
+			lastFirst = times[0]
+		}
+	}
+	for tn, times := range claims {
+		require.Len(t, times, each, tn)
+		require.False(t, times[1].Before(lastFirst),
+			"%s's second task was claimed at %s, before the last tenant's first at %s", tn, times[1], lastFirst)
 	}
 }
