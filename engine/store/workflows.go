@@ -233,21 +233,76 @@ WHERE t.task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
 	return wrap("linking tasks to workflow steps", err)
 }
 
+// StepItem is the outputs of a completed item of a for_each step.
+type StepItem struct {
+	RunID   uuid.UUID
+	Step    string
+	Item    int // its index in the step's for_each list
+	Outputs json.RawMessage
+}
+
+// SaveWorkflowItems keeps the outputs of completed items with their run
+// (tasks.workflow_items, migration 027), in the caller's transaction, one
+// statement for all: an item kept already (it ran again after a retry of
+// its run) keeps its latest outputs. The step gathers them when its last
+// item ends (WorkflowItemOutputs), however long after the items' tasks:
+// retention may have removed those by then.
+func (s *Store) SaveWorkflowItems(ctx context.Context, items []StepItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	type key struct {
+		run  uuid.UUID
+		step string
+		item int
+	}
+	latest := make(map[key]int, len(items)) // ON CONFLICT changes a row once per statement
+	for i, it := range items {
+		latest[key{it.RunID, it.Step, it.Item}] = i
+	}
+	n := len(latest)
+	runs, steps := make([][16]byte, 0, n), make([]string, 0, n)
+	indexes, outputs := make([]int32, 0, n), make([][]byte, 0, n)
+	for i, it := range items {
+		if latest[key{it.RunID, it.Step, it.Item}] != i {
+			continue
+		}
+		runs, steps, indexes = append(runs, it.RunID), append(steps, it.Step), append(indexes, int32(it.Item))
+		var out []byte
+		if len(it.Outputs) > 0 {
+			out = appendJSONValue(nil, it.Outputs)
+		}
+		outputs = append(outputs, out)
+	}
+	const q = `
+INSERT INTO tasks.workflow_items (run_id, step, item, outputs)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::jsonb[])
+ON CONFLICT (run_id, step, item) DO UPDATE SET outputs = EXCLUDED.outputs`
+	_, err := s.db.Exec(ctx, q, runs, steps, indexes, outputs)
+	return wrap("keeping the outputs of a step's items", err)
+}
+
 // WorkflowItemOutputs returns the outputs of the completed items of a
-// for_each step, by item index (the latest completion of an item that ran
-// again after a retry of its run).
+// for_each step, by item index: those its run keeps (SaveWorkflowItems),
+// else, for an item that completed where they were not kept (before
+// migration 027, or on an instance of an earlier version), its task's
+// latest completion while its row exists.
 func (s *Store) WorkflowItemOutputs(ctx context.Context, run wftype.WorkflowRun, step string) (map[int]json.RawMessage, error) {
 	type item struct {
 		index   int
 		outputs []byte
 	}
-	// The partial index on workflow_run_id finds the run's tasks in each
+	// The tasks are found by the partial index on workflow_run_id, in each
 	// partition from the run's on (runTasksFrom).
 	rows, err := queryAll(ctx, s.db, "reading the outputs of a step's items", `
-SELECT DISTINCT ON (workflow_item) workflow_item, outputs
-FROM tasks.tasks
-WHERE workflow_run_id = $1 AND workflow_step = $2 AND "timestamp" >= $3 AND status = 'COMPLETED'
-ORDER BY workflow_item, finished_at DESC`, func(row pgx.Row) (item, error) {
+SELECT item, outputs FROM tasks.workflow_items WHERE run_id = $1 AND step = $2
+UNION ALL
+(SELECT DISTINCT ON (t.workflow_item) t.workflow_item, t.outputs
+ FROM tasks.tasks t
+ WHERE t.workflow_run_id = $1 AND t.workflow_step = $2 AND t."timestamp" >= $3 AND t.status = 'COMPLETED'
+   AND NOT EXISTS (SELECT 1 FROM tasks.workflow_items i
+                   WHERE i.run_id = $1 AND i.step = $2 AND i.item = t.workflow_item)
+ ORDER BY t.workflow_item, t.finished_at DESC)`, func(row pgx.Row) (item, error) {
 		var it item
 		err := row.Scan(&it.index, &it.outputs)
 		return it, err

@@ -35,6 +35,11 @@ type runState struct {
 	now    time.Time
 	env    *spec.RunEnv     // built on first use
 	items  map[string][]any // for_each lists evaluated in this batch
+	// kept: the outputs of the items that completed in this batch, which
+	// the run keeps (store.SaveWorkflowItems, in Workflows.write): the
+	// step gathers them when its last item ends, and by then retention may
+	// have removed the items' tasks.
+	kept []store.StepItem
 }
 
 // newTask is a step task to create.
@@ -85,12 +90,18 @@ func (rs *runState) apply(ctx context.Context, tx *store.Store, f store.Finished
 		rs.ended(st)
 		return nil
 	}
+	rs.kept = append(rs.kept, store.StepItem{RunID: rs.run.ID, Step: f.Step, Item: f.Item, Outputs: f.Outputs})
 	if st.Items == nil || st.Done < *st.Items {
 		return nil // schedule starts the next items
 	}
 	outs, err := tx.WorkflowItemOutputs(ctx, rs.run, f.Step)
 	if err != nil {
 		return err
+	}
+	for _, it := range rs.kept { // this batch's, not written yet
+		if it.Step == f.Step {
+			outs[it.Item] = it.Outputs
+		}
 	}
 	list := make([]json.RawMessage, *st.Items)
 	for i := range list {

@@ -256,9 +256,9 @@ func (w *Workflows) advance(ctx context.Context, tx *store.Store, ids []uuid.UUI
 	return nil
 }
 
-// write creates the tasks the runs' states call for, then saves the steps
-// and runs that changed and emits the events of the runs that ended, all in
-// tx. A task that the client refuses (its checks of files and dedup key,
+// write creates the tasks the runs' states call for, then saves the
+// outputs of the items that completed, the steps and runs that changed and
+// emits the events of the runs that ended, all in tx. A task that the client refuses (its checks of files and dedup key,
 // which depend on values only known now) or that its task type's dedup key
 // refuses (a live task holds the key) fails its step, and so its run,
 // rather than the transaction: the transaction also ends the tasks of the
@@ -315,7 +315,9 @@ func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runSta
 	var steps []wftype.WorkflowStep
 	var runs []wftype.WorkflowRun
 	var evs []events.Event
+	var items []store.StepItem
 	for _, rs := range states {
+		items = append(items, rs.kept...)
 		if rs.runChanged {
 			runs = append(runs, rs.run)
 		}
@@ -323,6 +325,9 @@ func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runSta
 			steps = append(steps, *rs.steps[name])
 		}
 		evs = append(evs, rs.events...)
+	}
+	if err := tx.SaveWorkflowItems(ctx, items); err != nil {
+		return err
 	}
 	now := w.cfg.Clock.DBNow()
 	if err := tx.SaveWorkflowSteps(ctx, steps, now); err != nil {

@@ -186,6 +186,13 @@ steps:
   join: {task_type: echo, depends_on: [each], inputs: {n: 'len(steps.each.outputs)'}}
 ---
 kind: Workflow
+name: gather
+timeout: 720h
+steps:
+  each: {task_type: remote, for_each: '[10, 11, 12]', concurrency: 3, inputs: {i: item_index}}
+  join: {task_type: echo, depends_on: [each], inputs: {outs: steps.each.outputs}}
+---
+kind: Workflow
 name: pair
 steps:
   a: {task_type: echo}
