@@ -35,8 +35,17 @@ const (
 )
 
 // census is what the last fair claim found; see above. It also keeps, per
-// pair, where the next fair claim's scan of the tenants resumes (store.ClaimSlot.FairAfter): with more tenants
-// waiting than a batch has room for, each claim serves the next ones.
+// pair, where the next fair claim's scan of the tenants resumes
+// (store.ClaimSlot.FairAfter): with more tenants waiting than a batch has
+// room for, each claim serves the next ones.
+//
+// Claims may be out at once (Config.ClaimWorkers). A claim that begins
+// while others of the pair are out begins from the same point, but passes
+// over as many tenants as those serve at most (store.ClaimSlot.FairSkip,
+// the sum of their Max): it serves the window after theirs, not the same
+// tenants' next tasks. The point moves on in the order the claims began:
+// to a claim's scan end once every claim begun before it ended, so a claim
+// that ends first does not move it back.
 type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
@@ -44,31 +53,72 @@ type census struct {
 	one    bool      // the last fair claim found one tenant in all its pairs
 	at     time.Time // when that claim began
 	unfair int       // claims made without fairness since
-	after  map[store.Pair]string
+	scans  map[store.Pair]*scan
 }
 
-// resume sets each slot's FairAfter to where its pair's last scan ended.
-func (c *census) resume(slots []store.ClaimSlot) {
+// scan is where a pair's fair claims resume, and its claims out.
+type scan struct {
+	after string
+	out   []*turn // in the order they began
+}
+
+// turn is one claim's part in a pair's scan.
+type turn struct {
+	max   int     // the tenants it serves at most (its slot's Max)
+	ended bool    // it came back (or failed)
+	end   *string // its scan end, when it had one
+}
+
+// resume sets each slot's FairAfter to where its pair's scan resumes and
+// its FairSkip to the tenants the pair's claims out serve, and counts the
+// claim among those out. The caller must hand the turns it returns (one
+// per slot) to scanned once the claim came back or failed.
+func (c *census) resume(slots []store.ClaimSlot) []*turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scans == nil {
+		c.scans = map[store.Pair]*scan{}
+	}
+	turns := make([]*turn, len(slots))
+	for i := range slots {
+		p := store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}
+		sc := c.scans[p]
+		if sc == nil {
+			sc = &scan{}
+			c.scans[p] = sc
+		}
+		skip := 0
+		for _, o := range sc.out {
+			skip += o.max
+		}
+		slots[i].FairAfter, slots[i].FairSkip = sc.after, skip
+		turns[i] = &turn{max: slots[i].Max}
+		sc.out = append(sc.out, turns[i])
+	}
+	return turns
+}
+
+// scanned records that the claim of slots, whose turns resume returned,
+// came back with the scan ends ends (store.Claimed.ScanEnd; nil when it
+// failed), and moves each pair's resume point past the claims that ended
+// in the order they began.
+func (c *census) scanned(slots []store.ClaimSlot, turns []*turn, ends map[store.Pair]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range slots {
-		slots[i].FairAfter = c.after[store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}]
-	}
-}
-
-// scanned keeps where a claim's scans of the tenants ended
-// (store.Claimed.ScanEnd).
-func (c *census) scanned(ends map[store.Pair]string) {
-	if len(ends) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.after == nil {
-		c.after = map[store.Pair]string{}
-	}
-	for p, end := range ends {
-		c.after[p] = end
+		p := store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}
+		t := turns[i]
+		t.ended = true
+		if end, ok := ends[p]; ok {
+			t.end = &end
+		}
+		sc := c.scans[p]
+		for len(sc.out) > 0 && sc.out[0].ended {
+			if sc.out[0].end != nil {
+				sc.after = *sc.out[0].end
+			}
+			sc.out = sc.out[1:]
+		}
 	}
 }
 

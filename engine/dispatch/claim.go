@@ -174,7 +174,10 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	// that stopped, until their leases expired and cost them an attempt.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	fair := d.census.fairness(d.cfg.Fair, start)
-	d.census.resume(slots)
+	var turns []*turn
+	if fair != nil {
+		turns = d.census.resume(slots)
+	}
 	claimed, err := d.cfg.Store.Claim(claimCtx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
 		Fair: fair, Limits: d.typeLimits(slots),
@@ -184,11 +187,11 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		// A failed claim found nothing: the next one is fair (the signal
 		// this one spent may be a new tenant's).
 		d.census.record(err == nil && claimed.OneTenant, start)
+		d.census.scanned(slots, turns, claimed.ScanEnd)
 	}
 	if err != nil {
 		return false, err
 	}
-	d.census.scanned(claimed.ScanEnd)
 	if ctx.Err() != nil && len(claimed.Tasks) > 0 {
 		// Shutdown began while the claim was out: its tasks never start,
 		// they go back at once, with no attempt counted.

@@ -98,19 +98,40 @@ func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
 // slots, each claim resumes the scan of the tenants where the last one's
 // ended, so the tenants take turns: no tenant's second task is claimed
 // before every tenant's first has been (claims beginning at the last tenant
-// by name every time would run its whole backlog first). Claims are told
-// apart by started_at, which one claim writes alike into all its tasks; the
-// order in which runs reach the runner is not used, since the runs of one
-// claim start concurrently and a claim that wraps past the first tenant by
-// name holds first and second tasks at once.
+// by name every time would run its whole backlog first).
 func TestFairRoundRobinAcrossClaims(t *testing.T) {
 	t.Parallel()
-	const tenants, each = 40, 5
+	requireRoundRobin(t, 40, 5, 4)
+}
+
+// TestFairRoundRobinAcrossParallelClaims: as TestFairRoundRobinAcrossClaims,
+// with claims of 200 tasks or more, two at a time (Config.ClaimWorkers) once
+// a backlog waits: the claim that begins while another is out takes the
+// tenants after those the other serves, rather than the same ones again
+// (their second tasks, while tenants further on wait for their first).
+func TestFairRoundRobinAcrossParallelClaims(t *testing.T) {
+	t.Parallel()
+	requireRoundRobin(t, 1500, 2, 400)
+}
+
+// requireRoundRobin queues each tasks for each of tenants tenants, runs
+// them on a fair dispatcher of slots slots (two claims at once when it has
+// room for them) and checks that every tenant's first task was claimed
+// before any tenant's second. Claims are told apart by started_at, which
+// one claim writes alike into all its tasks; the order in which runs reach
+// the runner is not used, since the runs of one claim start concurrently
+// and a claim that wraps past the first tenant by name holds first and
+// second tasks at once. Two claims out at once have no order (either may
+// take its time first), so a second task claimed by the claim just before
+// the one of the last first task, in started_at order, may be that claim's
+// partner: only earlier ones count.
+func requireRoundRobin(t *testing.T, tenants, each, slots int) {
+	t.Helper()
 	b := setup(t)
 	var batch []store.NewTask
 	for i := range tenants {
 		for k := range each {
-			batch = append(batch, store.NewTask{SchemaName: fmt.Sprintf("t%02d", i), Scope: wftype.ScopeCatalog,
+			batch = append(batch, store.NewTask{SchemaName: fmt.Sprintf("t%04d", i), Scope: wftype.ScopeCatalog,
 				ExecutionMode: wftype.ModeAsync, TaskType: "fair", Inputs: json.RawMessage(fmt.Sprintf(`{"k":%d}`, k))})
 		}
 	}
@@ -126,13 +147,13 @@ func TestFairRoundRobinAcrossClaims(t *testing.T) {
 		return nil, nil
 	}}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
-		c.Slots, c.ClaimAhead, c.Fair = 4, -1, &store.Fairness{}
+		c.Slots, c.ClaimAhead, c.ClaimWorkers, c.Fair = slots, -1, 2, &store.Fairness{}
 	})
 	stop := runFor(d)
 	defer stop()
 	b.bus.Publish(signalbus.TaskQueued, "fair")
 	claims := map[string][]time.Time{} // per tenant, its tasks' claim times
-	deadline := time.After(120 * time.Second)
+	deadline := time.After(180 * time.Second)
 	for n := 0; n < tenants*each; n++ {
 		select {
 		case s := <-started:
@@ -143,15 +164,27 @@ func TestFairRoundRobinAcrossClaims(t *testing.T) {
 	}
 	require.Len(t, claims, tenants)
 	var lastFirst time.Time // when the last tenant to be served got its first task
+	var all []time.Time     // every claim's time
 	for _, times := range claims {
 		slices.SortFunc(times, time.Time.Compare)
 		if times[0].After(lastFirst) {
 			lastFirst = times[0]
 		}
+		all = append(all, times...)
 	}
+	slices.SortFunc(all, time.Time.Compare)
+	all = slices.Compact(all)
+	bound := lastFirst // seconds claimed before it are early
+	if i := slices.Index(all, lastFirst); i > 0 {
+		bound = all[i-1]
+	}
+	early := 0
 	for tn, times := range claims {
 		require.Len(t, times, each, tn)
-		require.False(t, times[1].Before(lastFirst),
-			"%s's second task was claimed at %s, before the last tenant's first at %s", tn, times[1], lastFirst)
+		if times[1].Before(bound) {
+			early++
+		}
 	}
+	require.Zero(t, early, "%d tenants' second tasks were claimed before the last tenant's first (at %s, claim %d of %d)",
+		early, lastFirst, slices.Index(all, lastFirst)+1, len(all))
 }

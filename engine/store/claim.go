@@ -23,6 +23,14 @@ type ClaimSlot struct {
 	// tenants wait than a batch has room for, each claim serves the next
 	// ones; empty begins at the last tenant by name.
 	FairAfter string
+	// FairSkip is, for a fair claim, how many tenants its scan passes over
+	// from FairAfter before the ones it serves: those that claims of the
+	// same caller still out, begun from the same FairAfter, serve (the sum
+	// of their Max). Concurrent claims so serve one window after the other
+	// rather than the same tenants twice. When the scan runs out of
+	// tenants before it has passed over FairSkip, the claim serves every
+	// tenant it found, as with none.
+	FairSkip int
 }
 
 // Pair is an (execution mode, task type) pair.
@@ -180,7 +188,7 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
-		c, err = s.claimFair(ctx, append(args, fairArgs(p, p.Fair)...))
+		c, err = s.claimFair(ctx, append(append(args, fairArgs(p, p.Fair)...), fairSkips(p)))
 	} else {
 		c.Tasks, err = s.claimWith(ctx, args)
 	}

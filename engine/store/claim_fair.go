@@ -39,7 +39,11 @@ import (
 // state is one name per pair in the caller's memory (each instance turns
 // its own wheel; nothing is written). A tenant visited when it has nothing
 // due, or only locked tasks, loses that turn; the fill below still gives
-// the batch's room to whoever has due tasks.
+// the batch's room to whoever has due tasks. A caller with claims out at
+// once passes the later ones the same FairAfter and, as ClaimSlot.FairSkip,
+// the tenants the earlier ones serve: the scan passes over that many (they
+// get no share) and serves the window after them, unless it ran out of
+// tenants first (then it serves all it found, as without).
 //
 // The statement, per pair (claimFairSQL):
 //   - tenants: the tenants with PENDING tasks of the pair, found by a loose
@@ -135,16 +139,16 @@ func fairCTEs(limited bool) string {
 	}
 	return `
 tenants AS (
-    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, 1 AS n, b.below IS NULL AS wrapped,
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, r.fair_skip, 1 AS n, b.below IS NULL AS wrapped,
            coalesce(b.below, ` + fairTopTenant + `) AS schema_name
     FROM slots r
     CROSS JOIN LATERAL (SELECT ` + fairTenantBelowAfter + ` AS below OFFSET 0) b
     UNION ALL
-    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, r.n + 1, r.wrapped OR b.below IS NULL,
+    SELECT r.execution_mode, r.task_type, r.max_claim, r.fair_after, r.fair_skip, r.n + 1, r.wrapped OR b.below IS NULL,
            (CASE WHEN b.below IS NOT NULL THEN b.below WHEN NOT r.wrapped THEN ` + fairTopTenant + ` END)::varchar(255)
     FROM tenants r
     CROSS JOIN LATERAL (SELECT ` + fairNextTenant + ` AS below OFFSET 0) b
-    WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim
+    WHERE r.schema_name IS NOT NULL AND r.n < r.max_claim + r.fair_skip
 ),
 weights AS (
     SELECT * FROM unnest((SELECT $8::text[]), (SELECT $9::float8[])) AS w(schema_name, weight)
@@ -155,6 +159,10 @@ shares AS (
     JOIN slots sl ON sl.execution_mode = tn.execution_mode AND sl.task_type = tn.task_type
     LEFT JOIN weights w ON w.schema_name = tn.schema_name` + shareJoins + `
     WHERE tn.schema_name IS NOT NULL
+      AND (tn.n > sl.fair_skip
+           OR NOT EXISTS (SELECT 1 FROM tenants x
+                          WHERE x.execution_mode = tn.execution_mode AND x.task_type = tn.task_type
+                            AND x.n > sl.fair_skip AND x.schema_name IS NOT NULL))
       AND tn.schema_name <> ALL (ARRAY(SELECT p.name FROM tasks.pauses p WHERE p.kind = 'tenant'))` + shareWhere + `
 ),
 fair AS (
@@ -184,7 +192,7 @@ fill AS (
         LIMIT greatest(s.max_claim - (SELECT count(*) FROM fair f
                                       WHERE f.task_type = s.task_type AND f.execution_mode = s.execution_mode
                                         AND f.priority >= (SELECT CASE
-            WHEN (SELECT count(*) FROM tenants tn
+            WHEN s.fair_skip > 0 OR (SELECT count(*) FROM tenants tn
                   WHERE tn.execution_mode = s.execution_mode AND tn.task_type = s.task_type
                     AND tn.schema_name IS NOT NULL) >= s.max_claim
             THEN (SELECT t.priority ` + dueOfSlotSQL + ` ` + claimOrderSQL + ` LIMIT 1)
@@ -249,8 +257,8 @@ var (
 var claimFairSQL = `
 WITH RECURSIVE slots AS (
     SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]),
-                         (SELECT $10::text[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after)
+                         (SELECT $10::text[]), (SELECT $11::int[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after, fair_skip)
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(false) + claimUpdateSQL + `
 RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
@@ -318,7 +326,8 @@ func ClaimFairSQL() string { return claimFairSQL }
 
 // fairArgs returns the fair statements' arguments after claimArgs': the
 // tenants that have a weight and their weights ($8, $9), and each claimed
-// pair's FairAfter ($10, in the order of claimArgs' pairs).
+// pair's FairAfter ($10, in the order of claimArgs' pairs). fairSkips are
+// their FairSkip, the last argument of each fair statement.
 func fairArgs(p ClaimParams, f *Fairness) []any {
 	names := make([]string, 0, len(f.Weights))
 	weights := make([]float64, 0, len(f.Weights))
@@ -331,4 +340,14 @@ func fairArgs(p ClaimParams, f *Fairness) []any {
 		after = append(after, sl.FairAfter)
 	}
 	return []any{names, weights, after}
+}
+
+// fairSkips returns each claimed pair's FairSkip, in the order of
+// claimArgs' pairs (see fairArgs).
+func fairSkips(p ClaimParams) []int32 {
+	var skips []int32
+	for _, sl := range claimable(p) {
+		skips = append(skips, int32(max(sl.FairSkip, 0)))
+	}
+	return skips
 }

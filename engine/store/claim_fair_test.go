@@ -145,7 +145,7 @@ func TestClaimFairUsesIndexes(t *testing.T) {
 	defer tx.Rollback(b.ctx) //nolint:errcheck
 	plan := explainAnalyze(t, b, tx, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{}, []string{""})
+		[]string{}, []float64{}, []string{""}, []int32{0})
 	require.Contains(t, plan, "execution_mode_schema_name", "the tenant index")
 	require.Contains(t, plan, "priority_run_after", "the claim index")
 	require.Regexp(t, `^Update on tasks t .*rows=100 `, plan)
@@ -163,7 +163,7 @@ func TestClaimFairIsNotCompiled(t *testing.T) {
 	require.NoError(t, err)
 	requireNotCompiled(t, b, b.pool, store.ClaimFairSQL(),
 		[]string{"ASYNCHRONOUS"}, []string{"noop"}, []int32{100}, []float64{60}, 100, nil, "w1",
-		[]string{}, []float64{}, []string{""})
+		[]string{}, []float64{}, []string{""}, []int32{0})
 }
 
 // requireNotCompiled fails when the planner's estimated cost of sql passes
@@ -248,17 +248,19 @@ func TestClaimFairRotates(t *testing.T) {
 			for i := range tenants {
 				tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 10, 0)
 			}
-			claim := func(after string) store.Claimed {
+			claimSkipping := func(after string, skip int) store.Claimed {
 				t.Helper()
 				c, err := b.store.Claim(b.ctx, store.ClaimParams{
 					Owner: "w", Total: batch, Fair: &store.Fairness{}, Limits: limits,
-					Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: batch, Lease: time.Minute, FairAfter: after}},
+					Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: batch, Lease: time.Minute,
+						FairAfter: after, FairSkip: skip}},
 				})
 				require.NoError(t, err)
 				require.Len(t, c.Tasks, batch)
 				require.False(t, c.OneTenant)
 				return c
 			}
+			claim := func(after string) store.Claimed { return claimSkipping(after, 0) }
 			served := map[string]int{}
 			after := ""
 			for i := range tenants / batch {
@@ -296,8 +298,47 @@ func TestClaimFairRotates(t *testing.T) {
 				got[tk.SchemaName] = true
 			}
 			require.Equal(t, map[string]bool{"t09": true, "t08": true, "t07": true}, got)
+
+			// Passing over the tenants a claim still out serves (FairSkip):
+			// the next three, and the scan ends after them; across the wrap too.
+			for _, tc := range []struct {
+				after string
+				want  []string
+			}{{"", []string{"t26", "t25", "t24"}}, {"t02", []string{"t28", "t27", "t26"}}} {
+				c = claimSkipping(tc.after, batch)
+				got = map[string]bool{}
+				for _, tk := range c.Tasks {
+					got[tk.SchemaName] = true
+				}
+				require.Len(t, got, batch, "after %q", tc.after)
+				for _, tn := range tc.want {
+					require.True(t, got[tn], "after %q: %s served (got %v)", tc.after, tn, got)
+				}
+				require.Equal(t, tc.want[batch-1], c.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}])
+			}
 		})
 	}
+}
+
+// TestClaimFairSkipPastEveryTenant: a claim told to pass over more tenants
+// than wait (FairSkip, another claim out serves them all) serves the
+// tenants it found, as without: their next tasks, shared fairly, not only
+// the unfair fill.
+func TestClaimFairSkipPastEveryTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 10, 0)
+	tenantTasks(t, b, "tb", "noop", 10, 0)
+	c, err := b.store.Claim(b.ctx, store.ClaimParams{
+		Owner: "w", Total: 4, Fair: &store.Fairness{},
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 4, Lease: time.Minute, FairSkip: 100}},
+	})
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, tk := range c.Tasks {
+		got[tk.SchemaName]++
+	}
+	require.Equal(t, map[string]int{"ta": 2, "tb": 2}, got)
 }
 
 // TestClaimFairRotatesPastUnserved: the tenants a batch visits but leaves

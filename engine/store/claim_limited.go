@@ -168,10 +168,11 @@ var claimLimitedSQL = `
 WITH RECURSIVE` + limitedCTEs + `
 slots AS (
     SELECT s.execution_mode, s.task_type,
-           least(s.max_claim, greatest(coalesce(r.room, s.max_claim), 0)) AS max_claim, s.lease_seconds, s.fair_after
+           least(s.max_claim, greatest(coalesce(r.room, s.max_claim), 0)) AS max_claim, s.lease_seconds, s.fair_after,
+           s.fair_skip
     FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]),
-                (SELECT $10::text[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after)
+                (SELECT $10::text[]), (SELECT $17::int[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds, fair_after, fair_skip)
     LEFT JOIN type_room r ON r.task_type = s.task_type
     WHERE ` + pausedTypesSQL + `
 ),` + fairCTEs(true) + `,
@@ -252,7 +253,7 @@ func (s *Store) claimLimited(ctx context.Context, p ClaimParams, args []any, typ
 	if fair == nil {
 		fair = &Fairness{}
 	}
-	args = append(append(args, fairArgs(p, fair)...), limitedArgs(types, lims)...)
+	args = append(append(append(args, fairArgs(p, fair)...), limitedArgs(types, lims)...), fairSkips(p))
 	return s.claimLocked(ctx, "claiming tasks under limits", claimLimitedSQL, types, true, args...)
 }
 
