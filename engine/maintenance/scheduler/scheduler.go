@@ -82,6 +82,10 @@ type Result struct {
 	// Skipped ticks were missed while no leader ran and the policy dropped
 	// them (counted per schedule and pass: at least one).
 	Skipped int
+	// Refused ticks are recorded without a task: the client refused their
+	// task when they came (a check that depends on that moment, such as
+	// where a file input's folder leads), and each is logged.
+	Refused int
 }
 
 // Scheduler fires the ticks of a set of schedules.
@@ -229,11 +233,11 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 	}
 	s.mu.Unlock()
 	if len(due) > 0 {
-		fired, err := s.fire(ctx, due)
+		fired, refused, err := s.fire(ctx, due)
 		if err != nil {
 			return res, err
 		}
-		res.Fired, res.AlreadyFired = fired, len(due)-fired
+		res.Fired, res.Refused, res.AlreadyFired = fired, refused, len(due)-fired-refused
 	}
 	s.mu.Lock()
 	for name, cursor := range settled {
@@ -242,8 +246,9 @@ func (s *Scheduler) RunAt(ctx context.Context, now time.Time) (Result, error) {
 		}
 	}
 	s.mu.Unlock()
-	if res.Fired > 0 || res.Skipped > 0 {
-		s.log.Info("schedules fired", "fired", res.Fired, "already_fired", res.AlreadyFired, "skipped", res.Skipped)
+	if res.Fired > 0 || res.Skipped > 0 || res.Refused > 0 {
+		s.log.Info("schedules fired", "fired", res.Fired, "already_fired", res.AlreadyFired, "skipped", res.Skipped,
+			"refused", res.Refused)
 	}
 	return res, nil
 }
@@ -312,8 +317,14 @@ func (s *Scheduler) next(sch *spec.Schedule, cursor time.Time) time.Time {
 }
 
 // fire records the ticks and creates their tasks in one transaction, and
-// returns how many ticks were not recorded before.
-func (s *Scheduler) fire(ctx context.Context, due []pending) (int, error) {
+// returns how many ticks not recorded before created their task (fired)
+// and how many were refused. A tick whose task the client refuses (a check
+// that depends on the moment: where a file input's folder leads now) is
+// recorded without a task and logged: it is settled like any other, so it
+// neither holds back the other schedules' ticks, which the refusal would
+// roll back pass after pass until the catch-up window let them go, nor is
+// tried again.
+func (s *Scheduler) fire(ctx context.Context, due []pending) (fired, refused int, err error) {
 	sort.Slice(due, func(i, j int) bool {
 		if !due[i].tick.Equal(due[j].tick) {
 			return due[i].tick.Before(due[j].tick)
@@ -326,17 +337,30 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (int, error) {
 		ticks[i] = store.Tick{Schedule: p.sch.Name(), At: p.tick}
 		bySchedule[p.sch.Name()] = p.sch
 	}
-	fired := 0
-	err := s.cfg.Store.InTx(ctx, func(st *store.Store) error {
+	type refusal struct {
+		tick store.Tick
+		err  error
+	}
+	var refusals []refusal
+	err = s.cfg.Store.InTx(ctx, func(st *store.Store) error {
+		fired, refusals = 0, nil
 		fresh, err := st.RecordTicks(ctx, ticks)
 		if err != nil || len(fresh) == 0 {
-			fired = 0
 			return err
 		}
-		reqs := make([]client.Request, len(fresh))
-		for i, t := range fresh {
+		reqs := make([]client.Request, 0, len(fresh))
+		made := make([]store.Tick, 0, len(fresh))
+		for _, t := range fresh {
 			sch := bySchedule[t.Schedule]
-			reqs[i] = client.Request{TaskType: sch.TaskType(), SchemaName: sch.SchemaName(), Inputs: sch.Inputs(), DedupKey: sch.DedupKey(t.At)}
+			req := client.Request{TaskType: sch.TaskType(), SchemaName: sch.SchemaName(), Inputs: sch.Inputs(), DedupKey: sch.DedupKey(t.At)}
+			if err := s.cfg.Client.Check(req); err != nil {
+				refusals = append(refusals, refusal{tick: t, err: err})
+				continue
+			}
+			reqs, made = append(reqs, req), append(made, t)
+		}
+		if len(reqs) == 0 {
+			return nil
 		}
 		created, err := s.cfg.Client.EnqueueManyIn(ctx, st, reqs)
 		if err != nil {
@@ -346,11 +370,15 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (int, error) {
 		for i, r := range created {
 			ids[i] = r.Task.ID
 		}
-		fired = len(fresh)
-		return st.SetTickTasks(ctx, fresh, ids)
+		fired = len(made)
+		return st.SetTickTasks(ctx, made, ids)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("error firing %d schedule ticks: %w", len(due), err)
+		return 0, 0, fmt.Errorf("error firing %d schedule ticks: %w", len(due), err)
 	}
-	return fired, nil
+	for _, r := range refusals {
+		s.log.Warn("schedule tick refused: its task was not created, and the tick is not fired again",
+			"schedule", r.tick.Schedule, "tick", r.tick.At, "err", r.err)
+	}
+	return fired, len(refusals), nil
 }
