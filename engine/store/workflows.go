@@ -138,7 +138,8 @@ ORDER BY run_id, step`, scanWorkflowStep, keys)
 }
 
 // SaveWorkflowSteps writes the status, counts, outputs and error of steps
-// (matched by run and name) in one statement.
+// (matched by run and name) in one statement. A step that has no row yet
+// gets one: a step the specs added after its run started.
 func (s *Store) SaveWorkflowSteps(ctx context.Context, steps []wftype.WorkflowStep, now *time.Time) error {
 	if len(steps) == 0 {
 		return nil
@@ -162,12 +163,13 @@ func (s *Store) SaveWorkflowSteps(ctx context.Context, steps []wftype.WorkflowSt
 		}
 	}
 	const q = `
-UPDATE tasks.workflow_steps s
-SET status = u.status, items = u.items, started = u.started, done = u.done, outputs = u.outputs,
-    error = u.error, updated_at = coalesce($9::timestamptz, now())
+INSERT INTO tasks.workflow_steps AS s (run_id, step, status, items, started, done, outputs, error, updated_at)
+SELECT u.*, coalesce($9::timestamptz, now())
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::jsonb[], $8::text[])
      AS u(run_id, step, status, items, started, done, outputs, error)
-WHERE s.run_id = u.run_id AND s.step = u.step`
+ON CONFLICT (run_id, step) DO UPDATE
+SET status = EXCLUDED.status, items = EXCLUDED.items, started = EXCLUDED.started, done = EXCLUDED.done,
+    outputs = EXCLUDED.outputs, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`
 	_, err := s.db.Exec(ctx, q, runs, names, statuses, items, started, done, outputs, errs, now)
 	return wrap("saving workflow steps", err)
 }
