@@ -17,7 +17,11 @@ import (
 // be stale and the next claim is fair again:
 //   - a task was queued since the fair claim began (signalbus.TaskQueued:
 //     every enqueue sends it, so a tenant that enqueues is served fairly by
-//     the very next claim, as without the census);
+//     the very next claim, as without the census), unless the signal says
+//     the one tenant found queued it (store.ParseQueued): a lone tenant's
+//     stream of tasks (each enqueue a signal) is claimed without fairness,
+//     which matters for its latency, as a fair claim costs more to plan and
+//     to run;
 //   - censusClaims claims were made without fairness since, or the finding
 //     is censusAge old (tasks that become due by time, retries and snoozes,
 //     send no signal: they wait at most that long for their fair share).
@@ -50,7 +54,7 @@ type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
 	mu     sync.Mutex
-	one    bool      // the last fair claim found one tenant in all its pairs
+	one    string    // the one tenant the last fair claim found in all its pairs, if it did
 	at     time.Time // when that claim began
 	unfair int       // claims made without fairness since
 	scans  map[store.Pair]*scan
@@ -122,9 +126,20 @@ func (c *census) scanned(slots []store.ClaimSlot, turns []*turn, ends map[store.
 	}
 }
 
-// taskQueued records that a task was queued (a signal): the next claim is
-// fair.
-func (c *census) taskQueued() { c.queued.Store(true) }
+// taskQueued records that a task was queued (a signal with its payload):
+// the next claim is fair, unless the payload names the one tenant the
+// census found.
+func (c *census) taskQueued(payload string) {
+	if _, tenant := store.ParseQueued(payload); tenant != "" {
+		c.mu.Lock()
+		same := tenant == c.one
+		c.mu.Unlock()
+		if same {
+			return
+		}
+	}
+	c.queued.Store(true)
+}
 
 // fairness returns what a claim beginning at now claims with: fair (f),
 // or nil while the census lets it skip fairness. f nil (fairness off)
@@ -135,7 +150,7 @@ func (c *census) fairness(f *store.Fairness, now time.Time) *store.Fairness {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.one || c.unfair >= censusClaims || now.Sub(c.at) >= censusAge {
+	if c.one == "" || c.unfair >= censusClaims || now.Sub(c.at) >= censusAge {
 		return f
 	}
 	c.unfair++
@@ -143,9 +158,9 @@ func (c *census) fairness(f *store.Fairness, now time.Time) *store.Fairness {
 }
 
 // record keeps what a fair claim that began at `at` found (oneTenant: see
-// store.Claimed.OneTenant), unless a fair claim that began later was
-// recorded already.
-func (c *census) record(oneTenant bool, at time.Time) {
+// store.Claimed.OneTenant; "" for none or a failed claim), unless a fair
+// claim that began later was recorded already.
+func (c *census) record(oneTenant string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at.Before(c.at) {

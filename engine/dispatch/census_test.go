@@ -21,22 +21,27 @@ func TestCensus(t *testing.T) {
 	require.Same(t, f, c.fairness(f, t0), "nothing found yet")
 	require.Nil(t, c.fairness(nil, t0), "fairness off")
 
-	c.record(true, t0)
+	c.record("ta", t0)
 	for i := range censusClaims {
 		require.Nil(t, c.fairness(f, t0.Add(time.Duration(i)*time.Millisecond)), "claim %d after the census", i)
 	}
 	require.Same(t, f, c.fairness(f, t0), "censusClaims claims without fairness: the next one is fair")
 
-	c.record(true, t0.Add(time.Second))
+	c.record("ta", t0.Add(time.Second))
 	require.Nil(t, c.fairness(f, t0.Add(time.Second)))
-	c.taskQueued()
-	require.Same(t, f, c.fairness(f, t0.Add(time.Second)), "a task was queued")
+	c.taskQueued(store.QueuedPayload("noop", "ta"))
+	require.Nil(t, c.fairness(f, t0.Add(time.Second)), "the one tenant queued a task")
+	c.taskQueued(store.QueuedPayload("noop", "tb"))
+	require.Same(t, f, c.fairness(f, t0.Add(time.Second)), "another tenant queued a task")
+	require.Nil(t, c.fairness(f, t0.Add(time.Second)), "the signal is spent by the fair claim")
+	c.taskQueued("noop")
+	require.Same(t, f, c.fairness(f, t0.Add(time.Second)), "a task was queued; the signal does not say by whom")
 	require.Nil(t, c.fairness(f, t0.Add(time.Second)), "the signal is spent by the fair claim")
 	require.Same(t, f, c.fairness(f, t0.Add(time.Second+censusAge)), "the census is too old")
 
-	c.record(false, t0.Add(2*time.Second))
+	c.record("", t0.Add(2*time.Second))
 	require.Same(t, f, c.fairness(f, t0.Add(2*time.Second)), "two tenants")
-	c.record(true, t0.Add(time.Second))
+	c.record("ta", t0.Add(time.Second))
 	require.Same(t, f, c.fairness(f, t0.Add(2*time.Second)), "an older claim's finding does not overwrite a newer one")
 }
 

@@ -186,7 +186,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	if fair != nil {
 		// A failed claim found nothing: the next one is fair (the signal
 		// this one spent may be a new tenant's).
-		d.census.record(err == nil && claimed.OneTenant, start)
+		d.census.record(claimed.OneTenant, start) // "" when it failed
 		d.census.scanned(slots, turns, claimed.ScanEnd)
 	}
 	if err != nil {

@@ -262,8 +262,8 @@ func (d *Dispatcher) busy() int { return len(d.running) + len(d.lost) }
 // running tasks get the grace period, the rest go back to PENDING at once,
 // and every finished result is written before Run returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	unsubWake := d.cfg.Bus.Subscribe(signalbus.TaskQueued, func(string) {
-		d.census.taskQueued()
+	unsubWake := d.cfg.Bus.Subscribe(signalbus.TaskQueued, func(payload string) {
+		d.census.taskQueued(payload)
 		d.waker.Wake()
 	})
 	defer unsubWake()

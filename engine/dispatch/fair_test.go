@@ -58,7 +58,7 @@ func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
 		}
 		_, err := b.store.InsertTasks(b.ctx, batch)
 		require.NoError(t, err)
-		b.bus.Publish(signalbus.TaskQueued, "fair")
+		b.bus.Publish(signalbus.TaskQueued, store.QueuedPayload("fair", tenant)) // as the insert's NOTIFY says
 	}
 	expect := func(n int) map[string]int {
 		seen := map[string]int{}

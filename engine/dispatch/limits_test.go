@@ -167,6 +167,7 @@ FROM tasks.tasks t,
      jsonb_array_elements(tasks.attempt_history(t.attempt_log, t.attempts, t.owner_id, t.started_at, t.finished_at, t.status, t.error)) a
 GROUP BY 1, 2`)
 	require.NoError(t, err)
+	defer rows.Close() // a failed check must not leave the connection out of the pool (its Close would wait)
 	perWindow := map[int64]int{}
 	starts := 0
 	for rows.Next() {

@@ -78,13 +78,16 @@ type Claimed struct {
 	// its ACTIVE tasks. A type that got Room tasks filled its cap, so more of
 	// them may be waiting for the room its runs free.
 	Room map[string]int
-	// OneTenant reports that the claim was fair (ClaimParams.Fair, or of
-	// types with limits, always fair) and found PENDING tasks of one tenant
-	// only, in all its pairs together: a claim without fairness would have
-	// taken the same tasks. False when the claim took nothing. A caller
-	// may skip fairness for its next claims while that still holds; a
-	// tenant that enqueues since sends a signal (signalbus.TaskQueued).
-	OneTenant bool
+	// OneTenant names the tenant whose PENDING tasks alone the claim found,
+	// in all its pairs together, when the claim was fair (ClaimParams.Fair,
+	// or of types with limits, always fair): a claim without fairness would
+	// have taken the same tasks. Empty when it found several tenants, could
+	// not tell (a pair's scan of the tenants stopped at the batch's room) or
+	// took nothing. A caller may skip fairness for its next claims while
+	// that still holds; a task queued since sends a signal
+	// (signalbus.TaskQueued) whose payload names its tenant when it can
+	// (ParseQueued).
+	OneTenant string
 	// ScanEnd holds, for each pair a fair claim took tasks of, the last
 	// tenant in scan order the batch served from its share (else the last
 	// its scan visited): the pair's FairAfter
@@ -132,6 +135,16 @@ candidates AS (
 )` + claimUpdateSQL + `
 RETURNING ` + taskColumnsT
 
+// claimTimeSQL is a claim's time: ClaimParams.Now ($6), else the
+// database's clock when the claim statement began. Not now(), the time its
+// transaction began: a limited claim's transaction begins with the lock of
+// its types (globalLockSQL) and may wait there while another claim counts
+// starts in a newer rate window; counted in the window its transaction
+// began in, the claim would find that window's starts gone from
+// tasks.rate_windows (which keeps the newest window) and start its whole
+// room again on top of them.
+const claimTimeSQL = `coalesce($6::timestamptz, statement_timestamp())`
+
 // dueOfSlotSQL and claimOrderSQL are the read of every claim from the head
 // of a pair: the PENDING tasks of slot s (a row of slots) that are due and
 // not of a paused tenant, then (after any further conditions) highest
@@ -141,7 +154,7 @@ const (
         WHERE t.status = 'PENDING'
           AND t.task_type = s.task_type
           AND t.execution_mode = s.execution_mode
-          AND t.run_after <= coalesce($6::timestamptz, now())
+          AND t.run_after <= ` + claimTimeSQL + `
           AND ` + pausedTenantsSQL
 	claimOrderSQL = `ORDER BY t.priority DESC, t.run_after, t.task_id`
 )
@@ -154,9 +167,9 @@ UPDATE tasks.tasks t
 SET status            = 'ACTIVE',
     owner_id          = $7,
     attempts          = t.attempts + 1,
-    started_at        = coalesce($6::timestamptz, now()),
-    last_heartbeat_at = coalesce($6::timestamptz, now()),
-    locked_until      = coalesce($6::timestamptz, now()) + make_interval(secs => (
+    started_at        = ` + claimTimeSQL + `,
+    last_heartbeat_at = ` + claimTimeSQL + `,
+    locked_until      = ` + claimTimeSQL + ` + make_interval(secs => (
                             SELECT s.lease_seconds FROM slots s
                             WHERE s.task_type = t.task_type AND s.execution_mode = t.execution_mode))
 WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM candidates))

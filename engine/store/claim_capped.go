@@ -148,8 +148,7 @@ func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 	var c Claimed
 	for rows.Next() {
 		var room *int32
-		var one *bool
-		var scanEnd *string
+		var one, scanEnd *string
 		extra := []any{&room}
 		if fair {
 			extra = append(extra, &one, &scanEnd)

@@ -51,8 +51,8 @@ import (
 //     max_claim of them: a batch cannot serve more), backwards by name from
 //     below fair_after, then from the last tenant by name down to
 //     fair_after;
-//   - census and one_tenant (after the batch): whether every pair's scan
-//     ran out and found one tenant between them (a claim without fairness
+//   - census and one_tenant (after the batch): the one tenant every pair's
+//     scan found between them, if they all ran out (a claim without fairness
 //     would take the same tasks: the caller may skip fairness for a while,
 //     see engine/dispatch's census.go), and per pair where the next claim
 //     resumes: the last tenant in scan order the batch served from its
@@ -175,7 +175,7 @@ fair AS (
           AND t.task_type = sh.task_type
           AND t.execution_mode = sh.execution_mode
           AND t.schema_name = sh.schema_name
-          AND t.run_after <= coalesce($6::timestamptz, now())
+          AND t.run_after <= ` + claimTimeSQL + `
         ORDER BY t.priority DESC, t.run_after, t.task_id
         LIMIT sh.share
         FOR UPDATE SKIP LOCKED
@@ -233,8 +233,9 @@ census AS (
     GROUP BY tn.execution_mode, tn.task_type
 ),
 one_tenant AS (
-    SELECT (SELECT count(DISTINCT tn.schema_name) FROM tenants tn) = 1
-           AND (SELECT bool_and(ce.ran_out) FROM census ce) AS one
+    SELECT CASE WHEN (SELECT bool_and(ce.ran_out) FROM census ce) THEN
+               (SELECT min(tn.schema_name) FROM tenants tn HAVING count(DISTINCT tn.schema_name) = 1)
+           END AS one
 )`
 }
 
@@ -263,8 +264,8 @@ WITH RECURSIVE slots AS (
 ),` + fairCTEs(false) + claimUpdateSQL + `
 RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
 
-// fairCensusColumns are the last columns of a fair claim's rows: whether
-// the claim's pairs had PENDING tasks of one tenant in all (every pair's
+// fairCensusColumns are the last columns of a fair claim's rows: the
+// tenant whose PENDING tasks alone the claim's pairs had (NULL unless every pair's
 // loose scan of the tenants ran out, rather than stopping at the batch's
 // room: with max_claim 1 it stops after the first tenant and cannot tell,
 // and they found one tenant between them: a claim without fairness would
@@ -290,8 +291,10 @@ func fairBatchOrder(a string) string {
 // addCensus records in c the census columns (fairCensusColumns) of its
 // claimed task t: the claim's one tenant (the same on every row) and the
 // pair's scan end.
-func addCensus(c *Claimed, t *wftype.Task, one *bool, scanEnd *string) {
-	c.OneTenant = one != nil && *one
+func addCensus(c *Claimed, t *wftype.Task, one, scanEnd *string) {
+	if one != nil {
+		c.OneTenant = *one
+	}
 	if scanEnd != nil {
 		if c.ScanEnd == nil {
 			c.ScanEnd = map[Pair]string{}
@@ -307,8 +310,7 @@ func (s *Store) claimFair(ctx context.Context, args []any) (Claimed, error) {
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		c = Claimed{}
 		err := queryEach(ctx, db, "claiming tasks fairly", claimFairSQL, func(row pgx.Row) error {
-			var one *bool
-			var scanEnd *string
+			var one, scanEnd *string
 			t, err := scanTaskAnd(row, &one, &scanEnd)
 			if err == nil {
 				c.Tasks = append(c.Tasks, t)

@@ -185,9 +185,9 @@ func requireNotCompiled(t *testing.T, b *bundle, q dbtest.Querier, sql string, a
 	require.Less(t, plans[0].Plan.TotalCost, jitAbove, "the claim's estimated cost (JIT compiles above jit_above_cost)")
 }
 
-// TestClaimFairOneTenant: a fair claim says whether the pairs it took tasks
-// of had PENDING tasks of one tenant only (a claim without fairness would
-// have taken the same), and says no when it cannot tell: a batch of one
+// TestClaimFairOneTenant: a fair claim names the tenant when the pairs it
+// took tasks of had PENDING tasks of that tenant only (a claim without
+// fairness would have taken the same), and names none when it cannot tell: a batch of one
 // stops looking after the first tenant, and a claim that took nothing saw
 // nothing.
 func TestClaimFairOneTenant(t *testing.T) {
@@ -204,20 +204,20 @@ func TestClaimFairOneTenant(t *testing.T) {
 	}
 	c := claim("noop", 5)
 	require.Empty(t, c.Tasks)
-	require.False(t, c.OneTenant, "nothing claimed, nothing seen")
+	require.Empty(t, c.OneTenant, "nothing claimed, nothing seen")
 
 	tenantTasks(t, b, "ta", "noop", 20, 0)
 	c = claim("noop", 5)
 	require.Len(t, c.Tasks, 5)
-	require.True(t, c.OneTenant)
+	require.Equal(t, "ta", c.OneTenant)
 	c = claim("noop", 1)
 	require.Len(t, c.Tasks, 1)
-	require.False(t, c.OneTenant, "a batch of one cannot tell")
+	require.Empty(t, c.OneTenant, "a batch of one cannot tell")
 
 	tenantTasks(t, b, "tb", "noop", 2, 0)
 	c = claim("noop", 5)
 	require.Len(t, c.Tasks, 5)
-	require.False(t, c.OneTenant, "two tenants")
+	require.Empty(t, c.OneTenant, "two tenants")
 	// tb is drained; a tenant with tasks that are not due yet still counts.
 	tenantTasks(t, b, "tc", "later", 1, 0)
 	_, err := b.store.DB().Exec(b.ctx, `UPDATE tasks.tasks SET run_after = now() + interval '1 hour' WHERE task_type = 'later'`)
@@ -225,10 +225,10 @@ func TestClaimFairOneTenant(t *testing.T) {
 	tenantTasks(t, b, "ta", "later", 3, 0)
 	c = claim("later", 5)
 	require.Len(t, c.Tasks, 3)
-	require.False(t, c.OneTenant, "tc waits for its time")
+	require.Empty(t, c.OneTenant, "tc waits for its time")
 	c = claim("noop", 5)
 	require.Len(t, c.Tasks, 5)
-	require.True(t, c.OneTenant, "tb drained: ta alone again")
+	require.Equal(t, "ta", c.OneTenant, "tb drained: ta alone again")
 }
 
 // TestClaimFairRotates: with more tenants waiting than a batch has room
@@ -257,7 +257,7 @@ func TestClaimFairRotates(t *testing.T) {
 				})
 				require.NoError(t, err)
 				require.Len(t, c.Tasks, batch)
-				require.False(t, c.OneTenant)
+				require.Empty(t, c.OneTenant)
 				return c
 			}
 			claim := func(after string) store.Claimed { return claimSkipping(after, 0) }
@@ -379,7 +379,7 @@ func TestClaimFairRotatesPastUnserved(t *testing.T) {
 		}})
 		require.NoError(t, err)
 		require.Len(t, c.Tasks, 4)
-		require.False(t, c.OneTenant, "ta and tb")
+		require.Empty(t, c.OneTenant, "ta and tb")
 	})
 	t.Run("pairs cut to the total", func(t *testing.T) {
 		t.Parallel()

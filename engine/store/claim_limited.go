@@ -56,7 +56,8 @@ const tenantRoomSQL = `coalesce(tr.room, l.fresh_room)`
 // limitsCTEs are the first common table expressions of a limited claim
 // (and of heldSQL): the limits of its limited types, six arrays from
 // parameter $first on (limitedArgs), with the current rate window of each
-// at the time parameter now (NULL: the database's clock), the ACTIVE tasks
+// at the time parameter now (NULL: the database's clock when the statement
+// began, as claimTimeSQL), the ACTIVE tasks
 // of capped types by tenant, and the starts in the current windows.
 func limitsCTEs(first int, now string) string {
 	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
@@ -66,7 +67,7 @@ limits AS MATERIALIZED (
            least(CASE WHEN l.tenant_cap > 0 THEN l.tenant_cap END,
                  CASE WHEN l.tenant_rate > 0 THEN l.tenant_rate END) AS fresh_room,
            CASE WHEN l.rate_seconds > 0 THEN
-               to_timestamp(floor(extract(epoch FROM coalesce(` + now + `::timestamptz, now())) / l.rate_seconds) * l.rate_seconds)
+               to_timestamp(floor(extract(epoch FROM coalesce(` + now + `::timestamptz, statement_timestamp())) / l.rate_seconds) * l.rate_seconds)
            END AS window_start
     FROM unnest((SELECT ` + p(0) + `::text[]), (SELECT ` + p(1) + `::int[]), (SELECT ` + p(2) + `::int[]),
                 (SELECT ` + p(3) + `::int[]), (SELECT ` + p(4) + `::int[]), (SELECT ` + p(5) + `::float8[]))
@@ -161,7 +162,9 @@ typed AS (
 
 // claimLimitedSQL is the fair claim for a batch that includes limited types
 // (see the top of this file). slots cut each pair's max_claim to its type's
-// room; the claimed rows are counted into their rate windows; each row
+// room; the claimed rows are counted into their rate windows (a row keeps
+// the newest window: a claim in an older one, which claimTimeSQL rules out
+// on the database's clock, never moves it back); each row
 // carries its type's room (NULL when the type has none but per-tenant
 // limits) after the task's columns, as claimCappedSQL's do.
 var claimLimitedSQL = `
@@ -192,8 +195,9 @@ counted AS (
     GROUP BY c.task_type, k.schema_name, l.window_start
     ON CONFLICT (task_type, schema_name) DO UPDATE
     SET starts = CASE WHEN w.window_start = excluded.window_start THEN w.starts + excluded.starts
+                      WHEN w.window_start > excluded.window_start THEN w.starts
                       ELSE excluded.starts END,
-        window_start = excluded.window_start
+        window_start = greatest(w.window_start, excluded.window_start)
 )
 SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type),
        ` + fairCensusColumns("c") + `

@@ -106,3 +106,80 @@ func TestClaimRateLimit(t *testing.T) {
 	got, _ = claimLimited(t, b, store.TypeLimits{RatePerTenant: 4, RateInterval: time.Hour}, nil, 100, at(2*time.Hour))
 	require.Equal(t, map[string]int{"ta": 4, "tb": 4}, got)
 }
+
+// TestClaimRateWindowAfterLockWait: a limited claim that waits for the
+// type's lock while a new rate window opens counts its starts in the window
+// it claims in, not the one its transaction began in. The claim's
+// transaction begins (its lock statement) in one second-long window and
+// waits; the holder of the lock records, in the next window, starts that
+// fill that window's room, as a claim of another instance would; then it
+// lets go. Counted in the window its transaction began in, the waiting claim
+// would find none of those starts (the window it reads is over) and start a
+// whole window's room on top of them.
+func TestClaimRateWindowAfterLockWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 20, 0)
+	lim := store.TypeLimits{RatePerTenant: 5, RateInterval: time.Second}
+
+	holder, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(b.ctx) }()
+	lock, _ := store.ClaimLimitedSQL()
+	_, err = holder.Exec(b.ctx, lock, []string{"noop"})
+	require.NoError(t, err)
+
+	// Wall time: the windows are the database clock's whole seconds. Begin
+	// the claim early in a second, so that it surely waits into the next.
+	for time.Now().Nanosecond() > 300*int(time.Millisecond) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	claimed := make(chan map[string]int, 1)
+	go func() {
+		got, _ := claimLimited(t, b, lim, &store.Fairness{}, 100, nil)
+		claimed <- got
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.pool.QueryRow(b.ctx,
+			`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
+		return waiting
+	}, time.Minute, time.Millisecond, "the claim waits for the lock")
+	var began float64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `
+SELECT extract(epoch FROM xact_start) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&began))
+	// Into the next window (on the database's clock), where the holder
+	// records a full window of starts.
+	for {
+		var now float64
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT extract(epoch FROM clock_timestamp())`).Scan(&now))
+		if int64(now) > int64(began) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err = holder.Exec(b.ctx, `
+INSERT INTO tasks.rate_windows (task_type, schema_name, window_start, starts)
+VALUES ('noop', 'ta', to_timestamp(floor(extract(epoch FROM clock_timestamp()))), 5)`)
+	require.NoError(t, err)
+	require.NoError(t, holder.Commit(b.ctx))
+
+	select {
+	case got := <-claimed:
+		var window float64
+		require.NoError(t, b.pool.QueryRow(b.ctx,
+			`SELECT extract(epoch FROM window_start) FROM tasks.rate_windows WHERE schema_name = 'ta'`).Scan(&window))
+		require.Greater(t, int64(window), int64(began),
+			"the claim counted its starts (%v) in the window its transaction began in, which was over", got)
+		if int64(window) == int64(began)+1 {
+			require.Empty(t, got, "the window the holder filled has no room left")
+		} else {
+			// The claim ran in a later window still (a very slow machine):
+			// it had the whole room of that one.
+			require.Equal(t, map[string]int{"ta": 5}, got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the claim did not return")
+	}
+}

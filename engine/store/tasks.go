@@ -118,7 +118,8 @@ inserted AS (
     RETURNING ` + taskColumns + `
 ),
 notified AS (
-    SELECT count(pg_notify($12, q.task_type)) AS n FROM (SELECT DISTINCT task_type FROM inserted) q
+    SELECT count(pg_notify($12, q.payload)) AS n
+    FROM (SELECT ` + queuedPayloadSQL + ` AS payload FROM inserted GROUP BY task_type) q
 )
 SELECT ` + taskColumns + ` FROM inserted, notified`
 

@@ -23,8 +23,8 @@ const copyMinTasks = 500
 // dedup keys in task_dedup (one task per key, the first of the batch, as in
 // insertTasksSQL: copyTasks leaves the others out), notifies the queued
 // channel once per task type that gets a task (those without a key, $6, and
-// those whose key was taken; delivered at commit, so only if the COPY
-// succeeds), and returns the transaction's now() (the run_after of the tasks
+// those whose key was taken; $5 and $6 hold the types' payloads,
+// QueuedPayload; delivered at commit, so only if the COPY succeeds), and returns the transaction's now() (the run_after of the tasks
 // that give none, as the column's default would be) and the ids of the tasks
 // whose key it took. A key held by another live task is left to its holder;
 // a key another transaction is inserting waits for it, as in insertTasksSQL.
@@ -32,7 +32,7 @@ const takeKeysSQL = `
 WITH keyed AS MATERIALIZED (
     SELECT *
     FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[], $5::text[])
-         AS k(schema_name, dedup_key, task_id, ts, task_type)
+         AS k(schema_name, dedup_key, task_id, ts, payload)
 ),
 taken AS (
     INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
@@ -41,13 +41,33 @@ taken AS (
     RETURNING task_id
 ),
 notified AS (
-    SELECT count(pg_notify($7, q.task_type)) AS n
-    FROM (SELECT unnest($6::text[]) AS task_type
+    SELECT count(pg_notify($7, q.payload)) AS n
+    FROM (SELECT unnest($6::text[]) AS payload
           UNION
-          SELECT k.task_type FROM taken JOIN keyed k USING (task_id)) q
+          SELECT k.payload FROM taken JOIN keyed k USING (task_id)) q
 )
 SELECT now(), coalesce((SELECT array_agg(task_id) FROM taken), '{}')
 FROM notified`
+
+// queuedPayloads returns, per task type of tasks, the payload of its
+// task-queued notification (QueuedPayload): with the tenant when one
+// tenant has all of that type's tasks in the batch.
+func queuedPayloads(tasks []NewTask) map[string]string {
+	tenants := map[string]string{} // per type, its one tenant, or "" once several
+	for i := range tasks {
+		t := &tasks[i]
+		if one, ok := tenants[t.TaskType]; !ok {
+			tenants[t.TaskType] = t.SchemaName
+		} else if one != t.SchemaName {
+			tenants[t.TaskType] = ""
+		}
+	}
+	payloads := make(map[string]string, len(tenants))
+	for tt, one := range tenants {
+		payloads[tt] = QueuedPayload(tt, one)
+	}
+	return payloads
+}
 
 // copyTasks inserts tasks (their ids set) as insertTasksSQL does, in one
 // transaction (the caller's when the store runs on one): takeKeysSQL, then
@@ -63,12 +83,13 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 	// in a cycle.
 	var keyed []*NewTask
 	seen := map[tenantKey]bool{}
-	var freeTypes []string
+	payloads := queuedPayloads(tasks)
+	var freePayloads []string // of the types with tasks without a key
 	for i := range tasks {
 		t := &tasks[i]
 		if t.DedupKey == "" {
-			if !slices.Contains(freeTypes, t.TaskType) {
-				freeTypes = append(freeTypes, t.TaskType)
+			if p := payloads[t.TaskType]; !slices.Contains(freePayloads, p) {
+				freePayloads = append(freePayloads, p)
 			}
 			continue
 		}
@@ -80,15 +101,15 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 	slices.SortFunc(keyed, func(a, b *NewTask) int {
 		return cmp.Or(strings.Compare(a.SchemaName, b.SchemaName), strings.Compare(a.DedupKey, b.DedupKey))
 	})
-	keySchemas, keys, keyTypes := make([]string, len(keyed)), make([]string, len(keyed)), make([]string, len(keyed))
+	keySchemas, keys, keyPayloads := make([]string, len(keyed)), make([]string, len(keyed)), make([]string, len(keyed))
 	keyIDs, keyTimes := make([][16]byte, len(keyed)), make([]time.Time, len(keyed))
 	for i, t := range keyed {
-		keySchemas[i], keys[i], keyTypes[i], keyIDs[i], keyTimes[i] = t.SchemaName, t.DedupKey, t.TaskType, t.ID, IDTime(t.ID)
+		keySchemas[i], keys[i], keyPayloads[i], keyIDs[i], keyTimes[i] = t.SchemaName, t.DedupKey, payloads[t.TaskType], t.ID, IDTime(t.ID)
 	}
 	src := &taskCopyReader{tasks: tasks}
 	write := func(tx pgx.Tx) error {
 		var won [][16]byte
-		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyTypes, freeTypes, s.channels.TaskQueued).
+		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyPayloads, freePayloads, s.channels.TaskQueued).
 			Scan(&src.now, &won)
 		if err != nil {
 			return wrap("taking the dedup keys of tasks", err)

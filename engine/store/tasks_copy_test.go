@@ -130,36 +130,48 @@ SELECT count(DISTINCT tableoid) FROM tasks.tasks WHERE "timestamp" >= $1`, from)
 	require.Equal(t, answer("duplicate of 8"), viaCopy[20])
 }
 
-// TestInsertTasksCopyNotifies: a COPY notifies the queued channel once per
-// type it inserted a task of, and not for a type whose only task was a
-// duplicate.
-func TestInsertTasksCopyNotifies(t *testing.T) {
+// TestInsertTasksNotifies: an insert notifies the queued channel once per
+// type it inserted a task of, not for a type whose only task was a
+// duplicate, and names the tenant when one tenant queued all of a type's
+// tasks (store.QueuedPayload), through COPY and through the statement.
+func TestInsertTasksNotifies(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	held := keyedTask("held", time.Time{})
-	held.TaskType = "third"
-	_, err := b.store.InsertTasks(b.ctx, []store.NewTask{held})
-	require.NoError(t, err)
+	for _, viaCopy := range []bool{true, false} {
+		t.Run(fmt.Sprintf("copy=%t", viaCopy), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			held := keyedTask("held", time.Time{})
+			held.TaskType = "third"
+			_, err := b.store.InsertTasks(b.ctx, []store.NewTask{held})
+			require.NoError(t, err)
 
-	conn, err := b.pool.Acquire(b.ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = conn.Exec(b.ctx, `LISTEN new_task_queued`)
-	require.NoError(t, err)
+			conn, err := b.pool.Acquire(b.ctx)
+			require.NoError(t, err)
+			defer conn.Release()
+			_, err = conn.Exec(b.ctx, `LISTEN new_task_queued`)
+			require.NoError(t, err)
 
-	batch := make([]store.NewTask, 600)
-	for i := range batch {
-		batch[i] = newTask("noop")
-		if i%2 == 1 {
-			batch[i] = keyedTask(fmt.Sprintf("k%d", i), time.Time{})
-			batch[i].TaskType = "other"
-		}
+			batch := make([]store.NewTask, 600)
+			for i := range batch {
+				batch[i] = newTask("noop")
+				if i%2 == 1 {
+					batch[i] = keyedTask(fmt.Sprintf("k%d", i), time.Time{})
+					batch[i].TaskType = "other"
+				}
+			}
+			batch[0] = keyedTask("held", time.Time{})
+			batch[0].TaskType = "third"
+			batch[2].SchemaName, batch[2].Scope = "ta", wftype.ScopeCatalog // noop: two tenants
+			_, err = b.store.InsertTasksVia(b.ctx, batch, viaCopy)
+			require.NoError(t, err)
+			require.ElementsMatch(t, []string{"noop", store.QueuedPayload("other", wftype.SystemSchema)},
+				b.notifiedUntilEnd(t, conn, "new_task_queued"))
+			tt, tenant := store.ParseQueued(store.QueuedPayload("other", "ta"))
+			require.Equal(t, []string{"other", "ta"}, []string{tt, tenant})
+			tt, tenant = store.ParseQueued("noop")
+			require.Equal(t, []string{"noop", ""}, []string{tt, tenant})
+		})
 	}
-	batch[0] = keyedTask("held", time.Time{})
-	batch[0].TaskType = "third"
-	_, err = b.store.InsertTasksVia(b.ctx, batch, true)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"noop", "other"}, b.notifiedUntilEnd(t, conn, "new_task_queued"))
 }
 
 // notifiedUntilEnd sends "end" on channel, which conn listens to, and
