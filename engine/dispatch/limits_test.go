@@ -128,6 +128,7 @@ SELECT coalesce(max(n), 0) FROM (
     SELECT count(*) AS n FROM tasks.tasks WHERE status = 'ACTIVE' GROUP BY schema_name
 ) x`)
 		require.NoError(t, err)
+		defer rows.Close()
 		for rows.Next() {
 			var n int
 			require.NoError(t, rows.Scan(&n))

@@ -28,6 +28,7 @@ func TestConsumerCreatesTheMonthsPartitions(t *testing.T) {
 		JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace
 		WHERE n.nspname = 'tasks' AND p.relname IN ('tasks', 'events') AND c.relname LIKE $1`, "%_p%")
 	require.NoError(t, err)
+	defer rows.Close()
 	var drop []string
 	for rows.Next() {
 		var name string
