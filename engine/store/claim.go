@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -201,9 +203,9 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	} else if types, caps := globalCaps(p); len(types) > 0 {
 		c, err = s.claimCapped(ctx, args, types, caps)
 	} else if p.Fair != nil {
-		c, err = s.claimFair(ctx, append(append(args, fairArgs(p, p.Fair)...), fairSkips(p)))
+		c, err = s.claimFair(ctx, append(append(args, fairArgs(p, p.Fair)...), fairSkips(p)), p.Total)
 	} else {
-		c.Tasks, err = s.claimWith(ctx, args)
+		c.Tasks, err = s.claimWith(ctx, args, p.Total)
 	}
 	if err != nil {
 		return Claimed{}, err
@@ -221,12 +223,20 @@ func (s *Store) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	return c, nil
 }
 
-// claimWith claims with claimTasksSQL, one statement: the hot path.
-func (s *Store) claimWith(ctx context.Context, args []any) ([]wftype.Task, error) {
+// claimWith claims with claimTasksSQL, one statement: the hot path. total
+// is the most it can return.
+func (s *Store) claimWith(ctx context.Context, args []any, total int) ([]wftype.Task, error) {
 	var tasks []wftype.Task
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
-		var err error
-		tasks, err = queryAll(ctx, db, "claiming tasks", claimTasksSQL, scanTask, args...)
+		tasks = make([]wftype.Task, 0, total)
+		sc := newTaskScanner()
+		err := queryEach(ctx, db, "claiming tasks", claimTasksSQL, func(row pgx.Row) error {
+			t, err := sc.scan(row)
+			if err == nil {
+				tasks = append(tasks, t)
+			}
+			return err
+		}, args...)
 		return len(tasks), err
 	})
 	return tasks, err

@@ -146,14 +146,15 @@ func (s *Store) claimLocked(ctx context.Context, doing, sql string, types []stri
 func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 	defer rows.Close()
 	var c Claimed
+	var room *int32
+	var one, scanEnd *string
+	extra := []any{&room}
+	if fair {
+		extra = append(extra, &one, &scanEnd)
+	}
+	sc := newTaskScanner(extra...)
 	for rows.Next() {
-		var room *int32
-		var one, scanEnd *string
-		extra := []any{&room}
-		if fair {
-			extra = append(extra, &one, &scanEnd)
-		}
-		t, err := scanTaskAnd(rows, extra...)
+		t, err := sc.scan(rows)
 		if err != nil {
 			return Claimed{}, err
 		}

@@ -405,3 +405,84 @@ func TestClaimFairRotatesPastUnserved(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimFairLoneTenantTakesClaimOrder: with one tenant waiting in one
+// pair (the burn-down's case), the fair claim skips its ranking
+// (fairCandidates) and must take exactly the tasks, in the order, that a
+// claim without fairness takes: highest priority, then oldest, whatever the
+// batch's size next to the backlog, with mixed priorities (its shares then
+// lock more than the batch), tasks not due yet, other pairs without tasks,
+// and a paused tenant. With the tenant's tasks in two pairs it ranks, and
+// the batch still holds the same tasks.
+func TestClaimFairLoneTenantTakesClaimOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 7, 0)
+	tenantTasks(t, b, "ta", "noop", 3, 5)
+	tenantTasks(t, b, "ta", "noop", 4, 0)
+	tenantTasks(t, b, "ta", "noop", 2, 9)
+	// Older due times than their creation order says, and one not due.
+	_, err := b.pool.Exec(b.ctx, `
+UPDATE tasks.tasks t SET run_after = now() - interval '1 minute' * x.k
+FROM (SELECT task_id, row_number() OVER (ORDER BY task_id DESC) AS k FROM tasks.tasks
+      ORDER BY task_id DESC LIMIT 5 OFFSET 3) x
+WHERE t.task_id = x.task_id`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `UPDATE tasks.tasks SET run_after = now() + interval '1 hour'
+WHERE task_id = (SELECT task_id FROM tasks.tasks WHERE priority = 5 ORDER BY task_id LIMIT 1)`)
+	require.NoError(t, err)
+	slots := func(types []string, max int) []store.ClaimSlot {
+		var out []store.ClaimSlot
+		for _, tt := range types {
+			out = append(out, store.ClaimSlot{Mode: wftype.ModeAsync, TaskType: tt, Max: max, Lease: time.Minute})
+		}
+		return out
+	}
+	// claimed claims in a transaction it rolls back and returns the ids.
+	claimed := func(fair *store.Fairness, types []string, max, total int) ([]string, store.Claimed) {
+		t.Helper()
+		var ids []string
+		var c store.Claimed
+		err := b.store.InTx(b.ctx, func(tx *store.Store) error {
+			var err error
+			c, err = tx.Claim(b.ctx, store.ClaimParams{Owner: "w", Total: total, Fair: fair, Slots: slots(types, max)})
+			require.NoError(t, err)
+			for _, tk := range c.Tasks {
+				ids = append(ids, tk.ID.String())
+			}
+			return errRolledBack
+		})
+		require.ErrorIs(t, err, errRolledBack)
+		return ids, c
+	}
+	for _, types := range [][]string{{"noop"}, {"noop", "empty", "other"}} {
+		for _, n := range []struct{ max, total int }{{2, 2}, {3, 3}, {5, 5}, {6, 4}, {12, 12}, {40, 40}} {
+			name := fmt.Sprintf("types=%d,max=%d,total=%d", len(types), n.max, n.total)
+			want, _ := claimed(nil, types, n.max, n.total)
+			got, c := claimed(&store.Fairness{}, types, n.max, n.total)
+			require.Equal(t, want, got, name)
+			require.Equal(t, "ta", c.OneTenant, name)
+			require.Equal(t, "ta", c.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}], name)
+		}
+	}
+	all, _ := claimed(nil, []string{"noop"}, 40, 40)
+	require.Len(t, all, 15, "one task is not due")
+
+	// The same tenant in a second pair: ranked, the same tasks.
+	tenantTasks(t, b, "ta", "other", 3, 9)
+	for _, total := range []int{4, 30} {
+		want, _ := claimed(nil, []string{"noop", "other"}, 20, total)
+		got, c := claimed(&store.Fairness{}, []string{"noop", "other"}, 20, total)
+		require.ElementsMatch(t, want, got, total)
+		require.Equal(t, "ta", c.OneTenant)
+	}
+
+	// A paused tenant: nothing.
+	_, _, err = b.store.PauseQueue(b.ctx, store.PauseParams{Kind: store.PauseTenant, Name: "ta"})
+	require.NoError(t, err)
+	got, c := claimed(&store.Fairness{}, []string{"noop"}, 5, 5)
+	require.Empty(t, got)
+	require.Empty(t, c.OneTenant)
+}
+
+var errRolledBack = fmt.Errorf("rolled back")

@@ -26,27 +26,54 @@ const taskColumnsT = `t.task_id, t."timestamp", t.schema_name, t.scope, t.execut
 func scanTask(row pgx.Row) (wftype.Task, error) { return scanTaskAnd(row) }
 
 // scanTaskAnd scans a row of taskColumns followed by len(extra) more
-// columns, which go to extra. The destinations are one slice, sized once: a
-// claim scans thousands of rows.
+// columns, which go to extra. A result of many rows is read with one
+// taskScanner instead.
 func scanTaskAnd(row pgx.Row, extra ...any) (wftype.Task, error) {
-	var t wftype.Task
-	var id [16]byte // scanned as bytes: a uuid.UUID (an sql.Scanner) would go through text
-	var scope, mode, status string
-	var inputs, outputs, progress []byte
-	var traceparent *string
-	dest := append(make([]any, 0, 24+len(extra)),
-		&id, &t.Timestamp, &t.SchemaName, &scope, &mode, &t.TaskType, &status, &t.DedupKey,
-		&inputs, &outputs, &progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
-		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes, &traceparent)
-	if err := row.Scan(append(dest, extra...)...); err != nil {
-		return t, err
+	return newTaskScanner(extra...).scan(row)
+}
+
+// taskScanner reads rows of taskColumns, then of the extra columns it was
+// made with, into tasks. Its destinations are made once and serve every
+// row of a result: a claim scans thousands of rows, and destinations made
+// per row (the task, its id and text columns as scan targets, the list of
+// them) were a dozen allocations each.
+type taskScanner struct {
+	t                         wftype.Task
+	id                        [16]byte // as bytes: a uuid.UUID (an sql.Scanner) would go through text
+	scope, mode, status       string
+	inputs, outputs, progress []byte
+	traceparent               *string
+	dest                      []any
+}
+
+// newTaskScanner returns a scanner whose rows end with the columns that
+// go to extra (read them after each scan).
+func newTaskScanner(extra ...any) *taskScanner {
+	s := &taskScanner{}
+	t := &s.t
+	s.dest = append(make([]any, 0, 24+len(extra)),
+		&s.id, &t.Timestamp, &t.SchemaName, &s.scope, &s.mode, &t.TaskType, &s.status, &t.DedupKey,
+		&s.inputs, &s.outputs, &s.progress, &t.Error, &t.Priority, &t.RetryCount, &t.MaxRetries, &t.Attempts, &t.OwnerID,
+		&t.RunAfter, &t.LockedUntil, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.Snoozes, &s.traceparent)
+	s.dest = append(s.dest, extra...)
+	return s
+}
+
+// scan reads one row. What it returns shares no memory with the scanner
+// (pgx scans every byte slice, string and pointer afresh), so the next row
+// leaves it as it is.
+func (s *taskScanner) scan(row pgx.Row) (wftype.Task, error) {
+	s.t, s.inputs, s.outputs, s.progress, s.traceparent = wftype.Task{}, nil, nil, nil, nil
+	if err := row.Scan(s.dest...); err != nil {
+		return wftype.Task{}, err
 	}
-	if traceparent != nil {
-		t.Traceparent = *traceparent
+	t := s.t
+	if s.traceparent != nil {
+		t.Traceparent = *s.traceparent
 	}
-	t.ID = id
-	t.Scope, t.ExecutionMode, t.Status = wftype.Scope(scope), wftype.ExecutionMode(mode), wftype.TaskStatus(status)
-	t.Inputs, t.Outputs, t.Progress = inputs, outputs, progress
+	t.ID = s.id
+	t.Scope, t.ExecutionMode, t.Status = wftype.Scope(s.scope), wftype.ExecutionMode(s.mode), wftype.TaskStatus(s.status)
+	t.Inputs, t.Outputs, t.Progress = s.inputs, s.outputs, s.progress
 	utcTimes(&t)
 	return t, nil
 }
