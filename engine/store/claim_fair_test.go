@@ -412,7 +412,8 @@ func TestClaimFairRotatesPastUnserved(t *testing.T) {
 // claim without fairness takes: highest priority, then oldest, whatever the
 // batch's size next to the backlog, with mixed priorities (its shares then
 // lock more than the batch), tasks not due yet, other pairs without tasks,
-// and a paused tenant. With the tenant's tasks in two pairs it ranks, and
+// a claim passing over the tenants of claims out at once, and a paused
+// tenant. With the tenant's tasks in two pairs it ranks, and
 // the batch still holds the same tasks.
 func TestClaimFairLoneTenantTakesClaimOrder(t *testing.T) {
 	t.Parallel()
@@ -464,6 +465,24 @@ WHERE task_id = (SELECT task_id FROM tasks.tasks WHERE priority = 5 ORDER BY tas
 			require.Equal(t, "ta", c.OneTenant, name)
 			require.Equal(t, "ta", c.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}], name)
 		}
+	}
+	// A claim that passes over the tenants of claims out at once
+	// (FairSkip) still serves the one tenant, in claim order.
+	for _, skip := range []int{1, 5} {
+		want, _ := claimed(nil, []string{"noop"}, 6, 6)
+		var got []string
+		err := b.store.InTx(b.ctx, func(tx *store.Store) error {
+			sl := slots([]string{"noop"}, 6)
+			sl[0].FairSkip = skip
+			c, err := tx.Claim(b.ctx, store.ClaimParams{Owner: "w", Total: 6, Fair: &store.Fairness{}, Slots: sl})
+			require.NoError(t, err)
+			for _, tk := range c.Tasks {
+				got = append(got, tk.ID.String())
+			}
+			return errRolledBack
+		})
+		require.ErrorIs(t, err, errRolledBack)
+		require.Equal(t, want, got, "skip %d", skip)
 	}
 	all, _ := claimed(nil, []string{"noop"}, 40, 40)
 	require.Len(t, all, 15, "one task is not due")
