@@ -88,6 +88,24 @@ handler: {builtin: sleep}
 concurrency: {per_instance: 1}
 ---
 kind: TaskType
+name: sleep_sync_tenant
+description: Sleeps inputs.duration in front of its caller; one at a time per tenant.
+execution_mode: SYNCHRONOUS
+scope: CATALOG
+api: {create: [client, admin]}
+handler: {builtin: sleep}
+concurrency: {per_tenant: 1}
+---
+kind: TaskType
+name: echo_sync_rate
+description: Echoes its inputs in front of its caller; 2 starts per tenant an hour, 3 in all.
+execution_mode: SYNCHRONOUS
+scope: CATALOG
+api: {create: [client, admin]}
+handler: {builtin: echo}
+rate_limit: {starts: 3, per_tenant: 2, interval: 1h}
+---
+kind: TaskType
 name: echo_sync
 description: Echoes its inputs back as outputs, in front of its caller.
 execution_mode: SYNCHRONOUS

@@ -17,7 +17,7 @@ import (
 // their callers: the engine's one way to run a task (engine/worker over
 // engine/execution), under this server's owner id, with the synchronous
 // runners. A run is bounded by the write timeout (the answer must still be
-// writable when it ends), refused at concurrency.global, and finished as
+// writable when it ends), refused when a limit of its type has no room, and finished as
 // FAILED when its caller goes away. With tracing on, the run's span is a
 // child of the request's server span.
 func (s *Server) newSyncWorker() (*worker.Worker, error) {
@@ -27,7 +27,7 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 	}
 	return worker.New(worker.Config{
 		Store: s.store, Owner: s.cfg.Owner, Capabilities: s.sync, Rules: s.cfg.Rules,
-		Reporters: s.cfg.Reporters, MaxTimeout: maxTimeout, CheckGlobal: true, FinishWhenStopped: true,
+		Reporters: s.cfg.Reporters, MaxTimeout: maxTimeout, CheckLimits: true, FinishWhenStopped: true,
 		Observer: s.metrics, Logger: s.log, TracerProvider: s.cfg.TracerProvider,
 	})
 }
@@ -40,10 +40,11 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 // task, so it shows in the history. A request whose dedup key is held by a
 // live task runs nothing and returns that task with dedup set.
 //
-// The type's concurrency limits hold for synchronous runs too: past
-// concurrency.per_instance runs in this server, or concurrency.global ACTIVE
-// tasks of the type anywhere, the request is refused with 429 and nothing
-// is created.
+// The type's limits hold for synchronous runs too: past
+// concurrency.per_instance runs in this server, concurrency.global ACTIVE
+// tasks of the type anywhere or per_tenant of the tenant, or rate_limit's
+// starts in the window, the request is refused with 429 and nothing is
+// created; a run that starts counts as a start of its window.
 func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.Task, dedup bool, err error) {
 	pair := runners.Pair{Mode: wftype.ModeSync, TaskType: req.TaskType}
 	if s.sync[pair] == nil {
@@ -56,9 +57,10 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	}
 	defer s.syncSlots.release(pair)
 	claim, existing, err := s.syncWorker.CreateOrFind(ctx, s.client, req)
+	var limited *worker.BusyError
 	switch {
-	case errors.Is(err, worker.ErrBusy):
-		return task, false, busy("%d tasks of type %s are already running (concurrency.global)", rule.Global, req.TaskType)
+	case errors.As(err, &limited):
+		return task, false, busy("task type %s: %s", req.TaskType, limited.Detail)
 	case err != nil:
 		return task, false, err
 	case existing != nil:

@@ -254,3 +254,84 @@ func TestSyncRunsKeepConcurrencyLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncRunsKeepTenantLimits: a synchronous type's concurrency.per_tenant
+// and rate_limit hold for runs in front of their callers, per tenant: a
+// request past a limit answers 429 and creates nothing, while another
+// tenant with room is served; a run counts as a start of its window.
+func TestSyncRunsKeepTenantLimits(t *testing.T) {
+	t.Parallel()
+	t.Run("per_tenant", func(t *testing.T) {
+		t.Parallel()
+		b := setupTenants(t)
+		post := func(token, tenant, duration string) response {
+			return b.do("POST", "/tasks", token, map[string]any{"task_type": "sleep_sync_tenant", "schema_name": tenant,
+				"inputs": map[string]any{"duration": duration}})
+		}
+		first := make(chan response, 1)
+		go func() { first <- post(tokClientLimited, "s_cat_a", "3s") }()
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE status = 'ACTIVE'`).Scan(&n))
+			return n == 1
+		}, 30*time.Second, 10*time.Millisecond)
+		res := post(tokClientLimited, "s_cat_a", "0s")
+		require.Equal(t, http.StatusTooManyRequests, res.status, string(res.body))
+		require.Contains(t, res.json(t)["detail"], "concurrency.per_tenant")
+		res = post(tokClientB, "s_cat_b", "0s")
+		require.Equal(t, http.StatusOK, res.status, "another tenant has room: %s", res.body)
+		res = <-first
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, map[string]int{"s_cat_a": 1, "s_cat_b": 1}, tasksByTenant(t, b, "sleep_sync_tenant"),
+			"the refused request created nothing")
+	})
+	t.Run("rate_limit", func(t *testing.T) {
+		t.Parallel()
+		b := setupTenants(t)
+		// The windows are the database clock's hours: keep the requests
+		// in one (wall time, as the windows are).
+		for {
+			var left float64
+			require.NoError(t, b.pool.QueryRow(b.ctx,
+				`SELECT 3600 - extract(epoch FROM clock_timestamp())::numeric % 3600`).Scan(&left))
+			if left > 60 {
+				break
+			}
+			time.Sleep(time.Duration(left*float64(time.Second)) + time.Second)
+		}
+		post := func(token, tenant string) response {
+			return b.do("POST", "/tasks", token, map[string]any{"task_type": "echo_sync_rate", "schema_name": tenant,
+				"inputs": map[string]any{}})
+		}
+		for range 2 {
+			res := post(tokClientLimited, "s_cat_a")
+			require.Equal(t, http.StatusOK, res.status, string(res.body))
+		}
+		res := post(tokClientLimited, "s_cat_a")
+		require.Equal(t, http.StatusTooManyRequests, res.status, "the tenant's 2 starts are used: %s", res.body)
+		require.Contains(t, res.json(t)["detail"], "rate_limit")
+		res = post(tokClientB, "s_cat_b")
+		require.Equal(t, http.StatusOK, res.status, "another tenant's first start: %s", res.body)
+		res = post(tokClientB, "s_cat_b")
+		require.Equal(t, http.StatusTooManyRequests, res.status, "the type's 3 starts are used: %s", res.body)
+		require.Equal(t, map[string]int{"s_cat_a": 2, "s_cat_b": 1}, tasksByTenant(t, b, "echo_sync_rate"),
+			"the refused requests created nothing")
+	})
+}
+
+// tasksByTenant counts the tasks of taskType by tenant.
+func tasksByTenant(t *testing.T, b *bundle, taskType string) map[string]int {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT schema_name, count(*) FROM tasks.tasks WHERE task_type = $1 GROUP BY 1`, taskType)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var tenant string
+		var n int
+		require.NoError(t, rows.Scan(&tenant, &n))
+		out[tenant] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}

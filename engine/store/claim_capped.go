@@ -183,21 +183,3 @@ type leading struct {
 func (r leading) Scan(dest ...any) error {
 	return r.row.Scan(append(append([]any(nil), r.first...), dest...)...)
 }
-
-// GlobalRoom takes the advisory lock of taskType's global cap, as capped
-// claims do, and returns how many more of its tasks may be ACTIVE now: limit
-// minus those ACTIVE. Call it inside a transaction: the lock holds until the
-// transaction ends, so a claim made in it before the commit is counted by
-// every later claimer. The count is a statement of its own, run once the
-// lock is held, so under READ COMMITTED it sees every claim committed before.
-func (s *Store) GlobalRoom(ctx context.Context, taskType string, limit int) (int, error) {
-	const count = `SELECT count(*) FROM tasks.tasks WHERE status = 'ACTIVE' AND task_type = $1`
-	if _, err := s.db.Exec(ctx, globalLockSQL, []string{taskType}); err != nil { // the capped claims' lock
-		return 0, wrap("locking the global limit of "+taskType, err)
-	}
-	var active int
-	if err := s.db.QueryRow(ctx, count, taskType).Scan(&active); err != nil {
-		return 0, wrap("counting the active tasks of "+taskType, err)
-	}
-	return limit - active, nil
-}

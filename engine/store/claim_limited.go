@@ -160,11 +160,21 @@ typed AS (
 ),`
 }
 
+// countStartsSQL ends the INSERT INTO tasks.rate_windows AS w of a claim's
+// starts: they add to the row's count in the same window, and begin a
+// newer window's count; a row keeps the newest window (a claim in an older
+// one, which claimTimeSQL rules out on the database's clock, never moves
+// it back).
+const countStartsSQL = `ON CONFLICT (task_type, schema_name) DO UPDATE
+    SET starts = CASE WHEN w.window_start = excluded.window_start THEN w.starts + excluded.starts
+                      WHEN w.window_start > excluded.window_start THEN w.starts
+                      ELSE excluded.starts END,
+        window_start = greatest(w.window_start, excluded.window_start)`
+
 // claimLimitedSQL is the fair claim for a batch that includes limited types
 // (see the top of this file). slots cut each pair's max_claim to its type's
-// room; the claimed rows are counted into their rate windows (a row keeps
-// the newest window: a claim in an older one, which claimTimeSQL rules out
-// on the database's clock, never moves it back); each row
+// room; the claimed rows are counted into their rate windows
+// (countStartsSQL); each row
 // carries its type's room (NULL when the type has none but per-tenant
 // limits) after the task's columns, as claimCappedSQL's do.
 var claimLimitedSQL = `
@@ -193,11 +203,7 @@ counted AS (
         SELECT c.schema_name WHERE l.tenant_rate > 0
     ) k
     GROUP BY c.task_type, k.schema_name, l.window_start
-    ON CONFLICT (task_type, schema_name) DO UPDATE
-    SET starts = CASE WHEN w.window_start = excluded.window_start THEN w.starts + excluded.starts
-                      WHEN w.window_start > excluded.window_start THEN w.starts
-                      ELSE excluded.starts END,
-        window_start = greatest(w.window_start, excluded.window_start)
+    ` + countStartsSQL + `
 )
 SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type),
        ` + fairCensusColumns("c") + `
@@ -279,6 +285,16 @@ const (
 	HeldRate      = "rate_limit"
 )
 
+// heldReasonSQL is the first limit (Held.Reason) that leaves a tenant of a
+// type no room now, NULL when none does: of limits l, with the tenant's
+// rows of active a and started s joined (LEFT) on the type and tenant.
+const heldReasonSQL = `CASE
+        WHEN l.global_cap > 0 AND l.global_cap <= coalesce((SELECT sum(ta.n) FROM active ta WHERE ta.task_type = l.task_type), 0) THEN '` + HeldGlobal + `'
+        WHEN l.tenant_cap > 0 AND l.tenant_cap <= coalesce(a.n, 0) THEN '` + HeldPerTenant + `'
+        WHEN l.type_rate > 0 AND l.type_rate <= coalesce((SELECT ts.starts FROM started ts WHERE ts.task_type = l.task_type AND ts.schema_name = ''), 0) THEN '` + HeldRate + `'
+        WHEN l.tenant_rate > 0 AND l.tenant_rate <= coalesce(s.starts, 0) THEN '` + HeldRate + `'
+    END`
+
 // heldSQL counts the due PENDING tasks, by type and tenant, of the limited
 // types ($1…$6, as limitedArgs gives them) whose type or tenant has no room
 // left now. The due tasks are counted from a partial index on PENDING rows
@@ -292,12 +308,7 @@ due AS (
       AND t.task_type = ANY (ARRAY(SELECT l.task_type FROM limits l))
     GROUP BY t.task_type, t.schema_name
 )
-SELECT d.task_type, d.schema_name, CASE
-        WHEN l.global_cap > 0 AND l.global_cap <= coalesce((SELECT sum(a.n) FROM active a WHERE a.task_type = d.task_type), 0) THEN '` + HeldGlobal + `'
-        WHEN l.tenant_cap > 0 AND l.tenant_cap <= coalesce(a.n, 0) THEN '` + HeldPerTenant + `'
-        WHEN l.type_rate > 0 AND l.type_rate <= coalesce((SELECT s.starts FROM started s WHERE s.task_type = d.task_type AND s.schema_name = ''), 0) THEN '` + HeldRate + `'
-        WHEN l.tenant_rate > 0 AND l.tenant_rate <= coalesce(s.starts, 0) THEN '` + HeldRate + `'
-    END AS reason, d.n
+SELECT d.task_type, d.schema_name, ` + heldReasonSQL + ` AS reason, d.n
 FROM due d
 JOIN limits l ON l.task_type = d.task_type
 LEFT JOIN active a ON a.task_type = d.task_type AND a.schema_name = d.schema_name

@@ -183,3 +183,48 @@ VALUES ('noop', 'ta', to_timestamp(floor(extract(epoch FROM clock_timestamp())))
 		t.Fatal("the claim did not return")
 	}
 }
+
+// TestStartSyncSharesTheLimits: a SYNCHRONOUS run's start (StartSync)
+// counts in its type's rate windows and is counted by claims, and claims'
+// starts and ACTIVE tasks are counted by it.
+func TestStartSyncSharesTheLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 10, 0)
+	rate := store.TypeLimits{RatePerTenant: 3, RateInterval: time.Hour}
+	start := func(tenant string, lim store.TypeLimits) string {
+		t.Helper()
+		var reason string
+		require.NoError(t, b.store.InTx(b.ctx, func(tx *store.Store) error {
+			var err error
+			reason, err = tx.StartSync(b.ctx, "noop", tenant, lim)
+			return err
+		}))
+		return reason
+	}
+	// StartSync reads the database's clock; the claims take their time from
+	// it too, in the same hour's window: wait out an hour's last minute
+	// (wall time, as the windows are).
+	var now time.Time
+	for {
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT statement_timestamp()`).Scan(&now))
+		if left := now.Truncate(time.Hour).Add(time.Hour).Sub(now); left < time.Minute {
+			time.Sleep(left + time.Second)
+			continue
+		}
+		break
+	}
+	require.Empty(t, start("ta", rate))
+	require.Empty(t, start("ta", rate))
+	got, _ := claimLimited(t, b, rate, nil, 10, &now)
+	require.Equal(t, map[string]int{"ta": 1}, got, "two of the tenant's three starts were synchronous runs")
+	require.Equal(t, store.HeldRate, start("ta", rate))
+	require.Empty(t, start("tb", rate), "another tenant's window")
+
+	caps := store.TypeLimits{PerTenant: 1, Global: 2}
+	require.Equal(t, store.HeldPerTenant, start("ta", caps), "ta has an ACTIVE task")
+	require.Empty(t, start("tb", caps))
+	got, _ = claimLimited(t, b, store.TypeLimits{Global: 2}, &store.Fairness{}, 10, nil)
+	require.Equal(t, map[string]int{"ta": 1}, got)
+	require.Equal(t, store.HeldGlobal, start("tb", caps), "two ACTIVE in all")
+}

@@ -23,7 +23,7 @@
 // task.failed / task.dead_lettered events are exactly those of `wf run`.
 //
 // The HTTP API's SYNCHRONOUS runs are a Create and a Run of a worker in the
-// API's process (Config.CheckGlobal, Config.MaxTimeout and
+// API's process (Config.CheckLimits, Config.MaxTimeout and
 // Config.FinishWhenStopped are theirs).
 package worker
 
@@ -71,11 +71,13 @@ type Config struct {
 	// MaxTimeout, when set, bounds every run below its task type's timeout
 	// (the HTTP API: the answer must still be writable when the run ends).
 	MaxTimeout time.Duration
-	// CheckGlobal makes Create refuse, with an error wrapping ErrBusy and
-	// creating nothing, a task whose type has concurrency.global tasks
-	// ACTIVE already (the HTTP API's synchronous runs, which claim outside
-	// the dispatcher's capped claim).
-	CheckGlobal bool
+	// CheckLimits makes CreateOrFind refuse, with an error wrapping ErrBusy
+	// and creating nothing, a task that its type's limits leave no room
+	// for: concurrency.global or per_tenant ACTIVE already, or rate_limit's
+	// starts in the window (the HTTP API's synchronous runs, which claim
+	// outside the dispatcher's limited claim); a run it lets start counts
+	// as a start of the window.
+	CheckLimits bool
 	// FinishWhenStopped writes the outcome of a run stopped by Run's context
 	// like any failed run (the HTTP API: a SYNCHRONOUS task whose caller
 	// left has failed in front of it), instead of handing the task back.
@@ -89,9 +91,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrBusy is wrapped by Create's error when the task type's
-// concurrency.global is reached (Config.CheckGlobal).
-var ErrBusy = errors.New("the task type's concurrency.global is reached")
+// ErrBusy is wrapped by CreateOrFind's error when a limit of the task's
+// type has no room for it (Config.CheckLimits).
+var ErrBusy = errors.New("a limit of the task type has no room")
+
+// BusyError is CreateOrFind's error when a limit of the task's type has no
+// room for it; it wraps ErrBusy.
+type BusyError struct {
+	TaskType string
+	// Reason is the limit: store.HeldGlobal, HeldPerTenant or HeldRate.
+	Reason string
+	// Detail says it in words, e.g. "3 tasks are already running
+	// (concurrency.global)".
+	Detail string
+}
+
+func (e *BusyError) Error() string { return fmt.Sprintf("task type %s: %s", e.TaskType, e.Detail) }
+
+// Unwrap makes a BusyError an ErrBusy.
+func (e *BusyError) Unwrap() error { return ErrBusy }
 
 // Worker runs single tasks. It is safe for concurrent use.
 type Worker struct {
@@ -208,14 +226,14 @@ func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client
 			return nil
 		}
 		rule := w.cfg.Rules.For(&res.Task)
-		if w.cfg.CheckGlobal && rule.Global > 0 {
-			room, err := tx.GlobalRoom(ctx, req.TaskType, rule.Global)
+		if w.cfg.CheckLimits {
+			reason, err := tx.StartSync(ctx, req.TaskType, res.Task.SchemaName, rule.Limits())
 			if err != nil {
 				return err
 			}
-			if room <= 0 {
+			if reason != "" {
 				// Rolls the insert back: nothing is created.
-				return fmt.Errorf("%d tasks of type %s are already running: %w", rule.Global, req.TaskType, ErrBusy)
+				return &BusyError{TaskType: req.TaskType, Reason: reason, Detail: limitText(rule, reason)}
 			}
 		}
 		t, err := tx.ClaimSyncTask(ctx, res.Task.ID, w.cfg.Owner, rule.Lease)
@@ -232,6 +250,18 @@ func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client
 		w.cfg.Observer.Claimed([]wftype.Task{claim.Task}, w.cfg.Clock.Now().Sub(start))
 	}
 	return claim, existing, nil
+}
+
+// limitText says which of rule's limits (a store.Held reason) has no room.
+func limitText(rule execution.Rule, reason string) string {
+	switch reason {
+	case store.HeldGlobal:
+		return fmt.Sprintf("%d tasks are already running (concurrency.global)", rule.Global)
+	case store.HeldPerTenant:
+		return fmt.Sprintf("%d tasks of this tenant are already running (concurrency.per_tenant)", rule.PerTenant)
+	default:
+		return fmt.Sprintf("the rate limit's starts in this %s window are used up (rate_limit)", rule.RateInterval)
+	}
 }
 
 // Result is how a run ended.
