@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -567,4 +568,72 @@ func TestOrphanSweepStopsRunningTasks(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"CANCELLED:" + res[0].Task.ID.String()},
 		b.notifiedUntilEnd(t, conn, store.DefaultChannels.TaskStatusChanged))
+}
+
+// TestListTasksOfTenantWithActive: tasks_schema_time_idx holds no ACTIVE
+// rows (migration 028), so a tenant's list reads them apart: its pages
+// still hold every task of the tenant, ACTIVE ones included, newest first,
+// whatever the status filter, and each part reads its index, not a
+// partition of history.
+func TestListTasksOfTenantWithActive(t *testing.T) {
+	b := setupFinished(t, 100000)
+	tenantTasks(t, b, "ta", "lt", 6, 0)
+	tenantTasks(t, b, "tb", "lt", 3, 0)
+	claimed, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w", Total: 3,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "lt", Max: 3, Lease: time.Minute}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 3)
+	done, err := b.store.FinishTasks(b.ctx, store.FinishParams{Owner: "w"},
+		[]store.Finish{{ID: claimed[0].ID, Status: wftype.StatusCompleted}})
+	require.NoError(t, err)
+	require.Len(t, done, 1)
+
+	list := func(statuses ...wftype.TaskStatus) map[wftype.TaskStatus]int {
+		t.Helper()
+		f := store.TaskFilter{SchemaNames: []string{"ta"}, Statuses: statuses, Limit: 2}
+		n := map[wftype.TaskStatus]int{}
+		var last *wftype.Task
+		for {
+			page, err := b.store.ListTasks(b.ctx, f)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				return n
+			}
+			for i := range page {
+				tk := page[i]
+				require.Equal(t, "ta", tk.SchemaName)
+				if last != nil {
+					c := tk.Timestamp.Compare(last.Timestamp)
+					require.True(t, c < 0 || c == 0 && bytes.Compare(tk.ID[:], last.ID[:]) < 0, "newest first")
+				}
+				last = &tk
+				n[tk.Status]++
+			}
+			f.AfterTime, f.AfterID = &page[len(page)-1].Timestamp, &page[len(page)-1].ID
+		}
+	}
+	all := map[wftype.TaskStatus]int{wftype.StatusPending: 3, wftype.StatusActive: 2, wftype.StatusCompleted: 1}
+	require.Equal(t, all, list())
+	require.Equal(t, map[wftype.TaskStatus]int{wftype.StatusActive: 2}, list(wftype.StatusActive))
+	require.Equal(t, map[wftype.TaskStatus]int{wftype.StatusPending: 3, wftype.StatusActive: 2},
+		list(wftype.StatusPending, wftype.StatusActive))
+	require.Equal(t, map[wftype.TaskStatus]int{wftype.StatusCompleted: 1}, list(wftype.StatusCompleted))
+
+	_, err = b.pool.Exec(b.ctx, `ANALYZE tasks.tasks`)
+	require.NoError(t, err)
+	for _, statuses := range [][]wftype.TaskStatus{nil, {wftype.StatusActive}, {wftype.StatusCompleted}} {
+		var names []string
+		for _, st := range statuses {
+			names = append(names, string(st))
+		}
+		plan := explainAnalyze(t, b, b.pool, store.ListTasksSQL(statuses),
+			names, nil, []string{"ta"}, nil, nil, nil, nil, 2)
+		if len(statuses) == 0 || statuses[0] != wftype.StatusActive {
+			require.Contains(t, plan, "schema_name_timestamp", "the tenant/time index")
+		}
+		if len(statuses) == 0 || statuses[0] == wftype.StatusActive {
+			require.Contains(t, plan, "locked_until_idx", "the lease index for ACTIVE rows")
+		}
+		requireNoFinishedScan(t, b, plan, "a tenant's list")
+	}
 }
