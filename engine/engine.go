@@ -88,12 +88,21 @@ type Config struct {
 	Channels store.Channels
 	// Specs are the compiled specs. New builds from them the runners of
 	// their task types (builtin handlers from Registry, exec, http, and
-	// the synchronous runner), the rules, the event consumer (when any
-	// Subscription exists), the scheduler (when any Schedule exists) and
+	// the synchronous runner), the rules, the event consumer (unless
+	// NoEventConsumer), the scheduler (when any Schedule exists) and
 	// maintenance. Without Specs, Runners, Pairs and Rules say what the
 	// engine runs, and it runs no consumer, scheduler or maintenance (an
 	// engine over hand-made runners, as tests build).
 	Specs *spec.Set
+	// NoEventConsumer: this instance consumes no events. By default every
+	// instance with Specs consumes the outbox, whether or not any
+	// Subscription exists: an event no subscription wants is deleted, so
+	// wf's own events (task.failed, workflow.*, catalog.*) never pile up
+	// PENDING and retention can drop their month partitions. Set it on an
+	// instance whose spec set is not the fleet's (its consumer would settle
+	// events the others' subscriptions want), or when another program
+	// reads tasks.events; events then stay PENDING until a consumer runs.
+	NoEventConsumer bool
 	// Registry holds the builtin Go handlers the specs name. Default
 	// builtin.NewRegistry(). New never changes it (see Bind).
 	Registry *builtin.Registry
@@ -444,14 +453,14 @@ func (e *Engine) pairs() []runners.Pair {
 }
 
 // buildServices builds the services the specs call for: the event consumer
-// on every instance when any Subscription exists (declaring one is the
-// opt-in), the scheduler (leader only) when any Schedule exists, and
+// on every instance (unless NoEventConsumer: it creates the subscribed
+// tasks and deletes the events nobody wants), the scheduler (leader only) when any Schedule exists, and
 // maintenance (leader only); the PENDING counts snapshot (leader only) and
 // the janitor always; then the configured ones.
 func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
-		if len(cfg.Specs.Subscriptions()) > 0 {
+		if !cfg.NoEventConsumer {
 			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger,
 				TracerProvider: cfg.TracerProvider})
 			if err != nil {

@@ -52,8 +52,9 @@ type ConsumerConfig struct {
 	// Backoff is the delay after the attempts-th failure. Default
 	// 2^(attempts-1) seconds, at most 5 minutes.
 	Backoff func(attempts int) time.Duration
-	// Interval is how often the consumer looks for work with no signal
-	// (expired leases of crashed consumers, missed notifications). Default 10s.
+	// Interval: Run without a bus looks for work every Interval; with a
+	// bus it takes back expired leases of crashed consumers at most every
+	// Interval, on a signal. Default 10s.
 	Interval time.Duration
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -102,8 +103,12 @@ type ConsumerResult struct {
 // DEAD_LETTER with the reason. A consumer that crashes leaves its events
 // PROCESSING until their lease ends; any consumer then takes them back.
 //
-// An event that no subscription matches is consumed (deleted) with no task:
-// one spec set per database is assumed.
+// An event that no subscription matches is consumed (deleted) with no task,
+// so the outbox never keeps an event nobody will read: the engine runs a
+// consumer on every instance with specs, whether or not any Subscription
+// exists. One spec set per database is assumed; an instance with another
+// one must not consume (engine.Config.NoEventConsumer). A subscription added
+// later sees the events written from when an instance runs it.
 type Consumer struct {
 	cfg    ConsumerConfig
 	log    *slog.Logger
@@ -135,31 +140,46 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 }
 
 // Run consumes events until ctx ends: at once, on every EventQueued signal
-// of bus, and every Interval. It drains the outbox in batches before it
-// waits again. It is an engine service (engine.Config.Services).
+// of bus, and, with no bus, every Interval. It drains the outbox in batches
+// before it waits again. It is an engine service (engine.Config.Services).
+//
+// With a bus, Run sends no statement of its own while the outbox is idle:
+// the bus's publishers look for due events already (a follower's probe, the
+// leader's sweep each poll interval), and expired leases of crashed
+// consumers are taken back at most once an Interval, on one of those
+// signals. An idle follower so stays at one query per poll interval.
 func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
 	w := signalbus.NewWaker()
+	var tick <-chan time.Time
 	if bus != nil {
 		unsub := bus.Subscribe(signalbus.EventQueued, func(string) { w.Wake() })
 		defer unsub()
+	} else {
+		t := c.cfg.Clock.NewTicker(c.cfg.Interval)
+		defer t.Stop()
+		tick = t.C()
 	}
 	w.Wake()
-	tick := c.cfg.Clock.NewTicker(c.cfg.Interval)
-	defer tick.Stop()
+	var recovered time.Time // when expired leases were last taken back
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.C():
-		case <-tick.C():
+		case <-tick:
 		}
 		for ctx.Err() == nil {
-			res, err := c.RunOnce(ctx)
+			now := c.cfg.Clock.Now()
+			takeBack := recovered.IsZero() || now.Sub(recovered) >= c.cfg.Interval || now.Before(recovered)
+			res, err := c.runOnce(ctx, takeBack)
 			if err != nil {
 				if ctx.Err() == nil {
 					c.log.Warn("consuming events failed", "err", err)
 				}
 				break
+			}
+			if takeBack {
+				recovered = now
 			}
 			if res.Claimed < c.cfg.BatchSize {
 				break
@@ -170,15 +190,22 @@ func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
 
 // RunOnce takes back expired leases, then claims and processes one batch.
 func (c *Consumer) RunOnce(ctx context.Context) (ConsumerResult, error) {
+	return c.runOnce(ctx, true)
+}
+
+// runOnce is RunOnce, taking back expired leases only when takeBack is set.
+func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, error) {
 	var res ConsumerResult
 	now := c.cfg.Clock.DBNow()
-	rec, err := c.cfg.Store.RecoverEvents(ctx, now, c.cfg.MaxAttempts, c.cfg.BatchSize)
-	if err != nil {
-		return res, err
-	}
-	res.Recovered, res.DeadLettered = rec.Requeued+rec.DeadLettered, rec.DeadLettered
-	if res.Recovered > 0 {
-		c.log.Info("took back events from a stopped consumer", "requeued", rec.Requeued, "dead_lettered", rec.DeadLettered)
+	if takeBack {
+		rec, err := c.cfg.Store.RecoverEvents(ctx, now, c.cfg.MaxAttempts, c.cfg.BatchSize)
+		if err != nil {
+			return res, err
+		}
+		res.Recovered, res.DeadLettered = rec.Requeued+rec.DeadLettered, rec.DeadLettered
+		if res.Recovered > 0 {
+			c.log.Info("took back events from a stopped consumer", "requeued", rec.Requeued, "dead_lettered", rec.DeadLettered)
+		}
 	}
 	claimed, err := c.cfg.Store.ClaimEvents(ctx, store.ClaimEventsParams{
 		Owner: c.cfg.Owner, Limit: c.cfg.BatchSize, Lease: c.cfg.Lease, Now: now,

@@ -91,7 +91,8 @@ func otherEngine(t *testing.T, b *bundle, specs string, adjust ...func(*engine.C
 	cfg := engine.Config{
 		Name: "wf-other-" + uuid.NewString()[:8], Pool: b.pool, Specs: set, Registry: reg,
 		PollInterval: 100 * time.Millisecond, Slots: 5,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		NoEventConsumer: true, // its spec set is not the fleet's: it must not settle the others' events
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	for _, a := range adjust {
 		a(&cfg)

@@ -328,7 +328,8 @@ func setup(t testing.TB, clk clock.Clock, run bool) *bundle {
 	e, err := engine.New(engine.Config{
 		Name: "wf-" + uuid.NewString()[:8], Pool: pool, Specs: set, Registry: h.registry(), Clock: clk,
 		PollInterval: 100 * time.Millisecond, Slots: 20,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		NoEventConsumer: true, // the tests read the workflow.* events in the outbox
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	require.NoError(t, err)
 	if run {
@@ -594,7 +595,7 @@ func TestConcurrentRunsAcrossInstances(t *testing.T) {
 	for i := range 3 {
 		e, err := engine.New(engine.Config{
 			Name: "shared", Owner: fmt.Sprintf("extra-%d", i), Pool: b.pool, Specs: set, Registry: b.h.registry(),
-			PollInterval: 100 * time.Millisecond, Slots: 20,
+			PollInterval: 100 * time.Millisecond, Slots: 20, NoEventConsumer: true,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
 		require.NoError(t, err)
