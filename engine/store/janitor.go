@@ -13,32 +13,40 @@ import (
 // ExpiredLeases returns ACTIVE tasks whose lease ended before now (their
 // instance died or stalled), at most limit, locking them (SKIP LOCKED) for the
 // caller's transaction so two janitors never decide on the same task.
+//
+// It locks in the order every change of a step task uses, the workflow runs
+// first, then the tasks (a run's failure and a cancel by hand do; the other
+// order deadlocks with them): it finds the first limit expired tasks without
+// locking them, locks their runs, and then takes only those tasks, skipping
+// the ones another transaction holds. So it never holds a task whose run it
+// has not locked (taking, past a held task, one further down whose run it
+// had not locked made FinishTasks lock that run after its task). The runs of
+// tasks it skips stay locked until the transaction ends, which only delays
+// those runs' next change; the skipped tasks are found again next time.
 func (s *Store) ExpiredLeases(ctx context.Context, now *time.Time, limit int) ([]wftype.Task, error) {
-	// The workflow runs of those tasks first, then the tasks: the order of
-	// a run's failure and of a cancel by hand (the other order deadlocks
-	// with them). A run of a task another janitor then skips stays locked
-	// until the transaction ends, which only delays that run's next change.
-	const runs = `
-SELECT r.run_id FROM tasks.workflow_runs r
-WHERE r.run_id = ANY (ARRAY(
-        SELECT t.workflow_run_id FROM tasks.tasks t
-        WHERE t.status = 'ACTIVE' AND t.locked_until < coalesce($1::timestamptz, now())
-          AND t.workflow_run_id IS NOT NULL
-        ORDER BY t.locked_until
-        LIMIT $2))
-ORDER BY r.run_id
-FOR UPDATE`
-	if _, err := s.db.Exec(ctx, runs, now, limit); err != nil {
-		return nil, wrap("locking the workflow runs of expired leases", err)
+	ids, err := collectIDs(ctx, s, "finding expired leases", `
+SELECT task_id FROM tasks.tasks
+WHERE status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
+ORDER BY locked_until
+LIMIT $2`, now, limit)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
+	keys, lo, hi := idKeys(ids)
+	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
+		return nil, err
+	}
+	// The lease is tested again on the locked row: one renewed or finished
+	// meanwhile is left alone. The creation-time range prunes partitions.
 	const q = `
 SELECT ` + taskColumns + `
 FROM tasks.tasks
-WHERE status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
+WHERE task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
+  AND "timestamp" BETWEEN $3 AND $4
+  AND status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
 ORDER BY locked_until
-LIMIT $2
 FOR UPDATE SKIP LOCKED`
-	return queryAll(ctx, s.db, "finding expired leases", q, scanTask, now, limit)
+	return queryAll(ctx, s.db, "locking expired leases", q, scanTask, now, keys, lo, hi)
 }
 
 // DeadLetterOrphans moves PENDING and ACTIVE tasks whose tenant no longer

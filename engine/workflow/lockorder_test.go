@@ -61,6 +61,52 @@ func TestJanitorRescueAndCancelDoNotDeadlock(t *testing.T) {
 	})
 }
 
+// TestJanitorRescueBeyondALockedTaskAndCancelDoNotDeadlock: ExpiredLeases
+// locked the runs of the first expired tasks, then took tasks with SKIP
+// LOCKED; with the first of them held by another transaction, it took the
+// next one, whose run it had not locked, and FinishTasks then locked that
+// run after its task: against a cancel by hand (run, then task) PostgreSQL
+// aborted one of them (40P01). Now it takes only tasks whose runs it
+// locked first.
+func TestJanitorRescueBeyondALockedTaskAndCancelDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	b, clk, _, _ := setupStuck(t)
+	b.start(t, "stuck", `{}`)
+	first := b.claimBlocks(t, clk, 1, time.Minute)
+	clk.Advance(time.Second)
+	second := b.claimBlocks(t, clk, 1, time.Minute) // its lease ends a second later
+	require.Len(t, first, 1)
+	require.Len(t, second, 1)
+	held, id := first[0].ID, second[0].ID
+	// Another transaction holds the first expired task (a heartbeat, a
+	// completion, a cancel of its own run).
+	release := b.holdTx(t, func(tx *store.Store) error {
+		_, err := tx.DB().Exec(context.Background(), `SELECT 1 FROM tasks.tasks WHERE task_id = $1 FOR UPDATE`, held)
+		return err
+	})
+	defer release()
+	later := clk.Now().Add(time.Hour)
+	b.againstCancel(t, id, "the rescue", func(ctx context.Context, tx *store.Store, pause func()) error {
+		// janitor.rescueBatch's body with a batch of one, with a pause
+		// after ExpiredLeases.
+		expired, err := tx.ExpiredLeases(ctx, &later, 1)
+		if err != nil {
+			return err
+		}
+		pause()
+		if len(expired) == 0 {
+			return nil // the first expired task is held: nothing taken this time
+		}
+		if expired[0].ID != id {
+			return fmt.Errorf("took task %s, want %s", expired[0].ID, id)
+		}
+		msg := "lease expired"
+		_, err = tx.FinishTasks(ctx, store.FinishParams{ExpiredBefore: &later, Now: &later},
+			[]store.Finish{{ID: id, Status: wftype.StatusPending, Error: &msg, RetryCount: 1, RetryIn: time.Second}})
+		return err
+	})
+}
+
 // againstCancel runs first in a transaction, and a cancel by hand of task
 // id once first has called pause (which holds it until the cancel waits for
 // a lock), and checks that neither deadlocks: first succeeds, the cancel
