@@ -150,6 +150,9 @@ func TestTenantIsolation(t *testing.T) {
 			"schema_name": "s_cat_a", "payload": map[string]any{"catalog_id": "cat-b", "collection_id": "regions"}}, http.StatusForbidden, nil},
 		{"catalog.deleted even as admin", "POST", "/events", tokAdmin, map[string]any{"event_type": "catalog.deleted",
 			"schema_name": "s_cat_b", "payload": dropB}, http.StatusForbidden, nil},
+		{"a forged workflow.completed", "POST", "/events", tokClientLimited, map[string]any{"event_type": "workflow.completed",
+			"schema_name": "s_cat_a", "payload": map[string]any{"run_id": "0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d"}}, http.StatusForbidden, nil},
+		{"workflow.failed even as admin", "POST", "/events", tokAdmin, map[string]any{"event_type": "workflow.failed"}, http.StatusForbidden, nil},
 		{"an event in B's tenant", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated", "schema_name": "s_cat_b"}, http.StatusNotFound, nil},
 		{"an event in system", "POST", "/events", tokClientLimited, map[string]any{"event_type": "survey.updated"}, http.StatusNotFound, nil},
 		// 3. Inputs that name another tenant's catalog, in one's own tenant.
