@@ -147,7 +147,8 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 // the bus's publishers look for due events already (a follower's probe, the
 // leader's sweep each poll interval), and expired leases of crashed
 // consumers are taken back at most once an Interval, on one of those
-// signals. An idle follower so stays at one query per poll interval.
+// signals (batch after batch while a take-back fills one). An idle follower
+// so stays at one query per poll interval.
 func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
 	w := signalbus.NewWaker()
 	var tick <-chan time.Time
@@ -178,10 +179,11 @@ func (c *Consumer) Run(ctx context.Context, bus *signalbus.Bus) {
 				}
 				break
 			}
-			if takeBack {
+			more := res.Recovered >= c.cfg.BatchSize // a full take-back: there may be more
+			if takeBack && !more {
 				recovered = now
 			}
-			if res.Claimed < c.cfg.BatchSize {
+			if res.Claimed < c.cfg.BatchSize && !more {
 				break
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -245,4 +246,32 @@ handler: {builtin: noop}
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Contains(t, *failed[0].Error, "unknown task type")
+}
+
+// TestSignalledConsumerTakesBackEveryExpiredLease: a consumer on a bus
+// takes back expired leases at most once an Interval, but when one take-back
+// fills a batch it takes back the rest at once: 250 events of a crashed
+// consumer (batch 100) are all consumed after one signal, with no tick.
+func TestSignalledConsumerTakesBackEveryExpiredLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	const total = 250
+	b.emitItems(t, 0, total)
+	fake := clock.NewFake(clock.Now())
+	for range 3 {
+		_, err := b.store.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "crashed", Limit: 100, Lease: time.Second, Now: fake.DBNow()})
+		require.NoError(t, err)
+	}
+	require.Equal(t, total, b.count(t, `SELECT count(*) FROM tasks.events WHERE status = 'PROCESSING'`))
+	fake.Advance(time.Minute) // every lease has ended
+
+	c := b.consumer(t, "c1", fake, func(cfg *events.ConsumerConfig) { cfg.Interval = time.Hour })
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx, signalbus.New()) }() // a bus nobody publishes on: only the first wake
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM tasks.events`) == 0
+	}, 90*time.Second, 20*time.Millisecond, "expired leases left behind")
+	require.Equal(t, total, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'on_item'`))
 }
