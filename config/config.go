@@ -46,6 +46,8 @@ type Config struct {
 	Slots int `yaml:"slots"`
 	// Fairness shares each claim batch among the tenants with due tasks.
 	Fairness Fairness `yaml:"fairness"`
+	// Events says whether this instance consumes the events outbox.
+	Events Events `yaml:"events"`
 	// PollInterval is how often followers poll and the leader sweeps.
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// HeartbeatInterval is how often running tasks' leases are extended. It
@@ -160,6 +162,16 @@ type Retention struct {
 	// PartitionsAhead is how many monthly partitions the leader keeps
 	// created ahead of now.
 	PartitionsAhead int `yaml:"partitions_ahead"`
+}
+
+// Events says what an instance does with the tasks.events outbox.
+type Events struct {
+	// Consume runs the event consumer: matching subscriptions create their
+	// tasks, and the events no subscription wants are deleted, so none
+	// piles up PENDING. Turn it off only on an instance whose spec set is
+	// not the fleet's: its consumer would delete events the other
+	// instances' subscriptions want.
+	Consume bool `yaml:"consume"`
 }
 
 // Fairness says how a claim batch is shared among tenants (schema_name):
@@ -308,6 +320,7 @@ func Default() *Config {
 		LogFormat:           LogFormatAuto,
 		Slots:               100,
 		Fairness:            Fairness{Enabled: true},
+		Events:              Events{Consume: true},
 		PollInterval:        time.Second,
 		HeartbeatInterval:   30 * time.Second,
 		JanitorInterval:     30 * time.Second,

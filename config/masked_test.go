@@ -88,6 +88,8 @@ slots: 100
 fairness:
     enabled: true
     weights: []
+events:
+    consume: true
 poll_interval: 1s
 heartbeat_interval: 30s
 janitor_interval: 30s
