@@ -58,7 +58,10 @@ const tenantRoomSQL = `coalesce(tr.room, l.fresh_room)`
 // parameter $first on (limitedArgs), with the current rate window of each
 // at the time parameter now (NULL: the database's clock when the statement
 // began, as claimTimeSQL), the ACTIVE tasks
-// of capped types by tenant, and the starts in the current windows.
+// of capped types by tenant, and the starts in the current windows: a row
+// of tasks.rate_windows counts only when it is the window that holds now
+// and of the type's interval (a row of no recorded length counts as one of
+// the type's interval, as in sameWindowLengthSQL).
 func limitsCTEs(first int, now string) string {
 	p := func(i int) string { return fmt.Sprintf("$%d", first+i) }
 	return `
@@ -84,6 +87,7 @@ started AS MATERIALIZED (
     SELECT w.task_type, w.schema_name, w.starts
     FROM tasks.rate_windows w
     JOIN limits l ON l.task_type = w.task_type AND w.window_start = l.window_start
+                 AND coalesce(w.window_seconds, l.rate_seconds) = l.rate_seconds
 ),`
 }
 
@@ -160,16 +164,31 @@ typed AS (
 ),`
 }
 
+// sameWindowLengthSQL, in countStartsSQL, holds when the row w of
+// tasks.rate_windows counts windows of the length the claim counts in
+// (excluded.window_seconds). A row written before the length was recorded
+// (migration 029) has none and counts as the same length.
+const sameWindowLengthSQL = `coalesce(w.window_seconds, excluded.window_seconds) = excluded.window_seconds`
+
 // countStartsSQL ends the INSERT INTO tasks.rate_windows AS w of a claim's
-// starts: they add to the row's count in the same window, and begin a
-// newer window's count; a row keeps the newest window (a claim in an older
-// one, which claimTimeSQL rules out on the database's clock, never moves
-// it back).
+// starts (task_type, schema_name, window_start, window_seconds, starts):
+// they add to the row's count in the same window, and begin a newer
+// window's count; a row keeps the newest window (a claim in an older one,
+// which claimTimeSQL rules out on the database's clock, never moves it
+// back). A row that counts windows of another length (a deploy changed the
+// type's rate_limit interval) is no window of the claim's, older or newer:
+// the claim begins its own window's count there. Its starts are not
+// carried over (they were counted in a window that is not the claim's), so
+// a change of interval may start up to one window's room more, once. A
+// change of the counts alone keeps the window and its starts.
 const countStartsSQL = `ON CONFLICT (task_type, schema_name) DO UPDATE
-    SET starts = CASE WHEN w.window_start = excluded.window_start THEN w.starts + excluded.starts
+    SET starts = CASE WHEN NOT (` + sameWindowLengthSQL + `) THEN excluded.starts
+                      WHEN w.window_start = excluded.window_start THEN w.starts + excluded.starts
                       WHEN w.window_start > excluded.window_start THEN w.starts
                       ELSE excluded.starts END,
-        window_start = greatest(w.window_start, excluded.window_start)`
+        window_start = CASE WHEN NOT (` + sameWindowLengthSQL + `) THEN excluded.window_start
+                            ELSE greatest(w.window_start, excluded.window_start) END,
+        window_seconds = excluded.window_seconds`
 
 // claimLimitedSQL is the fair claim for a batch that includes limited types
 // (see the top of this file). slots cut each pair's max_claim to its type's
@@ -193,8 +212,8 @@ claimed AS (` + claimUpdateSQL + `
     RETURNING ` + taskColumnsT + `
 ),
 counted AS (
-    INSERT INTO tasks.rate_windows AS w (task_type, schema_name, window_start, starts)
-    SELECT c.task_type, k.schema_name, l.window_start, count(*)::int
+    INSERT INTO tasks.rate_windows AS w (task_type, schema_name, window_start, window_seconds, starts)
+    SELECT c.task_type, k.schema_name, l.window_start, l.rate_seconds, count(*)::int
     FROM claimed c
     JOIN limits l ON l.task_type = c.task_type AND l.rate_seconds > 0
     CROSS JOIN LATERAL (
@@ -202,7 +221,7 @@ counted AS (
         UNION ALL
         SELECT c.schema_name WHERE l.tenant_rate > 0
     ) k
-    GROUP BY c.task_type, k.schema_name, l.window_start
+    GROUP BY c.task_type, k.schema_name, l.window_start, l.rate_seconds
     ` + countStartsSQL + `
 )
 SELECT c.*, (SELECT r.room FROM type_room r WHERE r.task_type = c.task_type),

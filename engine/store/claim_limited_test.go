@@ -107,6 +107,117 @@ func TestClaimRateLimit(t *testing.T) {
 	require.Equal(t, map[string]int{"ta": 4, "tb": 4}, got)
 }
 
+// TestClaimRateLimitAfterTheIntervalLengthens: a deploy lengthens the
+// type's rate_limit interval (100/minute -> 2/hour) in the middle of an
+// hour. The row of tasks.rate_windows then holds a minute window that
+// starts later than the new hour window; the claims under the new limit
+// still start 2 in that hour, not 2 per claim. A later deploy that changes
+// only the count keeps the hour's starts. The claims give their own time,
+// so the windows are known whatever the date.
+func TestClaimRateLimitAfterTheIntervalLengthens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 30, 0)
+	hour := clock.Now().Truncate(time.Hour).Add(time.Hour) // after the tasks: they are due
+	at := func(d time.Duration) *time.Time { t := hour.Add(d); return &t }
+
+	got, _ := claimLimited(t, b, store.TypeLimits{RateStarts: 100, RateInterval: time.Minute}, nil, 1, at(37*time.Minute))
+	require.Equal(t, map[string]int{"ta": 1}, got, "under the minute limit")
+
+	perHour := func(n int) store.TypeLimits { return store.TypeLimits{RateStarts: n, RateInterval: time.Hour} }
+	total := 0
+	for i := range 4 {
+		got, _ = claimLimited(t, b, perHour(2), nil, 3, at(38*time.Minute+time.Duration(i)*time.Minute))
+		total += got["ta"]
+	}
+	require.Equal(t, 2, total, "2 starts per hour after the change, in all four claims of the hour")
+
+	// Only the count changes: the hour's 2 starts still count.
+	got, _ = claimLimited(t, b, perHour(3), nil, 3, at(50*time.Minute))
+	require.Equal(t, map[string]int{"ta": 1}, got, "3 per hour, 2 started")
+	got, _ = claimLimited(t, b, perHour(1), nil, 3, at(51*time.Minute))
+	require.Empty(t, got, "1 per hour, 3 started")
+	got, _ = claimLimited(t, b, perHour(1), nil, 3, at(time.Hour))
+	require.Equal(t, map[string]int{"ta": 1}, got, "the next hour")
+}
+
+// TestClaimRateLimitAfterTheIntervalShortens: a deploy shortens the type's
+// interval (2/hour -> 1 per 7 minutes) at the start of an hour whose start
+// is not a multiple of 7 minutes: the new window began before the hour
+// window the row holds, so it is older by start though it is the current
+// one. Its claims still start 1 in it, and 1 in the next.
+func TestClaimRateLimitAfterTheIntervalShortens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "tb", "noop", 30, 0)
+	const short = 7 * time.Minute
+	// An hour after the tasks (they are due) that a 7-minute window
+	// straddles: windows are aligned to multiples of the interval since the
+	// Unix epoch, and 6 hours in 7 have such a start.
+	hour := clock.Now().Truncate(time.Hour).Add(time.Hour)
+	for hour.Unix()%int64(short.Seconds()) == 0 {
+		hour = hour.Add(time.Hour)
+	}
+	at := func(d time.Duration) *time.Time { t := hour.Add(d); return &t }
+
+	got, _ := claimLimited(t, b, store.TypeLimits{RatePerTenant: 2, RateInterval: time.Hour}, nil, 3, at(0))
+	require.Equal(t, map[string]int{"tb": 2}, got, "under the hourly limit")
+
+	lim := store.TypeLimits{RatePerTenant: 1, RateInterval: short}
+	secs := int64(short.Seconds())
+	window := time.Unix(hour.Unix()/secs*secs, 0) // the 7 minutes that hold the hour's start
+	require.True(t, window.Before(hour))
+	total := 0
+	for i := range 4 {
+		got, _ = claimLimited(t, b, lim, nil, 3, at(time.Duration(i+1)*time.Second))
+		total += got["tb"]
+	}
+	require.Equal(t, 1, total, "1 start in the 7 minutes from %s, in all four claims", window)
+	got, _ = claimLimited(t, b, lim, nil, 3, at(window.Add(short).Sub(hour)))
+	require.Equal(t, map[string]int{"tb": 1}, got, "the next 7 minutes")
+}
+
+// TestStartSyncAfterTheIntervalLengthens: SYNCHRONOUS runs count in the
+// windows claims count in, and find them after an interval change as
+// claims do. A claim under 100/minute records a minute window late in the
+// hour; StartSync under 2/hour, in that hour, lets 2 runs start, not
+// every one.
+func TestStartSyncAfterTheIntervalLengthens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tenantTasks(t, b, "ta", "noop", 5, 0)
+	start := func(lim store.TypeLimits) string {
+		t.Helper()
+		var reason string
+		require.NoError(t, b.store.InTx(b.ctx, func(tx *store.Store) error {
+			var err error
+			reason, err = tx.StartSync(b.ctx, "noop", "ta", lim)
+			return err
+		}))
+		return reason
+	}
+	// StartSync reads the database's clock: wait out an hour's last
+	// minute (wall time, as the windows are), so that its runs fall in the
+	// hour of the minute window the claim records.
+	var now time.Time
+	for {
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT statement_timestamp()`).Scan(&now))
+		if left := now.Truncate(time.Hour).Add(time.Hour).Sub(now); left < time.Minute {
+			time.Sleep(left + time.Second)
+			continue
+		}
+		break
+	}
+	late := now.Truncate(time.Hour).Add(59 * time.Minute)
+	got, _ := claimLimited(t, b, store.TypeLimits{RatePerTenant: 100, RateInterval: time.Minute}, nil, 1, &late)
+	require.Equal(t, map[string]int{"ta": 1}, got)
+
+	perHour := store.TypeLimits{RatePerTenant: 2, RateInterval: time.Hour}
+	require.Empty(t, start(perHour))
+	require.Empty(t, start(perHour))
+	require.Equal(t, store.HeldRate, start(perHour), "2 runs started this hour")
+}
+
 // TestClaimRateWindowAfterLockWait: a limited claim that waits for the
 // type's lock while a new rate window opens counts its starts in the window
 // it claims in, not the one its transaction began in. The claim's

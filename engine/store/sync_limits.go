@@ -21,8 +21,8 @@ verdict AS MATERIALIZED (
     LEFT JOIN started s ON s.task_type = l.task_type AND s.schema_name = $7
 ),
 counted AS (
-    INSERT INTO tasks.rate_windows AS w (task_type, schema_name, window_start, starts)
-    SELECT v.task_type, k.schema_name, v.window_start, 1
+    INSERT INTO tasks.rate_windows AS w (task_type, schema_name, window_start, window_seconds, starts)
+    SELECT v.task_type, k.schema_name, v.window_start, v.rate_seconds, 1
     FROM verdict v
     CROSS JOIN LATERAL (
         SELECT ''::varchar AS schema_name WHERE v.type_rate > 0

@@ -1,0 +1,16 @@
+-- wf:database queue
+-- wf schema, version 29: a rate window knows its length.
+--
+-- A row of tasks.rate_windows held a window's start and its starts, but not
+-- the window's length. When a deploy changed a task type's rate_limit
+-- interval, the claim matched the row by start alone: after a lengthening
+-- in the middle of a window (100/minute -> 2/hour at 12:37), the row held
+-- a minute window later than the new hour window, which a claim never
+-- moves back (engine/store/claim_limited.go, countStartsSQL), so until the
+-- next hour every claim read no starts and counted none. The claim now
+-- reads and adds to a row only when it is a window of the same length, and
+-- begins a window of the new length in it otherwise.
+--
+-- Rows written before this version have no length (NULL): they count as a
+-- window of whatever length the next claim reads them with, as they did.
+ALTER TABLE tasks.rate_windows ADD COLUMN window_seconds double precision;
