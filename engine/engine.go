@@ -286,7 +286,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.elector, err = leader.New(leader.Config{
 		Name: cfg.Name, ConnConfig: cmp.Or(cfg.SessionConnConfig, cfg.Pool.Config().ConnConfig), Owner: cfg.Owner, Channels: cfg.Channels,
-		PollInterval: cfg.PollInterval, Bus: e.bus, TaskTypes: e.dispatcher.TaskTypes,
+		PollInterval: cfg.PollInterval, Clock: cfg.Clock, Bus: e.bus, TaskTypes: e.dispatcher.TaskTypes,
 		OnElected: e.lead, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
+	"github.com/wfhq/wf/engine/leader"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -52,6 +54,7 @@ task_type: audit
 
 type bundle struct {
 	ctx     context.Context
+	url     string // the test's database
 	store   *store.Store
 	specs   *spec.Set
 	client  *client.Client
@@ -62,8 +65,9 @@ func setup(t *testing.T, specYAML string) *bundle {
 	t.Helper()
 	set, err := spec.Compile([]spec.Source{{Name: "test.yaml", Data: []byte(specYAML)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
-	st := dbtest.NewStore(t)
-	return &bundle{ctx: context.Background(), store: st, specs: set, client: client.New(st, set), emitter: events.NewEmitter(st)}
+	url := dbtest.NewDatabase(t)
+	st := store.New(dbtest.PoolFor(t, url))
+	return &bundle{ctx: context.Background(), url: url, store: st, specs: set, client: client.New(st, set), emitter: events.NewEmitter(st)}
 }
 
 func (b *bundle) consumer(t *testing.T, owner string, clk clock.Clock, tweak func(*events.ConsumerConfig)) *events.Consumer {
@@ -274,4 +278,118 @@ func TestSignalledConsumerTakesBackEveryExpiredLease(t *testing.T) {
 		return b.count(t, `SELECT count(*) FROM tasks.events`) == 0
 	}, 90*time.Second, 20*time.Millisecond, "expired leases left behind")
 	require.Equal(t, total, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'on_item'`))
+}
+
+// readsClock is a Fake that reports the time of each DBNow on reads: a
+// test knows when a consumer has read the time of a pass (the time its
+// claim reads due events at).
+type readsClock struct {
+	*clock.Fake
+	reads chan time.Time
+}
+
+// DBNow implements clock.Clock.
+func (c readsClock) DBNow() *time.Time {
+	now := c.Fake.DBNow()
+	select {
+	case c.reads <- *now:
+	default: // nobody is counting
+	}
+	return now
+}
+
+// TestRetriedEventConsumedUnderTaskTraffic: an event whose retry delay
+// ended is consumed at the leader's next sweep though task notifications
+// come more often than its poll interval. Nothing announces such an event:
+// with a bus the consumer runs only on EventQueued signals, and the leader
+// sent none under steady task traffic (its wait for notifications began
+// anew at each one, so its sweep never came). The leader and the consumer
+// share a fake clock: each step moves it a third of the poll interval and
+// sends a task notification, which the leader forwards before the next.
+func TestRetriedEventConsumedUnderTaskTraffic(t *testing.T) {
+	t.Parallel()
+	b := setup(t, consumerSpecs)
+	fake := clock.NewFake(clock.Now().Add(time.Minute))
+	const poll = time.Minute
+
+	// The event fails once (a client that does not know audit) and waits
+	// for its retry delay, a second, before any leader listens.
+	emitted := b.emitItems(t, 2, 1)
+	narrow, err := spec.Compile([]spec.Source{{Name: "narrow.yaml", Data: []byte(`kind: TaskType
+name: on_item
+handler: {builtin: noop}
+`)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	failing := *b
+	failing.client = client.New(b.store, narrow)
+	res, err := failing.consumer(t, "c0", fake, nil).RunOnce(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Retried)
+
+	bus := signalbus.New()
+	sweeps := make(chan struct{}, 16)
+	forwarded := make(chan string, 16)
+	bus.Subscribe(signalbus.EventQueued, func(p string) {
+		if p == "" {
+			select {
+			case sweeps <- struct{}{}:
+			default: // the test has failed already
+			}
+		}
+	})
+	bus.Subscribe(signalbus.TaskQueued, func(p string) {
+		if p != "" {
+			select {
+			case forwarded <- p:
+			default: // the test has failed already
+			}
+		}
+	})
+	cc, err := pgx.ParseConfig(b.url)
+	require.NoError(t, err)
+	elector, err := leader.New(leader.Config{
+		Name: "svc", ConnConfig: cc, Owner: "solo", PollInterval: poll, Clock: fake, Bus: bus,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(b.ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); elector.Run(ctx) }()
+	select {
+	case <-sweeps: // its sweep ticker runs from then on
+	case <-time.After(30 * time.Second):
+		t.Fatal("no sweep when elected")
+	}
+
+	// The consumer's first pass, on its own wake-up, reads the time before
+	// the clock moves: the event is not due then. It then waits for a signal.
+	clk := readsClock{Fake: fake, reads: make(chan time.Time, 16)}
+	c := b.consumer(t, "c1", clk, nil)
+	wg.Add(1)
+	go func() { defer wg.Done(); c.Run(ctx, bus) }()
+	select {
+	case <-clk.reads:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the consumer did not start")
+	}
+
+	conn, err := pgx.Connect(b.ctx, b.url)
+	require.NoError(t, err)
+	defer conn.Close(b.ctx)
+	for step := range 3 {
+		fake.Advance(poll / 3)
+		_, err = conn.Exec(b.ctx, `SELECT pg_notify('new_task_queued', 'noop')`)
+		require.NoError(t, err)
+		select {
+		case <-forwarded:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("step %d: the notification was not forwarded", step)
+		}
+	}
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM tasks.events WHERE event_id = $1`, emitted[0].Event.ID) == 0
+	}, 30*time.Second, 10*time.Millisecond, "the event whose retry delay ended was not consumed")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'audit'`))
 }

@@ -6,12 +6,14 @@
 //	follower --(pg_try_advisory_lock = true)--> leader
 //	leader   --(connection lost / stop)------> follower (the lock dies with the session)
 //
-// The leader holds the one LISTEN connection (on that same session) and
-// forwards notifications to the signal bus; it also runs the leader-only
-// services (maintenance, schedules) in a context that ends the moment the
-// connection is lost. A follower polls once per interval with one query that
-// both tries the lock and probes for due work, and wakes the bus only when
-// there is some: an idle follower costs one cheap query per poll interval.
+// The leader holds the one LISTEN connection (on that same session),
+// forwards notifications to the signal bus and sweeps (wakes the bus with
+// no payload) once per poll interval, however many notifications come; it
+// also runs the leader-only services (maintenance, schedules) in a context
+// that ends the moment the connection is lost. A follower polls once per
+// interval with one query that both tries the lock and probes for due work,
+// and wakes the bus only when there is some: an idle follower costs one
+// cheap query per poll interval.
 package leader
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 )
@@ -41,8 +44,13 @@ type Config struct {
 	// Channels are the NOTIFY channels the leader listens on.
 	Channels store.Channels
 	// PollInterval is how often a follower tries to lead and probes for work,
-	// and how often the leader sweeps when no notification came. Default 1s.
+	// and how often the leader sweeps (publishes TaskQueued and EventQueued
+	// with no payload), however many notifications come in between. Default
+	// 1s.
 	PollInterval time.Duration
+	// Clock measures PollInterval (the follower's polls, the leader's
+	// sweeps, the pause before a reconnection). Default the wall clock.
+	Clock clock.Clock
 	// Bus receives the wake-ups.
 	Bus *signalbus.Bus
 	// TaskTypes returns the task types this instance can run (for the probe).
@@ -71,6 +79,7 @@ func New(cfg Config) (*Elector, error) {
 		return nil, errors.New("error creating leader elector: no connection config or bus")
 	}
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -148,10 +157,7 @@ func (e *Elector) Run(ctx context.Context) {
 				failed("leader election: connection lost, retrying", err)
 			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(e.cfg.PollInterval):
-		}
+		_ = clock.Sleep(ctx, e.cfg.Clock, e.cfg.PollInterval)
 	}
 }
 
@@ -169,7 +175,7 @@ func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger)
 	if err := st.Listen(ctx, e.cfg.Channels.TaskStatusChanged); err != nil {
 		return err
 	}
-	ticker := time.NewTicker(e.cfg.PollInterval)
+	ticker := e.cfg.Clock.NewTicker(e.cfg.PollInterval)
 	defer ticker.Stop()
 	for {
 		probe, err := st.TryLeadAndProbe(ctx, LockName(e.cfg.Name), e.cfg.TaskTypes())
@@ -189,7 +195,7 @@ func (e *Elector) session(ctx context.Context, conn *pgx.Conn, log *slog.Logger)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-ticker.C():
 		}
 	}
 }
@@ -232,37 +238,109 @@ func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, st *store.Store, log
 			e.cfg.OnElected(leaderCtx)
 		}()
 	}
+	sweeps := newSweepTimer(e.cfg.Clock, e.cfg.PollInterval)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sweeps.run(leaderCtx)
+	}()
 	e.sweep()
 	for {
-		waitCtx, waitCancel := context.WithTimeout(ctx, e.cfg.PollInterval)
+		waitCtx, due := sweeps.wait(ctx)
 		n, err := conn.WaitForNotification(waitCtx)
-		waitCancel()
+		sweepDue := due()
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil && conn.IsClosed():
 			return fmt.Errorf("error waiting for notifications: %w", err)
 		case err != nil:
-			// The poll interval passed with no notification: sweep, so tasks
-			// whose retry delay ended are claimed without a notification.
-			if !errors.Is(err, context.DeadlineExceeded) && !pgconnTimeout(err) {
+			// The wait was cut short because a sweep is due, with no
+			// notification since the last one: check the connection.
+			if !sweepDue || (!errors.Is(err, context.Canceled) && !pgconnTimeout(err)) {
 				return fmt.Errorf("error waiting for notifications: %w", err)
 			}
 			if err := conn.Ping(ctx); err != nil {
 				return fmt.Errorf("error checking the leader connection: %w", err)
 			}
-			e.sweep()
 		case n == nil:
 			// No notification though the wait ended without error: the
 			// connection's notifications go elsewhere (its settings carried
 			// another connection's handler). Sweep rather than crash.
-			e.sweep()
+			sweepDue = true
 		default:
 			e.forward(n.Channel, n.Payload)
+		}
+		// Once per poll interval whatever the notifications, so that what
+		// no notification announces (tasks and events whose retry delay
+		// ended, expired event leases) is found under steady traffic too.
+		if sweepDue {
+			e.sweep()
 		}
 	}
 }
 
+// sweepTimer tells the leader's wait for notifications when a sweep is
+// due: every poll interval on the clock, whether or not notifications came
+// in between (a wait with a timeout restarted at each notification never
+// ends under traffic more frequent than the interval).
+type sweepTimer struct {
+	ticker clock.Ticker
+	mu     sync.Mutex
+	due    bool
+	cancel context.CancelFunc // of the wait under way, nil between waits
+}
+
+// newSweepTimer returns a sweepTimer whose ticker, every interval on c,
+// already runs; run delivers its ticks.
+func newSweepTimer(c clock.Clock, interval time.Duration) *sweepTimer {
+	return &sweepTimer{ticker: c.NewTicker(interval)}
+}
+
+// run marks a sweep due, and cuts short the wait under way, at every tick
+// until ctx ends; then it stops the ticker.
+func (s *sweepTimer) run(ctx context.Context) {
+	defer s.ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.ticker.C():
+		}
+		s.mu.Lock()
+		s.due = true
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// wait returns the context of the next wait for a notification, which ends
+// with parent or when a sweep falls due (at once if one is due already),
+// and the function to call when the wait is over: it reports whether a
+// sweep is due, and clears it.
+func (s *sweepTimer) wait(parent context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
+	s.cancel = cancel
+	if s.due {
+		cancel()
+	}
+	s.mu.Unlock()
+	return ctx, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		cancel()
+		s.cancel = nil
+		due := s.due
+		s.due = false
+		return due
+	}
+}
+
+// sweep wakes the dispatcher and the event consumer with no payload: they
+// look for due work whatever announced it.
 func (e *Elector) sweep() {
 	e.cfg.Bus.Publish(signalbus.TaskQueued, "")
 	e.cfg.Bus.Publish(signalbus.EventQueued, "")

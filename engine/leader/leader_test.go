@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/leader"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/internal/dbtest"
@@ -27,11 +28,20 @@ type instance struct {
 
 func start(t *testing.T, url, owner string) *instance {
 	t.Helper()
+	inst := newInstance(t, url, owner, nil, 100*time.Millisecond)
+	inst.run(t)
+	return inst
+}
+
+// newInstance returns an instance that polls every poll on clk (nil: the
+// wall clock), not running yet: subscribe to its bus, then run it.
+func newInstance(t *testing.T, url, owner string, clk clock.Clock, poll time.Duration) *instance {
+	t.Helper()
 	cc, err := pgx.ParseConfig(url)
 	require.NoError(t, err)
 	inst := &instance{bus: signalbus.New(), done: make(chan struct{})}
 	inst.elector, err = leader.New(leader.Config{
-		Name: "svc", ConnConfig: cc, Owner: owner, PollInterval: 100 * time.Millisecond, Bus: inst.bus,
+		Name: "svc", ConnConfig: cc, Owner: owner, PollInterval: poll, Clock: clk, Bus: inst.bus,
 		TaskTypes: func() []string { return []string{"noop"} },
 		OnElected: func(ctx context.Context) {
 			inst.leading.Add(1)
@@ -40,11 +50,16 @@ func start(t *testing.T, url, owner string) *instance {
 		},
 	})
 	require.NoError(t, err)
+	return inst
+}
+
+// run runs the instance until the test ends.
+func (inst *instance) run(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inst.cancel = cancel
 	go func() { defer close(inst.done); inst.elector.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-inst.done })
-	return inst
 }
 
 func TestOneLeaderAndFailover(t *testing.T) {
@@ -110,5 +125,69 @@ func TestLeaderForwardsNotifications(t *testing.T) {
 		require.Equal(t, "CANCELLED:x", p)
 	case <-time.After(10 * time.Second):
 		t.Fatal("notification not forwarded")
+	}
+}
+
+// TestLeaderSweepsEveryPollIntervalUnderNotifications: the leader sweeps
+// (EventQueued and TaskQueued with no payload) once per poll interval of
+// its clock even when task notifications come more often than that, as
+// under steady task traffic; a wait for notifications whose timeout began
+// anew at each one never ended, so it never swept. Each step moves the
+// clock a third of the interval and then sends a notification, which the
+// leader forwards before the next step.
+func TestLeaderSweepsEveryPollIntervalUnderNotifications(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	clk := clock.NewFake(clock.Now())
+	const poll = time.Minute
+	a := newInstance(t, url, "solo", clk, poll)
+	sweeps := make(chan struct{}, 16)
+	forwarded := make(chan string, 16)
+	a.bus.Subscribe(signalbus.EventQueued, func(p string) {
+		if p == "" {
+			select {
+			case sweeps <- struct{}{}:
+			default: // the test has failed already
+			}
+		}
+	})
+	a.bus.Subscribe(signalbus.TaskQueued, func(p string) {
+		if p != "" {
+			select {
+			case forwarded <- p:
+			default: // the test has failed already
+			}
+		}
+	})
+	a.run(t)
+	wait := func(c <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(30 * time.Second):
+			t.Fatal(what)
+		}
+	}
+	wait(sweeps, "no sweep when elected") // its sweep ticker runs from then on
+
+	conn, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	for interval := range 3 {
+		for step := range 3 {
+			clk.Advance(poll / 3)
+			_, err = conn.Exec(context.Background(), `SELECT pg_notify('new_task_queued', 'noop')`)
+			require.NoError(t, err)
+			select {
+			case p := <-forwarded:
+				require.Equal(t, "noop", p)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("interval %d, step %d: the notification was not forwarded", interval, step)
+			}
+			if step < 2 {
+				require.Empty(t, sweeps, "interval %d, step %d: a sweep before the interval passed", interval, step)
+			}
+		}
+		wait(sweeps, "no sweep in a poll interval of notifications")
 	}
 }
