@@ -137,7 +137,7 @@ func TestLeaderFailoverKeepsTasksFlowing(t *testing.T) {
 	old := leaderOf(engines)
 	changed := old.LeaderChanged()
 	_, err := pool.Exec(context.Background(),
-		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, "wf-leader:svc:"+old.Owner())
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, "wf-leader:svc:"+old.Owner())
 	require.NoError(t, err)
 	<-changed
 	killedAt := time.Now()

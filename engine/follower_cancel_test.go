@@ -63,7 +63,8 @@ func TestFollowerStopsCancelledTaskAtOnce(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE application_name = 'wf-leader:svc:follower' AND query LIKE '%pg_try_advisory_lock%'`).Scan(&n))
+WHERE application_name = 'wf-leader:svc:follower' AND query LIKE '%pg_try_advisory_lock%'
+  AND datname = current_database()`).Scan(&n))
 		return n > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	enqueueCount(t, st, 1)

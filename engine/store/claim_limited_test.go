@@ -250,16 +250,19 @@ func TestClaimRateWindowAfterLockWait(t *testing.T) {
 		got, _ := claimLimited(t, b, lim, &store.Fairness{}, 100, nil)
 		claimed <- got
 	}()
+	// pg_locks and pg_stat_activity are the cluster's: only this test's
+	// database is looked at (other tests' claims wait on advisory locks too).
 	require.Eventually(t, func() bool {
 		var waiting bool
 		require.NoError(t, b.pool.QueryRow(b.ctx,
-			`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waiting))
+			`SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			   AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting))
 		return waiting
 	}, time.Minute, time.Millisecond, "the claim waits for the lock")
 	var began float64
 	require.NoError(t, b.pool.QueryRow(b.ctx, `
 SELECT extract(epoch FROM xact_start) FROM pg_stat_activity
-WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&began))
+WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND datname = current_database()`).Scan(&began))
 	// Into the next window (on the database's clock), where the holder
 	// records a full window of starts.
 	for {

@@ -87,7 +87,8 @@ func TestEnsureMonthsInsideTransactionsOnAFullPool(t *testing.T) {
 func waitForWaiters(ctx context.Context, conn *pgx.Conn, n int) error {
 	for {
 		var waiting int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting); err != nil {
 			return fmt.Errorf("error counting lock waiters: %w", err)
 		}
 		if waiting >= n {

@@ -63,7 +63,7 @@ func TestUndeclaredWorkflowRunFails(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, b.pool.QueryRow(ctx,
-			`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wf-leader:wf:old-instance'`).Scan(&n))
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wf-leader:wf:old-instance' AND datname = current_database()`).Scan(&n))
 		return n == 0
 	}, 90*time.Second, 20*time.Millisecond, "the old instance's session never ended")
 
