@@ -77,10 +77,14 @@ func TestFeatureTableCreateIdempotentAndConcurrent(t *testing.T) {
 	_, err := b.store.CreateCatalog(b.ctx, store.NewCatalog{ID: "cat", SchemaName: "s_cat"})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 8 {
+	collections := []string{long, strings.Repeat("x", 60) + "-ac", "a"}
+	const workers = 8
+	// Room for every error: a send that blocked would hang the test (it did,
+	// for 10 minutes, where PostGIS was missing and every create failed).
+	errs := make(chan error, workers*len(collections))
+	for range workers {
 		wg.Go(func() {
-			for _, c := range []string{long, strings.Repeat("x", 60) + "-ac", "a"} {
+			for _, c := range collections {
 				ft, err := store.NewFeatureTable("s_cat", c)
 				if err == nil {
 					err = b.store.CreateFeatureTable(b.ctx, ft)
