@@ -306,6 +306,9 @@ func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool
 			"(expected postgres://user:password@host:port/database)")
 	}
 	cc := pcfg.ConnConfig
+	if err := supportedExecMode(cc.DefaultQueryExecMode); err != nil {
+		return nil, err
+	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
 	}
@@ -329,6 +332,19 @@ func connectPool(ctx context.Context, databaseURL string, pooled bool) (*pgxpool
 		return nil, werr
 	}
 	return pool, nil
+}
+
+// supportedExecMode refuses the query exec modes in which pgx encodes
+// parameters without the server's types (exec, simple_protocol): wf's
+// statements send arrays of UUIDs, which pgx cannot encode that way, so every
+// enqueue would fail. The error says so before anything runs.
+func supportedExecMode(mode pgx.QueryExecMode) error {
+	name := map[pgx.QueryExecMode]string{pgx.QueryExecModeExec: "exec", pgx.QueryExecModeSimpleProtocol: "simple_protocol"}[mode]
+	if name == "" {
+		return nil
+	}
+	return fmt.Errorf("error reading the database URL: default_query_exec_mode=%s is not supported "+
+		"(wf's statements need the server's parameter types): use cache_statement (the default), cache_describe or describe_exec", name)
 }
 
 // connectError words a failed connection on one line: where, as whom, and

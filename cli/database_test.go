@@ -98,3 +98,30 @@ func TestSessionSettingsReceiveNotifications(t *testing.T) {
 	require.NotNil(t, n, "the notification reached this connection")
 	require.Equal(t, "hello", n.Payload)
 }
+
+// TestDatabaseURLExecModes: the exec modes that send parameters without the
+// server's types are refused before anything runs, with the modes that
+// work named; the others connect. (With simple_protocol every enqueue
+// failed: "unable to encode []uuid.UUID … into text format".)
+func TestDatabaseURLExecModes(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewDatabase(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	ctx := context.Background()
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		_, err := connectPool(ctx, url+sep+"default_query_exec_mode="+mode, false)
+		require.ErrorContains(t, err, "default_query_exec_mode="+mode+" is not supported", mode)
+		require.ErrorContains(t, err, "cache_describe or describe_exec", mode)
+		code, _, errOut := runWF(t, "--config", writeConfig(t, ""), "--database-url", url+sep+"default_query_exec_mode="+mode, "tasks", "list")
+		require.NotEqual(t, ExitOK, code, mode)
+		require.Contains(t, errOut, "default_query_exec_mode="+mode+" is not supported", mode)
+	}
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec"} {
+		pool, err := connectPool(ctx, url+sep+"default_query_exec_mode="+mode, false)
+		require.NoError(t, err, mode)
+		pool.Close()
+	}
+}
