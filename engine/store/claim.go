@@ -31,7 +31,9 @@ type ClaimSlot struct {
 	// of their Max). Concurrent claims so serve one window after the other
 	// rather than the same tenants twice. When the scan runs out of
 	// tenants before it has passed over FairSkip, the claim serves every
-	// tenant it found, as with none.
+	// tenant it found, as with none. A claim out may serve fewer tenants
+	// than its Max (Claimed.LeftOut says so): the next FairAfter is then
+	// its ScanEnd, not that of a claim that passed over its window.
 	FairSkip int
 }
 
@@ -95,6 +97,14 @@ type Claimed struct {
 	// its scan visited): the pair's FairAfter
 	// for the next claim.
 	ScanEnd map[Pair]string
+	// LeftOut holds the pairs of ScanEnd whose batch left out tenants its
+	// scan visited after ScanEnd, with due tasks it had no room for (a
+	// claim of several pairs cut to Total, a heavier tenant taking more of
+	// the batch): their turn is the next claim's. A claim of the pair that
+	// began while this one was out passed over them (FairSkip counts this
+	// one's Max tenants): the caller resumes at this ScanEnd, not at that
+	// claim's.
+	LeftOut map[Pair]bool
 }
 
 // claimTasksSQL claims, in one statement, up to each pair's free slots and at

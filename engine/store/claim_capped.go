@@ -148,9 +148,10 @@ func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 	var c Claimed
 	var room *int32
 	var one, scanEnd *string
+	var leftOut *bool
 	extra := []any{&room}
 	if fair {
-		extra = append(extra, &one, &scanEnd)
+		extra = append(extra, &one, &scanEnd, &leftOut)
 	}
 	sc := newTaskScanner(extra...)
 	for rows.Next() {
@@ -160,7 +161,7 @@ func collectCapped(rows pgx.Rows, fair bool) (Claimed, error) {
 		}
 		c.Tasks = append(c.Tasks, t)
 		if fair {
-			addCensus(&c, &t, one, scanEnd)
+			addCensus(&c, &t, one, scanEnd, leftOut)
 		}
 		if room != nil {
 			if c.Room == nil {

@@ -58,6 +58,9 @@ import (
 //     resumes: the last tenant in scan order the batch served from its
 //     share (among equal turns the batch prefers the tenants found first,
 //     so those it leaves out come first next time), else the last visited;
+//     and whether the batch left out, after that tenant, tenants whose
+//     share it had locked (left_out: a caller with claims out at once
+//     resumes there, see ClaimSlot.FairSkip);
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
@@ -223,7 +226,11 @@ census AS (
                        AND c.tenant_n IS NOT NULL
                      ORDER BY c.tenant_n DESC
                      LIMIT 1),
-                    (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1]) AS scan_end
+                    (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1]) AS scan_end,
+           coalesce((SELECT max(f.tenant_n) FROM fair f
+                     WHERE f.execution_mode = tn.execution_mode AND f.task_type = tn.task_type)
+                    > (SELECT max(c.tenant_n) FROM candidates c
+                       WHERE c.execution_mode = tn.execution_mode AND c.task_type = tn.task_type), false) AS left_out
     FROM tenants tn
     GROUP BY tn.execution_mode, tn.task_type
 ),
@@ -313,10 +320,14 @@ RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
 // take the same tasks), once for the claim; and, for the pair of the
 // claimed task in alias a, where its next fair claim resumes
 // (ClaimSlot.FairAfter): the last tenant in scan order the batch served
-// from its share, else the last one the scan visited.
+// from its share, else the last one the scan visited; and whether the
+// batch left out tenants after it whose shares it had locked
+// (Claimed.LeftOut).
 func fairCensusColumns(a string) string {
+	pair := `WHERE ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type`
 	return `(SELECT o.one FROM one_tenant o),
-       (SELECT ce.scan_end FROM census ce WHERE ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type)`
+       (SELECT ce.scan_end FROM census ce ` + pair + `),
+       (SELECT ce.left_out FROM census ce ` + pair + `)`
 }
 
 // fairBatchOrder is the order in which a fair claim's batch takes the
@@ -330,33 +341,41 @@ func fairBatchOrder(a string) string {
 }
 
 // addCensus records in c the census columns (fairCensusColumns) of its
-// claimed task t: the claim's one tenant (the same on every row) and the
-// pair's scan end.
-func addCensus(c *Claimed, t *wftype.Task, one, scanEnd *string) {
+// claimed task t: the claim's one tenant (the same on every row), the
+// pair's scan end and whether the batch left tenants out after it.
+func addCensus(c *Claimed, t *wftype.Task, one, scanEnd *string, leftOut *bool) {
 	if one != nil {
 		c.OneTenant = *one
 	}
+	p := Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}
 	if scanEnd != nil {
 		if c.ScanEnd == nil {
 			c.ScanEnd = map[Pair]string{}
 		}
-		c.ScanEnd[Pair{Mode: t.ExecutionMode, TaskType: t.TaskType}] = *scanEnd
+		c.ScanEnd[p] = *scanEnd
+	}
+	if leftOut != nil && *leftOut {
+		if c.LeftOut == nil {
+			c.LeftOut = map[Pair]bool{}
+		}
+		c.LeftOut[p] = true
 	}
 }
 
 // claimFair claims with claimFairSQL, at most total tasks; the claim's
-// OneTenant and ScanEnd come from its census columns.
+// OneTenant, ScanEnd and LeftOut come from its census columns.
 func (s *Store) claimFair(ctx context.Context, args []any, total int) (Claimed, error) {
 	var c Claimed
 	err := s.withPlanGuard(ctx, func(db DBTX) (int, error) {
 		c = Claimed{Tasks: make([]wftype.Task, 0, total)}
 		var one, scanEnd *string
-		sc := newTaskScanner(&one, &scanEnd)
+		var leftOut *bool
+		sc := newTaskScanner(&one, &scanEnd, &leftOut)
 		err := queryEach(ctx, db, "claiming tasks fairly", claimFairSQL, func(row pgx.Row) error {
 			t, err := sc.scan(row)
 			if err == nil {
 				c.Tasks = append(c.Tasks, t)
-				addCensus(&c, &c.Tasks[len(c.Tasks)-1], one, scanEnd)
+				addCensus(&c, &c.Tasks[len(c.Tasks)-1], one, scanEnd, leftOut)
 			}
 			return err
 		}, args...)

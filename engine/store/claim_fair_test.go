@@ -406,6 +406,58 @@ func TestClaimFairRotatesPastUnserved(t *testing.T) {
 	})
 }
 
+// TestClaimFairReportsTenantsLeftOut: a fair claim says, per pair, whether
+// its batch left out tenants its scan visited after its scan end, with due
+// tasks it had no room for (Claimed.LeftOut): a claim of two pairs cut to
+// its total, with or without passing over another claim's window
+// (FairSkip), of a type with limits too, and a heavier tenant taking more
+// of a batch; not a batch that served every tenant it visited.
+func TestClaimFairReportsTenantsLeftOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 12 {
+		tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 5, 0)
+		tenantTasks(t, b, fmt.Sprintf("t%02d", i), "other", 5, 0)
+	}
+	noop := store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}
+	other := store.Pair{Mode: wftype.ModeAsync, TaskType: "other"}
+	for _, tc := range []struct {
+		name    string
+		types   []string
+		skip    int
+		fair    store.Fairness
+		limits  map[string]store.TypeLimits
+		end     string
+		leftOut map[store.Pair]bool
+	}{
+		{name: "one pair", types: []string{"noop"}, end: "t08"},
+		{name: "two pairs cut to the total", types: []string{"noop", "other"}, end: "t10",
+			leftOut: map[store.Pair]bool{noop: true, other: true}},
+		{name: "past another claim's window", types: []string{"noop", "other"}, skip: 4, end: "t06",
+			leftOut: map[store.Pair]bool{noop: true, other: true}},
+		{name: "limited", types: []string{"noop", "other"}, limits: map[string]store.TypeLimits{"noop": {PerTenant: 50}},
+			end: "t10", leftOut: map[store.Pair]bool{noop: true, other: true}},
+		{name: "a heavier tenant", types: []string{"noop"}, fair: store.Fairness{Weights: map[string]float64{"t11": 3}},
+			end: "t09", leftOut: map[store.Pair]bool{noop: true}},
+	} {
+		var c store.Claimed
+		err := b.store.InTx(b.ctx, func(tx *store.Store) error {
+			var slots []store.ClaimSlot
+			for _, tt := range tc.types {
+				slots = append(slots, store.ClaimSlot{Mode: wftype.ModeAsync, TaskType: tt, Max: 4, Lease: time.Minute, FairSkip: tc.skip})
+			}
+			var err error
+			c, err = tx.Claim(b.ctx, store.ClaimParams{Owner: "w", Total: 4, Fair: &tc.fair, Limits: tc.limits, Slots: slots})
+			require.NoError(t, err, tc.name)
+			return errRolledBack
+		})
+		require.ErrorIs(t, err, errRolledBack)
+		require.Len(t, c.Tasks, 4, tc.name)
+		require.Equal(t, tc.end, c.ScanEnd[noop], tc.name)
+		require.Equal(t, tc.leftOut, c.LeftOut, tc.name)
+	}
+}
+
 // TestClaimFairLoneTenantTakesClaimOrder: with one tenant waiting in one
 // pair (the burn-down's case), the fair claim skips its ranking
 // (fairCandidates) and must take exactly the tasks, in the order, that a
@@ -468,6 +520,7 @@ WHERE task_id = (SELECT task_id FROM tasks.tasks WHERE priority = 5 ORDER BY tas
 			require.Equal(t, want, got, name)
 			require.Equal(t, "ta", c.OneTenant, name)
 			require.Equal(t, "ta", c.ScanEnd[store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}], name)
+			require.Empty(t, c.LeftOut, name)
 		}
 	}
 	// A claim that passes over the tenants of claims out at once
