@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,15 +14,20 @@ import (
 // finds the tenants of each pair and ranks their tasks), and with one
 // tenant waiting both take the same tasks. So a fair claim that finds one
 // tenant in all the pairs it claims (store.Claimed.OneTenant) lets the
-// claims after it skip fairness, until one of these says the finding may
-// be stale and the next claim is fair again:
+// claims after it of those pairs skip fairness (a claim of a pair it did
+// not scan, such as one whose per-instance cap left it no slot then, is
+// fair), until one of these says the finding may be stale and the next
+// claim is fair again:
 //   - a task was queued since the fair claim began (signalbus.TaskQueued:
 //     every enqueue sends it, so a tenant that enqueues is served fairly by
 //     the very next claim, as without the census), unless the signal says
 //     the one tenant found queued it (store.ParseQueued): a lone tenant's
 //     stream of tasks (each enqueue a signal) is claimed without fairness,
 //     which matters for its latency, as a fair claim costs more to plan and
-//     to run;
+//     to run. Such a signal is passed over against the finding of the
+//     moment; a fair claim out then may have read the tasks before that
+//     tenant's new one, so when it ends with another finding (another
+//     tenant alone, or none), the next claim is fair;
 //   - censusClaims claims were made without fairness since, or the finding
 //     is censusAge old (tasks that become due by time, retries and snoozes,
 //     send no signal: they wait at most that long for their fair share).
@@ -49,15 +55,33 @@ const (
 // the sum of their Max): it serves the window after theirs, not the same
 // tenants' next tasks. The point moves on in the order the claims began:
 // to a claim's scan end once every claim begun before it ended, so a claim
-// that ends first does not move it back.
+// that ends first does not move it back. A claim may serve fewer tenants
+// than its Max (its batch, of several pairs, cut to its total; a heavier
+// tenant taking more of it): when it left tenants of its window out
+// (store.Claimed.LeftOut), the claims begun while it was out passed over
+// them, so the point stays at its scan end, and those claims' ends are
+// let go (the tenants they served get their next turn early; none loses
+// one).
 type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
 	mu     sync.Mutex
-	one    string    // the one tenant the last fair claim found in all its pairs, if it did
-	at     time.Time // when that claim began
-	unfair int       // claims made without fairness since
+	one    string              // the one tenant the last fair claim found in all its pairs, if it did
+	pairs  map[store.Pair]bool // the pairs that claim scanned: a claim of any other is fair
+	at     time.Time           // when that claim began
+	unfair int                 // claims made without fairness since
+	out    []*fairClaim        // the fair claims out
 	scans  map[store.Pair]*scan
+}
+
+// fairClaim is one fair claim while it is out: when it began, its pairs
+// and its turns in their scans, and the tenants whose signals taskQueued
+// passed over meanwhile.
+type fairClaim struct {
+	at      time.Time
+	pairs   []store.Pair
+	turns   []*turn // one per pair
+	dropped []string
 }
 
 // scan is where a pair's fair claims resume, and its claims out.
@@ -68,22 +92,23 @@ type scan struct {
 
 // turn is one claim's part in a pair's scan.
 type turn struct {
-	max   int     // the tenants it serves at most (its slot's Max)
-	ended bool    // it came back (or failed)
-	end   *string // its scan end, when it had one
+	max     int     // the tenants it serves at most (its slot's Max)
+	ended   bool    // it came back (or failed)
+	end     *string // its scan end, when it had one
+	leftOut bool    // it left tenants of its window out after end
 }
 
-// resume sets each slot's FairAfter to where its pair's scan resumes and
-// its FairSkip to the tenants the pair's claims out serve, and counts the
-// claim among those out. The caller must hand the turns it returns (one
-// per slot) to scanned once the claim came back or failed.
-func (c *census) resume(slots []store.ClaimSlot) []*turn {
+// begin counts a fair claim beginning at `at` of slots among those out: it
+// sets each slot's FairAfter to where its pair's scan resumes and its
+// FairSkip to the tenants the pair's claims out serve. The caller must
+// hand what it returns to end once the claim came back or failed.
+func (c *census) begin(slots []store.ClaimSlot, at time.Time) *fairClaim {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.scans == nil {
 		c.scans = map[store.Pair]*scan{}
 	}
-	turns := make([]*turn, len(slots))
+	fc := &fairClaim{at: at, pairs: make([]store.Pair, len(slots)), turns: make([]*turn, len(slots))}
 	for i := range slots {
 		p := store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}
 		sc := c.scans[p]
@@ -96,43 +121,72 @@ func (c *census) resume(slots []store.ClaimSlot) []*turn {
 			skip += o.max
 		}
 		slots[i].FairAfter, slots[i].FairSkip = sc.after, skip
-		turns[i] = &turn{max: slots[i].Max}
-		sc.out = append(sc.out, turns[i])
+		fc.pairs[i], fc.turns[i] = p, &turn{max: slots[i].Max}
+		sc.out = append(sc.out, fc.turns[i])
 	}
-	return turns
+	c.out = append(c.out, fc)
+	return fc
 }
 
-// scanned records that the claim of slots, whose turns resume returned,
-// came back with the scan ends ends (store.Claimed.ScanEnd; nil when it
-// failed), and moves each pair's resume point past the claims that ended
-// in the order they began.
-func (c *census) scanned(slots []store.ClaimSlot, turns []*turn, ends map[store.Pair]string) {
+// end records what the fair claim fc came back with (claimed; the zero
+// value when it failed): its finding (store.Claimed.OneTenant), unless a
+// fair claim that began later was recorded already, and its scan ends
+// (store.Claimed.ScanEnd, LeftOut), moving each pair's resume point past
+// the claims that ended, in the order they began.
+func (c *census) end(fc *fairClaim, claimed store.Claimed) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := range slots {
-		p := store.Pair{Mode: slots[i].Mode, TaskType: slots[i].TaskType}
-		t := turns[i]
+	if i := slices.Index(c.out, fc); i >= 0 {
+		c.out = slices.Delete(c.out, i, i+1)
+	}
+	if !fc.at.Before(c.at) {
+		c.one, c.at, c.unfair = claimed.OneTenant, fc.at, 0
+		c.pairs = make(map[store.Pair]bool, len(fc.pairs))
+		for _, p := range fc.pairs {
+			c.pairs[p] = true
+		}
+		for _, tn := range fc.dropped {
+			if tn != claimed.OneTenant {
+				c.queued.Store(true) // its task may be after the claim's snapshot
+			}
+		}
+	}
+	for i, p := range fc.pairs {
+		t := fc.turns[i]
 		t.ended = true
-		if end, ok := ends[p]; ok {
-			t.end = &end
+		if end, ok := claimed.ScanEnd[p]; ok {
+			t.end, t.leftOut = &end, claimed.LeftOut[p]
 		}
 		sc := c.scans[p]
 		for len(sc.out) > 0 && sc.out[0].ended {
-			if sc.out[0].end != nil {
-				sc.after = *sc.out[0].end
-			}
+			o := sc.out[0]
 			sc.out = sc.out[1:]
+			if o.end != nil {
+				sc.after = *o.end
+			}
+			if o.leftOut {
+				// The claims out behind it passed over the tenants it
+				// left out: resume at its end, whatever theirs.
+				sc.out = nil
+			}
 		}
 	}
 }
 
 // taskQueued records that a task was queued (a signal with its payload):
 // the next claim is fair, unless the payload names the one tenant the
-// census found.
+// census found (then the fair claims out note it: see end).
 func (c *census) taskQueued(payload string) {
 	if _, tenant := store.ParseQueued(payload); tenant != "" {
 		c.mu.Lock()
 		same := tenant == c.one
+		if same {
+			for _, fc := range c.out {
+				if !slices.Contains(fc.dropped, tenant) {
+					fc.dropped = append(fc.dropped, tenant)
+				}
+			}
+		}
 		c.mu.Unlock()
 		if same {
 			return
@@ -141,10 +195,10 @@ func (c *census) taskQueued(payload string) {
 	c.queued.Store(true)
 }
 
-// fairness returns what a claim beginning at now claims with: fair (f),
-// or nil while the census lets it skip fairness. f nil (fairness off)
-// stays nil.
-func (c *census) fairness(f *store.Fairness, now time.Time) *store.Fairness {
+// fairness returns what a claim of slots beginning at now claims with:
+// fair (f), or nil while the census lets it skip fairness. f nil
+// (fairness off) stays nil.
+func (c *census) fairness(f *store.Fairness, slots []store.ClaimSlot, now time.Time) *store.Fairness {
 	if f == nil || c.queued.Swap(false) {
 		return f
 	}
@@ -153,18 +207,11 @@ func (c *census) fairness(f *store.Fairness, now time.Time) *store.Fairness {
 	if c.one == "" || c.unfair >= censusClaims || now.Sub(c.at) >= censusAge {
 		return f
 	}
+	for _, s := range slots {
+		if !c.pairs[store.Pair{Mode: s.Mode, TaskType: s.TaskType}] {
+			return f // a pair the finding did not scan
+		}
+	}
 	c.unfair++
 	return nil
-}
-
-// record keeps what a fair claim that began at `at` found (oneTenant: see
-// store.Claimed.OneTenant; "" for none or a failed claim), unless a fair
-// claim that began later was recorded already.
-func (c *census) record(oneTenant string, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if at.Before(c.at) {
-		return
-	}
-	c.one, c.at, c.unfair = oneTenant, at, 0
 }

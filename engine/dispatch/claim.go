@@ -173,10 +173,10 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	// still commit, and its tasks would stay ACTIVE, owned by an instance
 	// that stopped, until their leases expired and cost them an attempt.
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-	fair := d.census.fairness(d.cfg.Fair, start)
-	var turns []*turn
+	fair := d.census.fairness(d.cfg.Fair, slots, start)
+	var fc *fairClaim
 	if fair != nil {
-		turns = d.census.resume(slots)
+		fc = d.census.begin(slots, start)
 	}
 	claimed, err := d.cfg.Store.Claim(claimCtx, store.ClaimParams{
 		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
@@ -186,8 +186,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	if fair != nil {
 		// A failed claim found nothing: the next one is fair (the signal
 		// this one spent may be a new tenant's).
-		d.census.record(claimed.OneTenant, start) // "" when it failed
-		d.census.scanned(slots, turns, claimed.ScanEnd)
+		d.census.end(fc, claimed) // the zero Claimed when it failed
 	}
 	if err != nil {
 		return false, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/dispatch"
+	"github.com/wfhq/wf/engine/execution"
 	"github.com/wfhq/wf/engine/signalbus"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/wftype"
@@ -92,6 +94,76 @@ func TestFairAgainWhenAnotherTenantQueues(t *testing.T) {
 		}
 	}
 	require.Less(t, seen["ta"], slots, "ta's tasks took every slot before tb's started: %v", seen)
+}
+
+// TestFairForPairTheCensusDidNotScan: the census's finding of one tenant
+// holds for the (task type, mode) pairs its fair claim scanned, not for a
+// pair that had no free slot then. Tenant ta floods "flood" (quick runs)
+// and has an older backlog of "capped" (concurrency.per_instance 1); tb
+// has three capped tasks. While capped's one slot is taken, the fair
+// claims cover flood only and find ta alone, so the claims of flood after
+// them skip fairness; the claim that takes capped's freed slot must still
+// be fair, and the capped runs alternate between the tenants until tb's
+// are done (a plain claim would take ta's older tasks first).
+func TestFairForPairTheCensusDidNotScan(t *testing.T) {
+	t.Parallel()
+	const slots = 8
+	b := setup(t)
+	fake := clock.NewFake(clock.Now().UTC().Add(time.Minute)) // frozen: the census never ages
+	release := make(chan struct{})                            // each send lets one capped run end
+	capped := make(chan string, 100)
+	var floods atomic.Int64
+	r := funcRunner{types: map[string]bool{"flood": true, "capped": true}, fn: func(ctx context.Context, tk *wftype.Task) (json.RawMessage, error) {
+		if tk.TaskType == "flood" {
+			floods.Add(1)
+			return nil, nil
+		}
+		capped <- tk.SchemaName
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}}
+	queue := func(tenant, taskType string, n int) {
+		batch := make([]store.NewTask, n)
+		for i := range batch {
+			batch[i] = store.NewTask{SchemaName: tenant, Scope: wftype.ScopeCatalog, ExecutionMode: wftype.ModeAsync,
+				TaskType: taskType, Inputs: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+		}
+		_, err := b.store.InsertTasks(b.ctx, batch)
+		require.NoError(t, err)
+	}
+	queue("ta", "capped", 10)
+	queue("tb", "capped", 3)
+	queue("ta", "flood", 50000)
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.Clock, c.Slots, c.ClaimAhead, c.Fair = fake, slots, -1, &store.Fairness{}
+		c.Rules = execution.Rules{{Mode: wftype.ModeAsync, TaskType: "capped"}: {PerInstance: 1}}
+	})
+	stop := runFor(d)
+	defer stop()
+	defer close(release) // before stop: the last capped run ends
+	var order []string
+	for range 6 {
+		select {
+		case tn := <-capped:
+			order = append(order, tn)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("capped runs so far: %v", order)
+		}
+		// Let claims of flood alone run until one has recorded its finding:
+		// at most slots-1 of the flood runs that start from now were
+		// claimed before this capped run, so 2×slots more come from later
+		// claims, each of which ended (and recorded) before its runs began.
+		mark := floods.Load()
+		require.Eventually(t, func() bool { return floods.Load() >= mark+2*slots }, 60*time.Second, time.Millisecond,
+			"flood runs after capped run %d", len(order))
+		release <- struct{}{}
+	}
+	require.Equal(t, []string{"tb", "ta", "tb", "ta", "tb", "ta"}, order,
+		"each claim of capped's freed slot is fair: the tenants take turns")
 }
 
 // TestFairRoundRobinAcrossClaims: with more tenants waiting than there are
