@@ -8,3 +8,6 @@ import "context"
 func (s *Store) InsertTasksVia(ctx context.Context, tasks []NewTask, viaCopy bool) ([]InsertResult, error) {
 	return s.insertTasks(ctx, tasks, viaCopy)
 }
+
+// TryLeadAndProbeSQL is TryLeadAndProbe's statement, for plan tests.
+func TryLeadAndProbeSQL() string { return tryLeadAndProbeSQL }

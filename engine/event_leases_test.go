@@ -14,13 +14,13 @@ import (
 	"github.com/wfhq/wf/runners/builtin"
 )
 
-// Since c74f045 a consumer on a bus takes back expired event leases only when
-// a signal wakes it, and a follower is woken only by its probe, which looks
-// for due PENDING events, never for expired PROCESSING ones. When the leader
-// is an instance with events.consume false (3fa858f), no consumer ever takes
-// back the events of a consumer that crashed mid-batch: they stay PROCESSING
-// until some other event happens to be emitted.
-func TestReview4FollowerTakesBackExpiredEventsBesideANonConsumingLeader(t *testing.T) {
+// TestFollowerTakesBackExpiredEventsBesideANonConsumingLeader: a consumer on
+// a bus takes back expired event leases only when a signal wakes it, and a
+// follower is woken only by its probe. When the leader does not consume
+// (events.consume: false), the follower's probe must report the events of a
+// consumer that crashed mid-batch (PROCESSING, lease ended), or they stay
+// PROCESSING until some other event happens to be emitted.
+func TestFollowerTakesBackExpiredEventsBesideANonConsumingLeader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
@@ -34,26 +34,33 @@ func TestReview4FollowerTakesBackExpiredEventsBesideANonConsumingLeader(t *testi
 
 	// The leader: an instance that does not consume (events.consume: false).
 	leader, err := engine.New(engine.Config{
-		Name: "review4", Owner: "leader", Pool: pool, Specs: set, NoEventConsumer: true,
+		Name: "leases", Owner: "leader", Pool: pool, Specs: set, NoEventConsumer: true,
 		PollInterval: 100 * time.Millisecond, Logger: warnLogger(),
 	})
 	require.NoError(t, err)
 	inproc.Go(t, leader.Run)
 	require.Eventually(t, leader.IsLeader, 60*time.Second, 10*time.Millisecond, "the first instance did not lead")
 
-	// A follower that consumes. A PENDING event proves its consumer ran
-	// once (nothing else consumes).
+	// unsettled counts the events a consumer still has to handle: due
+	// PENDING ones and PROCESSING ones. An event nobody subscribes to is
+	// settled once claimed (deleted, or held back until
+	// events.unmatched_grace).
+	const unsettled = `SELECT count(*) FROM tasks.events
+WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <= now())`
+
+	// A follower that consumes. A due PENDING event proves its consumer
+	// ran once (nothing else consumes).
 	_, err = pool.Exec(ctx, `
 INSERT INTO tasks.events (event_id, created_at, event_type, scope, schema_name, status)
 VALUES (tasks.uuid_v7(now()), now(), 'thing.happened', 'PLATFORM', 'system', 'PENDING')`)
 	require.NoError(t, err)
 	follower, err := engine.New(engine.Config{
-		Name: "review4", Owner: "follower", Pool: pool, Specs: set,
+		Name: "leases", Owner: "follower", Pool: pool, Specs: set,
 		PollInterval: 100 * time.Millisecond, Logger: warnLogger(),
 	})
 	require.NoError(t, err)
 	inproc.Go(t, follower.Run)
-	require.Eventually(t, func() bool { return count(`SELECT count(*) FROM tasks.events`) == 0 },
+	require.Eventually(t, func() bool { return count(unsettled) == 0 },
 		60*time.Second, 10*time.Millisecond, "the follower's consumer did not run")
 	require.False(t, follower.IsLeader())
 
@@ -65,6 +72,6 @@ VALUES (tasks.uuid_v7(now()), now(), 'thing.happened', 'PLATFORM', 'system', 'PR
 	require.NoError(t, err)
 	// The follower takes it back within its consumer's Interval (10 s) of
 	// probes; a minute is generous.
-	require.Eventually(t, func() bool { return count(`SELECT count(*) FROM tasks.events`) == 0 },
+	require.Eventually(t, func() bool { return count(unsettled) == 0 },
 		60*time.Second, 50*time.Millisecond, "the crashed consumer's event stays PROCESSING")
 }
