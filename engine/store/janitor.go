@@ -23,18 +23,22 @@ import (
 // had not locked made FinishTasks lock that run after its task). The runs of
 // tasks it skips stay locked until the transaction ends, which only delays
 // those runs' next change; the skipped tasks are found again next time.
-func (s *Store) ExpiredLeases(ctx context.Context, now *time.Time, limit int) ([]wftype.Task, error) {
+//
+// found is how many expired tasks it found before locking: a caller that
+// drains in batches goes on while found is limit (there may be more), even
+// when it got fewer tasks because another transaction held some.
+func (s *Store) ExpiredLeases(ctx context.Context, now *time.Time, limit int) (expired []wftype.Task, found int, err error) {
 	ids, err := collectIDs(ctx, s, "finding expired leases", `
 SELECT task_id FROM tasks.tasks
 WHERE status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
 ORDER BY locked_until
 LIMIT $2`, now, limit)
 	if err != nil || len(ids) == 0 {
-		return nil, err
+		return nil, 0, err
 	}
 	keys, lo, hi := idKeys(ids)
 	if err := s.lockRunsOfTasks(ctx, keys, lo, hi); err != nil {
-		return nil, err
+		return nil, len(ids), err
 	}
 	// The lease is tested again on the locked row: one renewed or finished
 	// meanwhile is left alone. The creation-time range prunes partitions.
@@ -46,7 +50,8 @@ WHERE task_id = ANY (ARRAY(SELECT unnest($2::uuid[])))
   AND status = 'ACTIVE' AND locked_until < coalesce($1::timestamptz, now())
 ORDER BY locked_until
 FOR UPDATE SKIP LOCKED`
-	return queryAll(ctx, s.db, "locking expired leases", q, scanTask, now, keys, lo, hi)
+	expired, err = queryAll(ctx, s.db, "locking expired leases", q, scanTask, now, keys, lo, hi)
+	return expired, len(ids), err
 }
 
 // DeadLetterOrphans moves PENDING and ACTIVE tasks whose tenant no longer

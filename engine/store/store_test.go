@@ -421,10 +421,10 @@ func TestExpiredLeasesAndOrphans(t *testing.T) {
 	claimAll(t, b, "y", 1)
 	future := clock.Now().Add(2 * time.Minute)
 	err = b.store.InTx(b.ctx, func(tx *store.Store) error {
-		exp, err := tx.ExpiredLeases(b.ctx, nil, 10)
+		exp, _, err := tx.ExpiredLeases(b.ctx, nil, 10)
 		require.NoError(t, err)
 		require.Empty(t, exp)
-		exp, err = tx.ExpiredLeases(b.ctx, &future, 10)
+		exp, _, err = tx.ExpiredLeases(b.ctx, &future, 10)
 		require.NoError(t, err)
 		require.Len(t, exp, 1)
 		done, err := tx.FinishTasks(b.ctx, store.FinishParams{ExpiredBefore: &future}, []store.Finish{

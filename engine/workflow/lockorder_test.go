@@ -46,7 +46,7 @@ func TestJanitorRescueAndCancelDoNotDeadlock(t *testing.T) {
 	later := clk.Now().Add(time.Hour)
 	b.againstCancel(t, id, "the rescue", func(ctx context.Context, tx *store.Store, pause func()) error {
 		// janitor.rescueBatch's body, with a pause after ExpiredLeases.
-		expired, err := tx.ExpiredLeases(ctx, &later, 10)
+		expired, _, err := tx.ExpiredLeases(ctx, &later, 10)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func TestJanitorRescueBeyondALockedTaskAndCancelDoNotDeadlock(t *testing.T) {
 	b.againstCancel(t, id, "the rescue", func(ctx context.Context, tx *store.Store, pause func()) error {
 		// janitor.rescueBatch's body with a batch of one, with a pause
 		// after ExpiredLeases.
-		expired, err := tx.ExpiredLeases(ctx, &later, 1)
+		expired, _, err := tx.ExpiredLeases(ctx, &later, 1)
 		if err != nil {
 			return err
 		}

@@ -75,17 +75,21 @@ func (j *Janitor) MaybeRun(ctx context.Context) (bool, Result, error) {
 	return true, res, err
 }
 
-// RunOnce rescues expired leases and dead-letters orphans now.
+// RunOnce rescues expired leases and dead-letters orphans now. It drains
+// the expired leases batch after batch while a batch finds a full one: a
+// task another transaction holds is skipped (SKIP LOCKED) and the rest go
+// on; it stops when a batch finds fewer, or rescues none (every task it
+// found is held), so held tasks never make it spin.
 func (j *Janitor) RunOnce(ctx context.Context) (Result, error) {
 	var res Result
 	for {
-		requeued, dead, n, err := j.rescueBatch(ctx)
+		requeued, dead, found, err := j.rescueBatch(ctx)
 		res.Requeued += requeued
 		res.DeadLettered += dead
 		if err != nil {
 			return res, err
 		}
-		if n < j.cfg.BatchSize {
+		if found < j.cfg.BatchSize || requeued+dead == 0 {
 			break
 		}
 	}
@@ -100,17 +104,21 @@ func (j *Janitor) RunOnce(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, err error) {
+// rescueBatch requeues or dead-letters one batch of expired leases in one
+// transaction. found is how many expired tasks it found, held ones
+// included.
+func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, found int, err error) {
 	dbNow := j.cfg.Clock.DBNow()
 	var logged []loggedOutcome
 	err = j.cfg.Store.InTx(ctx, func(tx *store.Store) error {
 		logged = logged[:0]
-		expired, err := tx.ExpiredLeases(ctx, dbNow, j.cfg.BatchSize)
+		requeued, dead = 0, 0
+		expired, n, err := tx.ExpiredLeases(ctx, dbNow, j.cfg.BatchSize)
+		found = n
 		if err != nil {
 			return err
 		}
-		seen = len(expired)
-		if seen == 0 {
+		if len(expired) == 0 {
 			return nil
 		}
 		outcomes := make([]store.Finish, 0, len(expired))
@@ -151,13 +159,13 @@ func (j *Janitor) rescueBatch(ctx context.Context) (requeued, dead, seen int, er
 		return nil
 	})
 	if err != nil {
-		return 0, 0, seen, fmt.Errorf("error rescuing expired leases: %w", err)
+		return 0, 0, found, fmt.Errorf("error rescuing expired leases: %w", err)
 	}
 	// One line per task rescued, once the transaction committed.
 	for i := range logged {
 		execution.LogOutcome(ctx, j.cfg.Logger, &logged[i].task, logged[i].outcome, "reason", "lease expired", "janitor", true)
 	}
-	return requeued, dead, seen, nil
+	return requeued, dead, found, nil
 }
 
 // loggedOutcome is a rescued task and the outcome written for it.
