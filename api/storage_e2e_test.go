@@ -251,7 +251,10 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 	require.Contains(t, task["error"], "holds tables wf did not create (not_wf)")
 	require.Eventually(t, func() bool {
 		var live int
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.events WHERE status <> 'DEAD_LETTER'`).Scan(&live))
+		// None PROCESSING or due (an unmatched one is held back, PENDING,
+		// until it is events.unmatched_grace old).
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.events
+WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <= now())`).Scan(&live))
 		return live == 0
 	}, time.Minute, 50*time.Millisecond, "every event consumed")
 	var cleanups int

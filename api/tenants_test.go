@@ -83,14 +83,16 @@ func (b *bundle) tenantState(catalogID, schema string) string {
 	return out.String()
 }
 
-// idle waits until the engine has run every task and consumed every event.
+// idle waits until the engine has run every task and consumed every event:
+// no event is PROCESSING or due (one no subscription matches is held back,
+// PENDING, until it is events.unmatched_grace old).
 func (b *bundle) idle() {
 	b.t.Helper()
 	require.Eventually(b.t, func() bool {
 		var live int
 		require.NoError(b.t, b.pool.QueryRow(b.ctx, `
 SELECT (SELECT count(*) FROM tasks.tasks WHERE status IN ('PENDING', 'ACTIVE'))
-     + (SELECT count(*) FROM tasks.events WHERE status <> 'DEAD_LETTER')`).Scan(&live))
+     + (SELECT count(*) FROM tasks.events WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <= now()))`).Scan(&live))
 		return live == 0
 	}, 60*time.Second, 20*time.Millisecond, "the engine did not finish its work")
 }

@@ -179,7 +179,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 		Name: cfg.Name, Owner: owner, Pool: rt.pool, CatalogPool: rt.catalogPool, LeaderServices: leading, Secrets: rt.secrets, SessionConnConfig: session, Channels: storeChannels(cfg),
 		Specs: rt.specs, Registry: builtinRegistry(c), Bind: bindCatalog(cfg, rt.log, files), Files: files, Runners: extra,
 		DefaultVisibilityTimeout: cfg.VisibilityTimeout,
-		Slots:                    cfg.Slots, Unfair: !cfg.Fairness.Enabled, NoEventConsumer: !cfg.Events.Consume, TenantWeights: cfg.Fairness.TenantWeights(),
+		Slots:                    cfg.Slots, Unfair: !cfg.Fairness.Enabled, NoEventConsumer: !cfg.Events.Consume, UnmatchedEventGrace: cfg.Events.UnmatchedGrace, TenantWeights: cfg.Fairness.TenantWeights(),
 		PollInterval: cfg.PollInterval, HeartbeatInterval: cfg.HeartbeatInterval,
 		JanitorInterval: cfg.JanitorInterval, Grace: cfg.Grace, PartitionsAhead: r.PartitionsAhead,
 		MaintenanceInterval: cfg.MaintenanceInterval,

@@ -172,6 +172,11 @@ type Events struct {
 	// not the fleet's: its consumer would delete events the other
 	// instances' subscriptions want.
 	Consume bool `yaml:"consume"`
+	// UnmatchedGrace: an event none of this instance's subscriptions
+	// matches is deleted only once it is this old; younger, it is handed
+	// back until then, so that an instance deployed with a new
+	// Subscription consumes it meanwhile. Longer than a rolling deploy.
+	UnmatchedGrace time.Duration `yaml:"unmatched_grace"`
 }
 
 // Fairness says how a claim batch is shared among tenants (schema_name):
@@ -320,7 +325,7 @@ func Default() *Config {
 		LogFormat:           LogFormatAuto,
 		Slots:               100,
 		Fairness:            Fairness{Enabled: true},
-		Events:              Events{Consume: true},
+		Events:              Events{Consume: true, UnmatchedGrace: 15 * time.Minute},
 		PollInterval:        time.Second,
 		HeartbeatInterval:   30 * time.Second,
 		JanitorInterval:     30 * time.Second,

@@ -90,6 +90,7 @@ fairness:
     weights: []
 events:
     consume: true
+    unmatched_grace: 15m
 poll_interval: 1s
 heartbeat_interval: 30s
 janitor_interval: 30s

@@ -122,6 +122,7 @@ func (c *Config) Validate() error {
 		{"janitor_interval", c.JanitorInterval},
 		{"maintenance_interval", c.MaintenanceInterval},
 		{"tiles.cache_grace", c.Tiles.CacheGrace},
+		{"events.unmatched_grace", c.Events.UnmatchedGrace},
 		{"visibility_timeout", c.VisibilityTimeout},
 		{"retention.completed", c.Retention.Completed},
 		{"retention.failed", c.Retention.Failed},

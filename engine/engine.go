@@ -96,13 +96,20 @@ type Config struct {
 	Specs *spec.Set
 	// NoEventConsumer: this instance consumes no events. By default every
 	// instance with Specs consumes the outbox, whether or not any
-	// Subscription exists: an event no subscription wants is deleted, so
-	// wf's own events (task.failed, workflow.*, catalog.*) never pile up
-	// PENDING and retention can drop their month partitions. Set it on an
+	// Subscription exists: an event no subscription wants is deleted (once
+	// it is UnmatchedEventGrace old), so wf's own events (task.failed,
+	// workflow.*, catalog.*) never pile up PENDING and retention can drop
+	// their month partitions. Set it on an
 	// instance whose spec set is not the fleet's (its consumer would settle
 	// events the others' subscriptions want), or when another program
 	// reads tasks.events; events then stay PENDING until a consumer runs.
 	NoEventConsumer bool
+	// UnmatchedEventGrace: the event consumer deletes an event none of
+	// Specs' subscriptions matches only once it is this old, and hands a
+	// younger one back until then, so that an instance deployed with a
+	// new Subscription consumes it meanwhile (a rolling deploy). Default
+	// events.DefaultUnmatchedGrace (15m).
+	UnmatchedEventGrace time.Duration
 	// Registry holds the builtin Go handlers the specs name. Default
 	// builtin.NewRegistry(). New never changes it (see Bind).
 	Registry *builtin.Registry
@@ -462,7 +469,7 @@ func (e *Engine) buildServices() error {
 	if cfg.Specs != nil {
 		if !cfg.NoEventConsumer {
 			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger,
-				TracerProvider: cfg.TracerProvider})
+				UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider})
 			if err != nil {
 				return fmt.Errorf("error creating engine: %w", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
 	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
@@ -44,8 +45,10 @@ steps:
 
 // TestEventsWithoutSubscriptionsDoNotPileUp: on a deployment with no
 // Subscription spec, wf still writes its own events (task.failed,
-// task.dead_lettered, workflow.completed). The engine consumes them anyway
-// and deletes those nobody wants, so none stays PENDING, and retention can
+// task.dead_lettered, workflow.completed). The engine consumes them anyway:
+// one nobody wants is held back once, until it is events.unmatched_grace
+// old (an instance deployed with a new Subscription may want it), and
+// deleted then; an old one at once. So none stays due, and retention can
 // then drop an old month's events partition (it keeps a partition while it
 // holds a PENDING event).
 func TestEventsWithoutSubscriptionsDoNotPileUp(t *testing.T) {
@@ -92,10 +95,14 @@ VALUES (tasks.uuid_v7($1), $1, 'thing.happened', 'PLATFORM', 'system', 'PENDING'
 			count(`SELECT count(*) FROM tasks.workflow_runs WHERE run_id = $1 AND status = $2`, run.ID, wftype.RunCompleted) == 1
 	}, 60*time.Second, 20*time.Millisecond, "the tasks and the run did not end")
 	// Every event written (the old one, task.failed, task.dead_lettered,
-	// workflow.completed) is settled: nothing PENDING or PROCESSING remains.
+	// workflow.completed) is settled: the old one deleted, the others held
+	// back until they are the grace old, none due or PROCESSING.
 	require.Eventually(t, func() bool {
-		return count(`SELECT count(*) FROM tasks.events WHERE status IN ('PENDING', 'PROCESSING')`) == 0
+		return count(`SELECT count(*) FROM tasks.events
+WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <> created_at + $1::interval)`,
+			events.DefaultUnmatchedGrace) == 0
 	}, 60*time.Second, 20*time.Millisecond, "events left unconsumed")
+	require.Equal(t, 3, count(`SELECT count(*) FROM tasks.events`), "the old event was not deleted, or the others were")
 
 	// Retention (the leader's, or this run) drops the old month's events
 	// partition, which the PENDING event used to keep.

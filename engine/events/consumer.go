@@ -27,7 +27,11 @@ const (
 	DefaultLease       = time.Minute
 	DefaultMaxAttempts = 5
 	DefaultInterval    = 10 * time.Second
-	maxEventErrorLen   = 4 << 10
+	// DefaultUnmatchedGrace is how long an event no subscription of a
+	// consumer matches is kept for an instance that may (one deployed
+	// after it, during a rolling deploy) before it is deleted.
+	DefaultUnmatchedGrace = 15 * time.Minute
+	maxEventErrorLen      = 4 << 10
 )
 
 // ConsumerConfig configures a Consumer. Zero fields take the defaults noted.
@@ -56,8 +60,14 @@ type ConsumerConfig struct {
 	// bus it takes back expired leases of crashed consumers at most every
 	// Interval, on a signal. Default 10s.
 	Interval time.Duration
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// UnmatchedGrace: an event none of Specs' subscriptions matches is
+	// deleted only once it is this old; younger, it is handed back (without
+	// counting an attempt), due when it is this old, so that an instance
+	// running a newer spec set (a rolling deploy that adds a Subscription)
+	// can consume it meanwhile. Default DefaultUnmatchedGrace.
+	UnmatchedGrace time.Duration
+	Clock          clock.Clock
+	Logger         *slog.Logger
 	// TracerProvider traces each consumed event that carries a trace
 	// context (a span "wf.event", in the trace it was emitted in, whose
 	// context the tasks it creates keep); nil means tracing is off.
@@ -87,6 +97,9 @@ type ConsumerResult struct {
 	// Lost events: taken back from this consumer before it finished (its
 	// lease expired); another consumer handles them.
 	Lost int
+	// Held events: no subscription matched them and they were younger than
+	// UnmatchedGrace; handed back, due when they are that old.
+	Held int
 }
 
 // Consumer turns outbox events into the tasks their Subscription specs ask
@@ -103,12 +116,19 @@ type ConsumerResult struct {
 // DEAD_LETTER with the reason. A consumer that crashes leaves its events
 // PROCESSING until their lease ends; any consumer then takes them back.
 //
-// An event that no subscription matches is consumed (deleted) with no task,
-// so the outbox never keeps an event nobody will read: the engine runs a
-// consumer on every instance with specs, whether or not any Subscription
-// exists. One spec set per database is assumed; an instance with another
-// one must not consume (engine.Config.NoEventConsumer). A subscription added
-// later sees the events written from when an instance runs it.
+// An event that no subscription matches is deleted with no task once it is
+// UnmatchedGrace old, so the outbox never keeps an event nobody will read:
+// the engine runs a consumer on every instance with specs, whether or not
+// any Subscription exists. Younger, it is handed back once, due when it is
+// that old (one hand-back and one deletion, never a claim loop): during a
+// rolling deploy an instance still on the old specs leaves the events a
+// newly added Subscription wants to the instances that run it. A
+// subscription added later so sees every event written from when an
+// instance runs it, provided the instances without it are gone within
+// UnmatchedGrace of that; such events it may see only UnmatchedGrace after
+// they were written (when an old instance claimed them first). Instances
+// whose subscriptions differ for good (not a deploy under way) must not
+// both consume (engine.Config.NoEventConsumer).
 type Consumer struct {
 	cfg    ConsumerConfig
 	log    *slog.Logger
@@ -127,14 +147,15 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	cfg.Lease = cmp.Or(cfg.Lease, DefaultLease)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, DefaultMaxAttempts)
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.UnmatchedGrace = cmp.Or(cfg.UnmatchedGrace, DefaultUnmatchedGrace)
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultEventBackoff
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	if cfg.BatchSize < 1 || cfg.Lease < time.Second || cfg.MaxAttempts < 1 || cfg.Interval <= 0 {
-		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d and interval %s must be positive (lease at least 1s)",
-			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval)
+	if cfg.BatchSize < 1 || cfg.Lease < time.Second || cfg.MaxAttempts < 1 || cfg.Interval <= 0 || cfg.UnmatchedGrace <= 0 {
+		return nil, fmt.Errorf("error creating event consumer: batch size %d, lease %s, max attempts %d, interval %s and unmatched grace %s must be positive (lease at least 1s)",
+			cfg.BatchSize, cfg.Lease, cfg.MaxAttempts, cfg.Interval, cfg.UnmatchedGrace)
 	}
 	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "event_consumer"), tracer: tracing.Tracer(cfg.TracerProvider)}, nil
 }
@@ -220,7 +241,7 @@ func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, 
 		return res, nil
 	}
 	batch, err := c.process(ctx, claimed)
-	res.Consumed, res.Tasks, res.Retried, res.Lost = batch.Consumed, batch.Tasks, batch.Retried, batch.Lost
+	res.Consumed, res.Tasks, res.Retried, res.Lost, res.Held = batch.Consumed, batch.Tasks, batch.Retried, batch.Lost, batch.Held
 	res.DeadLettered += batch.DeadLettered
 	if err != nil {
 		c.release(ctx, claimed)
@@ -234,9 +255,10 @@ func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, 
 
 // planned is one claimed event and what it becomes.
 type planned struct {
-	event store.Event
-	reqs  []client.Request
-	err   error // the event fails: no task, retry or dead letter
+	event     store.Event
+	reqs      []client.Request
+	unmatched bool  // no subscription's event type matches it
+	err       error // the event fails: no task, retry or dead letter
 }
 
 // process evaluates the batch, then writes its outcome in one transaction.
@@ -275,9 +297,26 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 				return err
 			}
 		}
+		// Hand back the unmatched events younger than the grace: an
+		// instance on a newer spec set may want them.
+		var unmatched []store.EventKey
+		for _, p := range plans {
+			if p.err == nil && p.unmatched {
+				unmatched = append(unmatched, store.EventKey{ID: p.event.ID, CreatedAt: p.event.CreatedAt})
+			}
+		}
+		held, err := st.HoldEvents(ctx, c.cfg.Owner, unmatched, c.cfg.UnmatchedGrace, c.cfg.Clock.DBNow())
+		if err != nil {
+			return err
+		}
+		res.Held = len(held)
+		heldSet := make(map[uuid.UUID]bool, len(held))
+		for _, id := range held {
+			heldSet[id] = true
+		}
 		var good []store.EventKey
 		for _, p := range plans {
-			if p.err == nil {
+			if p.err == nil && !heldSet[p.event.ID] {
 				good = append(good, store.EventKey{ID: p.event.ID, CreatedAt: p.event.CreatedAt})
 			}
 		}
@@ -377,7 +416,8 @@ func (c *Consumer) failures(plans []planned) ([]store.EventFailure, map[uuid.UUI
 
 // plan evaluates the subscriptions of one event into task requests.
 func (c *Consumer) plan(ev store.Event) planned {
-	p := planned{event: ev}
+	subs := c.cfg.Specs.SubscriptionsFor(ev.EventType)
+	p := planned{event: ev, unmatched: len(subs) == 0}
 	env := map[string]any{
 		"event_id":    ev.ID.String(),
 		"event_type":  ev.EventType,
@@ -386,7 +426,7 @@ func (c *Consumer) plan(ev store.Event) planned {
 		"payload":     ev.Payload,
 		"created_at":  ev.CreatedAt,
 	}
-	for _, sub := range c.cfg.Specs.SubscriptionsFor(ev.EventType) {
+	for _, sub := range subs {
 		task, ok, err := sub.Evaluate(env)
 		if err != nil {
 			p.err = err

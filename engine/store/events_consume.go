@@ -157,6 +157,33 @@ RETURNING e.event_id`
 	return collectIDs(ctx, s, "releasing events", q, ids, at, owner, runAfter)
 }
 
+// HoldEvents hands events owner still holds, and that are younger than
+// grace at now (nil: the database clock), back to PENDING, due when they
+// are grace old (created_at + grace), without counting the attempt; it
+// returns the ids it held. The consumer holds the events none of its
+// subscriptions match: an instance running a newer spec set may want them
+// (a rolling deploy), and once they are grace old, whoever claims them
+// settles them. Those it leaves (grace old already) stay PROCESSING for
+// the caller to settle; deciding the age here, by the clock the claims
+// compare run_after with, means an event held is never due again before it
+// is grace old.
+func (s *Store) HoldEvents(ctx context.Context, owner string, keys []EventKey, grace time.Duration, now *time.Time) ([]uuid.UUID, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	const q = `
+UPDATE tasks.events e
+SET status = 'PENDING', owner_id = NULL, locked_until = NULL,
+    attempts = greatest(e.attempts - 1, 0), run_after = e.created_at + make_interval(secs => $4)
+FROM unnest($1::uuid[], $2::timestamptz[]) AS h(event_id, created_at)
+WHERE e.event_id = h.event_id AND e.created_at = h.created_at
+  AND e.status = 'PROCESSING' AND e.owner_id = $3
+  AND e.created_at + make_interval(secs => $4) > coalesce($5::timestamptz, now())
+RETURNING e.event_id`
+	ids, at := eventKeyArrays(keys)
+	return collectIDs(ctx, s, "holding unmatched events", q, ids, at, owner, grace.Seconds(), now)
+}
+
 // RecoveredEvents is what RecoverEvents changed.
 type RecoveredEvents struct {
 	Requeued     int
