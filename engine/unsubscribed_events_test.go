@@ -105,15 +105,16 @@ WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <> created_at +
 	require.Equal(t, 3, count(`SELECT count(*) FROM tasks.events`), "the old event was not deleted, or the others were")
 
 	// Retention (the leader's, or this run) drops the old month's events
-	// partition, which the PENDING event used to keep.
+	// partition, which the PENDING event used to keep. The leader's first
+	// maintenance may run at the same time and drop it first: this run's
+	// error is then that the partition is gone, so only the outcome counts.
 	sup, err := maintenance.New(maintenance.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	res, err := sup.RunOnce(ctx, clock.Now())
-	require.NoError(t, err)
+	res, runErr := sup.RunOnce(ctx, clock.Now())
 	parts, err := st.ListPartitions(ctx, "tasks.events")
 	require.NoError(t, err)
 	for _, p := range parts {
-		require.NotEqual(t, oldPart, p.Table, "retention kept the old month's events partition: %+v", res)
+		require.NotEqual(t, oldPart, p.Table, "retention kept the old month's events partition: %+v (%v)", res, runErr)
 	}
 }
 
