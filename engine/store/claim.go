@@ -92,15 +92,19 @@ type Claimed struct {
 	// (signalbus.TaskQueued) whose payload names its tenant when it can
 	// (ParseQueued).
 	OneTenant string
-	// ScanEnd holds, for each pair a fair claim took tasks of, the last
-	// tenant in scan order the batch served from its share (else the last
-	// its scan visited): the pair's FairAfter
-	// for the next claim.
+	// ScanEnd holds, for each pair a fair claim took tasks of, the pair's
+	// FairAfter for the next claim: the tenant before the first one its
+	// scan visited that the batch left out while it served tenants visited
+	// after it (a tenant of weight below 1, whose turn comes later; a
+	// tenant whose tasks of a higher priority went first), so that one's
+	// turn is the next claim's; else the last tenant in scan order the
+	// batch served from its share; else the last its scan visited.
 	ScanEnd map[Pair]string
 	// LeftOut holds the pairs of ScanEnd whose batch left out tenants its
 	// scan visited after ScanEnd, with due tasks it had no room for (a
 	// claim of several pairs cut to Total, a heavier tenant taking more of
-	// the batch): their turn is the next claim's. A claim of the pair that
+	// the batch, a lighter one's later turn): their turn is the next
+	// claim's. A claim of the pair that
 	// began while this one was out passed over them (FairSkip counts this
 	// one's Max tenants): the caller resumes at this ScanEnd, not at that
 	// claim's.

@@ -55,12 +55,18 @@ import (
 //     scan found between them, if they all ran out (a claim without fairness
 //     would take the same tasks: the caller may skip fairness for a while,
 //     see engine/dispatch's census.go), and per pair where the next claim
-//     resumes: the last tenant in scan order the batch served from its
+//     resumes (marks, scan_ends): the tenant before the first one whose
+//     share the batch locked but left out (a tenant of weight below 1,
+//     whose turn comes after the others' first; a tenant whose tasks of a
+//     higher priority went first after it), so that tenant comes first
+//     next time whoever the batch served after it; else, or when it is the
+//     first the batch locked a share of (resuming before it would repeat
+//     the claim), the last tenant in scan order the batch served from its
 //     share (among equal turns the batch prefers the tenants found first,
-//     so those it leaves out come first next time), else the last visited;
-//     and whether the batch left out, after that tenant, tenants whose
-//     share it had locked (left_out: a caller with claims out at once
-//     resumes there, see ClaimSlot.FairSkip);
+//     so those it leaves out are the last ones), else the last visited; and
+//     whether the batch left out, after that tenant, tenants whose share it
+//     had locked (left_out: a caller with claims out at once resumes there,
+//     see ClaimSlot.FairSkip);
 //   - fair: each tenant's share of the batch, ceil(max_claim × its weight ÷
 //     the weights of the pair's tenants), of its due tasks highest priority
 //     then oldest first, locked with SKIP LOCKED;
@@ -72,7 +78,17 @@ import (
 //     (others may be left out, maybe with tasks of a higher priority) it is
 //     read from tasks_claim_idx, as the unfair claim reads its head;
 //   - candidates: of those, the batch by (priority, rank in its tenant ÷
-//     weight, age), at most max_claim per pair and $5 in all. Priority comes
+//     weight, age), at most max_claim per pair and $5 in all, except that
+//     the first tenant the batch locked a share of has its first task's
+//     turn at 1 at the latest (firsts, ranked): a tenant of weight below 1
+//     so is served when it comes first (after a claim left it out), even
+//     when heavier tenants visited after it would fill the batch with
+//     turns below its 1 ÷ weight; without it, such a tenant resumed at
+//     was left out again and again. Across claims a tenant of weight below
+//     1 so gets a task on each of its turns, as one of weight 1 (a batch
+//     has no fraction of a task to give it, and the rotation keeps no count
+//     of the turns it had); within a batch its share is its weight's.
+//     Priority comes
 //     first, so a tenant whose share holds only lower priorities gets its
 //     turn only after every due task of the higher ones in the batch: the
 //     batch is fair within each priority class.
@@ -206,11 +222,19 @@ fill AS (
         FOR UPDATE SKIP LOCKED
     ) c
 ),
+firsts AS (
+    SELECT f.execution_mode, f.task_type, min(f.tenant_n) AS tenant_n
+    FROM fair f
+    GROUP BY f.execution_mode, f.task_type
+),
 ranked AS (
     SELECT u.*, (row_number() OVER (PARTITION BY u.execution_mode, u.task_type, u.schema_name, u.priority
-                                    ORDER BY u.priority DESC, u.run_after, u.task_id))::float8 / coalesce(w.weight, 1) AS turn
+                                    ORDER BY u.priority DESC, u.run_after, u.task_id) - 1)::float8 / coalesce(w.weight, 1)
+                + CASE WHEN u.tenant_n = fi.tenant_n THEN least(1, 1 / coalesce(w.weight, 1))
+                       ELSE 1 / coalesce(w.weight, 1) END AS turn
     FROM (SELECT * FROM fair UNION ALL SELECT * FROM fill) u
     LEFT JOIN weights w ON w.schema_name = u.schema_name
+    LEFT JOIN firsts fi ON fi.execution_mode = u.execution_mode AND fi.task_type = u.task_type
 ),` + withinRooms(limited) + `
 per_pair AS (
     SELECT r.*, row_number() OVER (PARTITION BY r.execution_mode, r.task_type
@@ -219,19 +243,30 @@ per_pair AS (
 ),
 candidates AS (` + fairCandidates(limited) + `
 ),
+marks AS (
+    SELECT x.execution_mode, x.task_type, x.tenant_n, bool_or(x.taken) AS served
+    FROM (SELECT f.execution_mode, f.task_type, f.tenant_n, false AS taken FROM fair f
+          UNION ALL
+          SELECT c.execution_mode, c.task_type, c.tenant_n, true FROM candidates c WHERE c.tenant_n IS NOT NULL) x
+    GROUP BY x.execution_mode, x.task_type, x.tenant_n
+),
+scan_ends AS (
+    SELECT m.execution_mode, m.task_type,
+           CASE WHEN min(m.tenant_n) FILTER (WHERE NOT m.served) > min(m.tenant_n)
+                THEN min(m.tenant_n) FILTER (WHERE NOT m.served) - 1
+                ELSE max(m.tenant_n) FILTER (WHERE m.served) END AS end_n,
+           min(m.tenant_n) FILTER (WHERE NOT m.served) > min(m.tenant_n)
+               OR max(m.tenant_n) FILTER (WHERE NOT m.served) > max(m.tenant_n) FILTER (WHERE m.served) AS left_out
+    FROM marks m
+    GROUP BY m.execution_mode, m.task_type
+),
 census AS (
     SELECT tn.execution_mode, tn.task_type, bool_or(tn.schema_name IS NULL) AS ran_out,
-           coalesce((SELECT c.schema_name FROM candidates c
-                     WHERE c.execution_mode = tn.execution_mode AND c.task_type = tn.task_type
-                       AND c.tenant_n IS NOT NULL
-                     ORDER BY c.tenant_n DESC
-                     LIMIT 1),
+           coalesce((array_agg(tn.schema_name) FILTER (WHERE tn.n = se.end_n))[1],
                     (array_agg(tn.schema_name ORDER BY tn.n DESC) FILTER (WHERE tn.schema_name IS NOT NULL))[1]) AS scan_end,
-           coalesce((SELECT max(f.tenant_n) FROM fair f
-                     WHERE f.execution_mode = tn.execution_mode AND f.task_type = tn.task_type)
-                    > (SELECT max(c.tenant_n) FROM candidates c
-                       WHERE c.execution_mode = tn.execution_mode AND c.task_type = tn.task_type), false) AS left_out
+           coalesce(bool_or(se.left_out), false) AS left_out
     FROM tenants tn
+    LEFT JOIN scan_ends se ON se.execution_mode = tn.execution_mode AND se.task_type = tn.task_type
     GROUP BY tn.execution_mode, tn.task_type
 ),
 one_tenant AS (
@@ -319,10 +354,11 @@ RETURNING ` + taskColumnsT + `, ` + fairCensusColumns("t")
 // and they found one tenant between them: a claim without fairness would
 // take the same tasks), once for the claim; and, for the pair of the
 // claimed task in alias a, where its next fair claim resumes
-// (ClaimSlot.FairAfter): the last tenant in scan order the batch served
-// from its share, else the last one the scan visited; and whether the
-// batch left out tenants after it whose shares it had locked
-// (Claimed.LeftOut).
+// (ClaimSlot.FairAfter): the tenant before the first one the batch left
+// out while it served tenants after it, else the last tenant in scan order
+// the batch served from its share, else the last one the scan visited
+// (census's scan_end); and whether the batch left out tenants after it
+// whose shares it had locked (Claimed.LeftOut).
 func fairCensusColumns(a string) string {
 	pair := `WHERE ce.execution_mode = ` + a + `.execution_mode AND ce.task_type = ` + a + `.task_type`
 	return `(SELECT o.one FROM one_tenant o),
@@ -332,10 +368,12 @@ func fairCensusColumns(a string) string {
 
 // fairBatchOrder is the order in which a fair claim's batch takes the
 // locked tasks (of alias a): highest priority, then each tenant's turn
-// (its k-th task at k ÷ its weight), then, among equal turns, the tenants
-// in the order the scan found them (the fill's tasks last): the tenants a
-// batch leaves out are then the last ones of the scan, where the next
-// claim resumes (census's scan_end); then oldest.
+// (its k-th task at k ÷ its weight; the first tenant's first at 1 at the
+// latest, see ranked), then, among equal turns, the tenants in the order
+// the scan found them (the fill's tasks last): among equal turns the
+// tenants a batch leaves out are then the last ones of the scan, where the
+// next claim resumes (census's scan_end, which also resumes at a tenant
+// left out before tenants served after it); then oldest.
 func fairBatchOrder(a string) string {
 	return a + `.priority DESC, ` + a + `.turn, ` + a + `.tenant_n NULLS LAST, ` + a + `.run_after, ` + a + `.task_id`
 }

@@ -553,3 +553,128 @@ WHERE task_id = (SELECT task_id FROM tasks.tasks WHERE priority = 5 ORDER BY tas
 }
 
 var errRolledBack = fmt.Errorf("rolled back")
+
+// rotateFair makes claims fair claims of batch tasks of noop in a row, each
+// resuming where the last one's scan ended (Claimed.ScanEnd, as the
+// dispatcher's census does), and counts the tasks served by tenant.
+func rotateFair(t *testing.T, b *bundle, fair *store.Fairness, limits map[string]store.TypeLimits, batch, claims int) map[string]int {
+	t.Helper()
+	noop := store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}
+	served := map[string]int{}
+	after := ""
+	for i := range claims {
+		c, err := b.store.Claim(b.ctx, store.ClaimParams{
+			Owner: "w", Total: batch, Fair: fair, Limits: limits,
+			Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: batch, Lease: time.Minute, FairAfter: after}},
+		})
+		require.NoError(t, err)
+		require.Len(t, c.Tasks, batch, "claim %d", i)
+		for _, tk := range c.Tasks {
+			served[tk.SchemaName]++
+		}
+		after = c.ScanEnd[noop]
+	}
+	return served
+}
+
+// TestClaimFairLightTenantKeepsItsTurn: with more tenants waiting than a
+// batch has room for, a tenant of weight below 1 (its first task's turn
+// 1 ÷ w comes after the others' first) is left out of a batch whose room the
+// tenants visited with it fill; the next claim must resume at it, not past
+// the tenants served after it, so it is served on its turn, claim after
+// claim: never zero, whatever the tenants' count next to the batch, beside
+// heavier tenants too (their first tasks fill the batch before its turn).
+// Every other tenant is served too, and a heavier one at least as much as
+// one of weight 1.
+func TestClaimFairLightTenantKeepsItsTurn(t *testing.T) {
+	t.Parallel()
+	const batch = 3
+	for _, tc := range []struct {
+		name    string
+		tenants int
+		weights map[string]float64
+	}{
+		{name: "9 tenants", tenants: 9, weights: map[string]float64{"t04": 0.5}},
+		{name: "12 tenants", tenants: 12, weights: map[string]float64{"t04": 0.5}},
+		{name: "beside heavier tenants", tenants: 9, weights: map[string]float64{"t04": 0.5, "t03": 2, "t05": 2}},
+		{name: "a quarter beside three", tenants: 10, weights: map[string]float64{"t04": 0.25, "t05": 3}},
+	} {
+		for _, limits := range []map[string]store.TypeLimits{nil, {"noop": {PerTenant: 50}}} {
+			t.Run(fmt.Sprintf("%s/limited=%v", tc.name, limits != nil), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				claims := 20 * tc.tenants / batch // 20 turns of every tenant
+				for i := range tc.tenants {
+					tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 3*claims, 0)
+				}
+				served := rotateFair(t, b, &store.Fairness{Weights: tc.weights}, limits, batch, claims)
+				plain, n := 0, 0
+				for i := range tc.tenants {
+					tn := fmt.Sprintf("t%02d", i)
+					require.Positive(t, served[tn], "%s never served: %v", tn, served)
+					if _, ok := tc.weights[tn]; !ok {
+						plain += served[tn]
+						n++
+					}
+				}
+				for tn, w := range tc.weights {
+					if w > 1 {
+						require.GreaterOrEqual(t, served[tn]*n, plain, "%s (weight %v) below a tenant of weight 1: %v", tn, w, served)
+					} else {
+						// At least about its weight's share of a tenant of weight 1.
+						require.GreaterOrEqual(t, float64(served[tn]*n), 0.8*w*float64(plain), "%s (weight %v): %v", tn, w, served)
+					}
+				}
+				t.Logf("served: %v", served)
+			})
+		}
+	}
+}
+
+// TestClaimFairResumesAtTheFirstTenantLeftOut: a batch that leaves out a
+// tenant its scan visited while it serves tenants visited after it (a
+// lighter tenant's later turn; a tenant whose tasks of a higher priority go
+// first) ends its scan before that tenant (Claimed.ScanEnd, LeftOut), so
+// the next claim serves it first.
+func TestClaimFairResumesAtTheFirstTenantLeftOut(t *testing.T) {
+	t.Parallel()
+	noop := store.Pair{Mode: wftype.ModeAsync, TaskType: "noop"}
+	for _, tc := range []struct {
+		name    string
+		weights map[string]float64
+		high    int // tasks of priority 5 of t06
+	}{
+		{name: "lighter tenant", weights: map[string]float64{"t07": 0.5}},
+		{name: "higher priority after it", high: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			for i := range 9 {
+				tenantTasks(t, b, fmt.Sprintf("t%02d", i), "noop", 5, 0)
+			}
+			tenantTasks(t, b, "t06", "noop", tc.high, 5)
+			claim := func(after string) (store.Claimed, map[string]int) {
+				t.Helper()
+				c, err := b.store.Claim(b.ctx, store.ClaimParams{
+					Owner: "w", Total: 3, Fair: &store.Fairness{Weights: tc.weights},
+					Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 3, Lease: time.Minute, FairAfter: after}},
+				})
+				require.NoError(t, err)
+				got := map[string]int{}
+				for _, tk := range c.Tasks {
+					got[tk.SchemaName]++
+				}
+				return c, got
+			}
+			// The scan visits t08, t07, t06: t07 is left out, t06 served.
+			c, got := claim("")
+			require.Zero(t, got["t07"], "%v", got)
+			require.Positive(t, got["t06"], "%v", got)
+			require.Equal(t, "t08", c.ScanEnd[noop])
+			require.True(t, c.LeftOut[noop])
+			_, got = claim(c.ScanEnd[noop])
+			require.Positive(t, got["t07"], "%v", got)
+		})
+	}
+}
