@@ -17,9 +17,10 @@ import (
 // their callers: the engine's one way to run a task (engine/worker over
 // engine/execution), under this server's owner id, with the synchronous
 // runners. A run is bounded by the write timeout (the answer must still be
-// writable when it ends), refused when a limit of its type has no room, and finished as
-// FAILED when its caller goes away. With tracing on, the run's span is a
-// child of the request's server span.
+// writable when it ends), refused when a limit of its type has no room, and
+// finished as FAILED when its caller goes away. It is not held by pauses,
+// which hold the queue. With tracing on, the run's span is a child of the
+// request's server span.
 func (s *Server) newSyncWorker() (*worker.Worker, error) {
 	var maxTimeout time.Duration
 	if wt := s.cfg.HTTP.WriteTimeout; wt > 2*time.Second {
@@ -27,7 +28,7 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 	}
 	return worker.New(worker.Config{
 		Store: s.store, Owner: s.cfg.Owner, Capabilities: s.sync, Rules: s.cfg.Rules,
-		Reporters: s.cfg.Reporters, MaxTimeout: maxTimeout, CheckLimits: true, FinishWhenStopped: true,
+		Reporters: s.cfg.Reporters, MaxTimeout: maxTimeout, FinishWhenStopped: true,
 		Observer: s.metrics, Logger: s.log, TracerProvider: s.cfg.TracerProvider,
 	})
 }

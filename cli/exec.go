@@ -34,11 +34,15 @@ func execCommand() *cli.Command {
 		ArgsUsage: "TASK_TYPE [PAYLOAD] | --task-id ID",
 		Description: "With TASK_TYPE and PAYLOAD (a JSON object of inputs, - for standard input, default {}), wf exec\n" +
 			"creates the task and claims it in one transaction, then runs it. With --task-id it runs an existing\n" +
-			"task: a PENDING one it claims itself; an ACTIVE one only under the claim it was handed, --owner-id\n" +
-			"($" + cloudrun.EnvOwnerID + ") and --attempt ($" + cloudrun.EnvAttempt + "), which is how a Cloud Run job runs the task its\n" +
-			"runner claimed. The task runs on its local handler (never a remote runner), with the reporters of its\n" +
-			"task type; its lease is extended while it runs; its outcome is decided as wf run decides it (retry\n" +
-			"with backoff, DEAD_LETTER, FAILED for a permanent error).\n\n" +
+			"task: a PENDING one it claims itself, without waiting for its run_after; an ACTIVE one only under the\n" +
+			"claim it was handed, --owner-id ($" + cloudrun.EnvOwnerID + ") and --attempt ($" + cloudrun.EnvAttempt + "), which is how a Cloud Run\n" +
+			"job runs the task its runner claimed. The task runs on its local handler (never a remote runner), with\n" +
+			"the reporters of its task type; its lease is extended while it runs; its outcome is decided as wf run\n" +
+			"decides it (retry with backoff, DEAD_LETTER, FAILED for a permanent error).\n\n" +
+			"A task wf exec claims itself (created, or PENDING) keeps its task type's limits and the pauses as wf run's\n" +
+			"claims do: when its type or tenant is paused, or concurrency.global, concurrency.per_tenant or\n" +
+			"rate_limit has no room, wf exec says which and exits 1, having created and claimed nothing. --force runs\n" +
+			"it anyway; its start still counts in the type's rate window.\n\n" +
 			"Exit status: 0 when the task COMPLETED (or had already), 1 otherwise, 2 for a usage error.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "task-id", Usage: "run the existing task `ID` instead of creating one"},
@@ -46,6 +50,7 @@ func execCommand() *cli.Command {
 			&cli.IntFlag{Name: "attempt", EnvVars: []string{cloudrun.EnvAttempt}, Usage: "with --owner-id: the claim's attempt `N` (0: any; ignored without --owner-id)"},
 			&cli.StringFlag{Name: "schema-name", Usage: "with TASK_TYPE: the tenant `SCHEMA` (default system)"},
 			&cli.StringFlag{Name: "dedup-key", Usage: "with TASK_TYPE: dedup `KEY` overriding the spec's expression"},
+			&cli.BoolFlag{Name: "force", Usage: "claim the task even when its task type or tenant is paused or its type's limits (concurrency.global, per_tenant, rate_limit) have no room"},
 			configFlag("heartbeat_interval", "lease extension interval (`DURATION`)"),
 			configFlag("specs", "comma-separated spec `PATHS` (default specs)"),
 			formatFlag(formatText, formatJSON),
@@ -147,6 +152,9 @@ func runExec(c *cli.Context) error {
 		Reporters: rt.reporterHook, HeartbeatInterval: rt.cfg.HeartbeatInterval, Logger: rt.log,
 		// A remote worker continues the trace the task was enqueued in.
 		TracerProvider: rt.tracer,
+		// A task it claims itself is held by the limits and the pauses as
+		// the claims of wf run are, unless forced.
+		CheckPauses: true, Force: c.Bool("force"),
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
@@ -193,10 +201,17 @@ func migrateLocalOnly(ctx context.Context, cfg *config.Config, pool *pgxpool.Poo
 
 // execTakeError reports why a task could not be taken: a task that had
 // already COMPLETED is success (a restarted container), any other reason a
-// failure.
+// failure; one held by a pause or a limit says so, and that --force runs it.
 func execTakeError(c *cli.Context, format string, err error) error {
 	var fin *worker.FinishedError
-	if errors.As(err, &fin) {
+	var busy *worker.BusyError
+	var paused *worker.PausedError
+	switch {
+	case errors.As(err, &busy):
+		return cli.Exit(err.Error()+"; nothing was changed (--force runs it anyway)", ExitFailure)
+	case errors.As(err, &paused):
+		return cli.Exit(err.Error()+"; nothing was changed (wf tasks resume lifts the pause; --force runs it anyway)", ExitFailure)
+	case errors.As(err, &fin):
 		if perr := printExecResult(c.App.Writer, format, fin.Task); perr != nil {
 			return perr
 		}

@@ -190,8 +190,8 @@ func TestStartSyncAfterTheIntervalLengthens(t *testing.T) {
 		t.Helper()
 		var reason string
 		require.NoError(t, b.store.InTx(b.ctx, func(tx *store.Store) error {
-			var err error
-			reason, err = tx.StartSync(b.ctx, "noop", "ta", lim)
+			v, err := tx.StartSync(b.ctx, store.SyncStart{TaskType: "noop", Tenant: "ta", Limits: lim})
+			reason = v.Held
 			return err
 		}))
 		return reason
@@ -311,7 +311,8 @@ func TestStartSyncSharesTheLimits(t *testing.T) {
 		var reason string
 		require.NoError(t, b.store.InTx(b.ctx, func(tx *store.Store) error {
 			var err error
-			reason, err = tx.StartSync(b.ctx, "noop", tenant, lim)
+			v, err := tx.StartSync(b.ctx, store.SyncStart{TaskType: "noop", Tenant: tenant, Limits: lim})
+			reason = v.Held
 			return err
 		}))
 		return reason

@@ -125,6 +125,27 @@ func (s *Store) ListPauses(ctx context.Context) ([]Pause, error) {
 	return out, err
 }
 
+// PauseOf returns the pause that holds the PENDING tasks of taskType and
+// tenant (a schema_name): the task type's, else the tenant's; nil when
+// neither is paused. A run started outside the claim, which reads the
+// pauses itself, checks it first (wf exec).
+func (s *Store) PauseOf(ctx context.Context, taskType, tenant string) (*Pause, error) {
+	const q = `
+SELECT kind, name, reason, paused_by, paused_at
+FROM tasks.pauses
+WHERE (kind = 'task_type' AND name = $1) OR (kind = 'tenant' AND name = $2)
+ORDER BY kind = 'task_type' DESC
+LIMIT 1`
+	p, err := scanPause(s.db.QueryRow(ctx, q, taskType, tenant))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap("reading the pauses of task type "+taskType+" and tenant "+tenant, err)
+	}
+	return &p, nil
+}
+
 func scanPause(row pgx.Row) (Pause, error) {
 	var p Pause
 	var kind string

@@ -13,9 +13,18 @@
 //     write over a later one, and the dispatcher, which keeps heartbeating
 //     under the same owner, sees the task finished when the worker wrote it.
 //   - Take without a lease: the task must be PENDING; the worker claims it
-//     under its own owner id, like a dispatcher would.
+//     under its own owner id, like a dispatcher would, whatever its
+//     run_after, but within its type's limits and, with
+//     Config.CheckPauses, not while its type or tenant is paused.
 //   - Create: the worker inserts the task and claims it in one transaction,
-//     so no dispatcher ever sees it PENDING.
+//     so no dispatcher ever sees it PENDING; the same limits and pauses
+//     hold.
+//
+// A task the worker claims itself takes the room of its type's limits
+// (concurrency.global and per_tenant, rate_limit) as the dispatcher's claim
+// does (store.StartSync): past them it is refused with a *BusyError, and a
+// start it lets through (or forces, Config.Force) counts in the type's rate
+// windows, which the claims read.
 //
 // Run then runs the task with execution.Execute, keeps its lease while it
 // runs, and writes the outcome with execution.FinishLeased, deciding it with
@@ -23,8 +32,8 @@
 // task.failed / task.dead_lettered events are exactly those of `wf run`.
 //
 // The HTTP API's SYNCHRONOUS runs are a Create and a Run of a worker in the
-// API's process (Config.CheckLimits, Config.MaxTimeout and
-// Config.FinishWhenStopped are theirs).
+// API's process (Config.MaxTimeout and Config.FinishWhenStopped are
+// theirs).
 package worker
 
 import (
@@ -71,13 +80,19 @@ type Config struct {
 	// MaxTimeout, when set, bounds every run below its task type's timeout
 	// (the HTTP API: the answer must still be writable when the run ends).
 	MaxTimeout time.Duration
-	// CheckLimits makes CreateOrFind refuse, with an error wrapping ErrBusy
-	// and creating nothing, a task that its type's limits leave no room
-	// for: concurrency.global or per_tenant ACTIVE already, or rate_limit's
-	// starts in the window (the HTTP API's synchronous runs, which claim
-	// outside the dispatcher's limited claim); a run it lets start counts
-	// as a start of the window.
-	CheckLimits bool
+	// Force makes Take and Create claim a task whatever its type's limits
+	// (concurrency.global and per_tenant, rate_limit) and the pauses say
+	// (wf exec --force). Without it, a task its type's limits leave no room
+	// for is refused with a *BusyError, changing nothing. Either way a
+	// start counts in the type's rate windows, so the claims that follow
+	// see it.
+	Force bool
+	// CheckPauses makes Take and Create refuse, with a *PausedError and
+	// changing nothing, a task whose task type or tenant is paused
+	// (tasks.pauses), unless Force: wf exec. The HTTP API's synchronous
+	// runs leave it off: a pause holds the queue, not a run in front of its
+	// caller.
+	CheckPauses bool
 	// FinishWhenStopped writes the outcome of a run stopped by Run's context
 	// like any failed run (the HTTP API: a SYNCHRONOUS task whose caller
 	// left has failed in front of it), instead of handing the task back.
@@ -91,12 +106,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrBusy is wrapped by CreateOrFind's error when a limit of the task's
-// type has no room for it (Config.CheckLimits).
+// ErrBusy is wrapped by the error of Take, Create and CreateOrFind when a
+// limit of the task's type has no room for it (see Config.Force).
 var ErrBusy = errors.New("a limit of the task type has no room")
 
-// BusyError is CreateOrFind's error when a limit of the task's type has no
-// room for it; it wraps ErrBusy.
+// BusyError is the error of Take, Create and CreateOrFind when a limit of
+// the task's type has no room for it; it wraps ErrBusy.
 type BusyError struct {
 	TaskType string
 	// Reason is the limit: store.HeldGlobal, HeldPerTenant or HeldRate.
@@ -110,6 +125,33 @@ func (e *BusyError) Error() string { return fmt.Sprintf("task type %s: %s", e.Ta
 
 // Unwrap makes a BusyError an ErrBusy.
 func (e *BusyError) Unwrap() error { return ErrBusy }
+
+// ErrPaused is wrapped by the error of Take and Create when the task's
+// type or tenant is paused (Config.CheckPauses).
+var ErrPaused = errors.New("the task type or tenant is paused")
+
+// PausedError is the error of Take and Create when the task's type or
+// tenant is paused (Config.CheckPauses); it wraps ErrPaused.
+type PausedError struct {
+	// Pause is the pause that holds the task: its type's, else its
+	// tenant's.
+	Pause store.Pause
+}
+
+func (e *PausedError) Error() string {
+	what := "task type"
+	if e.Pause.Kind == store.PauseTenant {
+		what = "tenant"
+	}
+	msg := fmt.Sprintf("%s %s is paused", what, e.Pause.Name)
+	if e.Pause.Reason != nil {
+		msg += fmt.Sprintf(" (%s)", *e.Pause.Reason)
+	}
+	return msg
+}
+
+// Unwrap makes a PausedError an ErrPaused.
+func (e *PausedError) Unwrap() error { return ErrPaused }
 
 // Worker runs single tasks. It is safe for concurrent use.
 type Worker struct {
@@ -164,9 +206,12 @@ func (e *FinishedError) Error() string {
 // Take takes task id to run it. With a lease (lease.Owner set), the task
 // must be ACTIVE under it: the worker runs it under the remote runner's
 // claim. Without one, the task must be PENDING, and the worker claims it
-// under its own owner id with the lease of its task type. A task that has
-// ended gives a *FinishedError; one in another state, wftype.ErrConflict
-// saying why; a missing one, wftype.ErrNotFound.
+// under its own owner id with the lease of its task type, whatever its
+// run_after: a *BusyError when its type's limits have no room, a
+// *PausedError when its type or tenant is paused (Config.CheckPauses),
+// both changing nothing (unless Config.Force). A task that has ended gives
+// a *FinishedError; one in another state, wftype.ErrConflict saying why; a
+// missing one, wftype.ErrNotFound.
 func (w *Worker) Take(ctx context.Context, id uuid.UUID, lease store.WorkerLease) (Claim, error) {
 	st := w.cfg.Store
 	t, err := st.GetTask(ctx, id)
@@ -189,9 +234,47 @@ func (w *Worker) Take(ctx context.Context, id uuid.UUID, lease store.WorkerLease
 		return Claim{}, fmt.Errorf("error taking task %s: it is %s, leased to %q; a worker takes over an ACTIVE task only with its lease (WF_OWNER_ID, WF_ATTEMPT): %w",
 			id, t.Status, deref(t.OwnerID), wftype.ErrConflict)
 	}
-	claimed, err := st.ClaimSyncTask(ctx, id, w.cfg.Owner, w.cfg.Rules.For(&t).Lease)
+	var claim Claim
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		claim, err = w.claimOwn(ctx, tx, &t)
+		return err
+	})
 	if err != nil {
 		return Claim{}, fmt.Errorf("error taking task %s: %w", id, err)
+	}
+	return claim, nil
+}
+
+// claimOwn claims the PENDING task t for the worker in tx, after the
+// checks of its pauses (Config.CheckPauses) and limits: a task they hold
+// gives a *PausedError or *BusyError, and the caller rolls tx back.
+func (w *Worker) claimOwn(ctx context.Context, tx *store.Store, t *wftype.Task) (Claim, error) {
+	rule := w.cfg.Rules.For(t)
+	if w.cfg.CheckPauses && !w.cfg.Force {
+		p, err := tx.PauseOf(ctx, t.TaskType, t.SchemaName)
+		if err != nil {
+			return Claim{}, err
+		}
+		if p != nil {
+			return Claim{}, &PausedError{Pause: *p}
+		}
+	}
+	v, err := tx.StartSync(ctx, store.SyncStart{TaskType: t.TaskType, Tenant: t.SchemaName, Limits: rule.Limits(),
+		Now: w.cfg.Clock.DBNow(), Force: w.cfg.Force})
+	if err != nil {
+		return Claim{}, err
+	}
+	if v.Held != "" {
+		if !w.cfg.Force {
+			return Claim{}, &BusyError{TaskType: t.TaskType, Reason: v.Held, Detail: limitText(rule, v.Held)}
+		}
+		w.cfg.Logger.WarnContext(ctx, "forced past a limit of the task type", "task_id", t.ID, "task_type", t.TaskType,
+			"limit", limitText(rule, v.Held))
+	}
+	claimed, err := tx.ClaimSyncTask(ctx, t.ID, w.cfg.Owner, rule.Lease)
+	if err != nil {
+		return Claim{}, err
 	}
 	return Claim{Task: claimed, Lease: store.WorkerLease{Owner: w.cfg.Owner, Attempt: claimed.Attempts}, Own: true}, nil
 }
@@ -211,7 +294,9 @@ func (w *Worker) Create(ctx context.Context, cl *client.Client, req client.Reque
 
 // CreateOrFind is Create without the take: when a live task already holds
 // the request's dedup key, it creates and claims nothing and returns that
-// task (the HTTP API answers a duplicate synchronous request with it).
+// task (the HTTP API answers a duplicate synchronous request with it). A
+// task its type's limits or a pause hold (see Take) is refused with a
+// *BusyError or *PausedError, and nothing is created.
 func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client.Request) (Claim, *wftype.Task, error) {
 	var claim Claim
 	var existing *wftype.Task
@@ -225,23 +310,9 @@ func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client
 			existing = &res.Task
 			return nil
 		}
-		rule := w.cfg.Rules.For(&res.Task)
-		if w.cfg.CheckLimits {
-			reason, err := tx.StartSync(ctx, req.TaskType, res.Task.SchemaName, rule.Limits())
-			if err != nil {
-				return err
-			}
-			if reason != "" {
-				// Rolls the insert back: nothing is created.
-				return &BusyError{TaskType: req.TaskType, Reason: reason, Detail: limitText(rule, reason)}
-			}
-		}
-		t, err := tx.ClaimSyncTask(ctx, res.Task.ID, w.cfg.Owner, rule.Lease)
-		if err != nil {
-			return err
-		}
-		claim = Claim{Task: t, Lease: store.WorkerLease{Owner: w.cfg.Owner, Attempt: t.Attempts}, Own: true}
-		return nil
+		// A refusal rolls the insert back: nothing is created.
+		claim, err = w.claimOwn(ctx, tx, &res.Task)
+		return err
 	})
 	if err != nil {
 		return Claim{}, nil, fmt.Errorf("error creating a %s task: %w", req.TaskType, err)
