@@ -33,6 +33,7 @@ import (
 	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/client"
+	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/metrics"
 	"github.com/wfhq/wf/engine/readreplica"
@@ -223,6 +224,8 @@ type options struct {
 	// test's primary); reads routes the reads that may lag.
 	pool  *pgxpool.Pool
 	reads *readreplica.Monitor
+	// clock is the server's (default the wall clock).
+	clock clock.Clock
 }
 
 // loadSpecs compiles the shipped specs plus testSpecs with reg's builtins
@@ -339,7 +342,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: tileCache, StoragePush: push,
-		TracerProvider: o.tracer, Reads: o.reads,
+		TracerProvider: o.tracer, Reads: o.reads, Clock: o.clock,
 		// As wf serve's: the files root, and the other folders by name
 		// (the tests' report folders are temporary folders).
 		Folders: redact.NewFolders([]string{root}, map[string]string{os.TempDir(): "tmp", tileCache: "tiles"}),

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,10 +19,10 @@ import (
 // their callers: the engine's one way to run a task (engine/worker over
 // engine/execution), under this server's owner id, with the synchronous
 // runners. A run is bounded by the write timeout (the answer must still be
-// writable when it ends), refused when a limit of its type has no room, and
-// finished as FAILED when its caller goes away. It is not held by pauses,
-// which hold the queue. With tracing on, the run's span is a child of the
-// request's server span.
+// writable when it ends), refused when a limit of its type has no room (the
+// rate windows read on the server's clock), and finished as FAILED when its
+// caller goes away. It is not held by pauses, which hold the queue. With
+// tracing on, the run's span is a child of the request's server span.
 func (s *Server) newSyncWorker() (*worker.Worker, error) {
 	var maxTimeout time.Duration
 	if wt := s.cfg.HTTP.WriteTimeout; wt > 2*time.Second {
@@ -29,7 +31,7 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 	return worker.New(worker.Config{
 		Store: s.store, Owner: s.cfg.Owner, Capabilities: s.sync, Rules: s.cfg.Rules,
 		Reporters: s.cfg.Reporters, MaxTimeout: maxTimeout, FinishWhenStopped: true,
-		Observer: s.metrics, Logger: s.log, TracerProvider: s.cfg.TracerProvider,
+		Observer: s.metrics, Logger: s.log, TracerProvider: s.cfg.TracerProvider, Clock: s.cfg.Clock,
 	})
 }
 
@@ -45,7 +47,8 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 // concurrency.per_instance runs in this server, concurrency.global ACTIVE
 // tasks of the type anywhere or per_tenant of the tenant, or rate_limit's
 // starts in the window, the request is refused with 429 and nothing is
-// created; a run that starts counts as a start of its window.
+// created (Retry-After: the rest of the rate window, else 1 second); a run
+// that starts counts as a start of its window.
 func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.Task, dedup bool, err error) {
 	pair := runners.Pair{Mode: wftype.ModeSync, TaskType: req.TaskType}
 	if s.sync[pair] == nil {
@@ -54,14 +57,14 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	}
 	rule := s.cfg.Rules[pair]
 	if !s.syncSlots.acquire(pair, rule.PerInstance) {
-		return task, false, busy("%d runs of task type %s are already running in this server (concurrency.per_instance)", rule.PerInstance, req.TaskType)
+		return task, false, busy(0, "%d runs of task type %s are already running in this server (concurrency.per_instance)", rule.PerInstance, req.TaskType)
 	}
 	defer s.syncSlots.release(pair)
 	claim, existing, err := s.syncWorker.CreateOrFind(ctx, s.client, req)
 	var limited *worker.BusyError
 	switch {
 	case errors.As(err, &limited):
-		return task, false, busy("task type %s: %s", req.TaskType, limited.Detail)
+		return task, false, busy(limited.RetryAfter, "task type %s: %s", req.TaskType, limited.Detail)
 	case err != nil:
 		return task, false, err
 	case existing != nil:
@@ -78,10 +81,14 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	return res.Task, false, err
 }
 
-// busy is a 429 problem: a concurrency limit of the task type is reached.
-func busy(format string, args ...any) *problem {
+// busy is a 429 problem: a limit of the task type is reached. Its
+// Retry-After is retryAfter in whole seconds, rounded up (the end of a
+// rate window that has no room), at least 1 (a concurrency limit, whose
+// room comes back when any run ends).
+func busy(retryAfter time.Duration, format string, args ...any) *problem {
 	p := newProblem(http.StatusTooManyRequests, typeBusy, "Too many runs", format+"; retry later", args...)
-	p.header = http.Header{"Retry-After": {"1"}}
+	secs := max(int64(math.Ceil(retryAfter.Seconds())), 1)
+	p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
 	return p
 }
 

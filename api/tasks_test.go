@@ -258,7 +258,8 @@ func TestSyncRunsKeepConcurrencyLimits(t *testing.T) {
 // TestSyncRunsKeepTenantLimits: a synchronous type's concurrency.per_tenant
 // and rate_limit hold for runs in front of their callers, per tenant: a
 // request past a limit answers 429 and creates nothing, while another
-// tenant with room is served; a run counts as a start of its window.
+// tenant with room is served; a run counts as a start of its window, and a
+// request past rate_limit is told to retry when the window ends.
 func TestSyncRunsKeepTenantLimits(t *testing.T) {
 	t.Parallel()
 	t.Run("per_tenant", func(t *testing.T) {
@@ -287,18 +288,10 @@ func TestSyncRunsKeepTenantLimits(t *testing.T) {
 	})
 	t.Run("rate_limit", func(t *testing.T) {
 		t.Parallel()
-		b := setupTenants(t)
-		// The windows are the database clock's hours: keep the requests
-		// in one (wall time, as the windows are).
-		for {
-			var left float64
-			require.NoError(t, b.pool.QueryRow(b.ctx,
-				`SELECT 3600 - extract(epoch FROM clock_timestamp())::numeric % 3600`).Scan(&left))
-			if left > 60 {
-				break
-			}
-			time.Sleep(time.Duration(left*float64(time.Second)) + time.Second)
-		}
+		// 45 seconds before the end of an hour's window (the windows are
+		// the server's clock's): a refusal's Retry-After is the rest of it.
+		fake := clock.NewFake(time.Date(2031, 3, 4, 10, 59, 15, 0, time.UTC))
+		b := setupTenants(t, options{clock: fake})
 		post := func(token, tenant string) response {
 			return b.do("POST", "/tasks", token, map[string]any{"task_type": "echo_sync_rate", "schema_name": tenant,
 				"inputs": map[string]any{}})
@@ -310,12 +303,19 @@ func TestSyncRunsKeepTenantLimits(t *testing.T) {
 		res := post(tokClientLimited, "s_cat_a")
 		require.Equal(t, http.StatusTooManyRequests, res.status, "the tenant's 2 starts are used: %s", res.body)
 		require.Contains(t, res.json(t)["detail"], "rate_limit")
+		require.Equal(t, "45", res.header.Get("Retry-After"), "the rest of the hour's window, not a second")
 		res = post(tokClientB, "s_cat_b")
 		require.Equal(t, http.StatusOK, res.status, "another tenant's first start: %s", res.body)
+		fake.Advance(5 * time.Second)
 		res = post(tokClientB, "s_cat_b")
 		require.Equal(t, http.StatusTooManyRequests, res.status, "the type's 3 starts are used: %s", res.body)
+		require.Equal(t, "40", res.header.Get("Retry-After"))
 		require.Equal(t, map[string]int{"s_cat_a": 2, "s_cat_b": 1}, tasksByTenant(t, b, "echo_sync_rate"),
 			"the refused requests created nothing")
+
+		fake.Advance(40 * time.Second)
+		res = post(tokClientLimited, "s_cat_a")
+		require.Equal(t, http.StatusOK, res.status, "a new window has room: %s", res.body)
 	})
 }
 

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -208,7 +210,11 @@ func execTakeError(c *cli.Context, format string, err error) error {
 	var paused *worker.PausedError
 	switch {
 	case errors.As(err, &busy):
-		return cli.Exit(err.Error()+"; nothing was changed (--force runs it anyway)", ExitFailure)
+		msg := err.Error()
+		if busy.RetryAfter > 0 {
+			msg += fmt.Sprintf(" (a new window opens in %s)", time.Duration(math.Ceil(busy.RetryAfter.Seconds()))*time.Second)
+		}
+		return cli.Exit(msg+"; nothing was changed (--force runs it anyway)", ExitFailure)
 	case errors.As(err, &paused):
 		return cli.Exit(err.Error()+"; nothing was changed (wf tasks resume lifts the pause; --force runs it anyway)", ExitFailure)
 	case errors.As(err, &fin):

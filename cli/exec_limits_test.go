@@ -2,13 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/wftype"
 )
@@ -141,4 +144,19 @@ func TestExecHonoursPauses(t *testing.T) {
 	code, task, errOut := e.execJSON("--force", "--task-id", later.ID.String())
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, wftype.StatusCompleted, task.Status, "forced, an hour before its run_after")
+}
+
+// TestExecSaysWhenTheRateWindowEnds: a wf exec refused by rate_limit says
+// when the window that has no room ends (whole seconds, rounded up), as the
+// worker's refusal tells it.
+func TestExecSaysWhenTheRateWindowEnds(t *testing.T) {
+	t.Parallel()
+	refused := fmt.Errorf("error creating a rated task: %w", &worker.BusyError{TaskType: "rated", Reason: store.HeldRate,
+		Detail: "the rate limit's starts in this 24h0m0s window are used up (rate_limit)", RetryAfter: 3*time.Hour + 1500*time.Millisecond})
+	err := execTakeError(nil, formatText, refused)
+	var exit cli.ExitCoder
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, ExitFailure, exit.ExitCode())
+	require.Equal(t, "error creating a rated task: task type rated: the rate limit's starts in this 24h0m0s window are used up (rate_limit)"+
+		" (a new window opens in 3h0m2s); nothing was changed (--force runs it anyway)", err.Error())
 }

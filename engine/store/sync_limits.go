@@ -13,7 +13,7 @@ import (
 // in the transaction that claims the task (which is not ACTIVE yet, so not
 // counted): claims of the type wait for that transaction, and it for them.
 // It returns the first limit without room (heldReasonSQL), NULL when the run
-// may start.
+// may start, and for rate_limit the seconds left in the window.
 var syncStartSQL = `
 WITH` + limitsCTEs(1, "$8") + `
 verdict AS MATERIALIZED (
@@ -34,7 +34,11 @@ counted AS (
     WHERE v.rate_seconds > 0 AND (v.reason IS NULL OR $9::bool)
     ` + countStartsSQL + `
 )
-SELECT reason FROM verdict`
+SELECT reason,
+       CASE WHEN reason = '` + HeldRate + `' THEN
+           v.rate_seconds - extract(epoch FROM coalesce($8::timestamptz, statement_timestamp()) - v.window_start)::float8
+       END
+FROM verdict v`
 
 // SyncStart is a run about to start outside the dispatcher's claim (a
 // SYNCHRONOUS run, wf exec), for StartSync.
@@ -57,6 +61,10 @@ type SyncVerdict struct {
 	// HeldRate), "" when the run may start. A forced run starts whatever it
 	// says.
 	Held string
+	// RetryIn is, for HeldRate, the time left in the rate window that has
+	// no room (a new window has room again); 0 for the other limits, whose
+	// room comes back when a run ends.
+	RetryIn time.Duration
 }
 
 // StartSync takes, for a run of a task of p.TaskType by p.Tenant about to
@@ -75,13 +83,17 @@ func (s *Store) StartSync(ctx context.Context, p SyncStart) (SyncVerdict, error)
 		return SyncVerdict{}, wrap("locking the limits of "+p.TaskType, err)
 	}
 	var reason *string
+	var retryIn *float64
 	args := append(limitedArgs([]string{p.TaskType}, []TypeLimits{p.Limits}), p.Tenant, p.Now, p.Force)
-	if err := s.db.QueryRow(ctx, syncStartSQL, args...).Scan(&reason); err != nil {
+	if err := s.db.QueryRow(ctx, syncStartSQL, args...).Scan(&reason, &retryIn); err != nil {
 		return SyncVerdict{}, wrap("checking the limits of "+p.TaskType, err)
 	}
 	var v SyncVerdict
 	if reason != nil {
 		v.Held = *reason
+	}
+	if retryIn != nil && *retryIn > 0 {
+		v.RetryIn = time.Duration(*retryIn * float64(time.Second))
 	}
 	return v, nil
 }

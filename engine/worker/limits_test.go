@@ -71,6 +71,7 @@ func TestTakeKeepsTheTenantCap(t *testing.T) {
 	require.ErrorIs(t, err, worker.ErrBusy)
 	require.Equal(t, store.HeldPerTenant, busy.Reason)
 	require.Contains(t, err.Error(), "concurrency.per_tenant")
+	require.Zero(t, busy.RetryAfter, "room comes back when a run ends, not at a time")
 	b.requireUntouched(t, second)
 
 	forced, err := worker.New(worker.Config{Store: b.store, Owner: "worker-2", Logger: quiet, Force: true,
@@ -84,12 +85,12 @@ func TestTakeKeepsTheTenantCap(t *testing.T) {
 // TestOwnClaimsCountInTheRateWindow: the starts a worker claims itself, by
 // Create and by Take, count in the type's rate windows (type and tenant,
 // on the worker's clock), so a claim after them finds the window used; a
-// start past the window's room is refused, and a forced one is counted
-// too.
+// start past the window's room is refused with the time left in the window,
+// and a forced one is counted too.
 func TestOwnClaimsCountInTheRateWindow(t *testing.T) {
 	t.Parallel()
-	// Near the end of an hour's window, far from the database's clock: the
-	// windows are the worker's clock's.
+	// 45 seconds before the end of an hour's window, far from the
+	// database's clock: the windows are the worker's clock's.
 	fake := clock.NewFake(time.Date(2031, 3, 4, 10, 59, 15, 0, time.UTC))
 	rated := execution.Rule{RateStarts: 5, RatePerTenant: 2, RateInterval: time.Hour}
 	b := setup(t, succeed, jobRule(rated), func(c *worker.Config) { c.Clock = fake })
@@ -115,9 +116,11 @@ func TestOwnClaimsCountInTheRateWindow(t *testing.T) {
 	var busy *worker.BusyError
 	require.ErrorAs(t, err, &busy)
 	require.Equal(t, store.HeldRate, busy.Reason)
+	require.Equal(t, 45*time.Second, busy.RetryAfter, "the rest of the window")
 	b.requireUntouched(t, third)
 	_, err = b.worker.Create(t.Context(), cl, client.Request{TaskType: "job", Inputs: json.RawMessage(`{"key": "d"}`)})
-	require.ErrorIs(t, err, worker.ErrBusy)
+	require.ErrorAs(t, err, &busy)
+	require.Equal(t, 45*time.Second, busy.RetryAfter)
 	var created int
 	require.NoError(t, b.store.DB().QueryRow(t.Context(), `SELECT count(*) FROM tasks.tasks WHERE task_type = 'job'`).Scan(&created))
 	require.Equal(t, 3, created, "the refused Create created nothing")

@@ -119,6 +119,10 @@ type BusyError struct {
 	// Detail says it in words, e.g. "3 tasks are already running
 	// (concurrency.global)".
 	Detail string
+	// RetryAfter is, for HeldRate, the time left in the rate window that
+	// has no room: the next window has. 0 for the concurrency limits, whose
+	// room comes back when a run of the type ends.
+	RetryAfter time.Duration
 }
 
 func (e *BusyError) Error() string { return fmt.Sprintf("task type %s: %s", e.TaskType, e.Detail) }
@@ -267,7 +271,7 @@ func (w *Worker) claimOwn(ctx context.Context, tx *store.Store, t *wftype.Task) 
 	}
 	if v.Held != "" {
 		if !w.cfg.Force {
-			return Claim{}, &BusyError{TaskType: t.TaskType, Reason: v.Held, Detail: limitText(rule, v.Held)}
+			return Claim{}, &BusyError{TaskType: t.TaskType, Reason: v.Held, Detail: limitText(rule, v.Held), RetryAfter: v.RetryIn}
 		}
 		w.cfg.Logger.WarnContext(ctx, "forced past a limit of the task type", "task_id", t.ID, "task_type", t.TaskType,
 			"limit", limitText(rule, v.Held))
