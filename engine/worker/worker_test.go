@@ -95,10 +95,13 @@ func TestStaleClaimCannotWrite(t *testing.T) {
 	t.Parallel()
 	var b *bundle
 	var retried atomic.Bool
-	b = setup(t, func(ctx context.Context, task *wftype.Task) (json.RawMessage, error) {
+	b = setup(t, func(_ context.Context, task *wftype.Task) (json.RawMessage, error) {
 		// While this worker runs attempt 1, the dispatcher gives up on it
-		// (a retry) and claims the task again: attempt 2, same owner.
-		_, err := b.store.FinishTasks(ctx, store.FinishParams{Owner: "engine-a"},
+		// (a retry) and claims the task again: attempt 2, same owner. That
+		// is another party's work, on the test's context: the run's is
+		// cancelled as soon as the worker's lease keeper sees the lease go
+		// (a busy machine's heartbeat could come between these statements).
+		_, err := b.store.FinishTasks(t.Context(), store.FinishParams{Owner: "engine-a"},
 			[]store.Finish{{ID: task.ID, Status: wftype.StatusPending, RetryCount: 1}})
 		require.NoError(t, err)
 		again := b.claimAs(t, "engine-a")
