@@ -57,7 +57,7 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	}
 	rule := s.cfg.Rules[pair]
 	if !s.syncSlots.acquire(pair, rule.PerInstance) {
-		return task, false, busy(0, "%d runs of task type %s are already running in this server (concurrency.per_instance)", rule.PerInstance, req.TaskType)
+		return task, false, busy(0, "this server's limit of %d running tasks of type %s is reached (concurrency.per_instance)", rule.PerInstance, req.TaskType)
 	}
 	defer s.syncSlots.release(pair)
 	claim, existing, err := s.syncWorker.CreateOrFind(ctx, s.client, req)

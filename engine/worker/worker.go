@@ -116,7 +116,7 @@ type BusyError struct {
 	TaskType string
 	// Reason is the limit: store.HeldGlobal, HeldPerTenant or HeldRate.
 	Reason string
-	// Detail says it in words, e.g. "3 tasks are already running
+	// Detail says it in words, e.g. "the limit of 3 running tasks of this type is reached
 	// (concurrency.global)".
 	Detail string
 	// RetryAfter is, for HeldRate, the time left in the rate window that
@@ -331,9 +331,9 @@ func (w *Worker) CreateOrFind(ctx context.Context, cl *client.Client, req client
 func limitText(rule execution.Rule, reason string) string {
 	switch reason {
 	case store.HeldGlobal:
-		return fmt.Sprintf("%d tasks are already running (concurrency.global)", rule.Global)
+		return fmt.Sprintf("the limit of %d running tasks of this type is reached (concurrency.global)", rule.Global)
 	case store.HeldPerTenant:
-		return fmt.Sprintf("%d tasks of this tenant are already running (concurrency.per_tenant)", rule.PerTenant)
+		return fmt.Sprintf("the tenant's limit of %d running tasks of this type is reached (concurrency.per_tenant)", rule.PerTenant)
 	default:
 		return fmt.Sprintf("the rate limit's starts in this %s window are used up (rate_limit)", rule.RateInterval)
 	}
