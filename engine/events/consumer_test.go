@@ -23,7 +23,9 @@ import (
 	"github.com/wfhq/wf/internal/dbtest"
 )
 
-const consumerSpecs = `kind: TaskType
+// consumerTypes are the task types of consumerSpecs, without its
+// subscriptions (an instance on the specs of before they were added).
+const consumerTypes = `kind: TaskType
 name: on_item
 description: Created for every stream event.
 handler: {builtin: noop}
@@ -37,7 +39,9 @@ kind: TaskType
 name: audit
 description: Created for even stream items only.
 handler: {builtin: noop}
----
+`
+
+const consumerSpecs = consumerTypes + `---
 kind: Subscription
 name: items
 event_type: "stream.*"

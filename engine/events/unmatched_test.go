@@ -12,22 +12,6 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 )
 
-// oldSpecs are consumerSpecs before their Subscriptions were added: the same
-// task types, no subscription yet.
-const oldSpecs = `kind: TaskType
-name: on_item
-handler: {builtin: noop}
-inputs:
-  type: object
-  required: [n]
-  properties:
-    n: {type: integer}
----
-kind: TaskType
-name: audit
-handler: {builtin: noop}
-`
-
 // TestNewSubscriptionSeesEventsWrittenAfterItRuns: during a rolling deploy
 // that adds a Subscription, an instance still on the old specs claims the
 // events the new subscription wants before the new instance does. It must
@@ -37,7 +21,7 @@ handler: {builtin: noop}
 func TestNewSubscriptionSeesEventsWrittenAfterItRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, consumerSpecs)
-	old, err := spec.Compile([]spec.Source{{Name: "old.yaml", Data: []byte(oldSpecs)}}, spec.Options{Builtins: []string{"noop"}})
+	old, err := spec.Compile([]spec.Source{{Name: "old.yaml", Data: []byte(consumerTypes)}}, spec.Options{Builtins: []string{"noop"}})
 	require.NoError(t, err)
 	require.Empty(t, old.Subscriptions())
 	fake := clock.NewFake(clock.Now().Add(time.Minute))
