@@ -64,7 +64,7 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 	var limited *worker.BusyError
 	switch {
 	case errors.As(err, &limited):
-		return task, false, busy(limited.RetryAfter, "task type %s: %s", req.TaskType, limited.Detail)
+		return task, false, busy(limited.RetryAfter, "%s", limited.Error())
 	case err != nil:
 		return task, false, err
 	case existing != nil:
