@@ -28,21 +28,28 @@ import (
 //     moment; a fair claim out then may have read the tasks before that
 //     tenant's new one, so when it ends with another finding (another
 //     tenant alone, or none), the next claim is fair;
-//   - censusClaims claims were made without fairness since, or the finding
-//     is censusAge old (tasks that become due by time, retries and snoozes,
-//     send no signal: they wait at most that long for their fair share).
+//   - the finding is censusAge old: a task may be queued with no signal
+//     this instance hears. A follower does not listen for task-queued
+//     notifications (engine/leader): it learns of due work by its probe,
+//     once a poll interval, which sends a signal without a tenant; and a
+//     notification may be lost (a reconnection). Tasks that become due by
+//     time need no signal: the fair scan finds a tenant by its PENDING
+//     tasks, due or not, so a finding of one tenant already says none
+//     other has any (a retry sends a signal too).
 //
 // A flood of one tenant so burns down at the unfair claim's rate, with a
-// fair claim every censusClaims or censusAge; with two tenants or more
-// every claim is fair, as before. The bounds weigh a fair claim's cost
-// (about 1.4× a plain one's per task with one tenant) against how long a
-// tenant whose tasks become due by time may wait: a burn-down of wf run's
-// defaults claims about 50 times a second (a few hundred tasks each), so
-// 100 ms made a third of its claims fair, 250 ms one in twelve.
-const (
-	censusClaims = 32
-	censusAge    = 250 * time.Millisecond
-)
+// fair claim at least every censusAge; with two tenants or more every
+// claim is fair, as before. censusAge is the default poll interval
+// (engine.DefaultPollInterval): the leader's sweep and a follower's probe
+// while work is due make a claim fair every poll interval anyway, and a
+// follower hears of another tenant's task no sooner than its next poll.
+// The bound was 250 ms and 32 claims: one claim in six of a lone flood
+// was fair then, each at about 1.4× a plain claim's cost per task
+// (BENCHMARKS.md, "Noisy neighbour"), for news that on a follower came
+// by the poll, and on the leader by a signal that names its tenant. It
+// stays for a poll interval set longer than it, and for a dispatcher run
+// without an elector.
+const censusAge = time.Second
 
 // census is what the last fair claim found; see above. It also keeps, per
 // pair, where the next fair claim's scan of the tenants resumes
@@ -65,13 +72,12 @@ const (
 type census struct {
 	queued atomic.Bool // a task was queued since the last fair claim began
 
-	mu     sync.Mutex
-	one    string              // the one tenant the last fair claim found in all its pairs, if it did
-	pairs  map[store.Pair]bool // the pairs that claim scanned: a claim of any other is fair
-	at     time.Time           // when that claim began
-	unfair int                 // claims made without fairness since
-	out    []*fairClaim        // the fair claims out
-	scans  map[store.Pair]*scan
+	mu    sync.Mutex
+	one   string              // the one tenant the last fair claim found in all its pairs, if it did
+	pairs map[store.Pair]bool // the pairs that claim scanned: a claim of any other is fair
+	at    time.Time           // when that claim began
+	out   []*fairClaim        // the fair claims out
+	scans map[store.Pair]*scan
 }
 
 // fairClaim is one fair claim while it is out: when it began, its pairs
@@ -140,7 +146,7 @@ func (c *census) end(fc *fairClaim, claimed store.Claimed) {
 		c.out = slices.Delete(c.out, i, i+1)
 	}
 	if !fc.at.Before(c.at) {
-		c.one, c.at, c.unfair = claimed.OneTenant, fc.at, 0
+		c.one, c.at = claimed.OneTenant, fc.at
 		c.pairs = make(map[store.Pair]bool, len(fc.pairs))
 		for _, p := range fc.pairs {
 			c.pairs[p] = true
@@ -204,7 +210,7 @@ func (c *census) fairness(f *store.Fairness, slots []store.ClaimSlot, now time.T
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.one == "" || c.unfair >= censusClaims || now.Sub(c.at) >= censusAge {
+	if c.one == "" || now.Sub(c.at) >= censusAge {
 		return f
 	}
 	for _, s := range slots {
@@ -212,6 +218,5 @@ func (c *census) fairness(f *store.Fairness, slots []store.ClaimSlot, now time.T
 			return f // a pair the finding did not scan
 		}
 	}
-	c.unfair++
 	return nil
 }
