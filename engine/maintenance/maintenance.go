@@ -1,6 +1,7 @@
 // Package maintenance is the leader's maintenance supervisor: every interval
-// it creates the monthly partitions ahead of time and applies retention to
-// tasks, events and fired schedule ticks.
+// it creates the monthly partitions ahead of time, applies retention to
+// tasks, events and fired schedule ticks, and deletes the rate windows that
+// are over.
 //
 // # Retention without losing a live row
 //
@@ -29,6 +30,15 @@
 // deleted by the consumer when acknowledged; dead-letter events go by their
 // dead-lettering time. Ticks of schedules older than the dead-letter window
 // are pruned, keeping the latest of each schedule.
+//
+// # Rate windows
+//
+// The rows of tasks.rate_windows (a rate-limited type's, or one tenant's,
+// starts in the current window) are deleted once their window is over, on
+// the database's clock, the one claims count on (store.PruneRateWindows):
+// a claim finding no row begins a fresh window, as it does over a row of an
+// ended one, so no limit is lifted, and the rows of dropped catalogs, of
+// types no longer limited and of tenants gone quiet do not pile up.
 package maintenance
 
 import (
@@ -95,6 +105,9 @@ type Result struct {
 	// WorkflowRunsDeleted counts the finished workflow runs deleted (with
 	// their step rows), by the tasks' windows for their status.
 	WorkflowRunsDeleted int64
+	// RateWindowsDeleted counts the rows of tasks.rate_windows deleted
+	// because their window was over (store.PruneRateWindows).
+	RateWindowsDeleted int64
 }
 
 // InboxWindow is how long the id of a message pushed to wf is remembered
@@ -105,7 +118,7 @@ const InboxWindow = 32 * 24 * time.Hour
 func (r Result) changed() bool {
 	return r.PartitionsCreated > 0 || len(r.Dropped) > 0 || len(r.Deferred) > 0 ||
 		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0 || r.InboxDeleted > 0 ||
-		r.WorkflowRunsDeleted > 0
+		r.WorkflowRunsDeleted > 0 || r.RateWindowsDeleted > 0
 }
 
 // Supervisor runs maintenance on the leader.
@@ -156,7 +169,9 @@ func monthStart(t time.Time) time.Time {
 
 // RunOnce runs maintenance once as of now: partitions ahead, then retention
 // of tasks, events, schedule ticks, pushed message ids and finished
-// workflow runs.
+// workflow runs, then the rate windows that are over, which go by the
+// clock claims count on (Clock.DBNow: the database's with the real clock),
+// not by now.
 func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
 	created, err := s.cfg.Store.EnsurePartitionsWithin(ctx, now, s.cfg.PartitionsAhead+1, s.cfg.LockTimeout)
@@ -200,11 +215,17 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}); err != nil {
 		return res, err
 	}
+	dbNow := s.cfg.Clock.DBNow()
+	if res.RateWindowsDeleted, err = s.inBatches(func() (int64, error) {
+		return s.cfg.Store.PruneRateWindows(ctx, dbNow, s.cfg.BatchSize)
+	}); err != nil {
+		return res, err
+	}
 	if res.changed() {
 		s.log.Info("maintenance", "partitions_created", res.PartitionsCreated, "dropped", res.Dropped,
 			"deferred", res.Deferred, "tasks_deleted", res.TasksDeleted, "events_deleted", res.EventsDeleted,
 			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged, "inbox_deleted", res.InboxDeleted,
-			"workflow_runs_deleted", res.WorkflowRunsDeleted)
+			"workflow_runs_deleted", res.WorkflowRunsDeleted, "rate_windows_deleted", res.RateWindowsDeleted)
 	}
 	return res, nil
 }

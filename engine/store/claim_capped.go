@@ -21,15 +21,20 @@ import (
 // the claim costs one round trip, as an uncapped one does. Inside a
 // caller's transaction they run in it, and the locks last until it ends.
 
+// typeLockKey is the key of the advisory lock of the task type in column
+// (or expression) col: every writer of a limited type's counts (a claim,
+// StartSync) holds it, and PruneRateWindows tries it.
+func typeLockKey(col string) string { return `hashtextextended('wf:global:' || ` + col + `, 0)` }
+
 // globalLockSQL takes the advisory lock of each task type of $1, in the
 // order of the keys, so that claimers of overlapping sets of types never
 // wait on each other in a cycle (the keys, not the names, set the order: two
 // names may share a key). The sorted, distinct sub-select is not flattened,
 // so the locks are taken in its order.
-const globalLockSQL = `
+var globalLockSQL = `
 SELECT count(pg_advisory_xact_lock(keys.k))
 FROM (
-    SELECT DISTINCT hashtextextended('wf:global:' || u.task_type, 0) AS k
+    SELECT DISTINCT ` + typeLockKey("u.task_type") + ` AS k
     FROM unnest($1::text[]) AS u(task_type)
     ORDER BY k
 ) keys`
