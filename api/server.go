@@ -93,6 +93,12 @@ type Config struct {
 	// Rules give the lease, timeout, limits and retry policy of every
 	// task type, by pair; nil compiles them from Specs.
 	Rules execution.Rules
+	// InstanceRuns counts this instance's runs against each task type's
+	// concurrency.per_instance: the engine's (engine.Engine's
+	// InstanceRuns), whose dispatcher takes room from it too, so that the
+	// cap holds for the SYNCHRONOUS runs and the dispatcher's together;
+	// nil: one of the server's own (no dispatcher runs in its process).
+	InstanceRuns *execution.InstanceRuns
 	// Reporters builds the reporters of a SYNCHRONOUS run; nil discards records.
 	Reporters func(task *wftype.Task) (reporters.Reporter, error)
 	// Metrics, when set, is the metrics the engine also reports to (wf run);
@@ -140,7 +146,6 @@ type Server struct {
 	sync     runners.CapabilityMap
 	// syncWorker runs SYNCHRONOUS tasks (see runSync).
 	syncWorker *worker.Worker
-	syncSlots  syncSlots // synchronous runs in progress, for concurrency.per_instance
 	openapi    []byte
 	maxBody    int64
 	// maxDepth is the deepest JSON nesting a body may have (http.max_json_depth).
@@ -176,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.InstanceRuns == nil {
+		cfg.InstanceRuns = execution.NewInstanceRuns()
+	}
 	if cfg.Reporters == nil {
 		cfg.Reporters = func(*wftype.Task) (reporters.Reporter, error) { return reporters.Discard{}, nil }
 	}

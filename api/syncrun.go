@@ -3,10 +3,10 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/wfhq/wf/engine/client"
@@ -44,7 +44,8 @@ func (s *Server) newSyncWorker() (*worker.Worker, error) {
 // live task runs nothing and returns that task with dedup set.
 //
 // The type's limits hold for synchronous runs too: past
-// concurrency.per_instance runs in this server, concurrency.global ACTIVE
+// concurrency.per_instance runs in this instance (these and the
+// dispatcher's, counted in Config.InstanceRuns), concurrency.global ACTIVE
 // tasks of the type anywhere or per_tenant of the tenant, or rate_limit's
 // starts in the window, the request is refused with 429 and nothing is
 // created (Retry-After: the rest of the rate window, else 1 second); a run
@@ -55,11 +56,17 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 		return task, false, newProblem(http.StatusNotImplemented, typeNotImplemented, "Not implemented",
 			"this server has no runner for SYNCHRONOUS task type %s", req.TaskType)
 	}
-	rule := s.cfg.Rules[pair]
-	if !s.syncSlots.acquire(pair, rule.PerInstance) {
-		return task, false, busy(0, "this server's limit of %d running tasks of type %s is reached (concurrency.per_instance)", rule.PerInstance, req.TaskType)
+	if limit := s.cfg.Rules[pair].PerInstance; limit > 0 {
+		// One count with the dispatcher's runs in this instance.
+		ok, err := s.cfg.InstanceRuns.Acquire(ctx, pair, limit)
+		if err != nil {
+			return task, false, fmt.Errorf("error waiting for room under concurrency.per_instance: %w", err)
+		}
+		if !ok {
+			return task, false, busy(0, "this instance's limit of %d running tasks of type %s is reached (concurrency.per_instance)", limit, req.TaskType)
+		}
+		defer s.cfg.InstanceRuns.Release(pair, 1)
 	}
-	defer s.syncSlots.release(pair)
 	claim, existing, err := s.syncWorker.CreateOrFind(ctx, s.client, req)
 	var limited *worker.BusyError
 	switch {
@@ -90,35 +97,4 @@ func busy(retryAfter time.Duration, format string, args ...any) *problem {
 	secs := max(int64(math.Ceil(retryAfter.Seconds())), 1)
 	p.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
 	return p
-}
-
-// syncSlots counts the synchronous runs in progress in this server, per
-// pair, for concurrency.per_instance.
-type syncSlots struct {
-	mu      sync.Mutex
-	running map[runners.Pair]int
-}
-
-// acquire takes a run of pair if fewer than limit are running (limit 0:
-// no limit) and reports whether it did; release gives it back.
-func (c *syncSlots) acquire(pair runners.Pair, limit int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if limit > 0 && c.running[pair] >= limit {
-		return false
-	}
-	if c.running == nil {
-		c.running = map[runners.Pair]int{}
-	}
-	c.running[pair]++
-	return true
-}
-
-// release ends a run that acquire took.
-func (c *syncSlots) release(pair runners.Pair) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running[pair]--; c.running[pair] <= 0 {
-		delete(c.running, pair)
-	}
 }

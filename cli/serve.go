@@ -92,7 +92,8 @@ func (h *apiHandle) stop() error {
 
 // startAPI listens on the configured address and serves the HTTP API over
 // eng's parts (its store, client, metrics, rules and runners: the
-// SYNCHRONOUS runs carry its owner id) until ctx ends or stop is called. It
+// SYNCHRONOUS runs carry its owner id, and take room under
+// concurrency.per_instance from its count, which its dispatcher shares) until ctx ends or stop is called. It
 // fails at once when the address cannot be bound.
 func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle, error) {
 	cfg := rt.cfg
@@ -116,7 +117,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 	}
 	srv, err := api.New(api.Config{
 		Pool: rt.pool, CatalogPool: rt.catalogPool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
-		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(),
+		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(), InstanceRuns: eng.InstanceRuns(),
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 		Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
 		StoragePush:    push,

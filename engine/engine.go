@@ -204,12 +204,16 @@ type Engine struct {
 	rules      execution.Rules
 	runners    []runners.Runner
 	capability runners.CapabilityMap
-	dispatcher *dispatch.Dispatcher
-	elector    *leader.Elector
-	janitor    *janitor.Janitor
-	workflows  *workflow.Workflows
-	services   []Service // every instance
-	leading    []Service // leader only
+	// instanceRuns counts this instance's runs against each type's
+	// concurrency.per_instance: the dispatcher's and the API's
+	// SYNCHRONOUS runs' (InstanceRuns).
+	instanceRuns *execution.InstanceRuns
+	dispatcher   *dispatch.Dispatcher
+	elector      *leader.Elector
+	janitor      *janitor.Janitor
+	workflows    *workflow.Workflows
+	services     []Service // every instance
+	leading      []Service // leader only
 }
 
 // fairness is the claims' store.Fairness, nil when Unfair.
@@ -275,9 +279,10 @@ func New(cfg Config) (*Engine, error) {
 		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Limits: e.rules.Limits(), Logger: cfg.Logger})
 	}
 	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
+	e.instanceRuns = execution.NewInstanceRuns()
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
-		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules,
+		Store: e.store, Owner: cfg.Owner, Capabilities: e.capability, Rules: e.rules, InstanceRuns: e.instanceRuns,
 		Slots: cfg.Slots, ClaimAhead: cfg.ClaimAhead, HeartbeatInterval: cfg.HeartbeatInterval, Grace: cfg.Grace, Fair: cfg.fairness(),
 		Bus: e.bus, Reporters: cfg.Reporters, Clock: cfg.Clock, Logger: cfg.Logger, Observer: e.observer(),
 		TracerProvider: cfg.TracerProvider,
@@ -533,6 +538,12 @@ func (e *Engine) Rules() execution.Rules { return e.rules }
 
 // Runners are the engine's runners, remote ones included.
 func (e *Engine) Runners() []runners.Runner { return e.runners }
+
+// InstanceRuns is this instance's count of runs against each task type's
+// concurrency.per_instance, which its dispatcher takes room from: give it
+// to whatever else runs tasks in this process (the HTTP API's SYNCHRONOUS
+// runs, api.Config.InstanceRuns), so that the cap holds for them all.
+func (e *Engine) InstanceRuns() *execution.InstanceRuns { return e.instanceRuns }
 
 // Capabilities returns which runner serves each pair.
 func (e *Engine) Capabilities() runners.CapabilityMap { return e.capability }

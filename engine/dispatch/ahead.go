@@ -106,7 +106,7 @@ func (d *Dispatcher) forget(r *run) {
 	if d.running[r.task.ID] == r {
 		delete(d.running, r.task.ID)
 	}
-	d.perType[pairOf(r)]--
+	d.releaseInstance(r)
 	r.cancel(errLeaseLost)
 	d.settleIdle()
 }

@@ -139,8 +139,10 @@ func (d *Dispatcher) freeCount() int {
 }
 
 // unreserve gives back the slots freeSlots reserved for a claim, once its
-// tasks are running (and so counted in running).
-func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int) {
+// tasks are running (and so counted in running), and settles the
+// per-instance room it reserved: its started tasks keep theirs until their
+// runs end (freeSlot, forget), the rest is free again.
+func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int, started map[runners.Pair]int) {
 	if total == 0 {
 		return
 	}
@@ -150,7 +152,7 @@ func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int) {
 	for _, sl := range slots {
 		pair := runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}
 		if d.rules[pair].PerInstance > 0 {
-			d.reservedPer[pair] -= sl.Max
+			d.instance.Settle(pair, sl.Max, started[pair])
 		}
 	}
 }
@@ -161,7 +163,8 @@ func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int) {
 // for are reserved until its tasks run.
 func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, error) {
 	slots, total := d.freeSlots(limit)
-	defer d.unreserve(slots, total)
+	var started map[runners.Pair]int // tasks of the claim that started, per pair
+	defer func() { d.unreserve(slots, total, started) }()
 	if total == 0 {
 		d.mu.Lock()
 		d.backlog = true
@@ -243,12 +246,16 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	for i := range tasks {
 		d.start(runsCtx, tasks[i], start)
 	}
+	started = got
 	return full, nil
 }
 
 // freeSlots computes, per pair, how many more tasks this instance may run,
 // at most limit in all, and reserves them for the caller's claim (give them
-// back with unreserve once the claimed tasks run).
+// back with unreserve once the claimed tasks run). A pair with a
+// per-instance cap gets the room Config.InstanceRuns leaves, which the runs
+// of this dispatcher and the instance's SYNCHRONOUS runs share; when the cap
+// leaves it short, the dispatcher is woken once a run of the pair ends.
 func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -264,7 +271,7 @@ func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 			max = min(max, free) // never claimed ahead (ahead.go)
 		}
 		if r.PerInstance > 0 {
-			max = min(max, r.PerInstance-d.perType[pair]-d.reservedPer[pair])
+			max = d.instance.Reserve(pair, r.PerInstance, max, d.wake)
 		}
 		if max <= 0 {
 			continue
@@ -275,11 +282,6 @@ func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 		return nil, 0
 	}
 	d.reserved += total
-	for _, sl := range slots {
-		if d.rules[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}].PerInstance > 0 {
-			d.reservedPer[runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}] += sl.Max
-		}
-	}
 	return slots, total
 }
 

@@ -49,6 +49,11 @@ type Config struct {
 	Capabilities runners.CapabilityMap
 	// Rules per pair; a pair without one gets the defaults.
 	Rules execution.Rules
+	// InstanceRuns counts the runs of this instance against each pair's
+	// concurrency.per_instance. Give the one the instance's other runs
+	// (its API's SYNCHRONOUS runs) take room from too, so that the cap
+	// holds for them all; nil: one of the dispatcher's own.
+	InstanceRuns *execution.InstanceRuns
 	// Slots is how many tasks run at once in this instance. Default 100.
 	Slots int
 	// ClaimAhead is at most how many claimed tasks may wait in this
@@ -111,7 +116,6 @@ type Dispatcher struct {
 	// still ran (their lease was gone): they keep their slot until they
 	// return, and their results are dropped.
 	lost    map[*run]struct{}
-	perType map[runners.Pair]int
 	backlog bool // the last claim filled every free slot: more may wait
 	wg      sync.WaitGroup
 	queuing sync.WaitGroup // runs handing their outcome to the completer
@@ -121,10 +125,18 @@ type Dispatcher struct {
 	idle     chan struct{} // closed while nothing runs (settleIdle), replaced when a run starts
 	idleOpen bool          // idle is not closed yet
 
-	// reserved and reservedPer are the slots that claims in flight asked
-	// for (freeSlots); their tasks are not running yet.
-	reserved    int
-	reservedPer map[runners.Pair]int
+	// reserved is the slots that claims in flight asked for (freeSlots);
+	// their tasks are not running yet.
+	reserved int
+	// instance counts the runs of the pairs with a per-instance cap, with
+	// the instance's SYNCHRONOUS runs (Config.InstanceRuns): each claim
+	// reserves room for the tasks it asks for (freeSlots), a started task
+	// keeps its room until its run ends (freeSlot, forget), and the rest
+	// is given back once the claim's tasks started (unreserve).
+	instance *execution.InstanceRuns
+	// wake is waker.Wake, which instance calls when a run of a pair that
+	// a claim found full ends.
+	wake func()
 
 	// queue holds the claimed runs waiting for a slot, oldest first
 	// (ahead.go); they are in running too. draining is set once shutdown
@@ -137,6 +149,14 @@ type Dispatcher struct {
 	jobs          chan func()      // hands a task to an idle worker goroutine
 	deadlineWaker *signalbus.Waker // a run's deadline comes before nextDeadline
 	nextDeadline  time.Time        // what watchDeadlines waits for (zero: nothing)
+}
+
+// releaseInstance gives back the per-instance room a run of a capped pair
+// held. d.mu must be held.
+func (d *Dispatcher) releaseInstance(r *run) {
+	if r.rule.PerInstance > 0 {
+		d.instance.Release(pairOf(r), 1)
+	}
 }
 
 type run struct {
@@ -202,15 +222,18 @@ func New(cfg Config) (*Dispatcher, error) {
 		done:    make(chan result, cfg.FlushSize*2),
 		running: map[uuid.UUID]*run{},
 		lost:    map[*run]struct{}{},
-		perType: map[runners.Pair]int{},
 		idle:    make(chan struct{}),
 
-		reservedPer: map[runners.Pair]int{},
+		instance: cfg.InstanceRuns,
 
 		jobs:          make(chan func()),
 		deadlineWaker: signalbus.NewWaker(),
 	}
 	close(d.idle)
+	if d.instance == nil {
+		d.instance = execution.NewInstanceRuns()
+	}
+	d.wake = d.waker.Wake
 	seen := map[string]bool{}
 	for pair := range cfg.Capabilities {
 		r, ok := cfg.Rules[pair]
@@ -320,8 +343,9 @@ func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt 
 			d.lost[old] = struct{}{}
 		}
 	}
+	// Its per-instance room, if its pair has a cap, is its claim's (see
+	// unreserve).
 	d.running[task.ID] = r
-	d.perType[pair]++
 	if !d.idleOpen { // (after unqueue, which may have settled it)
 		d.idle, d.idleOpen = make(chan struct{}), true
 	}
@@ -457,7 +481,7 @@ func (d *Dispatcher) freeSlot(r *run) {
 	} else {
 		delete(d.lost, r)
 	}
-	d.perType[pairOf(r)]--
+	d.releaseInstance(r)
 	d.pace.ran(time.Since(r.launched))
 	next, earlier := d.nextQueued()
 	backlog := d.backlog

@@ -327,3 +327,61 @@ func TestPerInstanceLimit(t *testing.T) {
 	require.Eventually(t, func() bool { return countStatus(t, b, wftype.StatusCompleted) == 10 }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, int32(3), peak.Load())
 }
+
+// TestPerInstanceLimitSharedWithOtherRuns: the runs the dispatcher's
+// InstanceRuns counts besides its own (an API's SYNCHRONOUS runs in the
+// same instance) take their room under concurrency.per_instance: with a
+// cap of 2 and one such run, the dispatcher runs one task of the type,
+// and leaves the others PENDING while a claim made after them runs
+// another type's task. When that run ends, the dispatcher is woken (no
+// task is queued, no poll runs here) and starts a second.
+func TestPerInstanceLimitSharedWithOtherRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var cur, peak atomic.Int32
+	release := make(chan struct{})
+	r := funcRunner{types: map[string]bool{"limited": true, "other": true}, fn: func(ctx context.Context, task *wftype.Task) (json.RawMessage, error) {
+		if task.TaskType == "other" {
+			return nil, nil
+		}
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		cur.Add(-1)
+		return nil, nil
+	}}
+	pair := runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}
+	shared := execution.NewInstanceRuns()
+	ok, err := shared.Acquire(b.ctx, pair, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
+		c.Rules[pair] = execution.Rule{PerInstance: 2}
+		c.InstanceRuns = shared
+	})
+	stop := runFor(d)
+	defer stop()
+	enqueue(t, b, "limited", 3, 0)
+	require.Eventually(t, func() bool { return cur.Load() == 1 }, 30*time.Second, 5*time.Millisecond)
+	// Queued after the limited tasks: the claim that takes it sees them
+	// due, with slots free.
+	other := enqueue(t, b, "other", 1, 0)
+	require.Eventually(t, func() bool {
+		tk, err := b.store.GetTask(b.ctx, other[0])
+		require.NoError(t, err)
+		return tk.Status == wftype.StatusCompleted
+	}, 30*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1, countStatus(t, b, wftype.StatusActive), "the other run holds the second slot")
+	require.Equal(t, 2, countStatus(t, b, wftype.StatusPending))
+
+	shared.Release(pair, 1) // the other run ends
+	require.Eventually(t, func() bool { return cur.Load() == 2 }, 30*time.Second, 5*time.Millisecond)
+	close(release)
+	require.Eventually(t, func() bool { return countStatus(t, b, wftype.StatusCompleted) == 4 }, 30*time.Second, 5*time.Millisecond)
+	require.Equal(t, int32(2), peak.Load())
+}
