@@ -83,7 +83,7 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 		{"idle", mk(func(c *Config) { c.Mode, c.Instances, c.Duration = ModeIdle, 2, d(10*time.Second, 3*time.Second) })},
 	}
 	for k := 1; k <= n(noisyRounds, 1); k++ {
-		for _, fair := range []bool{true, false} {
+		for _, fair := range noisyOrder(k) {
 			runs = append(runs, run{noisyRunName(fair, k), mk(func(c *Config) {
 				c.Mode, c.Tasks, c.Unfair = ModeNoisy, n(100_000, 10_000), !fair
 			})})

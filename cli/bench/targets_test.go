@@ -78,3 +78,22 @@ func findTarget(t *testing.T, ts []Target, prefix string) Target {
 	t.Fatalf("no target %q in %v", prefix, ts)
 	return Target{}
 }
+
+// TestSuiteAlternatesNoisyPairs: the suite runs noisyRounds pairs of
+// noisy-neighbour runs, fairness on first in odd rounds and off first in
+// even ones, so that neither side of A's throughput ratio always runs
+// second.
+func TestSuiteAlternatesNoisyPairs(t *testing.T) {
+	t.Parallel()
+	var got, want []string
+	for _, r := range standardRuns(Config{}, false) {
+		if r.cfg.Mode == ModeNoisy {
+			got = append(got, r.Name)
+		}
+	}
+	for k := 1; k <= noisyRounds; k++ {
+		first := k%2 == 1
+		want = append(want, noisyRunName(first, k), noisyRunName(!first, k))
+	}
+	require.Equal(t, want, got)
+}
