@@ -261,6 +261,24 @@ func TestHeartbeatLostLeaseCancels(t *testing.T) {
 }
 
 // TestShutdownHandsBackUnfinished: tasks still running after the grace period
+
+// heldCounted is a run that counts itself in cur while it runs, keeps in
+// peak the most that ran at once, and ends when release is closed.
+func heldCounted(cur, peak *atomic.Int32, release <-chan struct{}) func(context.Context, *wftype.Task) (json.RawMessage, error) {
+	return func(context.Context, *wftype.Task) (json.RawMessage, error) {
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-release
+		cur.Add(-1)
+		return nil, nil
+	}
+}
+
 // go back to PENDING at once, with no retry counted; finished ones are written.
 func TestShutdownHandsBackUnfinished(t *testing.T) {
 	t.Parallel()
@@ -302,18 +320,7 @@ func TestPerInstanceLimit(t *testing.T) {
 	b := setup(t)
 	var cur, peak atomic.Int32
 	release := make(chan struct{})
-	r := funcRunner{types: map[string]bool{"limited": true}, fn: func(ctx context.Context, _ *wftype.Task) (json.RawMessage, error) {
-		n := cur.Add(1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		<-release
-		cur.Add(-1)
-		return nil, nil
-	}}
+	r := funcRunner{types: map[string]bool{"limited": true}, fn: heldCounted(&cur, &peak, release)}
 	d := b.dispatcher(t, "w1", r, func(c *dispatch.Config) {
 		c.Rules[runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}] = execution.Rule{PerInstance: 3}
 	})
@@ -340,20 +347,12 @@ func TestPerInstanceLimitSharedWithOtherRuns(t *testing.T) {
 	b := setup(t)
 	var cur, peak atomic.Int32
 	release := make(chan struct{})
+	limited := heldCounted(&cur, &peak, release)
 	r := funcRunner{types: map[string]bool{"limited": true, "other": true}, fn: func(ctx context.Context, task *wftype.Task) (json.RawMessage, error) {
 		if task.TaskType == "other" {
 			return nil, nil
 		}
-		n := cur.Add(1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		<-release
-		cur.Add(-1)
-		return nil, nil
+		return limited(ctx, task)
 	}}
 	pair := runners.Pair{Mode: wftype.ModeAsync, TaskType: "limited"}
 	shared := execution.NewInstanceRuns()
