@@ -152,13 +152,20 @@ type Partition struct {
 // ListPartitions returns the partitions of parent ("tasks.tasks" or
 // "tasks.events"), oldest first.
 func (s *Store) ListPartitions(ctx context.Context, parent string) ([]Partition, error) {
+	// A partition dropped while the statement runs (the drop commits
+	// after its snapshot: another maintenance run's retention) is still
+	// in pg_inherits, but pg_get_expr, which waits for the drop's lock,
+	// then reads its bound as NULL: it is gone, and left out.
 	const q = `
-SELECT c.oid::regclass::text,
-       (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz,
-       (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz
-FROM pg_inherits i
-JOIN pg_class c ON c.oid = i.inhrelid
-WHERE i.inhparent = $1::regclass
+SELECT b.name,
+       (regexp_match(b.bound, 'FROM \(''([^'']+)''\)'))[1]::timestamptz,
+       (regexp_match(b.bound, 'TO \(''([^'']+)''\)'))[1]::timestamptz
+FROM (SELECT c.oid::regclass::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+      FROM pg_inherits i
+      JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass
+      OFFSET 0) b
+WHERE b.bound IS NOT NULL
 ORDER BY 2`
 	rows, err := s.db.Query(ctx, q, parent)
 	if err != nil {

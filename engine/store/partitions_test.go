@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfhq/wf/engine/clock"
+	"github.com/wfhq/wf/engine/store"
+)
+
+// TestListPartitionsWhileOneIsDropped: a listing that reads a partition
+// whose drop commits under it (the leader's retention, while another
+// maintenance run lists) leaves that partition out and lists the others.
+// It failed with "cannot scan NULL into *time.Time": PostgreSQL reads a
+// dropped relation's bound as NULL, and one maintenance run so aborted
+// another's retention, keeping a partition it should have dropped.
+func TestListPartitionsWhileOneIsDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	old := clock.Now().UTC().AddDate(0, -6, 0)
+	_, err := b.store.EnsurePartitions(b.ctx, old, 1)
+	require.NoError(t, err)
+	before, err := b.store.ListPartitions(b.ctx, "tasks.events")
+	require.NoError(t, err)
+	gone := "tasks.events_p" + old.Format("2006_01")
+	require.Contains(t, tables(before), gone)
+
+	dropper, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = dropper.Rollback(b.ctx) }()
+	_, err = dropper.Exec(b.ctx, "DROP TABLE "+gone)
+	require.NoError(t, err)
+
+	type result struct {
+		parts []store.Partition
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		parts, err := b.store.ListPartitions(b.ctx, "tasks.events")
+		done <- result{parts, err}
+	}()
+	// pg_locks is the cluster's: only this test's database is looked at.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.pool.QueryRow(b.ctx, `
+SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'relation'
+               AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`).Scan(&waiting))
+		return waiting
+	}, time.Minute, time.Millisecond, "the listing waits for the dropped partition")
+	require.NoError(t, dropper.Commit(b.ctx))
+
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		want := tables(before)
+		want = want[1:] // the oldest, dropped
+		require.Equal(t, gone, tables(before)[0])
+		require.Equal(t, want, tables(r.parts))
+	case <-time.After(time.Minute):
+		t.Fatal("the listing did not return")
+	}
+}
+
+// tables are the names of parts.
+func tables(parts []store.Partition) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p.Table
+	}
+	return out
+}
