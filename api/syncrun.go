@@ -63,6 +63,16 @@ func (s *Server) runSync(ctx context.Context, req client.Request) (task wftype.T
 			return task, false, fmt.Errorf("error waiting for room under concurrency.per_instance: %w", err)
 		}
 		if !ok {
+			// A request whose dedup key a live task holds runs nothing:
+			// it is answered with that task, which may be the very run
+			// that fills the count.
+			existing, err := s.client.Duplicate(ctx, req)
+			if err != nil {
+				return task, false, err
+			}
+			if existing != nil {
+				return *existing, true, nil
+			}
 			return task, false, busy(0, "this instance's limit of %d running tasks of type %s is reached (concurrency.per_instance)", limit, req.TaskType)
 		}
 		defer s.cfg.InstanceRuns.Release(pair, 1)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -127,9 +128,14 @@ type syncAnswer struct {
 // syncRun posts a synchronous run of the held type; its answer comes on
 // the channel (the request waits while the run does).
 func (r *perInstanceRun) syncRun() <-chan syncAnswer {
+	return r.syncRunBody(`{"task_type": "held_one", "inputs": {}}`)
+}
+
+// syncRunBody is syncRun with body as the request's.
+func (r *perInstanceRun) syncRunBody(body string) <-chan syncAnswer {
 	out := make(chan syncAnswer, 1)
 	go func() {
-		req, err := http.NewRequest("POST", r.base+"/tasks", strings.NewReader(`{"task_type": "held_one", "inputs": {}}`))
+		req, err := http.NewRequest("POST", r.base+"/tasks", strings.NewReader(body))
 		if err != nil {
 			out <- syncAnswer{body: err.Error()}
 			return
@@ -213,4 +219,39 @@ func TestRunSharesPerInstanceWithSyncRuns(t *testing.T) {
 		require.Equal(t, wftype.StatusCompleted, r.e.waitEnded(queued).Status)
 		require.Equal(t, 1, r.h.mostAtOnce(), "runs of a type with per_instance 1 that ran at once")
 	})
+}
+
+// TestSyncDuplicateAnsweredWhileTheDispatcherRunsIt: a synchronous request
+// whose dedup key a live task holds runs nothing and is answered with that
+// task, also when that task is the dispatcher's run that fills the type's
+// concurrency.per_instance (one count for both): it was refused with 429.
+func TestSyncDuplicateAnsweredWhileTheDispatcherRunsIt(t *testing.T) {
+	t.Parallel()
+	r := startPerInstanceRun(t)
+	path := filepath.Join(t.TempDir(), "inputs.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{}`), 0o644))
+	code, out, errOut := r.e.run("enqueue", "--json", path, "--format", "json", "--dedup-key", "one-key", "held_one")
+	require.Equal(t, ExitOK, code, errOut)
+	var got struct {
+		TaskID uuid.UUID `json:"task_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, got.TaskID, r.waitStart("the queued task"))
+
+	answer := r.syncRunBody(`{"task_type": "held_one", "inputs": {}, "dedup_key": "one-key"}`)
+	var a syncAnswer
+	select {
+	case a = <-answer:
+	case id := <-r.h.started:
+		r.h.release <- struct{}{}
+		r.h.release <- struct{}{}
+		t.Fatalf("a duplicate request ran task %s", id)
+	case <-time.After(60 * time.Second):
+		r.h.release <- struct{}{}
+		t.Fatalf("the duplicate request was not answered; wf run said: %s", r.log)
+	}
+	r.h.release <- struct{}{}
+	require.Equal(t, wftype.StatusCompleted, r.e.waitEnded(got.TaskID).Status)
+	require.Equal(t, http.StatusOK, a.status, "the duplicate should be answered with the live task: %s", a.body)
+	require.Contains(t, a.body, got.TaskID.String())
 }

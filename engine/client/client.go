@@ -153,6 +153,19 @@ func (c *Client) EnqueueIn(ctx context.Context, st *store.Store, req Request) (R
 	return first(c.enqueue(ctx, st, []Request{req}))
 }
 
+// Duplicate returns the live task that holds the dedup key req would get
+// (its own, or its task type's dedup rule's), or nil when req has none or
+// the key is free: what an enqueue of req would answer with instead of
+// creating a task, without enqueueing. A request that does not validate
+// returns the enqueue's error.
+func (c *Client) Duplicate(ctx context.Context, req Request) (*wftype.Task, error) {
+	t, err := c.prepare(req, nil)
+	if err != nil || t.DedupKey == "" {
+		return nil, err
+	}
+	return c.store.LiveTaskByDedupKey(ctx, t.SchemaName, t.DedupKey)
+}
+
 // first is the one result of a call for one request.
 func first(res []Result, err error) (Result, error) {
 	if err != nil {

@@ -244,6 +244,21 @@ func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (ma
 	return holdersByKey(ctx, s.db, "looking up deduplicated tasks", existingByDedupSQL, scanTask, schemas, keys)
 }
 
+// LiveTaskByDedupKey returns the live task of tenant schema that holds
+// dedup key key, or nil when none does (the key is free: an enqueue with it
+// would create a task).
+func (s *Store) LiveTaskByDedupKey(ctx context.Context, schema, key string) (*wftype.Task, error) {
+	held, err := s.tasksByDedupKey(ctx, []string{schema}, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	t, ok := held[tenantKey{schema, key}]
+	if !ok || t.Status.Terminal() {
+		return nil, nil
+	}
+	return &t, nil
+}
+
 // GetTask returns one task by id. The id's embedded time prunes the look-up
 // to one partition.
 func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (wftype.Task, error) {
