@@ -268,3 +268,49 @@ func TestRateWindowPruneSkipsATypeBeingClaimed(t *testing.T) {
 	require.Equal(t, 1, rows[0].Starts)
 	require.Equal(t, map[string]int{"tb": 1}, b.claim(t, lim, now.Add(time.Minute)), "ta's start still counts")
 }
+
+// TestRateWindowPruneGoesOnPastAHeldType: a pass goes on until a batch is
+// short, and the rows of a type a claim holds are passed over when the
+// rows are picked, so they do not cut a batch short: the ended rows of the
+// other types go in the same pass. Picked first and then skipped, a busy
+// type's ended rows at the front of the table stopped every pass there.
+func TestRateWindowPruneGoesOnPastAHeldType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := nextHour()
+	const busy, quiet = "busy", "quiet"
+	// Ended windows (over at w+1h), the busy type's first in the heap.
+	for _, tt := range []string{busy, quiet} {
+		for _, tenant := range []string{"t1", "t2", "t3"} {
+			b.exec(t, `
+INSERT INTO tasks.rate_windows (task_type, schema_name, window_start, window_seconds, starts)
+VALUES ($1, $2, $3, 3600, 1)`, tt, tenant, w)
+		}
+	}
+	now := w.Add(3 * time.Hour)
+	sup, _ := b.rateSupervisor(t, now, 3)
+	require.NoError(t, b.store.InTx(b.ctx, func(tx *store.Store) error {
+		// What a claim of the busy type holds while it counts (globalLockSQL).
+		_, err := tx.DB().Exec(b.ctx, `SELECT pg_advisory_xact_lock(hashtextextended('wf:global:' || $1::text, 0))`, busy)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := sup.RunOnce(b.ctx, now)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(time.Minute):
+			t.Fatal("the pass waited for the transaction that holds the busy type's lock")
+		}
+		return nil
+	}))
+	var left []string
+	for _, r := range b.rateWindows(t) {
+		if r.TaskType == quiet {
+			left = append(left, r.Tenant)
+		}
+	}
+	require.Empty(t, left, "the quiet type's ended windows, which no one holds, should be deleted by the pass")
+}
