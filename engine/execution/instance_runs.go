@@ -125,7 +125,14 @@ func (c *InstanceRuns) Acquire(ctx context.Context, pair runners.Pair, limit int
 		c.mu.Lock()
 		p.waiting--
 		if err := ctx.Err(); err != nil {
+			// The room a claim left this run is free again: wake the
+			// dispatcher a short Reserve asked to be woken.
+			onRoom := p.onRoom
+			p.onRoom = nil
 			c.mu.Unlock()
+			if onRoom != nil {
+				onRoom()
+			}
 			return false, err
 		}
 	}

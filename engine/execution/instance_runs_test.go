@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,24 @@ func TestInstanceRunsShareTheCap(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 		require.False(t, ok)
 		require.Zero(t, c.count(pair).waiting)
+	})
+
+	t.Run("a claim that left a waiting run its room is told when the run gives up", func(t *testing.T) {
+		t.Parallel()
+		c := NewInstanceRuns()
+		require.Equal(t, 1, c.Reserve(pair, 1, 1, nil)) // a claim in flight
+		cctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() {
+			_, err := c.Acquire(cctx, pair, 1)
+			got <- err
+		}()
+		waitFor(t, func() bool { return c.count(pair).waiting == 1 })
+		var woken atomic.Int32
+		require.Equal(t, 0, c.Reserve(pair, 1, 1, func() { woken.Add(1) }), "the room is the waiting run's")
+		cancel() // its caller went away
+		require.ErrorIs(t, <-got, context.Canceled)
+		require.EqualValues(t, 1, woken.Load(), "the room it leaves is free: the short claim's dispatcher is woken")
 	})
 
 	t.Run("a short claim is told when a run ends", func(t *testing.T) {
