@@ -42,14 +42,7 @@ func TestListPartitionsWhileOneIsDropped(t *testing.T) {
 		parts, err := b.store.ListPartitions(b.ctx, "tasks.events")
 		done <- result{parts, err}
 	}()
-	// pg_locks is the cluster's: only this test's database is looked at.
-	require.Eventually(t, func() bool {
-		var waiting bool
-		require.NoError(t, b.pool.QueryRow(b.ctx, `
-SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'relation'
-               AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`).Scan(&waiting))
-		return waiting
-	}, time.Minute, time.Millisecond, "the listing waits for the dropped partition")
+	awaitLockWait(t, b, "the listing waits for the dropped partition", "relation")
 	require.NoError(t, dropper.Commit(b.ctx))
 
 	select {
@@ -71,4 +64,18 @@ func tables(parts []store.Partition) []string {
 		out[i] = p.Table
 	}
 	return out
+}
+
+// awaitLockWait waits until a session of b's database waits for a lock of
+// one of locktypes (pg_locks is the cluster's: only this test's database
+// is looked at).
+func awaitLockWait(t *testing.T, b *bundle, why string, locktypes ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.pool.QueryRow(b.ctx, `
+SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = ANY ($1)
+               AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`, locktypes).Scan(&waiting))
+		return waiting
+	}, time.Minute, time.Millisecond, why)
 }

@@ -43,14 +43,7 @@ UPDATE tasks.rate_windows SET window_start = $1, starts = 1 WHERE schema_name = 
 		n, err := b.store.PruneRateWindows(b.ctx, &now, 10)
 		done <- result{n, err}
 	}()
-	// pg_locks is the cluster's: only this test's database is looked at.
-	require.Eventually(t, func() bool {
-		var waiting bool
-		require.NoError(t, b.pool.QueryRow(b.ctx, `
-SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')
-               AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`).Scan(&waiting))
-		return waiting
-	}, time.Minute, time.Millisecond, "the prune waits for the writer's row")
+	awaitLockWait(t, b, "the prune waits for the writer's row", "transactionid", "tuple")
 	require.NoError(t, writer.Commit(b.ctx))
 
 	select {
