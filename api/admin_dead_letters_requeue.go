@@ -74,7 +74,5 @@ func (s *Server) requeueDeadLetters(w http.ResponseWriter, r *http.Request, _ *p
 
 // fieldProblem is a 400 about one field of the body.
 func fieldProblem(pointer, message string) *problem {
-	p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s: %s", pointer, message)
-	p.Errors = []fieldError{pointerError(pointer, message)}
-	return p
+	return validationFailed("%s: %s", pointer, message).at(pointer, message)
 }

@@ -36,9 +36,7 @@ func (s *Server) emitEvent(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	if events.Owned(req.EventType) {
 		msg := "is a type wf emits itself (" + strings.Join(events.OwnedFamilies(), ".*, ") + ".*); clients may not emit it"
-		p := forbidden("event type %s %s", quote(req.EventType), msg)
-		p.Errors = []fieldError{pointerError("/event_type", msg)}
-		return p
+		return forbidden("event type %s %s", quote(req.EventType), msg).at("/event_type", msg)
 	}
 	if prob := checkObject("/payload", req.Payload); prob != nil {
 		return prob

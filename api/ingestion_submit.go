@@ -79,9 +79,7 @@ func ingestionInputs(body []byte, catalogID, collectionID string) (json.RawMessa
 	}
 	for key, want := range map[string]string{"catalog_id": catalogID, "collection_id": collectionID} {
 		if got, ok := inputs[key]; ok && got != want {
-			p := validationProblem("the body contradicts the request path", "", nil)
-			p.Errors = []fieldError{pointerError("/"+key, "must be left out (it is taken from the path) or equal "+want)}
-			return nil, p
+			return nil, validationProblem("the body contradicts the request path", "", nil).at("/"+key, "must be left out (it is taken from the path) or equal "+want)
 		}
 		inputs[key] = want
 	}

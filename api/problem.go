@@ -82,6 +82,12 @@ func badRequest(format string, args ...any) *problem {
 	return newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", format, args...)
 }
 
+// validationFailed is a 400 about a body that breaks the rules of its
+// operation; its errors say which members.
+func validationFailed(format string, args ...any) *problem {
+	return newProblem(http.StatusBadRequest, typeValidation, "Validation failed", format, args...)
+}
+
 func forbidden(format string, args ...any) *problem {
 	return newProblem(http.StatusForbidden, typeForbidden, "Forbidden", format, args...)
 }
@@ -103,9 +109,17 @@ func pointerError(pointer, message string) fieldError {
 	return fieldError{Pointer: &pointer, Message: message}
 }
 
+// at makes p a problem about one member of the body: its errors become the
+// one field error at pointer saying message. It returns p, so that a
+// constructor and at read as one expression.
+func (p *problem) at(pointer, message string) *problem {
+	p.Errors = []fieldError{pointerError(pointer, message)}
+	return p
+}
+
 // validationProblem is a 400 listing every violation of a body's rules.
 func validationProblem(detail, prefix string, errs spec.InputErrors) *problem {
-	p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", detail)
+	p := validationFailed("%s", detail)
 	for _, e := range errs {
 		p.Errors = append(p.Errors, pointerError(prefix+e.Pointer, e.Message))
 	}
@@ -144,20 +158,16 @@ func (s *Server) toProblem(r *http.Request, err error) *problem {
 		if len(verr.Inputs) > 0 {
 			return validationProblem(fmt.Sprintf("the inputs do not match the input schema of task type %s", verr.TaskType), "/inputs", verr.Inputs)
 		}
-		p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", verr.Message)
-		p.Errors = []fieldError{pointerError("/"+cmp.Or(verr.Field, "task_type"), verr.Message)}
-		return p
+		return validationFailed("%s", verr.Message).at("/"+cmp.Or(verr.Field, "task_type"), verr.Message)
 	case errors.As(err, &cerr):
 		return validationProblem("the request breaks the catalog registry's rules", "", cerr.Errors)
 	case errors.Is(err, client.ErrUnknownTaskType):
-		p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", lastPart(err))
-		p.Errors = []fieldError{pointerError("/task_type", "unknown task type")}
-		return p
+		return validationFailed("%s", lastPart(err)).at("/task_type", "unknown task type")
 	case errors.Is(err, events.ErrInvalidEvent):
-		p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", strings.TrimPrefix(err.Error(), "invalid event: "))
+		p := validationFailed("%s", strings.TrimPrefix(err.Error(), "invalid event: "))
 		var ferr *events.InvalidEventError
 		if errors.As(err, &ferr) {
-			p.Errors = []fieldError{pointerError("/"+ferr.Field, ferr.Reason)}
+			p.at("/"+ferr.Field, ferr.Reason)
 		}
 		return p
 	case errors.Is(err, wftype.ErrNotFound):

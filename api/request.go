@@ -47,25 +47,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *prob
 		return nil, tooLarge(s.maxBody)
 	}
 	if err != nil {
-		p := badRequest("error reading the request body: %v", err)
-		p.Errors = []fieldError{pointerError("", "could not be read")}
-		return nil, p
+		return nil, badRequest("error reading the request body: %v", err).at("", "could not be read")
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		p := badRequest("the request body is empty; expected a JSON object")
-		p.Errors = []fieldError{pointerError("", "is empty; expected a JSON object")}
-		return nil, p
+		return nil, badRequest("the request body is empty; expected a JSON object").at("", "is empty; expected a JSON object")
 	}
 	if e := checkJSONText(trimmed, s.maxDepth); e != nil {
-		p := badRequest("%s: %s", displayPointer(e.pointer), e.message)
-		p.Errors = []fieldError{pointerError(e.pointer, e.message)}
-		return nil, p
+		return nil, badRequest("%s: %s", displayPointer(e.pointer), e.message).at(e.pointer, e.message)
 	}
 	if trimmed[0] != '{' {
-		p := badRequest("the request body must be a JSON object")
-		p.Errors = []fieldError{pointerError("", "must be a JSON object")}
-		return nil, p
+		return nil, badRequest("the request body must be a JSON object").at("", "must be a JSON object")
 	}
 	return trimmed, nil
 }
@@ -81,8 +73,7 @@ func displayPointer(pointer string) string {
 func tooLarge(limit int64) *problem {
 	p := newProblem(http.StatusRequestEntityTooLarge, typeTooLarge, "Request body too large",
 		"the request body is larger than the limit of %d bytes (http.max_body_bytes)", limit)
-	p.Errors = []fieldError{pointerError("", fmt.Sprintf("is larger than %d bytes", limit))}
-	return p
+	return p.at("", fmt.Sprintf("is larger than %d bytes", limit))
 }
 
 // decodeBody reads the body into v strictly: unknown fields, wrong types,
@@ -125,16 +116,12 @@ func jsonProblem(err error) *problem {
 	case errors.As(err, &typ):
 		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
 		msg := fmt.Sprintf("must be %s, not %s", jsonTypeName(typ.Type.Kind().String()), typ.Value)
-		p := newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", "%s: %s", ptr, msg)
-		p.Errors = []fieldError{pointerError(ptr, msg)}
-		return p
+		return badRequest("%s: %s", ptr, msg).at(ptr, msg)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name, _ = strconv.Unquote(name)
 		ptr := "/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
-		p := newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", "unknown field %q", name)
-		p.Errors = []fieldError{pointerError(ptr, "unknown field")}
-		return p
+		return badRequest("unknown field %q", name).at(ptr, "unknown field")
 	}
 	return badRequest("the request body is not valid: %v", err)
 }
@@ -361,9 +348,7 @@ func exactMembers(body []byte, v any) *problem {
 	jsonFieldNames(t, known)
 	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if !known[name] {
-			p := newProblem(http.StatusBadRequest, typeInvalidRequest, "Invalid request", "unknown field %q (names are case-sensitive)", name)
-			p.Errors = []fieldError{pointerError("/"+escapePointer(name), "unknown field (names are case-sensitive)")}
-			return p
+			return badRequest("unknown field %q (names are case-sensitive)", name).at("/"+escapePointer(name), "unknown field (names are case-sensitive)")
 		}
 	}
 	return nil

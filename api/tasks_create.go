@@ -142,16 +142,12 @@ func createForbidden(taskType string, roles []string) *problem {
 	if len(roles) > 0 {
 		msg = "may be created over the API only with a token of role " + strings.Join(roles, " or ")
 	}
-	p := forbidden("task type %s %s", taskType, msg)
-	p.Errors = []fieldError{pointerError("/task_type", msg)}
-	return p
+	return forbidden("task type %s %s", taskType, msg).at("/task_type", msg)
 }
 
 // validationOne is a 400 about one field of the body.
 func validationOne(pointer, message string) *problem {
-	p := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s %s", pointer, message)
-	p.Errors = []fieldError{pointerError(pointer, message)}
-	return p
+	return validationFailed("%s %s", pointer, message).at(pointer, message)
 }
 
 // quote quotes a client's value for a message, bounded in length.

@@ -56,7 +56,7 @@ func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *pri
 		if ie.Message != "" {
 			return validationOne("/inputs", ie.Message)
 		}
-		prob := newProblem(http.StatusBadRequest, typeValidation, "Validation failed", "%s", ie.Error())
+		prob := validationFailed("%s", ie.Error())
 		for _, e := range ie.Inputs {
 			prob.Errors = append(prob.Errors, pointerError("/inputs"+e.Pointer, e.Message))
 		}
