@@ -130,12 +130,7 @@ type Claimed struct {
 // estimated like a custom one, and PostgreSQL keeps it rather than plan
 // every claim anew. Paused task types and tenants (tasks.pauses) are
 // skipped: see pausedTypesSQL.
-const claimTasksSQL = `
-WITH slots AS (
-    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds)
-    WHERE ` + pausedTypesSQL + `
-),
+const claimTasksSQL = claimSlotsSQL + `,
 candidates AS (
     SELECT c.task_id, c."timestamp"
     FROM slots s
@@ -150,6 +145,17 @@ candidates AS (
     LIMIT (SELECT $5::int)
 )` + claimUpdateSQL + `
 RETURNING ` + taskColumnsT
+
+// claimSlotsSQL is the first CTE of claimTasksSQL and claimCappedSQL:
+// slots, a row per pair the claim reads ($1 to $4: execution mode, task
+// type, free slots, lease seconds), paused task types left out. The fair
+// and limited claims carry more columns per pair and have their own.
+const claimSlotsSQL = `
+WITH slots AS (
+    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
+        AS s(execution_mode, task_type, max_claim, lease_seconds)
+    WHERE ` + pausedTypesSQL + `
+)`
 
 // claimTimeSQL is a claim's time: ClaimParams.Now ($6), else the
 // database's clock when the claim statement began. Not now(), the time its

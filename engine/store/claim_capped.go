@@ -46,12 +46,7 @@ FROM (
 // type's room, and pairs of one type (its two execution modes) share it.
 // Each claimed row carries its type's room (NULL when uncapped) after the
 // task's columns.
-const claimCappedSQL = `
-WITH slots AS (
-    SELECT * FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::int[]), (SELECT $4::float8[]))
-        AS s(execution_mode, task_type, max_claim, lease_seconds)
-    WHERE ` + pausedTypesSQL + `
-),
+const claimCappedSQL = claimSlotsSQL + `,
 room AS (
     SELECT c.task_type, c.global_cap - (
                SELECT count(*) FROM tasks.tasks a
