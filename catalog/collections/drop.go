@@ -107,8 +107,8 @@ type catalogDropInputs struct {
 // again meanwhile).
 func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in collectionDropInputs
-	if err := builtin.DecodeInputs(task.Inputs, &in); err != nil {
-		return nil, wftype.Permanent(fmt.Errorf("error reading collection_drop inputs: %w", err))
+	if err := builtin.ReadInputs(task.Inputs, &in, "collection_drop inputs"); err != nil {
+		return nil, err
 	}
 	t, err := store.NewFeatureTable(in.SchemaName, in.CollectionID)
 	if err != nil {
@@ -140,8 +140,8 @@ func (h *Handlers) DropCollection(ctx context.Context, task *wftype.Task, _ repo
 // meanwhile).
 func (h *Handlers) DropCatalog(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in catalogDropInputs
-	if err := builtin.DecodeInputs(task.Inputs, &in); err != nil {
-		return nil, wftype.Permanent(fmt.Errorf("error reading catalog_drop inputs: %w", err))
+	if err := builtin.ReadInputs(task.Inputs, &in, "catalog_drop inputs"); err != nil {
+		return nil, err
 	}
 	var res store.SchemaDropResult
 	err := h.events.InTx(ctx, func(st *store.Store) error {

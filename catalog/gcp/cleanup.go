@@ -15,6 +15,7 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -49,7 +50,7 @@ type cleanupOutputs struct {
 // partial failure finds what is left (the record goes last).
 func (h *Handlers) Cleanup(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in cleanupInputs
-	if err := decodeStrict(task.Inputs, &in); err != nil {
+	if err := builtin.ReadInputs(task.Inputs, &in, "inputs"); err != nil {
 		return nil, err
 	}
 	out := cleanupOutputs{CatalogID: in.CatalogID, CollectionID: in.CollectionID, Outcome: "removed"}

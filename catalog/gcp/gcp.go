@@ -21,7 +21,6 @@ package gcp
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,7 +36,6 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/runners/builtin"
-	"github.com/wfhq/wf/wftype"
 )
 
 // Handler names (specs/gcp.yaml declares their task types).
@@ -164,13 +162,4 @@ func (h *Handlers) clients(ctx context.Context) (*storage.Service, *pubsub.Clien
 		h.pubsub = c
 	}
 	return h.gcs, h.pubsub, nil
-}
-
-// decodeStrict reads a task's inputs, refusing unknown fields; a bad input
-// fails the task for good.
-func decodeStrict(raw json.RawMessage, v any) error {
-	if err := builtin.DecodeInputs(raw, v); err != nil {
-		return wftype.Permanent(fmt.Errorf("error reading inputs: %w", err))
-	}
-	return nil
 }

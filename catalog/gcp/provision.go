@@ -18,6 +18,7 @@ import (
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -71,7 +72,7 @@ type provisionOutputs struct {
 // again changes nothing that is as it should be.
 func (h *Handlers) Provision(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in provisionInputs
-	if err := decodeStrict(task.Inputs, &in); err != nil {
+	if err := builtin.ReadInputs(task.Inputs, &in, "inputs"); err != nil {
 		return nil, err
 	}
 	if h.d.Settings.Project == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
+	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -64,7 +65,7 @@ type storageEventOutputs struct {
 // of an unknown collection (the outputs say why).
 func (h *Handlers) StorageEvent(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in StorageEventInputs
-	if err := decodeStrict(task.Inputs, &in); err != nil {
+	if err := builtin.ReadInputs(task.Inputs, &in, "inputs"); err != nil {
 		return nil, err
 	}
 	// The tenant is the task's; the bucket must be its catalog's.

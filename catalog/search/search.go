@@ -178,18 +178,10 @@ type Outputs struct {
 // notConfigured is the Skipped reason without a cluster.
 const notConfigured = "no Elasticsearch cluster is configured (elasticsearch.addresses)"
 
-// decodeStrict decodes raw into v, refusing unknown fields.
-func decodeStrict(raw json.RawMessage, v any, what string) error {
-	if err := builtin.DecodeInputs(raw, v); err != nil {
-		return wftype.Permanent(fmt.Errorf("error reading the %s inputs: %w", what, err))
-	}
-	return nil
-}
-
 // Index is the elasticsearch builtin handler.
 func (h *Handler) Index(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
 	var in Inputs
-	if err := decodeStrict(task.Inputs, &in, HandlerName); err != nil {
+	if err := builtin.ReadInputs(task.Inputs, &in, "the "+HandlerName+" inputs"); err != nil {
 		return nil, err
 	}
 	if in.CatalogID == "" || in.CollectionID == "" {
@@ -265,7 +257,7 @@ type DropOutputs struct {
 // that does not exist is no error, so a retry finishes the job.
 func (h *Handler) Drop(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in DropInputs
-	if err := decodeStrict(task.Inputs, &in, DropHandlerName); err != nil {
+	if err := builtin.ReadInputs(task.Inputs, &in, "the "+DropHandlerName+" inputs"); err != nil {
 		return nil, err
 	}
 	out := DropOutputs{Deleted: []string{}, Absent: []string{}}

@@ -39,8 +39,8 @@ type sleepInputs struct {
 // permanent failure: retrying the same inputs cannot help.
 func Sleep(ctx context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in sleepInputs
-	if err := DecodeInputs(task.Inputs, &in); err != nil {
-		return nil, wftype.Permanent(fmt.Errorf("error reading sleep inputs: %w", err))
+	if err := ReadInputs(task.Inputs, &in, "sleep inputs"); err != nil {
+		return nil, err
 	}
 	if in.Duration == "" {
 		return nil, wftype.Permanent(errors.New(`error reading sleep inputs: "duration" is required, for example {"duration": "250ms"}`))
@@ -75,8 +75,8 @@ type failInputs struct {
 // exercise retries, dead-lettering and failure events end to end.
 func Fail(_ context.Context, task *wftype.Task, _ reporters.Reporter) (json.RawMessage, error) {
 	var in failInputs
-	if err := DecodeInputs(task.Inputs, &in); err != nil {
-		return nil, wftype.Permanent(fmt.Errorf("error reading fail inputs: %w", err))
+	if err := ReadInputs(task.Inputs, &in, "fail inputs"); err != nil {
+		return nil, err
 	}
 	if in.Message == "" {
 		in.Message = "the fail handler failed as asked"
@@ -104,6 +104,16 @@ func DecodeInputs(raw json.RawMessage, v any) error {
 	}
 	if dec.More() {
 		return errors.New("unexpected data after the inputs object")
+	}
+	return nil
+}
+
+// ReadInputs is DecodeInputs for a handler: inputs that do not decode fail
+// the task for good (retrying the same inputs cannot help), with the error
+// "error reading <what>: …", what naming the inputs ("sleep inputs").
+func ReadInputs(raw json.RawMessage, v any, what string) error {
+	if err := DecodeInputs(raw, v); err != nil {
+		return wftype.Permanent(fmt.Errorf("error reading %s: %w", what, err))
 	}
 	return nil
 }
