@@ -79,3 +79,61 @@ SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = ANY ($1)
 		return waiting
 	}, time.Minute, time.Millisecond, why)
 }
+
+// TestDropPartitionDroppedWhileItWaits: a retention drop that finds its
+// partition, then waits for the parent's lock while another maintenance run
+// drops that partition (the leader's retention beside a wf maintenance run),
+// reports that it dropped nothing instead of failing. It failed with
+// 'table "events_p…" does not exist': the name was resolved before the
+// lock, and the run that failed so abandoned the rest of its retention.
+func TestDropPartitionDroppedWhileItWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	old := clock.Now().UTC().AddDate(0, -6, 0)
+	_, err := b.store.EnsurePartitions(b.ctx, old, 1)
+	require.NoError(t, err)
+	parts, err := b.store.ListPartitions(b.ctx, "tasks.events")
+	require.NoError(t, err)
+	gone := "tasks.events_p" + old.Format("2006_01")
+	require.Equal(t, gone, parts[0].Table)
+
+	// The other run's drop, under the parent's lock as dropPartition takes it.
+	dropper, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = dropper.Rollback(b.ctx) }()
+	_, err = dropper.Exec(b.ctx, "LOCK TABLE ONLY tasks.events IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	_, err = dropper.Exec(b.ctx, "DROP TABLE "+gone)
+	require.NoError(t, err)
+
+	type result struct {
+		dropped bool
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		dropped, err := b.store.DropEventPartition(b.ctx, parts[0],
+			store.EventCutoffs{DeadLetter: clock.Now()}, time.Minute)
+		done <- result{dropped, err}
+	}()
+	// pg_locks is the cluster's: only this test's database is looked at.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, b.pool.QueryRow(b.ctx, `
+SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'relation'
+               AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()))`).Scan(&waiting))
+		return waiting
+	}, time.Minute, time.Millisecond, "the drop waits for the parent's lock")
+	require.NoError(t, dropper.Commit(b.ctx))
+
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		require.False(t, r.dropped, "the partition was dropped by the other run")
+	case <-time.After(time.Minute):
+		t.Fatal("the drop did not return")
+	}
+	after, err := b.store.ListPartitions(b.ctx, "tasks.events")
+	require.NoError(t, err)
+	require.Equal(t, tables(parts[1:]), tables(after))
+}

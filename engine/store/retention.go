@@ -183,13 +183,24 @@ func (s *Store) DropEventPartition(ctx context.Context, p Partition, c EventCuto
 // before the drop, deleteDedup (a statement over the partition's range, $1
 // to $2) removes the dedup rows that point into it. The parent is locked
 // first — the order every query takes — so the drop cannot deadlock with
-// concurrent statements; DROP would take that lock anyway.
+// concurrent statements; DROP would take that lock anyway. The partition is
+// looked up under that lock, so one dropped by another run meanwhile is
+// reported not dropped rather than failing the DROP.
 func (s *Store) dropPartition(ctx context.Context, parent string, p Partition, lockTimeout time.Duration,
 	keep func(tx *Store) (bool, error), deleteDedup string) (bool, error) {
 	dropped := false
 	err := s.InTx(ctx, func(tx *Store) error {
+		if err := tx.setLockTimeout(ctx, lockTimeout); err != nil {
+			return err
+		}
+		if _, err := tx.db.Exec(ctx, "LOCK TABLE ONLY "+parent+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+			return wrap("locking "+parent, err)
+		}
 		// The name comes from the catalog: resolve it again, and make sure it
-		// is a partition of parent, before it is spliced into DDL.
+		// is a partition of parent, before it is spliced into DDL. Under the
+		// parent's lock, which every drop of one of its partitions takes: a
+		// partition found before the lock may have been dropped by another
+		// maintenance run while this one waited for it.
 		var name string
 		err := tx.db.QueryRow(ctx, `
 SELECT c.oid::regclass::text
@@ -200,12 +211,6 @@ WHERE i.inhparent = $1::regclass AND c.oid = to_regclass($2)`, parent, p.Table).
 		}
 		if err != nil {
 			return wrap("resolving partition "+p.Table, err)
-		}
-		if err := tx.setLockTimeout(ctx, lockTimeout); err != nil {
-			return err
-		}
-		if _, err := tx.db.Exec(ctx, "LOCK TABLE ONLY "+parent+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-			return wrap("locking "+parent, err)
 		}
 		survivors, err := keep(tx)
 		if err != nil || survivors {
