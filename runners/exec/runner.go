@@ -383,14 +383,7 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 	if !reaped {
 		waitErr = cmd.Wait()
 	}
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		r.cfg.Logger.WarnContext(ctx, "a process that left the task's process group still holds its output; closing it",
-			"task_id", task.ID, "task_type", task.TaskType, "command", h.Command[0])
-		p.closeOurs()
-		<-drained
-	}
+	r.drain(ctx, h, task, p, drained)
 
 	if ctxErr != nil {
 		return nil, fmt.Errorf("the command was stopped: %w", ctxErr)
@@ -402,6 +395,34 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 		return nil, r.exitError(waitErr, stdout, stderr)
 	}
 	return r.outputs(stdout)
+}
+
+// drain waits until the readers of the child's output are done (drained),
+// after its process group is gone. Output still in the pipes is read
+// however long the readers take (a loaded machine may not run them for
+// seconds): closing them then would lose the records and outputs a child
+// wrote before it exited. Only when the pipes have stayed open and empty
+// for drainTimeout, held by a process that left the group, are our ends
+// closed.
+func (r *Runner) drain(ctx context.Context, h Handler, task *wftype.Task, p *pipes, drained <-chan struct{}) {
+	timer := time.NewTimer(drainTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-drained:
+			return
+		case <-timer.C:
+		}
+		if unread(p.stdoutR)+unread(p.stderrR)+unread(p.recordsR) > 0 {
+			timer.Reset(drainTimeout) // the readers are behind, not a writer stuck
+			continue
+		}
+		r.cfg.Logger.WarnContext(ctx, "a process that left the task's process group still holds its output; closing it",
+			"task_id", task.ID, "task_type", task.TaskType, "command", h.Command[0])
+		p.closeOurs()
+		<-drained
+		return
+	}
 }
 
 // env returns the child's environment: the parent's, the handler's, then the
