@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,3 +94,56 @@ func TestRecordsReadAfterASlowDrain(t *testing.T) {
 	require.True(t, wftype.IsPermanent(err), "%v", err)
 	require.ErrorContains(t, err, "file descriptor 3: line 2:")
 }
+
+// TestEscapedWriterDoesNotHoldTheRun: a child that starts a process out of
+// its group (setsid) that writes records without end, then exits, still
+// ends its run: the runner reads what the pipes hold for a while after the
+// group is gone (TestRecordsReadAfterASlowDrain), but at most DrainLimit,
+// then closes them. Without the limit the run waited as long as the pipe
+// held unread bytes, which such a writer keeps so when the records are
+// read more slowly than it writes them (here a reporter that takes 10 ms a
+// record).
+func TestEscapedWriterDoesNotHoldTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	good := `{"status":"SUCCESS","message":null,"record":{"type":"Feature","properties":{},"stats":{},"system":{}}}`
+	writer := script(t, dir, "writer", "echo $$ > '"+pidFile+"'\nexec yes '"+good+"' >&3\n")
+	body := "setsid " + strings.Join(writer, " ") + " &\n" +
+		// wall time: a real process must have started before its parent exits
+		"while [ ! -s '" + pidFile + "' ]; do sleep 0.01; done\nexit 0\n"
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	r, err := wfexec.New(wfexec.Config{
+		Handlers:   map[string]wfexec.Handler{"t": {Command: script(t, dir, "escape", body)}},
+		Logger:     quietLogger(),
+		DrainLimit: 3 * time.Second,
+	})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(t.Context(), runnertest.NewTask(wftype.ModeAsync, "t"), slowRecords{})
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not end while an escaped process kept writing records")
+	}
+}
+
+// slowRecords is a reporter that takes 10 ms a record (wall time: it
+// stands for a reporter slower than a writer that never stops).
+type slowRecords struct{}
+
+func (slowRecords) Report(context.Context, reporters.Envelope) error {
+	time.Sleep(10 * time.Millisecond)
+	return nil
+}
+
+func (slowRecords) Finish(context.Context) (map[string]any, error) { return nil, nil }

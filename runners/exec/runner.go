@@ -96,6 +96,10 @@ const recordsFD = 3
 // process that left the group (setsid) still holds them.
 const drainTimeout = 2 * time.Second
 
+// DefaultDrainLimit is Config.DrainLimit's default: how long at most the
+// runner reads what a gone child's pipes still hold.
+const DefaultDrainLimit = time.Minute
+
 // Defaults, filled in by Config.withDefaults.
 const (
 	// DefaultKillGrace is how long a cancelled child has between SIGTERM and SIGKILL.
@@ -137,6 +141,12 @@ type Config struct {
 	// RecordLineLimit is the longest accepted record line. Zero means
 	// DefaultRecordLineLimit.
 	RecordLineLimit int
+	// DrainLimit bounds how long, after a child's process group is gone,
+	// the runner goes on reading output its pipes still hold (a loaded
+	// machine may not run the readers for seconds) before it closes them:
+	// a process that left the group and writes without end would keep
+	// them full. Zero means DefaultDrainLimit.
+	DrainLimit time.Duration
 	// Logger receives warnings about children that could not be cleaned up;
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -154,6 +164,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.StdoutLimit = cmp.Or(cfg.StdoutLimit, DefaultStdoutLimit)
 	cfg.ExcerptLimit = cmp.Or(cfg.ExcerptLimit, DefaultExcerptLimit)
 	cfg.RecordLineLimit = cmp.Or(cfg.RecordLineLimit, DefaultRecordLineLimit)
+	cfg.DrainLimit = cmp.Or(cfg.DrainLimit, DefaultDrainLimit)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return cfg
 }
@@ -402,18 +413,20 @@ func (r *Runner) run(ctx context.Context, h Handler, task *wftype.Task, rep repo
 // however long the readers take (a loaded machine may not run them for
 // seconds): closing them then would lose the records and outputs a child
 // wrote before it exited. Only when the pipes have stayed open and empty
-// for drainTimeout, held by a process that left the group, are our ends
-// closed.
+// for drainTimeout, held by a process that left the group, or after
+// Config.DrainLimit in all (such a process may keep them full), are our
+// ends closed.
 func (r *Runner) drain(ctx context.Context, h Handler, task *wftype.Task, p *pipes, drained <-chan struct{}) {
 	timer := time.NewTimer(drainTimeout)
 	defer timer.Stop()
+	limit := time.Now().Add(r.cfg.DrainLimit)
 	for {
 		select {
 		case <-drained:
 			return
 		case <-timer.C:
 		}
-		if unread(p.stdoutR)+unread(p.stderrR)+unread(p.recordsR) > 0 {
+		if time.Now().Before(limit) && unread(p.stdoutR)+unread(p.stderrR)+unread(p.recordsR) > 0 {
 			timer.Reset(drainTimeout) // the readers are behind, not a writer stuck
 			continue
 		}
