@@ -10,6 +10,7 @@ import (
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
+	"github.com/wfhq/wf/internal/dbtest"
 )
 
 // TestConsumerCreatesTheMonthsPartitions: the first task of a month the
@@ -24,23 +25,14 @@ func TestConsumerCreatesTheMonthsPartitions(t *testing.T) {
 	last := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC).Add(-24 * time.Hour)
 	require.NoError(t, b.store.EnsureMonth(b.ctx, last))
 	// Only last month's partitions: the event was emitted then.
-	rows, err := b.store.DB().Query(b.ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	partitions := dbtest.Strings(t, b.ctx, b.store.DB(), `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace
 		WHERE n.nspname = 'tasks' AND p.relname IN ('tasks', 'events') AND c.relname LIKE $1`, "%_p%")
-	require.NoError(t, err)
-	defer rows.Close()
-	var drop []string
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
+	for _, name := range partitions {
 		if name != "tasks_p"+last.Format("2006_01") && name != "events_p"+last.Format("2006_01") {
-			drop = append(drop, name)
+			_, err := b.store.DB().Exec(b.ctx, `DROP TABLE tasks.`+name)
+			require.NoError(t, err)
 		}
-	}
-	require.NoError(t, rows.Err())
-	for _, name := range drop {
-		_, err := b.store.DB().Exec(b.ctx, `DROP TABLE tasks.`+name)
-		require.NoError(t, err)
 	}
 	id, err := store.NewIDAt(last)
 	require.NoError(t, err)
