@@ -118,13 +118,21 @@ func TestLeaderForwardsNotifications(t *testing.T) {
 	conn, err := pgx.Connect(context.Background(), url)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(context.Background(), `SELECT pg_notify('task_status_changed', 'CANCELLED:x')`)
+	notifyForwarded(t, conn, "task_status_changed", "CANCELLED:x", got)
+}
+
+// notifyForwarded sends payload on channel from conn, another session of
+// the database, and fails t unless the leader forwards the payload to got,
+// its bus subscriber, within 30 seconds; msgAndArgs say when, as in require.
+func notifyForwarded(t *testing.T, conn *pgx.Conn, channel, payload string, got <-chan string, msgAndArgs ...any) {
+	t.Helper()
+	_, err := conn.Exec(context.Background(), `SELECT pg_notify($1, $2)`, channel, payload)
 	require.NoError(t, err)
 	select {
 	case p := <-got:
-		require.Equal(t, "CANCELLED:x", p)
-	case <-time.After(10 * time.Second):
-		t.Fatal("notification not forwarded")
+		require.Equal(t, payload, p, msgAndArgs...)
+	case <-time.After(30 * time.Second):
+		require.FailNow(t, "the notification was not forwarded", msgAndArgs...)
 	}
 }
 
@@ -176,14 +184,7 @@ func TestLeaderSweepsEveryPollIntervalUnderNotifications(t *testing.T) {
 	for interval := range 3 {
 		for step := range 3 {
 			clk.Advance(poll / 3)
-			_, err = conn.Exec(context.Background(), `SELECT pg_notify('new_task_queued', 'noop')`)
-			require.NoError(t, err)
-			select {
-			case p := <-forwarded:
-				require.Equal(t, "noop", p)
-			case <-time.After(30 * time.Second):
-				t.Fatalf("interval %d, step %d: the notification was not forwarded", interval, step)
-			}
+			notifyForwarded(t, conn, "new_task_queued", "noop", forwarded, "interval %d, step %d", interval, step)
 			if step < 2 {
 				require.Empty(t, sweeps, "interval %d, step %d: a sweep before the interval passed", interval, step)
 			}
