@@ -73,7 +73,7 @@ func catalogAction(nargs int, run func(c *cli.Context, reg *registry.Registry) e
 			}
 		}
 		return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-			st, closeCatalog, err := withCatalog(c.Context, cfg, store.New(pool).WithChannels(storeChannels(cfg)))
+			st, closeCatalog, err := withCatalog(c.Context, cfg, configuredStore(cfg, pool))
 			if err != nil {
 				return cli.Exit(err.Error(), ExitFailure)
 			}

@@ -82,6 +82,13 @@ func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 	return pool, cleanup, nil
 }
 
+// configuredStore returns the store on pool that a command works through:
+// its notifications go on the configured channels (storeChannels), where
+// the wf run instances of this configuration listen.
+func configuredStore(cfg *config.Config, pool *pgxpool.Pool) *store.Store {
+	return store.New(pool).WithChannels(storeChannels(cfg))
+}
+
 // checkSchema makes sure a command that needs wf's tables finds them: on
 // wf's own local database it applies the pending migrations; a database
 // given by URL belongs to its operator, so a missing or older schema is an

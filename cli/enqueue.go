@@ -92,7 +92,7 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := client.New(store.New(pool).WithChannels(storeChannels(cfg)), specs).WithFiles(files)
+	cl := client.New(configuredStore(cfg, pool), specs).WithFiles(files)
 	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key"), RunAfter: runAfter}
 	reqs := make([]client.Request, count)
 	for i := range reqs {

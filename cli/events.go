@@ -78,7 +78,7 @@ func eventsEmit(c *cli.Context) error {
 		return Usagef("%s", strings.TrimPrefix(err.Error(), events.ErrInvalidEvent.Error()+": "))
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-		em := events.NewEmitter(store.New(pool).WithChannels(storeChannels(cfg)))
+		em := events.NewEmitter(configuredStore(cfg, pool))
 		res, err := em.Emit(c.Context, ev)
 		if err != nil {
 			return cli.Exit(err.Error(), ExitFailure)
@@ -148,7 +148,7 @@ func eventsRequeue(c *cli.Context) error {
 		return err
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-		e, err := store.New(pool).WithChannels(storeChannels(cfg)).RequeueEvent(c.Context, id)
+		e, err := configuredStore(cfg, pool).RequeueEvent(c.Context, id)
 		if err != nil {
 			return storeError(err)
 		}

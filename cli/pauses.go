@@ -68,7 +68,7 @@ func tasksPause(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 		}
 	}
 	// A tenant is checked against the registry, in the catalog's database.
-	st, closeCatalog, err := withCatalog(c.Context, cfg, store.New(pool).WithChannels(storeChannels(cfg)))
+	st, closeCatalog, err := withCatalog(c.Context, cfg, configuredStore(cfg, pool))
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
@@ -90,7 +90,7 @@ func tasksResume(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
+	st := configuredStore(cfg, pool)
 	if _, err := st.ResumeQueue(c.Context, kind, name); err != nil {
 		return storeError(err)
 	}

@@ -102,9 +102,9 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 	}
 	logCatalogApart(log, catalogPool)
 	closeDatabase = func(closeQueue func()) func() { return func() { closeCatalog(); closeQueue() } }(closeDatabase)
-	st := store.New(pool).WithChannels(storeChannels(cfg)).WithSecrets(keys)
+	st := configuredStore(cfg, pool).WithSecrets(keys)
 	if catalogPool != nil {
-		st = st.WithCatalog(store.New(catalogPool).WithChannels(storeChannels(cfg)))
+		st = st.WithCatalog(configuredStore(cfg, catalogPool))
 	}
 	if err := checkSecretKeys(ctx, st, keys, log); err != nil {
 		closeDatabase()

@@ -82,7 +82,7 @@ func taskActionWith(access dbAccess, steps bool, run func(c *cli.Context, st *st
 			}
 		}
 		return databaseActionArgs(access, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-			st := store.New(pool).WithChannels(storeChannels(cfg))
+			st := configuredStore(cfg, pool)
 			if id == uuid.Nil {
 				if id, err = resolveTaskPrefix(c.Context, st, arg, lo, hi); err != nil {
 					return err

@@ -85,7 +85,7 @@ func bulkAction(verb string, allowed, defaults []wftype.TaskStatus,
 		if err != nil {
 			return err
 		}
-		st := store.New(pool).WithChannels(storeChannels(cfg))
+		st := configuredStore(cfg, pool)
 		if c.Bool("dry-run") {
 			n, err := st.CountTasks(c.Context, m)
 			if err != nil {

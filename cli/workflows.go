@@ -90,7 +90,7 @@ func workflowRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) (*w
 	if err != nil {
 		return nil, nil, err
 	}
-	st := store.New(pool).WithChannels(storeChannels(cfg))
+	st := configuredStore(cfg, pool)
 	files, err := filesOpener(cfg)
 	if err != nil {
 		return nil, nil, err
