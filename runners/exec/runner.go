@@ -91,14 +91,11 @@ const ExitSnooze = 75
 // recordsFD is the child's file descriptor for per-record envelopes.
 const recordsFD = 3
 
-// drainTimeout bounds how long Run waits, after the process group has been
-// killed, for the child's output pipes to close. They stay open only if a
-// process that left the group (setsid) still holds them.
+// drainTimeout is how long, after the process group has been killed, the
+// child's output pipes may stay open with nothing unread in them before Run
+// closes its ends: they stay open only if a process that left the group
+// (setsid) still holds them. See Runner.drain.
 const drainTimeout = 2 * time.Second
-
-// DefaultDrainLimit is Config.DrainLimit's default: how long at most the
-// runner reads what a gone child's pipes still hold.
-const DefaultDrainLimit = time.Minute
 
 // Defaults, filled in by Config.withDefaults.
 const (
@@ -111,6 +108,9 @@ const (
 	DefaultExcerptLimit = 4 << 10
 	// DefaultRecordLineLimit is the longest record line accepted on file descriptor 3.
 	DefaultRecordLineLimit = 1 << 20
+	// DefaultDrainLimit is how long at most the runner reads what a gone
+	// child's pipes still hold (Config.DrainLimit).
+	DefaultDrainLimit = time.Minute
 )
 
 // Handler is the command that runs the tasks of one type.
@@ -190,6 +190,9 @@ func (cfg Config) validate() error {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %d, want more than zero", name, v))
 		}
+	}
+	if cfg.DrainLimit < 0 {
+		errs = append(errs, fmt.Errorf("drain limit is %s, want more than zero", cfg.DrainLimit))
 	}
 	return errors.Join(errs...)
 }

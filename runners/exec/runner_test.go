@@ -425,8 +425,9 @@ func TestNewValidates(t *testing.T) {
 		"a": {},
 		"b": {Command: []string{"true"}, KillGrace: -time.Second},
 		"c": {Command: []string{"true"}, Env: map[string]string{"A=B": "x"}},
-	}})
+	}, DrainLimit: -time.Second})
 	require.ErrorContains(t, err, `task type "a": the command is empty`)
+	require.ErrorContains(t, err, `drain limit is -1s`)
 	require.ErrorContains(t, err, `task type "b": kill grace is -1s`)
 	require.ErrorContains(t, err, `task type "c": environment variable name "A=B" is invalid`)
 
