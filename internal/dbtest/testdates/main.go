@@ -1,7 +1,7 @@
 // Command testdates runs test packages as if it were other dates (make
 // test-dates), each package starting at the date itself.
 //
-//	testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-dated [-jobs N]] DATE[@ZONE]... -- PACKAGE...
+//	testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-side-by-side] [-dated] [-jobs N] DATE[@ZONE]... -- PACKAGE...
 //
 // It compiles the packages' test binaries first (go test -c), so compiling
 // does not eat into the date. Then, for each date, it starts a throwaway
@@ -21,8 +21,8 @@
 // packages that write rows at times they compute, found by what they call
 // (dated.go), and, to be cheap, with -test.short (tests that build
 // hundreds of thousands of rows to check plans skip), a date's packages
-// side by side after one restart, and -jobs dates at once, each on a server
-// of its own.
+// side by side after one restart (as -side-by-side does for a full run),
+// and -jobs dates at once, each on a server of its own.
 package main
 
 import (
@@ -58,7 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 15*time.Minute, "each package's test timeout (-test.timeout)")
 	runRE := fs.String("run", "", "run only the tests matching this regular expression (-test.run)")
 	dated := fs.Bool("dated", false, "run only the tests that write rows at times they compute, a date's packages side by side")
-	jobs := fs.Int("jobs", 3, "with -dated, how many dates run at once")
+	sideBySide := fs.Bool("side-by-side", false, "run a date's packages at once after one restart (implied by -dated)")
+	jobs := fs.Int("jobs", 1, "how many dates run at once, each on a server of its own (with -side-by-side or -dated)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if sep < 1 || sep == len(rest)-1 || *jobs < 1 || (*dated && *runRE != "") {
-		fmt.Fprintln(stderr, "usage: testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-dated [-jobs N]] DATE[@ZONE]... -- PACKAGE... (-run and -dated exclude each other)")
+		fmt.Fprintln(stderr, "usage: testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-side-by-side] [-dated] [-jobs N] DATE[@ZONE]... -- PACKAGE... (-run and -dated exclude each other)")
 		return 2
 	}
 	dates, err := parseDates(rest[:sep])
@@ -124,9 +125,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "testdates: compiled %d test binaries in %s\n", len(pkgs), time.Since(started).Round(time.Second))
 
-	r := &runner{tolerance: *tolerance, timeout: *timeout, runRE: *runRE, stdout: stdout, sideBySide: *dated, short: *dated}
+	r := &runner{tolerance: *tolerance, timeout: *timeout, runRE: *runRE, stdout: stdout, sideBySide: *dated || *sideBySide, short: *dated}
 	var failedDates []string
-	if *dated {
+	if r.sideBySide {
 		failedDates = r.runDates(ctx, dates, pkgs, *jobs)
 	} else {
 		for _, d := range dates {
@@ -273,7 +274,7 @@ func (r *runner) runDates(ctx context.Context, dates []date, pkgs []pkg, jobs in
 			defer wg.Done()
 			defer func() { <-slots }()
 			var out bytes.Buffer
-			dr := &runner{tolerance: r.tolerance, timeout: r.timeout, sideBySide: true, short: r.short, stdout: &out}
+			dr := &runner{tolerance: r.tolerance, timeout: r.timeout, runRE: r.runRE, sideBySide: true, short: r.short, stdout: &out}
 			ok := dr.runDate(ctx, d, pkgs)
 			r.mu.Lock()
 			_, _ = r.stdout.Write(out.Bytes())
