@@ -140,10 +140,30 @@ func runEnqueue(c *cli.Context) error {
 // by a command's other flags.
 func inputFlags(more ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
+		&cli.GenericFlag{Name: "input", Aliases: []string{"i"}, Value: &keyValues{}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
 		&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
 	}, more...)
 }
+
+// keyValues collects a repeatable flag's values as given. A
+// cli.StringSliceFlag would split each at its commas, so --input
+// 'tags=["a","b"]' arrived as two values and its JSON list was lost.
+type keyValues []string
+
+// Set adds one value. urfave/cli copies a flag's value to its other names
+// (--input to -i) by Set(String()) on the same keyValues: that copy is
+// recognised and ignored. String joins with NUL, which no argument holds;
+// for one value the copy is that value again, which adds nothing.
+func (k *keyValues) Set(v string) error {
+	if len(*k) > 0 && v == k.String() {
+		return nil
+	}
+	*k = append(*k, v)
+	return nil
+}
+
+// String lists the values, NUL-separated.
+func (k *keyValues) String() string { return strings.Join(*k, "\x00") }
 
 // enqueueInputs builds the inputs object from --json and --input flags.
 func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
@@ -171,7 +191,11 @@ func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
 			return nil, Usagef("--json: %s does not hold a JSON object: %v", path, err)
 		}
 	}
-	for _, kv := range c.StringSlice("input") {
+	var given []string
+	if kvs, ok := c.Generic("input").(*keyValues); ok {
+		given = *kvs
+	}
+	for _, kv := range given {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, Usagef("--input %q: expected KEY=VALUE", kv)
