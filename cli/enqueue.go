@@ -77,6 +77,9 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := specs.TaskType(c.Args().First()); !ok {
+		return unknownTaskType(c.Args().First(), specs, cfg.Specs)
+	}
 	// The command acts as an admin: a type only wf itself creates (its spec's
 	// api.create leaves admin out) is refused before anything is written.
 	if tt, ok := specs.TaskType(c.Args().First()); ok && !tt.CreatableBy(spec.RoleAdmin) {
@@ -100,7 +103,7 @@ func runEnqueue(c *cli.Context) error {
 	}
 	results, err := cl.EnqueueMany(c.Context, reqs)
 	if err != nil {
-		return enqueueError(err)
+		return enqueueError(c, err)
 	}
 	// With --wait, JSON output is one document: the task as it ended.
 	if !c.Bool("wait") || format != formatJSON {
@@ -125,6 +128,9 @@ func runEnqueue(c *cli.Context) error {
 		}
 	} else {
 		fmt.Fprintf(c.App.Writer, "task %s %s\n", final.ID, final.Status)
+		if len(final.Outputs) > 0 && string(final.Outputs) != "null" && string(final.Outputs) != "{}" {
+			fmt.Fprintf(c.App.Writer, "outputs: %s\n", final.Outputs)
+		}
 	}
 	if final.Status != wftype.StatusCompleted {
 		msg := fmt.Sprintf("task %s ended %s", final.ID, final.Status)
@@ -337,10 +343,61 @@ func progressLine(t wftype.Task) string {
 // enqueueError is a failed enqueue as a command's exit: inputs that do not
 // match the task type's schema one problem a line, any other error as it
 // reads.
-func enqueueError(err error) error {
+// quoteHints explains the refusals of --input values that were read as
+// JSON (a number, true, false, null) where the schema wanted a string:
+// --input message=123 gives the number 123, and the fix is to quote it.
+func quoteHints(c *cli.Context, errs spec.InputErrors) []string {
+	if c == nil {
+		return nil
+	}
+	kvs, ok := c.Generic("input").(*keyValues)
+	if !ok {
+		return nil
+	}
+	var hints []string
+	for _, kv := range *kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		var val any
+		if json.Unmarshal([]byte(v), &val) != nil {
+			continue // taken as a string already
+		}
+		switch val.(type) {
+		case string, map[string]any, []any:
+			continue
+		}
+		for _, e := range errs {
+			if e.Pointer == "/"+k && strings.Contains(e.Message, "string") {
+				hints = append(hints, fmt.Sprintf("hint: --input %s was read as JSON (%s); to pass it as text, quote it: --input '%s=\"%s\"'", kv, v, k, v))
+				break
+			}
+		}
+	}
+	return hints
+}
+
+// unknownTaskType is the failure for a task type the specs do not declare,
+// with the nearest declared one when one is close, before the database is
+// opened.
+func unknownTaskType(name string, specs *spec.Set, paths []string) error {
+	var names []string
+	for _, tt := range specs.TaskTypes() {
+		names = append(names, tt.Name())
+	}
+	msg := fmt.Sprintf("unknown task type %q in the specs (%s)", name, strings.Join(paths, ", "))
+	if near := nearestName(name, names); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return cli.Exit(msg, ExitFailure)
+}
+
+func enqueueError(c *cli.Context, err error) error {
 	var verr *client.ValidationError
 	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
-		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, lines.Indented(verr.Inputs)), ExitFailure)
+		msg := fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, lines.Indented(verr.Inputs))
+		for _, hint := range quoteHints(c, verr.Inputs) {
+			msg += "\n" + hint
+		}
+		return cli.Exit(msg, ExitFailure)
 	}
 	return cli.Exit(err.Error(), ExitFailure)
 }
