@@ -357,7 +357,7 @@ func (wc *workflowCheck) compile(ptr, source string, fields []field, result resu
 		c.failAt(d, ptr, err)
 		return nil, nil
 	}
-	p, rerr := compileProgram(source, runtimeEnv, result)
+	p, rerr := compileRuntime(source, result)
 	if rerr != nil {
 		c.fail(d, ptr, "%v", rerr)
 		return nil, nil
@@ -569,7 +569,7 @@ func constantBool(source string) (value, ok bool) {
 	if v.used {
 		return false, false
 	}
-	p, err := compileProgram(source, runtimeEnv, resultBool)
+	p, err := compileRuntime(source, resultBool)
 	if err != nil {
 		return false, false
 	}
