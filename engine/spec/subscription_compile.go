@@ -58,6 +58,11 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
 	if t != nil {
 		c.checkMappedInputs(d, "/inputs", t, s.Inputs)
+		for _, name := range sub.inputNames {
+			if p := sub.inputs[name]; p != nil {
+				c.checkInputType(d, joinPointer("/inputs", name), s.Inputs[name], p.resultType(), t, name)
+			}
+		}
 	}
 	if d.failed || t == nil {
 		return nil

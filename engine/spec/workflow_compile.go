@@ -53,6 +53,9 @@ type workflowCheck struct {
 	upstream map[string][]string     // step → every step it depends on, directly or not (sorted)
 	outputs  map[string]reflect.Type // step → the type of its outputs
 	cyclic   map[string]bool
+	never    map[string]bool // step → its when can never be true (an enum rules it out)
+	item     any             // the schema of item in the step being checked, nil if unknown
+	itemOf   string          // the for_each that item comes from
 }
 
 // compileWorkflow runs pass 2 over a Workflow document.
@@ -75,6 +78,7 @@ func (c *checker) compileWorkflow(d *document) *Workflow {
 		upstream: map[string][]string{},
 		outputs:  map[string]reflect.Type{},
 		cyclic:   map[string]bool{},
+		never:    map[string]bool{},
 	}
 	names := sortedKeys(s.Steps)
 	for _, name := range names {
@@ -295,10 +299,18 @@ func (wc *workflowCheck) expressions(st *Step) {
 	if st.taskType != nil {
 		outputs = schemaType(st.taskType.outputsDoc, 0)
 	}
+	wc.item, wc.itemOf = nil, ""
 	if s.ForEach != "" {
 		ptr := stepPtr(st.name, "for_each")
 		p, t := wc.compile(ptr, s.ForEach, fields, resultAny)
 		st.forEach = p
+		if tree, err := parser.Parse(s.ForEach); err == nil {
+			if names, _, ok := chainOf(tree.Node); ok {
+				if list, found := wc.schemaOf(names); found {
+					wc.item, wc.itemOf = itemsSchema(list), s.ForEach
+				}
+			}
+		}
 		item := anyType
 		switch {
 		case t != nil && !isList(t):
@@ -311,11 +323,48 @@ func (wc *workflowCheck) expressions(st *Step) {
 	}
 	wc.outputs[st.name] = outputs
 	if s.When != "" {
-		st.when, _ = wc.compile(stepPtr(st.name, "when"), s.When, fields, resultBool)
+		ptr := stepPtr(st.name, "when")
+		st.when, _ = wc.compile(ptr, s.When, fields, resultBool)
+		if st.when != nil {
+			wc.never[st.name] = wc.c.checkEnumComparisons(wc.d, ptr, s.When, wc.schemaOf)
+		}
 	}
 	for _, name := range st.inputNames {
-		st.inputs[name], _ = wc.compile(joinPointer(stepPtr(st.name, "inputs"), name), s.Inputs[name], fields, resultAny)
+		ptr := joinPointer(stepPtr(st.name, "inputs"), name)
+		var t reflect.Type
+		st.inputs[name], t = wc.compile(ptr, s.Inputs[name], fields, resultAny)
+		if st.inputs[name] == nil {
+			continue
+		}
+		wc.c.checkEnumComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
+		if st.taskType != nil {
+			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
+		}
 	}
+}
+
+// schemaOf is the schema of the value a chain of reads names in the step
+// being checked: a part of the run's inputs, of an upstream step's outputs
+// (a list of them for a for_each step) or of item. ok is false when no
+// schema says.
+func (wc *workflowCheck) schemaOf(names []string) (any, bool) {
+	switch {
+	case len(names) >= 1 && names[0] == "inputs":
+		return schemaAt(wc.inputs, names[1:])
+	case len(names) >= 1 && names[0] == "item" && wc.item != nil:
+		return schemaAt(wc.item, names[1:])
+	case len(names) >= 3 && names[0] == "steps" && names[2] == "outputs":
+		st, ok := wc.w.stepIndex[names[1]]
+		if !ok || st.taskType == nil || st.taskType.outputsDoc == nil {
+			return nil, false
+		}
+		out := st.taskType.outputsDoc
+		if wc.specs[names[1]].ForEach != "" {
+			out = map[string]any{"type": "array", "items": out}
+		}
+		return schemaAt(out, names[3:])
+	}
+	return nil, false
 }
 
 // stepsType is the type of steps in the expressions of step name: a field
@@ -475,6 +524,10 @@ func (wc *workflowCheck) badRead(r read, fields []field) (int, string) {
 		return wc.schemaRead(r, 3, t.taskType.outputsDoc, "steps."+name+".outputs", fmt.Sprintf("the outputs schema of task type %s", t.taskType.name))
 	case "inputs":
 		return wc.schemaRead(r, 1, wc.inputs, "inputs", "the workflow's inputs schema")
+	case "item":
+		if wc.item != nil {
+			return wc.schemaRead(r, 1, wc.item, "item", fmt.Sprintf("the items schema of for_each %q", wc.itemOf))
+		}
 	}
 	return 0, ""
 }
@@ -534,6 +587,10 @@ func (wc *workflowCheck) unreachable(order []string) {
 		st := wc.w.stepIndex[name]
 		if wc.cyclic[name] {
 			never[name] = "is in a cycle"
+			continue
+		}
+		if wc.never[name] {
+			never[name] = "never runs (its when can never be true)"
 			continue
 		}
 		if st.when != nil {
