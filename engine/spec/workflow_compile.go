@@ -221,7 +221,8 @@ func (wc *workflowCheck) graph(names []string) []string {
 		return order
 	}
 	// The rest are in a cycle or downstream of one: report each cycle once,
-	// at the depends_on of its first step by name.
+	// at the edge that closes it (closingEdge), looking for cycles from the
+	// step written first.
 	rest := map[string]bool{}
 	for _, n := range names {
 		if !slices.Contains(order, n) {
@@ -229,7 +230,7 @@ func (wc *workflowCheck) graph(names []string) []string {
 		}
 	}
 	reported := map[string]bool{}
-	for _, n := range names {
+	for _, n := range wc.inFileOrder(names) {
 		if !rest[n] || reported[n] {
 			continue
 		}
@@ -241,10 +242,12 @@ func (wc *workflowCheck) graph(names []string) []string {
 			reported[m] = true
 			wc.cyclic[m] = true
 		}
-		first := cycle[0]
-		i := slices.Index(wc.specs[first].DependsOn, cycle[1%len(cycle)])
-		c := append(slices.Clone(cycle), first)
-		wc.c.fail(wc.d, fmt.Sprintf("%s/%d", stepPtr(first, "depends_on"), i), "depends_on forms a cycle: %s; a step cannot wait for itself", strings.Join(c, " -> "))
+		k := wc.closingEdge(cycle, deps)
+		cycle = append(cycle[k:], cycle[:k]...)
+		from, to := cycle[0], cycle[1%len(cycle)]
+		i := slices.Index(wc.specs[from].DependsOn, to)
+		c := append(slices.Clone(cycle), from)
+		wc.c.fail(wc.d, fmt.Sprintf("%s/%d", stepPtr(from, "depends_on"), i), "depends_on forms a cycle: %s; a step cannot wait for itself", strings.Join(c, " -> "))
 	}
 	for _, n := range names {
 		if rest[n] {
@@ -252,6 +255,73 @@ func (wc *workflowCheck) graph(names []string) []string {
 		}
 	}
 	return order
+}
+
+// inFileOrder sorts step names by where the steps are written.
+func (wc *workflowCheck) inFileOrder(names []string) []string {
+	out := slices.Clone(names)
+	slices.SortStableFunc(out, func(a, b string) int {
+		return comparePos(wc.d.keyAt(stepPtr(a, "")), wc.d.keyAt(stepPtr(b, "")))
+	})
+	return out
+}
+
+// comparePos orders positions in a file.
+func comparePos(a, b pos) int {
+	if a.Line != b.Line {
+		return a.Line - b.Line
+	}
+	return a.Col - b.Col
+}
+
+// closingEdge returns the index i of the edge cycle[i] -> cycle[i+1] that
+// closes a cycle: the edge that goes against the order the workflow is
+// written in. Most workflows list a step after the steps it waits for, so
+// there the closing edge is a step waiting for one written below it (or for
+// itself); a workflow written the other way round (its edges mostly point
+// down) is closed by an edge pointing up. Of several such edges, the one
+// written last closes the cycle.
+func (wc *workflowCheck) closingEdge(cycle []string, deps func(string) []string) int {
+	rank := map[string]int{}
+	for i, n := range wc.inFileOrder(sortedKeys(wc.specs)) {
+		rank[n] = i
+	}
+	up, down := 0, 0
+	for name := range wc.specs {
+		for _, dep := range deps(name) {
+			switch {
+			case rank[dep] < rank[name]:
+				up++
+			case rank[dep] > rank[name]:
+				down++
+			}
+		}
+	}
+	against := func(from, to string) bool {
+		if up >= down {
+			return rank[to] >= rank[from]
+		}
+		return rank[to] <= rank[from]
+	}
+	edgeAt := func(i int) pos {
+		from, to := cycle[i], cycle[(i+1)%len(cycle)]
+		return wc.d.at(fmt.Sprintf("%s/%d", stepPtr(from, "depends_on"), slices.Index(wc.specs[from].DependsOn, to)))
+	}
+	best := -1
+	for i := range cycle {
+		if against(cycle[i], cycle[(i+1)%len(cycle)]) && (best < 0 || comparePos(edgeAt(i), edgeAt(best)) > 0) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for i := range cycle { // none goes against the order: the one written last
+		if best < 0 || comparePos(edgeAt(i), edgeAt(best)) > 0 {
+			best = i
+		}
+	}
+	return best
 }
 
 // findCycle returns a cycle through start, as the steps in depends_on
