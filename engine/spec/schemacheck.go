@@ -72,6 +72,10 @@ func (s *specSchema) check(d *document) Errors {
 			placed[strings.SplitN(parent, ".", 2)[0]] = true
 		}
 	}
+	vs, dropped := pairMisspelt(vs)
+	for _, v := range dropped {
+		d.flag(v.pointer(""))
+	}
 	var errs Errors
 	for _, v := range vs {
 		if v.kind == violationMissing && v.ptr == "" && placed[v.field] {
@@ -115,6 +119,13 @@ func (d *document) violationError(v violation, base string) Error {
 	path := fieldPath(d.value, ptr)
 	switch v.kind {
 	case violationMissing:
+		if obj, ok := d.lookup(ptr); ok {
+			if m, isMap := obj.(map[string]any); isMap {
+				if typo, found := misspeltAs(v.field, sortedKeys(m)); found {
+					return d.errorAt(d.keyAt(joinPointer(ptr, typo)), "%smissing required field %q; did you misspell it as %q?", prefixPath(path), v.field, typo)
+				}
+			}
+		}
 		return d.errorAt(d.at(ptr), "%smissing required field %q", prefixPath(path), v.field)
 	case violationUnknown:
 		child := joinPointer(ptr, v.field)

@@ -80,11 +80,17 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 	if !ok {
 		return
 	}
+	typos := map[string]bool{} // mapped inputs reported as a misspelt required one
 	if required, ok := schema["required"].([]any); ok {
 		var missing []string
 		for _, r := range required {
 			if name, isStr := r.(string); isStr {
 				if _, mapped := inputs[name]; !mapped {
+					if typo, found := misspeltAs(name, sortedKeys(inputs)); found && !typos[typo] {
+						typos[typo] = true
+						c.failKey(d, joinPointer(ptr, typo), "task type %q requires input %q; did you misspell it as %q?", t.name, name, typo)
+						continue
+					}
 					missing = append(missing, fmt.Sprintf("%q", name))
 				}
 			}
@@ -103,7 +109,7 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 	}
 	known := sortedKeys(props)
 	for _, name := range sortedKeys(inputs) {
-		if slices.Contains(known, name) {
+		if slices.Contains(known, name) || typos[name] {
 			continue
 		}
 		hint := ""

@@ -359,3 +359,71 @@ func unknownFieldHint(v violation) string {
 	}
 	return ""
 }
+
+// pairMisspelt reports a misspelt required field once: when an object has
+// an unknown field and lacks a required one, the unknown field is most
+// likely the required one misspelt (comand for command) or misnamed
+// (every for cron). Such a missing-field violation is dropped, and the
+// unknown field's hint names the required field: by "did you mean" when it
+// is close, else (one unknown and one missing field in the object) as the
+// required field it must be. dropped lists the dropped violations.
+func pairMisspelt(vs []violation) (kept, dropped []violation) {
+	missing := map[string][]string{} // object pointer → its missing fields
+	unknown := map[string][]int{}    // object pointer → the indexes of its unknown fields
+	for i, v := range vs {
+		switch {
+		case v.kind == violationMissing:
+			missing[v.ptr] = append(missing[v.ptr], v.field)
+		case v.kind == violationUnknown && v.message == "":
+			unknown[v.ptr] = append(unknown[v.ptr], i)
+		}
+	}
+	paired := map[string]bool{} // pointer of the missing field → paired
+	for ptr, idx := range unknown {
+		var unpaired []int
+		for _, i := range idx {
+			if sug, ok := suggest(vs[i].field, vs[i].expected); ok && slices.Contains(missing[ptr], sug) && !paired[joinPointer(ptr, sug)] {
+				paired[joinPointer(ptr, sug)] = true
+				continue
+			}
+			unpaired = append(unpaired, i)
+		}
+		var left []string
+		for _, m := range missing[ptr] {
+			if !paired[joinPointer(ptr, m)] {
+				left = append(left, m)
+			}
+		}
+		if len(unpaired) == 1 && len(left) == 1 {
+			i := unpaired[0]
+			if _, close := suggest(vs[i].field, vs[i].expected); !close {
+				paired[joinPointer(ptr, left[0])] = true
+				vs[i].message = fmt.Sprintf("; did you mean %q? It is required, and missing", left[0])
+			}
+		}
+	}
+	for _, v := range vs {
+		if v.kind == violationMissing && paired[joinPointer(v.ptr, v.field)] {
+			dropped = append(dropped, v)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	return kept, dropped
+}
+
+// misspeltAs returns the field among present that is likely the required
+// field misspelt: the one that suggest would correct to it.
+func misspeltAs(required string, present []string) (string, bool) {
+	for _, p := range present {
+		if p == required {
+			return "", false
+		}
+	}
+	for _, p := range present {
+		if sug, ok := suggest(p, []string{required}); ok && sug == required {
+			return p, true
+		}
+	}
+	return "", false
+}
