@@ -122,62 +122,102 @@ func sameJSONValue(lit, schemaValue any) bool {
 	return lit == schemaValue
 }
 
-// comparison is a comparison of a chain of reads with a literal that the
+// comparison is a comparison of a chain of reads with literals that the
 // chain's enum does not allow.
 type comparison struct {
-	op      string // == or !=
+	node    *ast.BinaryNode
 	chain   string // inputs.mode
 	literal string // "quick", as written
 	offset  int    // 0-based column of the literal in the expression
 	allowed []any  // the enum
+	never   bool   // never true (==, in), else always true (!=, or under a not)
 }
 
 // enumComparisons finds, in a parsed expression, the comparisons of a
-// chain of reads with a literal its schema's enum does not allow.
+// chain of reads with literals its schema's enum does not allow: ==, != and
+// in a list of literals, each maybe under a not.
 type enumComparisons struct {
 	resolve schemaResolver
-	found   []comparison
-	nodes   map[ast.Node]comparison // the BinaryNodes found, for neverTrue
+	found   []*comparison
+	negated map[*ast.BinaryNode]bool
 }
 
-// Visit implements ast.Visitor.
+// Visit implements ast.Visitor. ast.Walk visits a node after its children,
+// so a not is seen after the comparison it negates.
 func (v *enumComparisons) Visit(n *ast.Node) {
-	b, ok := (*n).(*ast.BinaryNode)
-	if !ok || (b.Operator != "==" && b.Operator != "!=") {
-		return
+	switch x := (*n).(type) {
+	case *ast.UnaryNode:
+		if b, ok := x.Node.(*ast.BinaryNode); ok && (x.Operator == "not" || x.Operator == "!") {
+			v.negated[b] = !v.negated[b]
+		}
+	case *ast.BinaryNode:
+		if c, ok := v.comparison(x); ok {
+			v.found = append(v.found, c)
+		}
 	}
+}
+
+// comparison returns the comparison b is, when an enum rules out its literals.
+func (v *enumComparisons) comparison(b *ast.BinaryNode) (*comparison, bool) {
 	chainSide, litSide := b.Left, b.Right
-	if _, isLit := literalValue(chainSide); isLit {
-		chainSide, litSide = litSide, chainSide
+	var lits []any
+	switch b.Operator {
+	case "==", "!=":
+		if _, isLit := literalValue(chainSide); isLit {
+			chainSide, litSide = litSide, chainSide
+		}
+		lit, isLit := literalValue(litSide)
+		if !isLit || lit == nil {
+			return nil, false
+		}
+		lits = []any{lit}
+	case "in":
+		list, isList := litSide.(*ast.ArrayNode)
+		if !isList || len(list.Nodes) == 0 {
+			return nil, false
+		}
+		for _, e := range list.Nodes {
+			lit, isLit := literalValue(e)
+			if !isLit || lit == nil {
+				return nil, false
+			}
+			lits = append(lits, lit)
+		}
+	default:
+		return nil, false
 	}
-	lit, isLit := literalValue(litSide)
 	names, _, isChain := chainOf(chainSide)
-	if !isLit || !isChain || lit == nil {
-		return
+	if !isChain {
+		return nil, false
 	}
 	schema, found := v.resolve(names)
 	if !found {
-		return
+		return nil, false
 	}
 	allowed, listed := enumValues(schema)
-	if !listed || slices.ContainsFunc(allowed, func(a any) bool { return sameJSONValue(lit, a) }) {
-		return
+	if !listed {
+		return nil, false
 	}
-	c := comparison{op: b.Operator, chain: strings.Join(names, "."), literal: litSide.String(),
-		offset: litSide.Location().From, allowed: allowed}
-	v.found = append(v.found, c)
-	v.nodes[b] = c
+	for _, lit := range lits {
+		if slices.ContainsFunc(allowed, func(a any) bool { return sameJSONValue(lit, a) }) {
+			return nil, false
+		}
+	}
+	return &comparison{node: b, chain: strings.Join(names, "."), literal: litSide.String(),
+		offset: litSide.Location().From, allowed: allowed, never: b.Operator != "!="}, true
 }
 
 // neverTrue reports whether a condition can never be true because of the
-// comparisons found: one of them under == at its top, or in a chain of &&.
+// comparisons found: one that is never true at its top, or in a chain of &&.
 func (v *enumComparisons) neverTrue(n ast.Node) bool {
 	b, ok := n.(*ast.BinaryNode)
 	if !ok {
 		return false
 	}
-	if c, found := v.nodes[b]; found {
-		return c.op == "=="
+	for _, c := range v.found {
+		if c.node == b {
+			return c.never
+		}
 	}
 	if b.Operator == "&&" || b.Operator == "and" {
 		return v.neverTrue(b.Left) || v.neverTrue(b.Right)
@@ -186,7 +226,7 @@ func (v *enumComparisons) neverTrue(n ast.Node) bool {
 }
 
 // checkEnumComparisons reports each comparison in the expression at ptr of
-// a value with a literal that the value's enum does not allow (== is never
+// a value with literals that the value's enum does not allow (== is never
 // true, != always), at the literal. neverTrue says whether the whole
 // expression, a condition, can therefore never be true.
 func (c *checker) checkEnumComparisons(d *document, ptr, source string, resolve schemaResolver) (neverTrue bool) {
@@ -194,23 +234,30 @@ func (c *checker) checkEnumComparisons(d *document, ptr, source string, resolve 
 	if err != nil {
 		return false
 	}
-	v := &enumComparisons{resolve: resolve, nodes: map[ast.Node]comparison{}}
+	v := &enumComparisons{resolve: resolve, negated: map[*ast.BinaryNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	for _, cmp := range v.found {
+		if v.negated[cmp.node] {
+			cmp.never = !cmp.never
+		}
 		allowed := make([]string, len(cmp.allowed))
 		for i, a := range cmp.allowed {
 			allowed[i] = jsonText(a)
 		}
 		outcome := "never true"
-		if cmp.op == "!=" {
+		if !cmp.never {
 			outcome = "always true"
+		}
+		text := fmt.Sprintf("%s %s %s", cmp.chain, cmp.node.Operator, cmp.literal)
+		if v.negated[cmp.node] {
+			text = "not (" + text + ")"
 		}
 		at := d.at(ptr)
 		if exact, ok := d.exprPos(ptr, source, 1, cmp.offset); ok {
 			at = exact
 		}
-		c.add(d, ptr, d.errorAt(at, "%s%s %s %s is %s: its schema allows %s only %s (enum)",
-			prefixPath(fieldPath(d.value, ptr)), cmp.chain, cmp.op, cmp.literal, outcome, cmp.chain, strings.Join(allowed, ", ")))
+		c.add(d, ptr, d.errorAt(at, "%s%s is %s: its schema allows %s only %s (enum)",
+			prefixPath(fieldPath(d.value, ptr)), text, outcome, cmp.chain, strings.Join(allowed, ", ")))
 	}
 	return v.neverTrue(tree.Node)
 }
