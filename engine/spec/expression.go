@@ -68,6 +68,9 @@ type program struct {
 	source string
 	prog   *vm.Program
 	result resultKind
+	// checked is the result type a check against a typed environment
+	// found (a subscription's payload schema), nil when none was made.
+	checked reflect.Type
 }
 
 // compileProgram type-checks and compiles source against the environment env

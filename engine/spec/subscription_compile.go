@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -14,6 +15,7 @@ type subscriptionSpec struct {
 	EventType   string            `json:"event_type"`
 	When        string            `json:"when"`
 	TaskType    string            `json:"task_type"`
+	Payload     json.RawMessage   `json:"payload"`
 	SchemaName  string            `json:"schema_name"`
 	Inputs      map[string]string `json:"inputs"`
 	DedupKey    string            `json:"dedup_key"`
@@ -34,9 +36,14 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 			c.fail(d, "/event_type", "invalid glob pattern %q (path.Match syntax: *, ?, [a-z], \\ escapes)", s.EventType)
 		}
 	}
+	var payload any // the payload schema as JSON values, nil if none
+	sub.payloadRaw, sub.payload, payload = c.payloadSchema(d, s.Name, s.Payload)
 	compile := func(ptr, source string, env any, result resultKind) *program {
 		p, err := d.compileExpression(ptr, source, env, result)
 		c.failAt(d, ptr, err)
+		if p != nil && payload != nil {
+			p.checked = c.checkPayloadExpression(d, ptr, source, payload, env, result)
+		}
 		return p
 	}
 	if s.When != "" {
@@ -60,7 +67,11 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 		c.checkMappedInputs(d, "/inputs", t, s.Inputs)
 		for _, name := range sub.inputNames {
 			if p := sub.inputs[name]; p != nil {
-				c.checkInputType(d, joinPointer("/inputs", name), s.Inputs[name], p.resultType(), t, name)
+				got := p.resultType()
+				if p.checked != nil {
+					got = p.checked
+				}
+				c.checkInputType(d, joinPointer("/inputs", name), s.Inputs[name], got, t, name)
 			}
 		}
 	}
