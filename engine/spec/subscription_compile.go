@@ -82,6 +82,19 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	return sub
 }
 
+// undeclared keeps the names the object schema does not declare as a
+// property.
+func undeclared(names []string, schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	var out []string
+	for _, n := range names {
+		if _, declared := props[n]; !declared {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // checkMappedInputs compares the inputs a subscription or a workflow step
 // maps (at ptr) with what its task type's schema declares: every required
 // input must be mapped, and when the schema allows no other fields, every
@@ -97,7 +110,7 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 		for _, r := range required {
 			if name, isStr := r.(string); isStr {
 				if _, mapped := inputs[name]; !mapped {
-					if typo, found := misspeltAs(name, sortedKeys(inputs)); found && !typos[typo] {
+					if typo, found := misspeltAs(name, undeclared(sortedKeys(inputs), schema)); found && !typos[typo] {
 						typos[typo] = true
 						c.failKey(d, joinPointer(ptr, typo), "task type %q requires input %q; did you misspell it as %q?", t.name, name, typo)
 						continue
