@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -129,8 +130,10 @@ type comparison struct {
 	chain   string // inputs.mode
 	literal string // "quick", as written
 	offset  int    // 0-based column of the literal in the expression
-	allowed []any  // the enum
+	op      string // the operator, as if the chain were on the left
+	why     string // what the schema allows
 	never   bool   // never true (==, in), else always true (!=, or under a not)
+	ranged  bool   // ruled out by the schema's bounds, not its enum
 }
 
 // enumComparisons finds, in a parsed expression, the comparisons of a
@@ -157,14 +160,15 @@ func (v *enumComparisons) Visit(n *ast.Node) {
 	}
 }
 
-// comparison returns the comparison b is, when an enum rules out its literals.
+// comparison returns the comparison b is, when the schema of its chain
+// rules out its literals: by its enum, or by its bounds (minimum, maximum).
 func (v *enumComparisons) comparison(b *ast.BinaryNode) (*comparison, bool) {
-	chainSide, litSide := b.Left, b.Right
+	chainSide, litSide, op := b.Left, b.Right, b.Operator
 	var lits []any
-	switch b.Operator {
-	case "==", "!=":
+	switch op {
+	case "==", "!=", "<", "<=", ">", ">=":
 		if _, isLit := literalValue(chainSide); isLit {
-			chainSide, litSide = litSide, chainSide
+			chainSide, litSide, op = litSide, chainSide, flipped[op]
 		}
 		lit, isLit := literalValue(litSide)
 		if !isLit || lit == nil {
@@ -194,17 +198,124 @@ func (v *enumComparisons) comparison(b *ast.BinaryNode) (*comparison, bool) {
 	if !found {
 		return nil, false
 	}
-	allowed, listed := enumValues(schema)
-	if !listed {
+	chain := strings.Join(names, ".")
+	c := &comparison{node: b, chain: chain, literal: litSide.String(), offset: litSide.Location().From, op: op, never: op != "!="}
+	if allowed, listed := enumValues(schema); listed && (op == "==" || op == "!=" || op == "in") {
+		for _, lit := range lits {
+			if slices.ContainsFunc(allowed, func(a any) bool { return sameJSONValue(lit, a) }) {
+				return nil, false
+			}
+		}
+		texts := make([]string, len(allowed))
+		for i, a := range allowed {
+			texts[i] = jsonText(a)
+		}
+		c.why = fmt.Sprintf("its schema allows %s only %s (enum)", chain, strings.Join(texts, ", "))
+		return c, true
+	}
+	f, isNum := lits[0].(float64)
+	r, bounded := boundsOf(schema)
+	if !isNum || !bounded || op == "in" || !r.rulesOut(op, f) {
 		return nil, false
 	}
-	for _, lit := range lits {
-		if slices.ContainsFunc(allowed, func(a any) bool { return sameJSONValue(lit, a) }) {
-			return nil, false
+	c.why = fmt.Sprintf("its schema allows %s only %s", chain, r)
+	c.ranged = true
+	return c, true
+}
+
+// flipped is the operator that compares the same with its operands swapped.
+var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+// bounds are the minimum and maximum a number schema allows.
+type bounds struct {
+	lo, hi                   float64
+	hasLo, hasHi             bool
+	loExclusive, hiExclusive bool
+}
+
+// boundsOf reads a schema's minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum (draft 2020-12: numbers); ok is false when it has none.
+func boundsOf(schema any) (r bounds, ok bool) {
+	m, _ := schema.(map[string]any)
+	num := func(kw string) (float64, bool) {
+		n, isNum := m[kw].(json.Number)
+		if !isNum {
+			return 0, false
+		}
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	if f, has := num("minimum"); has {
+		r.lo, r.hasLo = f, true
+	}
+	if f, has := num("exclusiveMinimum"); has && (!r.hasLo || f >= r.lo) {
+		r.lo, r.hasLo, r.loExclusive = f, true, true
+	}
+	if f, has := num("maximum"); has {
+		r.hi, r.hasHi = f, true
+	}
+	if f, has := num("exclusiveMaximum"); has && (!r.hasHi || f <= r.hi) {
+		r.hi, r.hasHi, r.hiExclusive = f, true, true
+	}
+	if typ, _ := m["type"].(string); typ == "integer" { // the bounds an integer can reach
+		if r.hasLo {
+			if r.loExclusive {
+				r.lo = math.Floor(r.lo) + 1
+			} else {
+				r.lo = math.Ceil(r.lo)
+			}
+			r.loExclusive = false
+		}
+		if r.hasHi {
+			if r.hiExclusive {
+				r.hi = math.Ceil(r.hi) - 1
+			} else {
+				r.hi = math.Floor(r.hi)
+			}
+			r.hiExclusive = false
 		}
 	}
-	return &comparison{node: b, chain: strings.Join(names, "."), literal: litSide.String(),
-		offset: litSide.Location().From, allowed: allowed, never: b.Operator != "!="}, true
+	return r, r.hasLo || r.hasHi
+}
+
+// rulesOut reports whether, for every number the bounds allow, x op f is
+// never true (or, for !=, always true).
+func (r bounds) rulesOut(op string, f float64) bool {
+	below := r.hasLo && (f < r.lo || (r.loExclusive && f == r.lo))
+	above := r.hasHi && (f > r.hi || (r.hiExclusive && f == r.hi))
+	switch op {
+	case "==", "!=":
+		return below || above
+	case ">":
+		return r.hasHi && r.hi <= f
+	case ">=":
+		return r.hasHi && (r.hi < f || (r.hiExclusive && r.hi == f))
+	case "<":
+		return r.hasLo && r.lo >= f
+	case "<=":
+		return r.hasLo && (r.lo > f || (r.loExclusive && r.lo == f))
+	}
+	return false
+}
+
+// String says what the bounds allow: "at least 0 and at most 22".
+func (r bounds) String() string {
+	var parts []string
+	if r.hasLo {
+		word := "at least "
+		if r.loExclusive {
+			word = "above "
+		}
+		parts = append(parts, word+strconv.FormatFloat(r.lo, 'f', -1, 64))
+	}
+	if r.hasHi {
+		word := "at most "
+		if r.hiExclusive {
+			word = "below "
+		}
+		parts = append(parts, word+strconv.FormatFloat(r.hi, 'f', -1, 64))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // neverTrue reports whether a condition can never be true because of the
@@ -240,15 +351,14 @@ func (c *checker) checkEnumComparisons(d *document, ptr, source string, resolve 
 		if v.negated[cmp.node] {
 			cmp.never = !cmp.never
 		}
-		allowed := make([]string, len(cmp.allowed))
-		for i, a := range cmp.allowed {
-			allowed[i] = jsonText(a)
+		if cmp.ranged && !cmp.never {
+			continue // a guard that always holds (not (zoom > 30)) is no mistake
 		}
 		outcome := "never true"
 		if !cmp.never {
 			outcome = "always true"
 		}
-		text := fmt.Sprintf("%s %s %s", cmp.chain, cmp.node.Operator, cmp.literal)
+		text := fmt.Sprintf("%s %s %s", cmp.chain, cmp.op, cmp.literal)
 		if v.negated[cmp.node] {
 			text = "not (" + text + ")"
 		}
@@ -256,8 +366,7 @@ func (c *checker) checkEnumComparisons(d *document, ptr, source string, resolve 
 		if exact, ok := d.exprPos(ptr, source, 1, cmp.offset); ok {
 			at = exact
 		}
-		c.add(d, ptr, d.errorAt(at, "%s%s is %s: its schema allows %s only %s (enum)",
-			prefixPath(fieldPath(d.value, ptr)), text, outcome, cmp.chain, strings.Join(allowed, ", ")))
+		c.add(d, ptr, d.errorAt(at, "%s%s is %s: %s", prefixPath(fieldPath(d.value, ptr)), text, outcome, cmp.why))
 	}
 	return v.neverTrue(tree.Node)
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -81,4 +82,40 @@ func TestFindAlias(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestBoundsRuleOut(t *testing.T) {
+	t.Parallel()
+	n := func(s string) json.Number { return json.Number(s) }
+	zoom := map[string]any{"type": "integer", "minimum": n("0"), "maximum": n("22")}
+	positive := map[string]any{"type": "integer", "exclusiveMinimum": n("0")}
+	ratio := map[string]any{"type": "number", "exclusiveMinimum": n("0"), "exclusiveMaximum": n("1")}
+	for _, tc := range []struct {
+		schema map[string]any
+		op     string
+		f      float64
+		never  bool
+	}{
+		{zoom, ">", 22, true},
+		{zoom, ">", 21, false},
+		{zoom, ">=", 22, false},
+		{zoom, ">=", 23, true},
+		{zoom, "<", 0, true},
+		{zoom, "<=", 0, false},
+		{zoom, "==", 30, true},
+		{zoom, "==", 22, false},
+		{zoom, "==", -1, true},
+		{positive, "<", 1, true}, // an integer above 0 is at least 1
+		{positive, "<=", 1, false},
+		{ratio, "<", 0.5, false}, // a number above 0 may be below 0.5
+		{ratio, "<=", 0, true},
+		{ratio, ">=", 1, true},
+		{ratio, "==", 1, true},
+	} {
+		r, ok := boundsOf(tc.schema)
+		require.True(t, ok)
+		require.Equal(t, tc.never, r.rulesOut(tc.op, tc.f), "x %s %v under %v", tc.op, tc.f, tc.schema)
+	}
+	_, ok := boundsOf(map[string]any{"type": "integer"})
+	require.False(t, ok)
 }
