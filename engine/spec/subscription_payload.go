@@ -60,7 +60,7 @@ func (c *checker) checkPayloadExpression(d *document, ptr, source string, payloa
 		}
 		return nil
 	}
-	c.checkEnumComparisons(d, ptr, source, func(names []string) (any, bool) {
+	c.checkComparisons(d, ptr, source, func(names []string) (any, bool) {
 		if len(names) < 2 || names[0] != "event" || names[1] != "payload" {
 			return nil, false
 		}
