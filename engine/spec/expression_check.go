@@ -261,12 +261,20 @@ func (p *program) resultType() reflect.Type {
 	return p.prog.Node().Type()
 }
 
+// typingArtefact reports whether an error of a typed check comes from typing
+// an object as a struct, which the value is not at run time (a map): len,
+// keys or a computed index of it, or a property the schema does not
+// declare (checkInputReads's business). Such an error is not the author's.
+func typingArtefact(msg string) bool {
+	return strings.Contains(msg, "has no field") || strings.Contains(msg, "struct {")
+}
+
 // checkTypedDedupKey type-checks a task type's dedup_key against its inputs
 // schema (operands that cannot combine, comparisons an enum rules out),
 // once it compiled against the untyped environment it runs in.
 func (c *checker) checkTypedDedupKey(d *document, source string, schema any) {
 	_, err := d.compileExpression("/dedup_key", source, typedTaskEnv(schema, source), resultString)
-	if err != nil && !strings.Contains(err.Message, "has no field") {
+	if err != nil && !typingArtefact(err.Message) {
 		if strings.Contains(err.Message, "mismatched types") {
 			err.Message += " (the inputs schema types the operands; convert one, e.g. string(inputs.x))"
 		}

@@ -52,7 +52,7 @@ func (c *checker) checkPayloadExpression(d *document, ptr, source string, payloa
 	}
 	typed, err := d.compileExpression(ptr, source, reflect.New(structType(fields)).Elem().Interface(), result)
 	if err != nil {
-		if !strings.Contains(err.Message, "has no field") {
+		if !typingArtefact(err.Message) {
 			if strings.Contains(err.Message, "mismatched types") {
 				err.Message += " (the payload schema types the operands)"
 			}
