@@ -265,9 +265,7 @@ func (p *program) resultType() reflect.Type {
 // an object as a struct, which the value is not at run time (a map): len,
 // keys or a computed index of it, or a property the schema does not
 // declare (checkInputReads's business). Such an error is not the author's.
-func typingArtefact(msg string) bool {
-	return strings.Contains(msg, "has no field") || strings.Contains(msg, "struct {")
-}
+func typingArtefact(msg string) bool { return strings.Contains(msg, "struct {") }
 
 // checkTypedDedupKey type-checks a task type's dedup_key against its inputs
 // schema (operands that cannot combine, comparisons an enum rules out),

@@ -282,10 +282,15 @@ func (wc *workflowCheck) compile(ptr, source string, fields []field, result resu
 	}
 	env := reflect.New(structType(fields)).Elem().Interface()
 	typed, err := d.compileExpression(ptr, source, env, result)
-	if err != nil {
-		if m := anonStructRE.FindStringSubmatch(err.Message); m != nil {
-			err.Message = strings.Replace(err.Message, m[0], "the value has no field "+m[1], 1)
-		}
+	switch {
+	case err != nil && anonStructRE.MatchString(err.Message):
+		m := anonStructRE.FindStringSubmatch(err.Message)
+		err.Message = strings.Replace(err.Message, m[0], "the value has no field "+m[1], 1)
+		c.failAt(d, ptr, err)
+		return nil, nil
+	case err != nil && typingArtefact(err.Message):
+		typed = nil // len or keys of an object, a map at run time: checked then
+	case err != nil:
 		c.failAt(d, ptr, err)
 		return nil, nil
 	}
@@ -294,11 +299,7 @@ func (wc *workflowCheck) compile(ptr, source string, fields []field, result resu
 		c.fail(d, ptr, "%v", rerr)
 		return nil, nil
 	}
-	var t reflect.Type
-	if n := typed.prog.Node(); n != nil {
-		t = n.Type()
-	}
-	return p, t
+	return p, typed.resultType()
 }
 
 // read is one chain of property reads in an expression: a.b.c.
