@@ -77,19 +77,19 @@ type schemaResolver func(names []string) (schema any, ok bool)
 
 // inputType is the type a task type's inputs schema wants for input name;
 // nil when the schema does not say.
-func inputType(t *TaskType, name string) (reflect.Type, any) {
+func inputType(t *TaskType, name string) reflect.Type {
 	schema, ok := schemaAt(t.inputsDoc[inputsSchemaURL(t.name)], []string{name})
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	return schemaType(schema, 0), schema
+	return schemaType(schema, 0)
 }
 
 // checkInputType reports an expression (at ptr) that feeds input name of
 // task type t a value of another type than t's inputs schema wants: every
 // task would be refused when it is created. got is the expression's type.
 func (c *checker) checkInputType(d *document, ptr, source string, got reflect.Type, t *TaskType, name string) {
-	want, _ := inputType(t, name)
+	want := inputType(t, name)
 	if want == nil || !typeMismatch(got, want, 0) {
 		return
 	}
