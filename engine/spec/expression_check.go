@@ -93,12 +93,13 @@ func (c *checker) checkInputType(d *document, ptr, source string, got reflect.Ty
 	if want == nil || !typeMismatch(got, want, 0) {
 		return
 	}
+	text := strings.Join(strings.Fields(source), " ") // on one line
 	hint := ""
 	if want.Kind() == reflect.String && isNumberLiteral(source) {
-		hint = fmt.Sprintf("; for the text %s write it as a quoted literal inside the YAML value: '\"%s\"'", strings.TrimSpace(source), strings.TrimSpace(source))
+		hint = fmt.Sprintf("; for the text %s write it as a quoted literal inside the YAML value: '\"%s\"'", text, text)
 	}
 	c.fail(d, ptr, "input %s of task type %s must be %s (its inputs schema), but %s gives %s, so no task could be created%s",
-		name, t.name, describeType(want), strings.TrimSpace(source), describeType(got), hint)
+		name, t.name, describeType(want), text, describeType(got), hint)
 }
 
 // isNumberLiteral reports whether source is a number written as a literal.
