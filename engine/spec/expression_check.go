@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,43 @@ func inputType(t *TaskType, name string) reflect.Type {
 		return nil
 	}
 	return schemaType(schema, 0)
+}
+
+// checkInputLiteral reports a literal (at ptr) fed to input name of task
+// type t that the input's enum, minimum or maximum does not allow: every
+// task would be refused when it is created.
+func (c *checker) checkInputLiteral(d *document, ptr, source string, t *TaskType, name string) {
+	schema, ok := schemaAt(t.inputsDoc[inputsSchemaURL(t.name)], []string{name})
+	if !ok {
+		return
+	}
+	tree, err := parser.Parse(source)
+	if err != nil {
+		return
+	}
+	lit, isLit := literalValue(tree.Node)
+	if !isLit || lit == nil {
+		return
+	}
+	text := strings.Join(strings.Fields(source), " ")
+	if allowed, listed := enumValues(schema); listed {
+		if slices.ContainsFunc(allowed, func(a any) bool { return sameJSONValue(lit, a) }) {
+			return
+		}
+		texts := make([]string, len(allowed))
+		for i, a := range allowed {
+			texts[i] = jsonText(a)
+		}
+		c.fail(d, ptr, "input %s of task type %s must be one of %s (its inputs schema), but %s is not, so no task could be created",
+			name, t.name, strings.Join(texts, ", "), text)
+		return
+	}
+	if f, isNum := lit.(float64); isNum {
+		if r, bounded := boundsOf(schema); bounded && r.rulesOut("==", f) {
+			c.fail(d, ptr, "input %s of task type %s must be %s (its inputs schema), but %s is not, so no task could be created",
+				name, t.name, r, text)
+		}
+	}
 }
 
 // checkInputType reports an expression (at ptr) that feeds input name of

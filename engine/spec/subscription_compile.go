@@ -71,7 +71,11 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 				if p.checked != nil {
 					got = p.checked
 				}
+				n := len(c.errs)
 				c.checkInputType(d, joinPointer("/inputs", name), s.Inputs[name], got, t, name)
+				if len(c.errs) == n {
+					c.checkInputLiteral(d, joinPointer("/inputs", name), s.Inputs[name], t, name)
+				}
 			}
 		}
 	}

@@ -221,7 +221,11 @@ func (wc *workflowCheck) expressions(st *Step) {
 		}
 		wc.c.checkComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
 		if st.taskType != nil {
+			n := len(wc.c.errs)
 			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
+			if len(wc.c.errs) == n {
+				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], st.taskType, name)
+			}
 		}
 	}
 }
