@@ -19,6 +19,7 @@ help: ## show this help
 # memory in an idle wf run (BENCHMARKS.md), for nothing wf uses.
 build: export CGO_ENABLED = 0
 build: ## build the static wf binary into bin/wf, as the images do (stamped with the commit of a git checkout: wf --version)
+	@[ -x bin/wf ] || echo "compiling wf into bin/wf: the first build takes a few minutes (Go compiles every dependency once), later ones seconds"
 	$(GO) build -buildvcs=auto -o bin/wf .
 
 .PHONY: run
