@@ -5,23 +5,23 @@
 // A walk-through marks its blocks in the fence's info string, after the
 // language, so that they render as usual:
 //
-//	```sh doctest
-//	./bin/wf enqueue --wait noop
-//	```
-//	```text doctest-output
-//	created task … (noop, PENDING)
-//	task … COMPLETED
-//	```
+//		```sh doctest
+//		./bin/wf enqueue --wait noop
+//		```
+//		```text doctest-output
+//		created task … (noop, PENDING)
+//		task … COMPLETED
+//		```
 //
-//   - `doctest`: the block runs, in order with the page's other blocks, in
-//     one shell session (variables and the working folder carry over); its
-//     last command must succeed, or end with the status `exit=N` names
-//     (`sh doctest exit=1`).
-//   - `doctest-background`: the block runs in the background (a daemon, as
-//     `make run` in terminal 1) until the page's last block has run.
-//   - `doctest-output`, right after a `doctest` block: what that block
-//     prints (standard output and error together). A line `...` stands for
-//     any number of lines, and `…` within a line for any text.
+//	  - `doctest`: the block runs, in order with the page's other blocks, in
+//	    one shell session (variables and the working folder carry over); its
+//	    last command must succeed, or end with the status `exit=N` names
+//	    (`sh doctest exit=1`).
+//	  - `doctest-background`: the block runs in the background (a daemon, as
+//	    `make run` in terminal 1) until the page's last block has run.
+//	  - `doctest-output`, right after a `doctest` block: what that block
+//	    prints (standard output and error together). A line `...` stands for
+//	    any number of lines, and `…` within a line for any text.
 package doctest
 
 import (
