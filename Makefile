@@ -210,7 +210,7 @@ chromium: ## install Debian's chromium (for the dashboard's browser tests) when 
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
 .PHONY: screenshot
-screenshot: postgres chromium ## retake docs/dashboard-overview.png, the README's picture of the dashboard
+screenshot: postgres chromium ## retake docs/dashboard-overview.png, the picture of the dashboard in docs/dashboard.md
 	WF_DASHBOARD_SCREENSHOT=$(CURDIR)/docs/dashboard-overview.png $(GO) run ./internal/dbtest/withdb -- \
 	    $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./cli/
 
