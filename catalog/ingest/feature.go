@@ -35,6 +35,9 @@ type item struct {
 	rejected *reporters.Envelope
 	// version is what is merged; props, stats and geometry make its envelope.
 	version store.FeatureVersion
+	// geometry is the canonical GeoJSON of the version's geometry (the
+	// table stores it once, as geom; the envelope shows it as GeoJSON).
+	geometry []byte
 	props   map[string]any
 	stats   recordStats
 }
@@ -136,7 +139,6 @@ func (p *processor) process(rec *record) item {
 		version: store.FeatureVersion{
 			ExternalID:     extID,
 			AssetID:        p.assetID,
-			Geometry:       geom.AppendGeoJSON(nil, g),
 			WKB:            wkb,
 			Properties:     stored,
 			Stats:          appendStatsJSON(nil, stats),
@@ -144,8 +146,9 @@ func (p *processor) process(rec *record) item {
 			AttributesHash: stats.AttributesHash,
 			ValidFrom:      p.validFrom,
 		},
-		props: props,
-		stats: stats,
+		geometry: geom.AppendGeoJSON(nil, g),
+		props:    props,
+		stats:    stats,
 	}
 }
 
@@ -365,14 +368,14 @@ func (it *item) envelope(o store.MergeOutcome) reporters.Envelope {
 	}
 	if o.Action == store.MergeInvalid {
 		env := reporters.Rejected(it.props, system, "invalid geometry: "+o.Reason)
-		env.Record.Geometry = v.Geometry
+		env.Record.Geometry = it.geometry
 		return env
 	}
 	if o.Action == store.MergeConflict {
 		reason := fmt.Sprintf("external id %q: the validity start %s is not after the start %s of its current version, which has other content",
 			v.ExternalID, v.ValidFrom.UTC().Format(time.RFC3339Nano), o.ValidFrom.Format(time.RFC3339Nano))
 		env := reporters.Rejected(it.props, system, reason)
-		env.Record.Geometry = v.Geometry
+		env.Record.Geometry = it.geometry
 		return env
 	}
 	system[reporters.SystemGeoID] = o.GeoID.String()
@@ -382,7 +385,7 @@ func (it *item) envelope(o store.MergeOutcome) reporters.Envelope {
 	return reporters.Success(reporters.Record{
 		Type:       "Feature",
 		ID:         o.GeoID.String(),
-		Geometry:   v.Geometry,
+		Geometry:   it.geometry,
 		Properties: it.props,
 		Stats:      statsMap(it.stats),
 		System:     system,

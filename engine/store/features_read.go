@@ -12,12 +12,14 @@ import (
 )
 
 // FeatureRow is one stored feature version, as export reads it. JSON
-// members are PostgreSQL's text of the stored jsonb.
+// members (Properties, Stats) are PostgreSQL's text of the stored jsonb.
 type FeatureRow struct {
-	GeoID          uuid.UUID
-	ExternalID     string
-	AssetID        *string
-	Geometry       []byte
+	GeoID      uuid.UUID
+	ExternalID string
+	AssetID    *string
+	// WKB is the geometry as 2D WKB (PostGIS's ST_AsBinary);
+	// geom.GeoJSONFromWKB writes its canonical GeoJSON.
+	WKB            []byte
 	Properties     []byte
 	Stats          []byte
 	GeometryHash   string
@@ -61,7 +63,7 @@ func ValidityLiteral(from time.Time, to *time.Time) string {
 // snapshot for the whole scan, fetched a page at a time.
 const scanFeaturesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
-SELECT geoid, external_id, asset_id, geometry, properties, stats, geometry_hash, attributes_hash,
+SELECT geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats, geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at
 FROM %s
 WHERE deleted_at IS NULL
@@ -85,7 +87,7 @@ func (s *Store) ScanFeatures(ctx context.Context, t FeatureTable, f FeatureFilte
 	}
 	n, err := s.readCursor(ctx, nil, fmt.Sprintf(scanFeaturesSQL, t.ident()), f.BatchSize, func(rows pgx.Rows) error {
 		var r FeatureRow
-		if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.Geometry, &r.Properties, &r.Stats,
+		if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.WKB, &r.Properties, &r.Stats,
 			&r.GeometryHash, &r.AttributesHash, &r.ValidFrom, &r.ValidTo, &r.TransactionTime, &r.DeletedAt); err != nil {
 			return err
 		}
