@@ -38,8 +38,8 @@ type item struct {
 	// geometry is the canonical GeoJSON of the version's geometry (the
 	// table stores it once, as geom; the envelope shows it as GeoJSON).
 	geometry []byte
-	props   map[string]any
-	stats   recordStats
+	props    map[string]any
+	stats    recordStats
 }
 
 // recordStats are a record's stats, the seed's four groups in one flat
@@ -141,7 +141,7 @@ func (p *processor) process(rec *record) item {
 			AssetID:        p.assetID,
 			WKB:            wkb,
 			Properties:     stored,
-			Stats:          appendStatsJSON(nil, stats),
+			Stats:          appendStatsJSON(make([]byte, 0, 320), stats),
 			GeometryHash:   stats.GeometryHash,
 			AttributesHash: stats.AttributesHash,
 			ValidFrom:      p.validFrom,
@@ -279,7 +279,8 @@ func jsonKind(v any) string {
 }
 
 // appendStatsJSON appends the stored stats object: the envelope's stats
-// (statsMap), in the same keys.
+// (statsMap), in the same keys, but for the content hashes, which the
+// table stores once, in their own columns (its readers add them back).
 func appendStatsJSON(dst []byte, s recordStats) []byte {
 	num := func(key string, v float64) {
 		dst = append(dst, `,"`...)
@@ -310,8 +311,6 @@ func appendStatsJSON(dst []byte, s recordStats) []byte {
 	num(statPartCount, float64(s.Parts))
 	num(statFieldCount, float64(s.Fields))
 	num(statNullCount, float64(s.Nulls))
-	str(statGeometryHash, s.GeometryHash)
-	str(statAttributesHash, s.AttributesHash)
 	str(statS2Cell, s.S2Cell)
 	num(statS2Level, float64(s.S2Level))
 	return append(dst, '}')

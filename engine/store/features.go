@@ -28,7 +28,7 @@ import (
 //	    asset_id         text,
 //	    geom             geometry(Geometry, 4326) NOT NULL,  -- the canonical geometry (RFC 7946 winding), in PostGIS
 //	    properties       jsonb       NOT NULL,
-//	    stats            json        NOT NULL,  -- {"area": m², "centroid": hex WKB, "bbox": [..4]}, as the envelope's
+//	    stats            json        NOT NULL,  -- the envelope's stats but the content hashes (kept once, below)
 //	    geometry_hash    text        NOT NULL,  -- hex sha256 of the canonical WKB
 //	    attributes_hash  text        NOT NULL,  -- hex sha256 of the canonical properties JSON
 //	    validity         tstzrange   NOT NULL,  -- valid time, [start, end); end open for the current version

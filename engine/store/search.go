@@ -32,7 +32,8 @@ type FeatureChange struct {
 const scanFeatureChangesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
 SELECT DISTINCT ON (geoid)
-       geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats, geometry_hash, attributes_hash,
+       geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats::jsonb || jsonb_build_object('geometry_hash', geometry_hash, 'attributes_hash', attributes_hash),
+       geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at,
        upper_inf(validity) AND deleted_at IS NULL
 FROM %s

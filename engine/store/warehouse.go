@@ -35,7 +35,8 @@ type KeyedFeature struct {
 // first (NULLS FIRST), where the join rejects them.
 const keyedFeaturesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
-SELECT geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats, geometry_hash, attributes_hash,
+SELECT geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats::jsonb || jsonb_build_object('geometry_hash', geometry_hash, 'attributes_hash', attributes_hash),
+       geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at,
        coalesce(jsonb_typeof(properties -> $1), ''), coalesce(properties ->> $1, '')
 FROM %[1]s
