@@ -81,7 +81,7 @@ test-race: postgres cc ## run every test with the race detector
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: postgres build ## run the standard benchmarks and wf beside River on a durable local PostgreSQL (~9 min) and rewrite BENCHMARKS.md
+bench: postgres build ## run the standard benchmarks (ingestion beside ogr2ogr included) and wf beside River on a durable local PostgreSQL (~11 min) and rewrite BENCHMARKS.md
 	./bin/wf --log-level warn bench suite --markdown BENCHMARKS.md --json-out bin/bench.json $(ARGS)
 	$(MAKE) --no-print-directory bench-river
 
