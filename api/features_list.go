@@ -78,11 +78,11 @@ func (s *Server) listFeatures(w http.ResponseWriter, r *http.Request, p *princip
 // that is still answered as a problem; an error after it aborts the
 // response (the client sees a broken answer, never a short valid one).
 type featureWriter struct {
-	w       http.ResponseWriter
-	cw      *countingWriter
-	bw      *bufio.Writer
-	crs     ogcapi.CRS
-	n       int
+	w   http.ResponseWriter
+	cw  *countingWriter
+	bw  *bufio.Writer
+	crs ogcapi.CRS
+	n   int
 }
 
 // countingWriter counts the bytes that reached the client.
