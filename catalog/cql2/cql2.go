@@ -96,7 +96,48 @@ func checkGeoJSON(g map[string]any, depth int) error {
 	if !ok {
 		return fmt.Errorf("%q is not a GeoJSON geometry type", typ)
 	}
-	return checkCoords(g["coordinates"], want)
+	if err := checkCoords(g["coordinates"], want); err != nil {
+		return err
+	}
+	return checkParts(typ, g["coordinates"])
+}
+
+// checkParts checks what PostGIS would let through and mean nothing: a
+// line of one position, a polygon ring of fewer than 4 or not closed.
+func checkParts(typ string, c any) error {
+	list := func(x any) []any { l, _ := x.([]any); return l }
+	line := func(x any) error {
+		if len(list(x)) < 2 {
+			return fmt.Errorf("a line has 2 positions or more")
+		}
+		return nil
+	}
+	ring := func(x any) error {
+		r := list(x)
+		if len(r) < 4 || fmt.Sprint(r[0]) != fmt.Sprint(r[len(r)-1]) {
+			return fmt.Errorf("a polygon ring has 4 positions or more, the last equal to the first")
+		}
+		return nil
+	}
+	each := func(x any, f func(any) error) error {
+		for _, part := range list(x) {
+			if err := f(part); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch typ {
+	case "LineString":
+		return line(c)
+	case "MultiLineString":
+		return each(c, line)
+	case "Polygon":
+		return each(c, ring)
+	case "MultiPolygon":
+		return each(c, func(p any) error { return each(p, ring) })
+	}
+	return nil
 }
 
 // checkCoords checks nested coordinate arrays of depth (1: a position).
