@@ -48,7 +48,7 @@ func placesGeoJSON(pop func(i int) int) string {
 func setupPlaces(t *testing.T) *bundle {
 	t.Helper()
 	b := setup(t)
-	startFeatureEngine(t, b, t.TempDir())
+	startFeatureEngine(t, b, b.reports)
 	b.createCatalog("cat-a", "places")
 	b.createCatalog("cat-b", "rivers")
 	root := b.tenantDir("s_cat_a")

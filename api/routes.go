@@ -80,6 +80,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/tasks", anyRole, s.listTasks},
 		{"GET", "/tasks/{task_id}", anyRole, s.getTask},
 		{"GET", "/tasks/{task_id}/records", anyRole, s.listTaskRecords},
+		{"GET", "/tasks/{task_id}/files/{name}", anyRole, s.getTaskFile},
 		{"POST", "/tasks/{task_id}/progress", workerRoles, leased(s, s.reportProgress)},
 		{"POST", "/tasks/{task_id}/complete", workerRoles, leased(s, s.completeTask)},
 		{"POST", "/tasks/{task_id}/fail", workerRoles, leased(s, s.failTask)},

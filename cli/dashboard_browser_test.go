@@ -535,14 +535,23 @@ WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int >
 	var reportURL string
 	require.NoError(t, env.pool.QueryRow(context.Background(), `SELECT outputs ->> 'report_url' FROM tasks.tasks WHERE task_id = $1`, id).Scan(&reportURL))
 	require.NotEmpty(t, reportURL)
-	require.Equal(t, reportURL, textOf(t, ctx, `[data-testid="report-url"]`))
+	require.Contains(t, textOf(t, ctx, `[data-testid="task-report"]`), reportURL, "where the report is, shown")
+	// The download link goes through the API with the session: the report
+	// as it was written.
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+  const a = document.querySelector('[data-testid="report-url"]');
+  const r = await fetch(a.href);
+  return a.getAttribute("href") + " " + r.status + " " + (await r.text()).split("\n").filter(Boolean).length;
+})()`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, "/tasks/"+id+"/files/report 200 250", got, "every record of the report, downloaded")
 	screenshot(t, ctx, "task-report")
 
 	// The next page, then refusals only, a page at a time.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("records-next")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="11"]`))))
 	require.Equal(t, kept("", 10, 10), rowsShown(""))
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`(() => { const s = document.getElementById("r-outcome"); s.value = "REJECTED"; s.dispatchEvent(new Event("change")); })()`))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[any](`(() => { const s = document.getElementById("r-outcome"); s.value = "REJECTED"; s.dispatchEvent(new Event("change")); })()`))
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="4"][data-outcome="REJECTED"]`))))

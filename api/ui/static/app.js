@@ -512,8 +512,15 @@ function renderReport(st, res, apiPath, on) {
       counts ? counts.total.toLocaleString() + " records: " + counts.succeeded.toLocaleString() + " succeeded, " +
         counts.rejected.toLocaleString() + " rejected, " + counts.failed.toLocaleString() + " failed. " : "",
       "The database reporter keeps the first 100 records of each outcome."),
+    // Downloads go through the API (GET /tasks/{id}/files/…), which any
+    // token that reads the task may use: the stored location is shown only.
     reportURL ? h("p", {}, "Detailed report (every record): ",
-      h("a", { href: reportURL, rel: "noopener noreferrer", "data-testid": "report-url" }, reportURL)) : null,
+      h("a", { href: "/tasks/" + encodeURIComponent(t.task_id) + "/files/report", download: "", "data-testid": "report-url" }, "download"),
+      " ", h("span", { class: "muted" }, reportURL)) : null,
+    t.task_type === "export_features" && t.status === "COMPLETED" && t.outputs && t.outputs.destination ?
+      h("p", {}, "Exported file: ",
+        h("a", { href: "/tasks/" + encodeURIComponent(t.task_id) + "/files/export", download: "", "data-testid": "export-url" }, "download"),
+        " ", h("span", { class: "muted" }, t.outputs.destination)) : null,
     h("p", { class: "filters" }, "outcome ",
       h("select", { id: "r-outcome", onchange: (ev) => on.outcome(ev.target.value) }, h("option", { value: "" }, "any"),
         RECORD_OUTCOMES.map((o) => h("option", { value: o, selected: st.outcome === o }, o)))),
