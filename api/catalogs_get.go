@@ -23,6 +23,10 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request, p *principal
 		{Href: s.absURL(r, base+"/conformance"), Rel: "conformance", Type: mediaJSON, Title: "The OGC API conformance classes it implements"},
 		{Href: s.absURL(r, base+"/collections"), Rel: "data", Type: mediaJSON, Title: "Its collections"},
 	}
+	if wantsHTML(r) {
+		s.writeHTML(w, r, "Catalog "+id, v)
+		return nil
+	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

@@ -25,6 +25,10 @@ func (s *Server) getCollection(w http.ResponseWriter, r *http.Request, p *princi
 	if err := s.withOGC(r.Context(), r, &v); err != nil {
 		return notFoundAs(err, collectionNotFound(catalogID, id))
 	}
+	if wantsHTML(r) {
+		s.writeHTML(w, r, "Collection "+id+" of catalog "+catalogID, v)
+		return nil
+	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }

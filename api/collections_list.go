@@ -56,6 +56,10 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request, p *prin
 	if pg.NextCursor != "" {
 		out.Links = append(out.Links, link{Href: s.absURL(r, base+"?cursor="+pg.NextCursor+limitParam(q)), Rel: "next", Type: mediaJSON, Title: "The next page"})
 	}
+	if wantsHTML(r) {
+		s.writeHTML(w, r, "Collections of catalog "+catalogID, out)
+		return nil
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

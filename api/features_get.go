@@ -48,7 +48,13 @@ func (s *Server) getFeature(w http.ResponseWriter, r *http.Request, p *principal
 		{Href: s.absURL(r, base+"/items/"+url.PathEscape(featureID)), Rel: "self", Type: mediaGeoJSON, Title: "This feature"},
 		{Href: s.absURL(r, base), Rel: "collection", Type: mediaJSON, Title: "The collection"},
 	}
+	html := wantsHTML(r)
+	var shown featureView
 	page, err := reader.Items(r.Context(), t, iq.Store, func(o *store.FeatureOut) error {
+		if html {
+			shown = newFeatureView(o, links)
+			return nil
+		}
 		fw.write(o, links)
 		return nil
 	})
@@ -57,6 +63,11 @@ func (s *Server) getFeature(w http.ResponseWriter, r *http.Request, p *principal
 	}
 	if page.Returned == 0 {
 		return fw.fail(notFound("no feature %q in collection %q of catalog %q", featureID, id, catalogID))
+	}
+	if html {
+		w.Header().Del("Content-Crs")
+		s.writeHTML(w, r, "Feature "+featureID+" of "+id, shown)
+		return nil
 	}
 	return fw.finish()
 }

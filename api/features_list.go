@@ -45,9 +45,18 @@ func (s *Server) listFeatures(w http.ResponseWriter, r *http.Request, p *princip
 	if err != nil {
 		return ogcProblem(err)
 	}
+	html := wantsHTML(r)
 	fw := newFeatureWriter(w, iq.CRS)
 	fw.head(`{"type":"FeatureCollection","features":[`)
-	page, err := reader.Items(r.Context(), t, iq.Store, fw.feature)
+	var shown []featureView // the HTML page's, which is not streamed
+	add := fw.feature
+	if html {
+		add = func(o *store.FeatureOut) error {
+			shown = append(shown, newFeatureView(o, nil))
+			return nil
+		}
+	}
+	page, err := reader.Items(r.Context(), t, iq.Store, add)
 	if err != nil {
 		return fw.fail(ogcProblem(err))
 	}
@@ -62,6 +71,12 @@ func (s *Server) listFeatures(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	if page.First != nil && (!forward && page.More || forward && iq.Store.After != nil) {
 		links = append(links, s.pageLink(r, "prev", page.First))
+	}
+	if html {
+		w.Header().Del("Content-Crs")
+		s.writeHTML(w, r, "Features of "+id, map[string]any{"type": "FeatureCollection", "features": shown,
+			"numberReturned": page.Returned, "links": links})
+		return nil
 	}
 	tail, _ := json.Marshal(struct {
 		NumberReturned int       `json:"numberReturned"`
@@ -171,4 +186,25 @@ func (f *featureWriter) finish() error {
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// featureView is a feature as a JSON value (the HTML page's; the JSON
+// answer is written by featureWriter, in the same shape).
+type featureView struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Geometry   json.RawMessage `json:"geometry"`
+	Properties json.RawMessage `json:"properties"`
+	Validity   string          `json:"validity"`
+	Links      []link          `json:"links,omitempty"`
+}
+
+// newFeatureView copies o into a featureView.
+func newFeatureView(o *store.FeatureOut, links []link) featureView {
+	g := json.RawMessage("null")
+	if len(o.Geometry) > 0 {
+		g = append(json.RawMessage(nil), o.Geometry...)
+	}
+	return featureView{Type: "Feature", ID: o.Key.ExternalID, Geometry: g, Properties: append(json.RawMessage(nil), o.Properties...),
+		Validity: store.ValidityLiteral(o.ValidFrom, o.ValidTo), Links: links}
 }

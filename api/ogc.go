@@ -121,13 +121,14 @@ func ogcProblem(err error) error {
 }
 
 // checkFormat reads the f parameter of an OGC API route: json (or
-// geojson) is the only format; absent means json.
+// geojson; absent means json, unless a browser asks for HTML) or html
+// (wantsHTML).
 func checkFormat(q query) *problem {
 	switch strings.ToLower(q.get("f")) {
-	case "", "json", "geojson":
+	case "", "json", "geojson", "html":
 		return nil
 	}
-	return invalidParameter("f", "is json or geojson, got %q", q.get("f"))
+	return invalidParameter("f", "is json, geojson or html, got %q", q.get("f"))
 }
 
 // storeKeyLink returns the link of the page after (rel next) or before

@@ -17,6 +17,11 @@ func (s *Server) getConformance(w http.ResponseWriter, r *http.Request, p *princ
 	if _, err := s.catalogs.Get(r.Context(), id); err != nil {
 		return notFoundAs(err, catalogNotFound(id))
 	}
-	writeJSON(w, http.StatusOK, map[string][]string{"conformsTo": ogcapi.Conformance()})
+	v := map[string][]string{"conformsTo": ogcapi.Conformance()}
+	if wantsHTML(r) {
+		s.writeHTML(w, r, "Conformance of catalog "+id, v)
+		return nil
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }

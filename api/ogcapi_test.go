@@ -323,3 +323,40 @@ func TestOGCAPIFeatures(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, b.do("GET", items, "", nil).status)
 	})
 }
+
+// TestOGCAPIHTML: a person browses a catalog in HTML (f=html, or a
+// browser's Accept): landing page, collections, features and one feature,
+// each page linking on in HTML; GDAL's Accept keeps JSON.
+func TestOGCAPIHTML(t *testing.T) {
+	t.Parallel()
+	b := setupPlaces(t)
+	browser := http.Header{"Accept": {"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}}
+	page := func(path string, header http.Header) string {
+		res := b.doHeaders("GET", path, tokClientLimited, nil, header)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, "text/html; charset=utf-8", res.header.Get("Content-Type"), path)
+		require.Contains(t, res.header.Get("Content-Security-Policy"), "default-src 'none'")
+		return string(res.body)
+	}
+	land := page("/catalogs/cat-a", browser)
+	require.Contains(t, land, `href="`+b.http.URL+`/catalogs/cat-a/collections?f=html"`)
+	require.Contains(t, land, `<link rel="stylesheet" href="/ui/app.css">`, "the dashboard's look")
+	cols := page("/catalogs/cat-a/collections?f=html", nil)
+	require.Contains(t, cols, `href="`+b.http.URL+`/catalogs/cat-a/collections/places?f=html"`)
+	require.Contains(t, cols, `<td class="num">25</td>`)
+	require.Contains(t, page("/catalogs/cat-a/conformance?f=html", nil), ogcapi.ConfCore)
+	col := page("/catalogs/cat-a/collections/places", browser)
+	require.Contains(t, col, `/catalogs/cat-a/collections/places/items?f=html`)
+	items := page("/catalogs/cat-a/collections/places/items?f=html&limit=10", nil)
+	require.Contains(t, items, `<tr data-id="P01">`)
+	require.NotContains(t, items, `data-id="P11"`)
+	require.Contains(t, items, `rel="next"`)
+	one := page("/catalogs/cat-a/collections/places/items/P11", browser)
+	require.Contains(t, one, `<th>name</th><td>Place 11</td>`)
+	// GDAL's and the dashboard's Accept: JSON.
+	res := b.doHeaders("GET", "/catalogs/cat-a", tokClientLimited, nil, http.Header{"Accept": {"application/json"}})
+	require.Equal(t, "application/json", res.header.Get("Content-Type"))
+	// Another tenant: 404 in HTML too.
+	res = b.doHeaders("GET", "/catalogs/cat-a/collections/places/items?f=html", tokClientB, nil, nil)
+	require.Equal(t, http.StatusNotFound, res.status)
+}

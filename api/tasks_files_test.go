@@ -15,7 +15,7 @@ import (
 
 func init() {
 	// The contract check reads the files' bodies as the bytes they are.
-	for _, ct := range []string{"application/x-ndjson", "application/gzip", "text/csv", "application/octet-stream"} {
+	for _, ct := range []string{"application/x-ndjson", "application/gzip", "text/csv", "application/octet-stream", "text/html"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
 }

@@ -37,7 +37,7 @@ const (
 // Conformance lists the classes a catalog declares at /conformance.
 func Conformance() []string {
 	// Not oas30: wf's document is OpenAPI 3.1.
-	return []string{ConfCore, ConfGeoJSON, ConfCRS, ConfFilter, ConfFeatures, ConfQueryabl,
+	return []string{ConfCore, ConfGeoJSON, ConfHTML, ConfCRS, ConfFilter, ConfFeatures, ConfQueryabl,
 		ConfCQL2Text, ConfCQL2JSON, ConfBasic, ConfSpatial, ConfSpatialF}
 }
 
