@@ -103,7 +103,11 @@ func (s *Server) withOGC(ctx context.Context, r *http.Request, v *collectionView
 	}
 	n := sum.Count
 	v.ItemCount = &n
-	for _, c := range ogcapi.ListedCRS {
+	crss, err := ogcapi.New(s.store.Catalog()).CRSList(ctx, v.CatalogID, v.CollectionID)
+	if err != nil {
+		return err
+	}
+	for _, c := range crss {
 		v.CRS = append(v.CRS, c.URI)
 	}
 	v.StorageCRS = ogcapi.CRS84URI

@@ -3,12 +3,15 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +118,41 @@ func TestOGCAPIWithGDAL(t *testing.T) {
 	res, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", res)
 	require.NotContains(t, strings.ToLower(string(res)), "places")
+}
+
+// TestOGCAPISourceCRS: a collection lists the projected CRS its source was
+// in (the gdal task records it in the asset), and its items read back in
+// it at the source's own coordinates.
+func TestOGCAPISourceCRS(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startFeatureEngine(t, b, b.reports)
+	b.createCatalog("cat-a", "roads")
+	zipped := gdaltest.ZippedShapefileUTM(t, b.tenantDir("s_cat_a"))
+	res := b.do("POST", "/ingestion/cat-a/roads", tokClientLimited, map[string]any{
+		"source": zipped, "format": "gdal", "id_attribute": "code", "asset_id": "A-roads",
+	})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	task := b.follow(res.json(t)["status_url"].(string), tokClientLimited)
+	require.Equal(t, "COMPLETED", task["status"], task)
+	// The asset's description by the gdal task (describe-new-assets).
+	var gdalTask string
+	require.Eventually(t, func() bool {
+		return b.pool.QueryRow(b.ctx, `SELECT task_id::text FROM tasks.tasks WHERE task_type = 'gdal' AND schema_name = 's_cat_a'`).Scan(&gdalTask) == nil
+	}, time.Minute, 50*time.Millisecond, "the gdal task is created")
+	require.Equal(t, "COMPLETED", b.follow("/tasks/"+gdalTask, tokClientLimited)["status"])
+
+	const utm = "http://www.opengis.net/def/crs/EPSG/0/32632"
+	col := b.do("GET", "/catalogs/cat-a/collections/roads", tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, col.status, string(col.body))
+	require.Contains(t, col.json(t)["crs"], utm)
+	f := b.do("GET", "/catalogs/cat-a/collections/roads/items/r1?crs="+url.QueryEscape(utm), tokClientLimited, nil)
+	require.Equal(t, http.StatusOK, f.status, string(f.body))
+	require.Equal(t, "<"+utm+">", f.header.Get("Content-Crs"))
+	start := f.json(t)["geometry"].(map[string]any)["coordinates"].([]any)[0].([]any)
+	require.InDelta(t, gdaltest.UTMX, start[0], 1e-3)
+	require.InDelta(t, gdaltest.UTMY, start[1], 1e-3)
+	// And a bbox in it: the road starting there.
+	res = b.do("GET", "/catalogs/cat-a/collections/roads/items?bbox-crs="+url.QueryEscape(utm)+"&bbox=499990,-10,500010,10", tokClientLimited, nil)
+	require.Contains(t, featureIDs(t, res.json(t)), "r1")
 }

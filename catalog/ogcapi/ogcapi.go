@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,7 +74,7 @@ func EPSG(code int) CRS {
 }
 
 // ListedCRS are the CRSs every collection lists: CRS84, EPSG:4326 and Web
-// Mercator, then the projected CRSs its sources were in (Reader.CRSList).
+// Mercator; Reader.CRSList adds the CRSs its sources were in.
 var ListedCRS = []CRS{CRS84, EPSG(4326), EPSG(3857)}
 
 // ParamError is a refused query parameter.
@@ -154,4 +155,21 @@ func (r *Reader) ParseCRS(ctx context.Context, param, raw string) (CRS, error) {
 		}
 	}
 	return EPSG(n), nil
+}
+
+// CRSList returns the CRSs a collection lists (its items may be read in any
+// CRS PostGIS knows): ListedCRS, then the CRSs its sources were in, as the
+// gdal task recorded them in their assets.
+func (r *Reader) CRSList(ctx context.Context, catalogID, collectionID string) ([]CRS, error) {
+	out := slices.Clone(ListedCRS)
+	srids, err := r.store.SourceSRIDs(ctx, catalogID, collectionID)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range srids {
+		if c := EPSG(n); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

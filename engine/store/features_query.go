@@ -295,3 +295,32 @@ func isUndefinedTable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }
+
+// sourceSRIDsSQL reads the EPSG codes of the CRSs a collection's sources
+// were in: what the gdal task recorded in their assets' metadata
+// (metadata.gdal.crs.epsg), for the assets not deleted.
+const sourceSRIDsSQL = `
+SELECT DISTINCT (metadata #>> '{gdal,crs,epsg}')::int
+FROM catalog.assets
+WHERE catalog_id = $1 AND collection_id = $2 AND status <> 'deleted'
+  AND metadata #>> '{gdal,crs,epsg}' ~ '^[0-9]{1,9}$'
+ORDER BY 1`
+
+// SourceSRIDs returns the EPSG codes of the CRSs a collection's sources
+// were in (sourceSRIDsSQL), in order.
+func (s *Store) SourceSRIDs(ctx context.Context, catalogID, collectionID string) ([]int, error) {
+	rows, err := s.db.Query(ctx, sourceSRIDsSQL, catalogID, collectionID)
+	if err != nil {
+		return nil, wrap("reading the CRSs of the sources of "+catalogID+"/"+collectionID, err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			return nil, wrap("reading the CRSs of the sources of "+catalogID+"/"+collectionID, err)
+		}
+		out = append(out, n)
+	}
+	return out, wrap("reading the CRSs of the sources of "+catalogID+"/"+collectionID, rows.Err())
+}
