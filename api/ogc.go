@@ -135,7 +135,7 @@ func checkFormat(q query) *problem {
 	return invalidParameter("f", "is json, geojson or html, got %q", q.get("f"))
 }
 
-// storeKeyLink returns the link of the page after (rel next) or before
+// pageLink returns the link of the page after (rel next) or before
 // (rel prev) key k: the request's query with the cursor replaced.
 func (s *Server) pageLink(r *http.Request, rel string, k *store.FeatureKey) link {
 	q := r.URL.Query()
