@@ -101,8 +101,10 @@ func (s *Server) withOGC(ctx context.Context, r *http.Request, v *collectionView
 		Spatial:  spatialExtent{BBox: bbox, CRS: ogcapi.CRS84URI},
 		Temporal: temporalExtent{Interval: [][]*time.Time{{sum.First, sum.Last}}, TRS: "http://www.opengis.net/def/uom/ISO-8601/0/Gregorian"},
 	}
-	n := sum.Count
-	v.ItemCount = &n
+	if !sum.Estimated { // a large collection's count is not cheap: absent
+		n := sum.Count
+		v.ItemCount = &n
+	}
 	crss, err := ogcapi.New(s.store.Catalog()).CRSList(ctx, v.CatalogID, v.CollectionID)
 	if err != nil {
 		return err

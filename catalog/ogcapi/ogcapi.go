@@ -109,9 +109,16 @@ func (r *Reader) Table(ctx context.Context, catalogID, collectionID string) (sto
 	return t, err
 }
 
-// Summary returns the count and extents of a collection's features.
+// SummaryExactRows is how many rows a feature table may have (by the
+// planner's count) for its summary to be read whole: count, extent and
+// validity bounds; a larger one's is estimated (no count, the planner's
+// extent), so listing collections stays cheap.
+const SummaryExactRows = 1_000_000
+
+// Summary returns the count and extents of a collection's features
+// (estimated past SummaryExactRows, see store.SummarizeFeatures).
 func (r *Reader) Summary(ctx context.Context, t store.FeatureTable) (store.FeatureSummary, error) {
-	return r.store.SummarizeFeatures(ctx, t)
+	return r.store.SummarizeFeatures(ctx, t, SummaryExactRows)
 }
 
 // Items reads the page of t that q selects, handing each feature to fn

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -234,8 +235,13 @@ func featureQuerySQL(t FeatureTable, q FeatureQuery) (string, []any, error) {
 // FeatureSummary is what a collection's description shows of its
 // features.
 type FeatureSummary struct {
-	// Count is the number of current features.
+	// Count is the number of current features; -1 when the summary is
+	// estimated (Estimated).
 	Count int64
+	// Estimated says the table was too large to read whole: BBox is
+	// PostGIS's estimate from the planner's statistics (nil before the
+	// table is analysed), Count and the validity bounds are unknown.
+	Estimated bool
 	// BBox is [west, south, east, north] of the current features; nil
 	// when there are none.
 	BBox []float64
@@ -255,15 +261,43 @@ FROM (SELECT count(*) FILTER (WHERE upper_inf(validity)) AS n,
              coalesce(bool_or(upper_inf(validity)), false) AS open
       FROM %s WHERE deleted_at IS NULL) s`
 
-// SummarizeFeatures returns t's summary. A table that does not exist (a
-// collection never written) is empty.
-func (s *Store) SummarizeFeatures(ctx context.Context, t FeatureTable) (FeatureSummary, error) {
+// estimatedSummarySQL reads a large table's summary from the planner's
+// statistics alone: the rows it counts ($1 a regclass) and PostGIS's
+// estimated extent of geom.
+const estimatedSummarySQL = `
+SELECT c.reltuples::float8,
+       CASE WHEN c.reltuples > $2 THEN (SELECT ARRAY[ST_XMin(x), ST_YMin(x), ST_XMax(x), ST_YMax(x)]
+                                        FROM (SELECT ST_EstimatedExtent($3, $4, 'geom') AS x) e) END
+FROM pg_class c WHERE c.oid = to_regclass($1)`
+
+// SummarizeFeatures returns t's summary, read whole (featureSummarySQL)
+// while the planner counts at most exactRows rows in t, else estimated
+// (estimatedSummarySQL): a collection's description stays cheap however
+// large it grows. A table that does not exist (a collection never
+// written) is empty.
+func (s *Store) SummarizeFeatures(ctx context.Context, t FeatureTable, exactRows int64) (FeatureSummary, error) {
 	var sum FeatureSummary
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return sum, err
 	}
+	var rows *float64
+	var est []*float64
+	err := s.db.QueryRow(ctx, estimatedSummarySQL, t.ident(), float64(exactRows), t.Schema, t.Collection).Scan(&rows, &est)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return FeatureSummary{}, nil // no such table
+	}
+	if err != nil {
+		return sum, wrap("estimating the features of "+t.String(), err)
+	}
+	if rows != nil && *rows > float64(exactRows) {
+		sum = FeatureSummary{Count: -1, Estimated: true}
+		if len(est) == 4 && est[0] != nil && est[1] != nil && est[2] != nil && est[3] != nil {
+			sum.BBox = []float64{*est[0], *est[1], *est[2], *est[3]}
+		}
+		return sum, nil
+	}
 	var w, south, e, n *float64
-	err := s.db.QueryRow(ctx, fmt.Sprintf(featureSummarySQL, t.ident())).Scan(&sum.Count, &w, &south, &e, &n, &sum.First, &sum.Last)
+	err = s.db.QueryRow(ctx, fmt.Sprintf(featureSummarySQL, t.ident())).Scan(&sum.Count, &w, &south, &e, &n, &sum.First, &sum.Last)
 	if isUndefinedTable(err) {
 		return FeatureSummary{}, nil
 	}
