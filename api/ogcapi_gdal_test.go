@@ -24,8 +24,7 @@ func (b *bundle) gdal(token string, name string, args ...string) string {
 	b.t.Helper()
 	gdaltest.Require(b.t)
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "GDAL_HTTP_HEADERS=Authorization: Bearer "+token, "GDAL_HTTP_TIMEOUT=60",
-		"CPL_VSIL_CURL_USE_CACHE=NO", "GDAL_HTTP_MAX_RETRY=0")
+	cmd.Env = gdalEnv(token)
 	out, err := cmd.Output()
 	var stderr string
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -33,6 +32,14 @@ func (b *bundle) gdal(token string, name string, args ...string) string {
 	}
 	require.NoError(b.t, err, "%s %v: %s%s", name, args, out, stderr)
 	return string(out)
+}
+
+// gdalEnv is GDAL's environment for the test server: the token in
+// GDAL_HTTP_HEADERS, no cache, no retries, and no proxy between GDAL and
+// loopback whatever the machine's http_proxy says.
+func gdalEnv(token string) []string {
+	return append(os.Environ(), "GDAL_HTTP_HEADERS=Authorization: Bearer "+token, "GDAL_HTTP_TIMEOUT=60",
+		"CPL_VSIL_CURL_USE_CACHE=NO", "GDAL_HTTP_MAX_RETRY=0", "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
 }
 
 // gdalFeature is a feature as ogr2ogr writes it to GeoJSON.
@@ -114,7 +121,7 @@ func TestOGCAPIWithGDAL(t *testing.T) {
 
 	// Another tenant's token: the catalog is not there.
 	cmd := exec.Command("ogrinfo", "-ro", "-q", src)
-	cmd.Env = append(os.Environ(), "GDAL_HTTP_HEADERS=Authorization: Bearer "+tokClientB)
+	cmd.Env = gdalEnv(tokClientB)
 	res, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", res)
 	require.NotContains(t, strings.ToLower(string(res)), "places")
