@@ -217,3 +217,10 @@ screenshot: postgres chromium ## retake docs/dashboard-overview.png, the picture
 .PHONY: clean
 clean: ## remove build output (keeps ./.wf, the local database)
 	rm -rf bin
+
+.PHONY: vendor-ol
+OL_VERSION ?= 10.11.0
+vendor-ol: ## refresh the dashboard's OpenLayers (api/ui/static/ol.js, ol.css) from npm's ol@$(OL_VERSION)
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent ol@$(OL_VERSION) >/dev/null && tar xzf ol-$(OL_VERSION).tgz && \
+	sed '/^\/\/# sourceMappingURL=/d' package/dist/ol.js > $(CURDIR)/api/ui/static/ol.js && \
+	cp package/ol.css $(CURDIR)/api/ui/static/ol.css && cp package/LICENSE.md $(CURDIR)/api/ui/static/ol.LICENSE.md && rm -rf $$tmp

@@ -176,6 +176,10 @@ type bundle struct {
 	es *esfake.Server
 	// tracer traces the API and the engines the test starts (nil: off).
 	tracer trace.TracerProvider
+	// reports is the server's report location (api.Config.ReportsURL): a
+	// feature engine started with it as its report folder writes the
+	// reports that GET /tasks/{task_id}/files/report serves.
+	reports string
 }
 
 // tenantDir returns (and creates) the folder of tenant schema under the
@@ -322,6 +326,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	es := esfake.New()
 	t.Cleanup(es.Close)
 	tileCache := cmp.Or(o.tileCache, "file://"+filepath.ToSlash(t.TempDir()))
+	reports := t.TempDir()
 	bindCatalog(t, reg, pool, specs, files, o.gcp, es, o.warehouses, tileCache, o.tracer)
 	var push *gcp.PushReceiver
 	if o.storagePush != nil {
@@ -341,7 +346,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
 		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
-		Metrics: leaderMetrics(pool), TileCacheURL: tileCache, StoragePush: push,
+		Metrics: leaderMetrics(pool), TileCacheURL: tileCache, StoragePush: push, Files: files, ReportsURL: "file://" + reports,
 		TracerProvider: o.tracer, Reads: o.reads, Clock: o.clock,
 		// As wf serve's: the files root, and the other folders by name
 		// (the tests' report folders are temporary folders).
@@ -361,7 +366,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	router, err := gorillamux.NewRouter(&routed)
 	require.NoError(t, err)
 	return &bundle{t: t, ctx: ctx, pool: pool, store: store.New(pool), specs: specs, server: srv, http: hs,
-		router: router, doc: doc, reg: reg, root: root, files: files, es: es, tracer: o.tracer}
+		router: router, doc: doc, reg: reg, root: root, files: files, es: es, tracer: o.tracer, reports: reports}
 }
 
 // response is one answer, its body read.

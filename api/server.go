@@ -43,6 +43,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/worker"
 	"github.com/wfhq/wf/engine/workflow"
+	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners"
@@ -120,6 +121,14 @@ type Config struct {
 	// Workflows starts and controls workflow runs; default one built on the
 	// server's store, client and emitter.
 	Workflows *workflow.Workflows
+	// Files opens the tasks' files (files.local_roots, each tenant in its
+	// folder): GET /tasks/{task_id}/files/export reads an export through
+	// it, as the task's tenant. Nil serves no export.
+	Files *objio.Opener
+	// ReportsURL is where the detailed reporter writes (report.bucket_url:
+	// file:///folder or gs://bucket/prefix): GET /tasks/{task_id}/files/report
+	// reads only reports there. Empty serves no report.
+	ReportsURL string
 	// BaseURL, when set (https://wf.example.com), makes status_url and
 	// Location absolute; otherwise they are paths from the server's root.
 	BaseURL string

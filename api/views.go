@@ -101,6 +101,8 @@ type catalogView struct {
 	Metadata    json.RawMessage `json:"metadata"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	// Links make GET /catalogs/{catalog_id} an OGC API landing page.
+	Links []link `json:"links,omitempty"`
 }
 
 func newCatalogView(c store.Catalog) catalogView {
@@ -118,6 +120,15 @@ type collectionView struct {
 	LayerConfig  json.RawMessage `json:"layer_config"`
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// The OGC API – Features members of a collection read with GET
+	// (withOGC).
+	ID         string      `json:"id,omitempty"`
+	ItemType   string      `json:"itemType,omitempty"`
+	Links      []link      `json:"links,omitempty"`
+	Extent     *extentView `json:"extent,omitempty"`
+	ItemCount  *int64      `json:"itemCount,omitempty"`
+	CRS        []string    `json:"crs,omitempty"`
+	StorageCRS string      `json:"storageCrs,omitempty"`
 }
 
 func newCollectionView(c store.Collection) collectionView {

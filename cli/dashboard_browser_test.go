@@ -162,6 +162,8 @@ type dashboardEnv struct {
 	t    *testing.T
 	base string
 	pool *pgxpool.Pool
+	// dataDir is the server's data folder (its files root is files/ there).
+	dataDir string
 }
 
 // startDashboard runs `wf run` in this process on a database of its own
@@ -178,8 +180,9 @@ tokens:
   - {name: tenant-a, role: client, catalogs: [cat-a], token: browser-client-a-token-1}
 `, filepath.Join(dir, "browser.yaml")))
 	addr := inproc.FreeAddr(t)
+	dataDir := t.TempDir()
 	errOut := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
-		return Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", t.TempDir(), "--log-level", "warn",
+		return Main(ctx, []string{"wf", "--config", cfg, "--database-url", url, "--data-dir", dataDir, "--log-level", "warn",
 			"run", "--listen", addr}, stdout, stderr)
 	})
 	base := "http://" + addr
@@ -187,7 +190,7 @@ tokens:
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return &dashboardEnv{t: t, base: base, pool: pool}
+	return &dashboardEnv{t: t, base: base, pool: pool, dataDir: dataDir}
 }
 
 // call sends an API request with the admin token and decodes the answer.
@@ -535,14 +538,23 @@ WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int >
 	var reportURL string
 	require.NoError(t, env.pool.QueryRow(context.Background(), `SELECT outputs ->> 'report_url' FROM tasks.tasks WHERE task_id = $1`, id).Scan(&reportURL))
 	require.NotEmpty(t, reportURL)
-	require.Equal(t, reportURL, textOf(t, ctx, `[data-testid="report-url"]`))
+	require.Contains(t, textOf(t, ctx, `[data-testid="task-report"]`), reportURL, "where the report is, shown")
+	// The download link goes through the API with the session: the report
+	// as it was written.
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+  const a = document.querySelector('[data-testid="report-url"]');
+  const r = await fetch(a.href);
+  return a.getAttribute("href") + " " + r.status + " " + (await r.text()).split("\n").filter(Boolean).length;
+})()`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, "/tasks/"+id+"/files/report 200 250", got, "every record of the report, downloaded")
 	screenshot(t, ctx, "task-report")
 
 	// The next page, then refusals only, a page at a time.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("records-next")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="11"]`))))
 	require.Equal(t, kept("", 10, 10), rowsShown(""))
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[any](`(() => { const s = document.getElementById("r-outcome"); s.value = "REJECTED"; s.dispatchEvent(new Event("change")); })()`))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[any](`(() => { const s = document.getElementById("r-outcome"); s.value = "REJECTED"; s.dispatchEvent(new Event("change")); })()`))
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="records"] tbody tr[data-record="4"][data-outcome="REJECTED"]`))))
@@ -620,5 +632,36 @@ func TestDashboardWaitingInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="task"] [data-waiting="concurrency_global"]`))))
 	require.Contains(t, textOf(t, ctx, `[data-testid="task"] table.kv`), "held by concurrency.global")
 
+	require.Empty(t, consoleProblems(), "the dashboard logged errors")
+}
+
+// TestDashboardMapInBrowser: a collection's page in the dashboard draws its
+// features on an OpenLayers map in headless Chromium, for a token limited
+// to its catalog, with nothing logged to the console.
+func TestDashboardMapInBrowser(t *testing.T) {
+	t.Parallel()
+	env := startDashboard(t)
+	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a"})
+	env.call("POST", "/catalogs/cat-a/collections", map[string]any{"collection_id": "places"})
+	dir := filepath.Join(env.dataDir, "files", "s_cat_a")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "places.geojson"), []byte(`{"type":"FeatureCollection","features":[
+{"type":"Feature","geometry":{"type":"Point","coordinates":[7.68,45.07]},"properties":{"code":"TO"}},
+{"type":"Feature","geometry":{"type":"Point","coordinates":[9.19,45.46]},"properties":{"code":"MI"}},
+{"type":"Feature","geometry":{"type":"Polygon","coordinates":[[[8,44],[9,44],[9,45],[8,44]]]},"properties":{"code":"SQ"}}]}`), 0o644))
+	env.call("POST", "/ingestion/cat-a/places", map[string]any{"source": "places.geojson", "format": "geojson", "id_attribute": "code", "asset_id": "PLACES"})
+	env.waitSettled()
+	require.Equal(t, 3, env.count(`SELECT count(*) FROM s_cat_a.places`))
+
+	ctx, consoleProblems := browser(t)
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	signInBrowser(t, ctx, env.base, "browser-client-a-token-1")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(env.base+"/ui/#/catalog/cat-a?collection_id=places"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="map"][data-features="3"][data-rendered="1"] canvas`)),
+	))
+	screenshot(t, ctx, "collection-map")
 	require.Empty(t, consoleProblems(), "the dashboard logged errors")
 }

@@ -110,6 +110,11 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 			return nil, err
 		}
 	}
+	// Exports are fetched over HTTP from the tenants' folders.
+	files, err := filesOpener(cfg)
+	if err != nil {
+		return nil, err
+	}
 	// Reads that may lag go to database.read_url while it keeps up.
 	reads, closeReads, err := openReadReplica(ctx, rt, eng.Store())
 	if err != nil {
@@ -121,6 +126,8 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 		Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
 		StoragePush:    push,
+		Files:          files,
+		ReportsURL:     cfg.Report.BucketURL,
 		TracerProvider: rt.tracer,
 		Reads:          reads,
 	})

@@ -66,6 +66,9 @@ type processor struct {
 	validFrom   time.Time
 	// s2Level is the level of the centroid's S2 cell in the stats.
 	s2Level int
+	// mapping, when set, maps the attributes after the external id is
+	// read from them.
+	mapping *AttributeMapping
 }
 
 // reject returns the item of a refused record: its attributes echoed,
@@ -108,6 +111,13 @@ func (p *processor) process(rec *record) item {
 	extID, err := p.externalID(rec, props)
 	if err != nil {
 		return p.reject(rec, props, system(), nil, err.Error())
+	}
+	if p.mapping != nil {
+		mapped, text, err := p.mapping.apply(props)
+		if err != nil {
+			return p.reject(rec, props, system(), nil, err.Error())
+		}
+		props, stored = mapped, text
 	}
 
 	g, echo, err := rec.parseGeometry()

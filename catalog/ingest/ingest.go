@@ -183,7 +183,7 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if in.ValidityStart != nil {
 		validFrom = *in.ValidityStart
 	}
-	p := &processor{idAttribute: in.IDAttribute, validFrom: validFrom.UTC(), s2Level: DefaultS2Level}
+	p := &processor{idAttribute: in.IDAttribute, validFrom: validFrom.UTC(), s2Level: DefaultS2Level, mapping: in.Attributes}
 	if in.S2Level != nil {
 		p.s2Level = *in.S2Level
 	}

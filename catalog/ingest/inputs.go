@@ -60,6 +60,9 @@ type Inputs struct {
 	// AUTHORITY:CODE (EPSG:32632), for a source that does not say it or
 	// says it wrongly; optional.
 	SourceCRS string `json:"source_crs,omitempty"`
+	// Attributes selects, renames and casts the attributes stored;
+	// optional.
+	Attributes *AttributeMapping `json:"attributes,omitempty"`
 }
 
 // CSVOptions say where a CSV source keeps its geometry. With neither
@@ -107,6 +110,9 @@ func (in *Inputs) check() (errs []error) {
 	}
 	if in.IDAttribute == "" {
 		errs = append(errs, errors.New(`"id_attribute" is required: the property that holds each record's external id`))
+	}
+	if in.Attributes != nil {
+		errs = append(errs, in.Attributes.check()...)
 	}
 	if in.CSV != nil {
 		if in.Format != FormatCSV {

@@ -513,8 +513,15 @@ function renderReport(st, res, apiPath, on) {
       counts ? counts.total.toLocaleString() + " records: " + counts.succeeded.toLocaleString() + " succeeded, " +
         counts.rejected.toLocaleString() + " rejected, " + counts.failed.toLocaleString() + " failed. " : "",
       "The database reporter keeps the first 100 records of each outcome."),
+    // Downloads go through the API (GET /tasks/{id}/files/…), which any
+    // token that reads the task may use: the stored location is shown only.
     reportURL ? h("p", {}, "Detailed report (every record): ",
-      h("a", { href: reportURL, rel: "noopener noreferrer", "data-testid": "report-url" }, reportURL)) : null,
+      h("a", { href: "/tasks/" + encodeURIComponent(t.task_id) + "/files/report", download: "", "data-testid": "report-url" }, "download"),
+      " ", h("span", { class: "muted" }, reportURL)) : null,
+    t.task_type === "export_features" && t.status === "COMPLETED" && t.outputs && t.outputs.destination ?
+      h("p", {}, "Exported file: ",
+        h("a", { href: "/tasks/" + encodeURIComponent(t.task_id) + "/files/export", download: "", "data-testid": "export-url" }, "download"),
+        " ", h("span", { class: "muted" }, t.outputs.destination)) : null,
     h("p", { class: "filters" }, "outcome ",
       h("select", { id: "r-outcome", onchange: (ev) => on.outcome(ev.target.value) }, h("option", { value: "" }, "any"),
         RECORD_OUTCOMES.map((o) => h("option", { value: o, selected: st.outcome === o }, o)))),
@@ -619,6 +626,7 @@ async function catalogPage(root, id, params) {
   const link = (col, allStatuses) => "#/catalog/" + encodeURIComponent(id) + "?" +
     new URLSearchParams(Object.assign(col ? { collection_id: col } : {}, allStatuses ? { all: "1" } : {})).toString();
   const list = h("div", { id: "asset-list" });
+  const mapEl = collection ? h("div", { id: "map", class: "map", "data-testid": "map" }) : null;
   root.replaceChildren(
     h("h1", {}, "Catalog " + c.catalog_id),
     h("table", { class: "kv" }, h("tbody", {},
@@ -628,10 +636,19 @@ async function catalogPage(root, id, params) {
     table(["collection", "title", "created", ""], cols.items.map((x) => h("tr", { "data-collection": x.collection_id, class: x.collection_id === collection ? "current" : null },
       h("td", {}, x.collection_id), h("td", {}, x.title || ""), h("td", {}, fmtTime(x.created_at)),
       h("td", {}, h("a", { href: link(x.collection_id, all) }, "assets")))), { "data-testid": "collections" }),
+    ...(collection ? [h("h2", {}, "Map of " + collection),
+      h("p", { class: "muted", id: "map-note" }, "The collection's current features (the first 1000), from its OGC API items: ",
+        h("a", { href: base + "/collections/" + encodeURIComponent(collection) + "/items?f=html" }, "browse them")),
+      mapEl] : []),
     h("h2", {}, collection ? "Assets of " + collection : "Assets"),
     h("p", {}, collection ? [h("a", { href: link("", all) }, "every collection"), " · "] : null,
       all ? h("a", { href: link(collection, false) }, "active and archived only") : h("a", { href: link(collection, true), id: "assets-all" }, "with deleted ones")),
     list);
+  if (mapEl) {
+    // Not awaited: the map draws once the page is in the document.
+    collectionMap(mapEl, base + "/collections/" + encodeURIComponent(collection))
+      .catch((e) => { mapEl.replaceChildren(h("p", { class: "error" }, "The map failed: " + e.message)); });
+  }
   const query = new URLSearchParams({ limit: "50" });
   if (collection) query.set("collection_id", collection);
   if (all) for (const st of ["active", "archived", "deleted"]) query.append("status", st);
@@ -641,6 +658,32 @@ async function catalogPage(root, id, params) {
       h("td", {}, a.uri), h("td", {}, Object.keys(a.metadata || {}).length ? h("details", {}, h("summary", {}, Object.keys(a.metadata).join(", ")),
         h("pre", {}, fmtJSON(a.metadata))) : ""), h("td", {}, fmtTime(a.updated_at)))), { "data-testid": "assets" }),
     ["assets-prev", "← Previous"], ["assets-next", "Next →"]).load();
+}
+
+// collectionMap draws a collection's current features (its first 1000
+// items, GeoJSON from the OGC API route) on el with OpenLayers (ol.js,
+// vendored from npm: make vendor-ol), in Web Mercator, fitted to them. No
+// base map: the page reaches no other server. el gets data-features (how
+// many were drawn) and, once drawn, data-rendered.
+async function collectionMap(el, collectionPath) {
+  if (typeof ol === "undefined") { el.textContent = "The map library did not load."; return; }
+  const fc = await api("GET", collectionPath + "/items?limit=1000");
+  // OpenLayers measures its target: wait until the page is shown and laid out.
+  // A page left before that never draws its map (given up after ~10 s).
+  for (let frames = 0; !el.isConnected || !el.offsetWidth || !el.offsetHeight; frames++) {
+    if (frames > 600) return;
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+  }
+  const features = new ol.format.GeoJSON().readFeatures(fc, { featureProjection: "EPSG:3857" });
+  const source = new ol.source.Vector({ features });
+  const map = new ol.Map({
+    target: el,
+    layers: [new ol.layer.Graticule({ showLabels: false }), new ol.layer.Vector({ source })],
+    view: new ol.View({ center: [0, 0], zoom: 1 }),
+  });
+  if (features.length) map.getView().fit(source.getExtent(), { padding: [24, 24, 24, 24], maxZoom: 14 });
+  el.dataset.features = String(features.length);
+  map.once("rendercomplete", () => { el.dataset.rendered = "1"; });
 }
 
 // ---- workflow runs ----------------------------------------------------------------
