@@ -60,8 +60,11 @@ type progressRequest struct {
 // object into the task's progress, only while the task is ACTIVE under the
 // worker's lease (owner_id, and attempt when given) — 409 otherwise.
 func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req *progressRequest) error {
-	if len(req.Progress) == 0 || req.Progress[0] != '{' {
+	if len(req.Progress) == 0 {
 		return validationOne("/progress", "is required: a JSON object merged into the task's progress")
+	}
+	if req.Progress[0] != '{' {
+		return validationOne("/progress", "must be a JSON object (merged into the task's progress)")
 	}
 	if _, err := s.visibleTask(r.Context(), p, id); err != nil {
 		return err
