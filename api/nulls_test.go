@@ -94,3 +94,37 @@ func TestEmptyQueryValue(t *testing.T) {
 		require.Contains(t, string(res.body), `"parameter":"`+tc.parameter+`"`, tc.path)
 	}
 }
+
+// TestConformanceFindings: what the conformance test found wf taking that
+// the document refuses, or answering with a 500, each now a 400 naming the
+// member or parameter at fault that changes nothing.
+func TestConformanceFindings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createCatalog("cat-a", "roads")
+	id := b.enqueueTenantJob("s_cat_a")
+	bad := func(name, method, path, token, body, pointer string) requestCase {
+		return requestCase{name: name, method: method, path: path, token: token, body: body,
+			status: http.StatusBadRequest, pointers: []string{pointer}}
+	}
+	b.requireUnchanged(t, []requestCase{
+		// A 500 before: the attempt overflowed the database's integer.
+		bad("progress attempt 1e12", "POST", "/tasks/"+id+"/progress", tokWorker, `{"owner_id": "w", "attempt": 1000000000000, "progress": {}}`, "/attempt"),
+		bad("complete attempt 1e12", "POST", "/tasks/"+id+"/complete", tokWorker, `{"owner_id": "w", "attempt": 1000000000000}`, "/attempt"),
+		// "" was taken as absent.
+		bad("task run_at empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_at": ""}`, "/run_at"),
+		bad("task run_in empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_in": ""}`, "/run_in"),
+		bad("event scope empty", "POST", "/events", tokAdmin, `{"event_type": "survey.updated", "scope": ""}`, "/scope"),
+		bad("asset kind empty", "POST", "/catalogs/cat-a/assets", tokAdmin, `{"asset_id": "A3", "uri": "gs://b/a", "kind": ""}`, "/kind"),
+	})
+	for _, tc := range []struct{ path, parameter string }{
+		{"/catalogs/cat-a/assets?collection_id=-1", "collection_id"},
+		{"/catalogs/cat-a/collections/roads/tiles/0/1/0.mvt", "x"},
+		{"/catalogs/cat-a/collections/roads/tiles/1/0/2.mvt", "y"},
+		{"/catalogs/cat-a/collections/roads/tiles/23/0/0.mvt", "z"},
+	} {
+		res := b.do("GET", tc.path, tokAdmin, nil)
+		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.path, res.body)
+		require.Contains(t, string(res.body), `"parameter":"`+tc.parameter+`"`, tc.path)
+	}
+}

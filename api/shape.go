@@ -15,8 +15,12 @@ import (
 
 // A struct field tagged wf:"nullable" takes a JSON null; every other member
 // of a request body refuses one (checkShape). The OpenAPI document says of
-// each nullable member what null means.
-const nullableTag = "nullable"
+// each nullable member what null means. A string field tagged
+// wf:"nonempty" refuses "" (which its handler would take as absent).
+const (
+	nullableTag = "nullable"
+	nonemptyTag = "nonempty"
+)
 
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
@@ -134,8 +138,12 @@ func shapeOf(v any, t reflect.Type, ptr string) (string, string) {
 			if !known {
 				continue
 			}
-			if obj[k] == nil && f.Tag.Get("wf") == nullableTag {
+			tags := strings.Split(f.Tag.Get("wf"), ",")
+			if obj[k] == nil && slices.Contains(tags, nullableTag) {
 				continue
+			}
+			if obj[k] == "" && slices.Contains(tags, nonemptyTag) {
+				return ptr + "/" + escapePointer(k), "must not be empty (leave the member out for its default)"
 			}
 			if p, msg := shapeOf(obj[k], f.Type, ptr+"/"+escapePointer(k)); msg != "" {
 				return p, msg

@@ -21,8 +21,8 @@ type createTaskRequest struct {
 	Inputs     json.RawMessage `json:"inputs"`
 	DedupKey   string          `json:"dedup_key"`
 	Priority   *int            `json:"priority"`
-	RunAt      string          `json:"run_at"`
-	RunIn      string          `json:"run_in"`
+	RunAt      string          `json:"run_at" wf:"nonempty"`
+	RunIn      string          `json:"run_in" wf:"nonempty"`
 }
 
 // createTask answers POST /tasks: it creates a task, of a type whose spec

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 )
 
@@ -43,8 +44,8 @@ func (l leaseFields) check() *problem {
 	if l.OwnerID == "" || len(l.OwnerID) > 255 {
 		return validationOne("/owner_id", "is required: the owner_id the task was claimed by (at most 255 characters)")
 	}
-	if l.Attempt < 1 {
-		return validationOne("/attempt", "is required: the attempt number of the claim (the task's attempts when it was handed over, 1 or more)")
+	if l.Attempt < 1 || l.Attempt > math.MaxInt32 {
+		return validationOne("/attempt", "is required: the attempt number of the claim (the task's attempts when it was handed over, 1 to 2147483647)")
 	}
 	return nil
 }
