@@ -115,6 +115,7 @@ func TestConformanceFindings(t *testing.T) {
 		bad("task run_at empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_at": ""}`, "/run_at"),
 		bad("task run_in empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_in": ""}`, "/run_in"),
 		bad("event scope empty", "POST", "/events", tokAdmin, `{"event_type": "survey.updated", "scope": ""}`, "/scope"),
+		bad("catalog schema_name empty", "POST", "/catalogs", tokAdmin, `{"catalog_id": "cat-e", "schema_name": ""}`, "/schema_name"),
 		bad("asset kind empty", "POST", "/catalogs/cat-a/assets", tokAdmin, `{"asset_id": "A3", "uri": "gs://b/a", "kind": ""}`, "/kind"),
 	})
 	for _, tc := range []struct{ path, parameter string }{
