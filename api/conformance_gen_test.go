@@ -244,7 +244,8 @@ var mutations = []mutation{
 			return ""
 		}
 		i := g.r.IntN(len(q.params))
-		bad := []string{"", "abc", "-1", "99999999999", "a\x01b"}[g.r.IntN(5)]
+		bads := []string{"", " ", ",", "abc", "-1", "99999999999", "a\x01b"}
+		bad := bads[g.r.IntN(len(bads))]
 		q.params[i][1] = bad
 		return fmt.Sprintf("query %s=%q", q.params[i][0], bad)
 	},

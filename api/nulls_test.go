@@ -88,6 +88,8 @@ func TestEmptyQueryValue(t *testing.T) {
 		{"/catalogs/cat-a/assets?status=", "status"},
 		{"/admin/dead-letters?kind=", "kind"},
 		{"/workflows/runs?workflow=", "workflow"},
+		{"/tasks?status=,", "status"},
+		{"/tasks?task_type=noop,,echo_sync", "task_type"},
 	} {
 		res := b.do("GET", tc.path, tokAdmin, nil)
 		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.path, res.body)

@@ -248,6 +248,14 @@ func parseQuery(r *http.Request, single []string, repeatable []string) (query, *
 	for name, vs := range vals {
 		switch {
 		case slices.Contains(repeatable, name):
+			for _, v := range vs {
+				for part := range strings.SplitSeq(v, ",") {
+					if strings.TrimSpace(part) == "" {
+						// ?status=, would otherwise filter by nothing.
+						return query{}, invalidParameter(name, "has an empty item: separate values by single commas")
+					}
+				}
+			}
 		case slices.Contains(single, name):
 			if len(vs) > 1 {
 				return query{}, invalidParameter(name, "may be given once")

@@ -35,6 +35,7 @@ var (
 //   - null, unless the field is tagged wf:"nullable": encoding/json would
 //     leave the field as it was, so null would silently mean "absent" (and
 //     "dry_run": null would mean a real run);
+//   - "", for a string field tagged wf:"nonempty";
 //   - a value of the wrong JSON type, an integer out of its range, a time
 //     that is not RFC 3339 (the pointer names the member as the client
 //     wrote it, never a Go field or an embedded struct).
