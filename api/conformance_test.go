@@ -107,6 +107,7 @@ func covered(rules []documentRule, typ, location string) bool {
 	return false
 }
 
+// envInt reads an integer environment variable, def when unset.
 func envInt(t *testing.T, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
