@@ -19,6 +19,7 @@ help: ## show this help
 # memory in an idle wf run (BENCHMARKS.md), for nothing wf uses.
 build: export CGO_ENABLED = 0
 build: ## build the static wf binary into bin/wf, as the images do (stamped with the commit of a git checkout: wf --version)
+	@[ -x bin/wf ] || echo "compiling wf into bin/wf: the first build takes a few minutes (Go compiles every dependency once), later ones seconds"
 	$(GO) build -buildvcs=auto -o bin/wf .
 
 .PHONY: run
@@ -38,6 +39,7 @@ test: postgres chromium datefudge python ## run every test against one throwaway
 	@mkdir -p bin/test-output
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test $(GO_TEST_FLAGS) -artifacts -outputdir $(CURDIR)/bin/test-output ./...
 	$(GO) build -buildvcs=auto -o bin/wf . && ./bin/wf validate specs/
+	$(MAKE) --no-print-directory test-dates-sweep
 	$(MAKE) --no-print-directory check-deploy
 	$(MAKE) --no-print-directory embed-check
 	$(MAKE) --no-print-directory test-riverbench
@@ -138,6 +140,26 @@ test-dates: postgres datefudge ## run the date-sensitive packages as if it were 
 	    $(foreach d,$(TEST_DATES_ROME),$(d)@Europe/Rome) \
 	    $(foreach d,$(TEST_DATES_FAR),$(d)@Pacific/Kiritimati) \
 	    -- $(DATE_PACKAGES)
+
+# The date sweep of make test: the tests that write rows at times they
+# compute (found by what they call: internal/dbtest/testdates/dated.go) at
+# hostile dates: the 1st (and New Year), 2nd, 7th and 10th, the 28th to the
+# 31st of several months, 29 February, both DST changes of Europe/Rome and
+# America/New_York, and the 1st in UTC+14. A date's packages run side by
+# side, SWEEP_JOBS dates at once.
+TEST_SWEEP_DATES ?= 2027-01-01T00:00:00Z@UTC 2027-03-02T00:00:00Z@UTC 2027-03-07T12:00:00Z@UTC \
+    2027-05-10T00:00:00Z@UTC 2027-02-28T23:59:50Z@UTC 2028-02-29T23:59:50Z@UTC \
+    2027-04-30T23:59:50Z@UTC 2026-12-31T23:59:50Z@UTC \
+    2027-03-28T01:59:50+01:00@Europe/Rome 2027-10-31T02:59:50+02:00@Europe/Rome \
+    2027-03-14T01:59:50-05:00@America/New_York 2027-11-07T01:59:50-04:00@America/New_York \
+    2027-03-01T00:00:00+14:00@Pacific/Kiritimati
+SWEEP_JOBS ?= 3
+
+.PHONY: test-dates-sweep
+test-dates-sweep: export CGO_ENABLED = 0
+test-dates-sweep: export GOFLAGS = -trimpath
+test-dates-sweep: postgres datefudge ## run the tests that write dated rows at 13 hostile dates (part of make test; a few minutes)
+	$(GO) run ./internal/dbtest/testdates -dated -jobs $(SWEEP_JOBS) $(TEST_SWEEP_DATES) -- ./...
 
 .PHONY: datefudge
 datefudge: ## install Debian's datefudge when missing: test-dates runs PostgreSQL under it

@@ -67,6 +67,7 @@ type scheduleView struct {
 
 type outboxView struct {
 	Pending          int64      `json:"pending"`
+	Held             int64      `json:"held"`
 	Processing       int64      `json:"processing"`
 	DeadLetter       int64      `json:"dead_letter"`
 	OldestPendingAt  *time.Time `json:"oldest_pending_at,omitempty"`
@@ -160,7 +161,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request, p *principal) 
 		v.Schedules = append(v.Schedules, sv)
 	}
 	if sc.all {
-		ob := &outboxView{Pending: o.Outbox.Pending, Processing: o.Outbox.Processing, DeadLetter: o.Outbox.DeadLetter,
+		ob := &outboxView{Pending: o.Outbox.Pending, Held: o.Outbox.Held, Processing: o.Outbox.Processing, DeadLetter: o.Outbox.DeadLetter,
 			OldestPendingAt: o.Outbox.OldestPending}
 		if ob.OldestPendingAt != nil {
 			t := ob.OldestPendingAt.UTC()

@@ -152,7 +152,9 @@ func TestCancellingAStepTaskFailsItsRun(t *testing.T) {
 	require.Contains(t, run["error"], "step first was cancelled")
 	steps := run["steps"].([]any)
 	require.Equal(t, "CANCELLED", steps[0].(map[string]any)["status"])
-	require.Equal(t, "WAITING", steps[1].(map[string]any)["status"])
+	// The step after it never ran: CANCELLED, not WAITING as if it might.
+	require.Equal(t, "CANCELLED", steps[1].(map[string]any)["status"])
+	require.Contains(t, steps[1].(map[string]any)["error"], "did not run: workflow run "+id+" failed")
 
 	res = b.do("POST", "/workflows/runs/"+id+"/retry", tokClientLimited, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))

@@ -135,6 +135,9 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 			match += " when " + s.WhenExpr()
 		}
 		fmt.Fprintf(b, "    on %s\n", match)
+		if p := s.PayloadSchema(); p != nil {
+			fmt.Fprintf(b, "    payload schema %s\n", p)
+		}
 		fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
 		exprs := s.InputExprs()
 		for _, name := range sortedNames(exprs) {

@@ -59,6 +59,27 @@ func TestCompileTextEmptySections(t *testing.T) {
 		"  none besides the local background and sync runners\n\nworkflows:\n  none\n")
 }
 
+// TestCompileTextPayloadSchema: a subscription's payload schema is printed
+// with it.
+func TestCompileTextPayloadSchema(t *testing.T) {
+	t.Parallel()
+	dir := writeSpecs(t, map[string]string{"a.yaml": `kind: TaskType
+name: noop
+handler: {builtin: noop}
+---
+kind: Subscription
+name: on-ingest
+event_type: ingestion.completed
+payload: {type: object, properties: {status: {type: string, enum: [ok, partial]}}}
+when: event.payload.status == "ok"
+task_type: noop
+`})
+	code, out, errOut := runWF(t, "compile", dir)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, "    on event type ingestion.completed when event.payload.status == \"ok\"\n"+
+		`    payload schema {"properties":{"status":{"enum":["ok","partial"],"type":"string"}},"type":"object"}`+"\n")
+}
+
 func TestCompileJSON(t *testing.T) {
 	t.Parallel()
 	dir := writeSpecs(t, map[string]string{"a.yaml": validSpecYAML})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -70,12 +71,27 @@ func loadConfigFile(c *cli.Context, file string) (*config.Config, error) {
 // newLogger builds the logger of a command from the configuration: JSON or
 // text as configured, or for "auto" text on a terminal and JSON otherwise.
 func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
+	opts := &slog.HandlerOptions{Level: cfg.SlogLevel(), ReplaceAttr: readableAttr}
 	text := cfg.LogFormat == config.LogFormatText || (cfg.LogFormat != config.LogFormatJSON && isTerminalWriter(stderr))
 	if text {
 		return slog.New(slog.NewTextHandler(stderr, opts))
 	}
 	return slog.New(slog.NewJSONHandler(stderr, opts))
+}
+
+// readableAttr writes a duration as text ("20s", as the text handler
+// does; JSON had 20000000000 nanoseconds) and a nil slice as an empty list
+// (JSON had null where the reader expects a list).
+func readableAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindAny:
+		if v := reflect.ValueOf(a.Value.Any()); v.Kind() == reflect.Slice && v.IsNil() {
+			a.Value = slog.AnyValue([]any{})
+		}
+	}
+	return a
 }
 
 // isTerminalWriter reports whether w is a character device (a terminal).

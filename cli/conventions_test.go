@@ -47,10 +47,28 @@ func TestUnknownCommand(t *testing.T) {
 		require.Empty(t, out, tc.args)
 		require.True(t, strings.HasPrefix(errOut, tc.want), "%v: %s", tc.args, errOut)
 	}
-	// Without a command, the help, as before.
-	code, out, errOut := runWF(t, "tasks")
-	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, "USAGE:")
+	// Without a command: the help, and a usage error (a script that ran
+	// `wf` alone did nothing).
+	for _, args := range [][]string{nil, {"tasks"}} {
+		code, out, errOut := runWF(t, args...)
+		require.Equal(t, ExitUsage, code, errOut)
+		require.Contains(t, out, "USAGE:")
+		require.Equal(t, "wf: usage: "+strings.TrimSpace("wf "+strings.Join(args, " "))+" needs a command (listed above)\n", errOut)
+	}
+}
+
+// TestUnknownFlag: a flag a command does not know is one line naming the
+// command's help, exit 2: not the error twice around the whole help.
+func TestUnknownFlag(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runWF(t, "enqueue", "--bogus", "x")
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, out)
+	require.Equal(t, "wf: usage: flag provided but not defined: -bogus (see 'wf enqueue --help')\n", errOut)
+	code, out, errOut = runWF(t, "tasks", "list", "--limt", "3")
+	require.Equal(t, ExitUsage, code)
+	require.Empty(t, out)
+	require.Equal(t, "wf: usage: flag provided but not defined: -limt (see 'wf tasks list --help')\n", errOut)
 }
 
 // TestWaitJSONIsOneDocument: enqueue --wait --format json prints one JSON
@@ -163,4 +181,41 @@ func TestNoArgumentsCommands(t *testing.T) {
 		require.Empty(t, out, args)
 		require.Equal(t, "wf: usage: "+tc.command+` takes no arguments, got "extra"`+"\n", errOut, args)
 	}
+}
+
+// TestEnqueueFriction: an unknown task type names the nearest declared one
+// before any database work, and --wait in text prints the outputs the task
+// ended with.
+func TestEnqueueFriction(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{
+		"noop.yaml":  "kind: TaskType\nname: noop\nhandler: {builtin: noop}\n",
+		"hello.yaml": "kind: TaskType\nname: hello\nhandler: {exec: {command: [echo, '{\"greeting\":\"hi\"}']}}\n",
+	})
+	code, out, errOut := e.run("enqueue", "noopp")
+	require.Equal(t, ExitFailure, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, `unknown task type "noopp" in the specs (`)
+	require.Contains(t, errOut, `; did you mean "noop"?`)
+
+	e.engine()
+	code, out, errOut = e.run("enqueue", "--wait", "hello")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, " COMPLETED\noutputs: {\"greeting\": \"hi\"}\n")
+}
+
+// TestInputReadAsJSONHint: --input message=123 is the number 123; where
+// the schema wants a string, the refusal says how to quote it.
+func TestInputReadAsJSONHint(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"greet.yaml": `kind: TaskType
+name: greet
+handler: {builtin: noop}
+inputs: {type: object, properties: {message: {type: string}}}
+`})
+	code, _, errOut := e.run("enqueue", "--input", "message=123", "greet")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, `hint: --input message=123 was read as JSON (123); to pass it as text, quote it: --input 'message="123"'`)
+	code, _, errOut = e.run("enqueue", "--input", `message="123"`, "greet")
+	require.Equal(t, ExitOK, code, errOut)
 }

@@ -77,6 +77,9 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := specs.TaskType(c.Args().First()); !ok {
+		return unknownTaskType(c.Args().First(), specs, cfg.Specs)
+	}
 	// The command acts as an admin: a type only wf itself creates (its spec's
 	// api.create leaves admin out) is refused before anything is written.
 	if tt, ok := specs.TaskType(c.Args().First()); ok && !tt.CreatableBy(spec.RoleAdmin) {
@@ -100,7 +103,7 @@ func runEnqueue(c *cli.Context) error {
 	}
 	results, err := cl.EnqueueMany(c.Context, reqs)
 	if err != nil {
-		return enqueueError(err)
+		return enqueueError(c, err)
 	}
 	// With --wait, JSON output is one document: the task as it ended.
 	if !c.Bool("wait") || format != formatJSON {
@@ -125,6 +128,9 @@ func runEnqueue(c *cli.Context) error {
 		}
 	} else {
 		fmt.Fprintf(c.App.Writer, "task %s %s\n", final.ID, final.Status)
+		if len(final.Outputs) > 0 && string(final.Outputs) != "null" && string(final.Outputs) != "{}" {
+			fmt.Fprintf(c.App.Writer, "outputs: %s\n", final.Outputs)
+		}
 	}
 	if final.Status != wftype.StatusCompleted {
 		msg := fmt.Sprintf("task %s ended %s", final.ID, final.Status)
@@ -140,10 +146,30 @@ func runEnqueue(c *cli.Context) error {
 // by a command's other flags.
 func inputFlags(more ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "input", Aliases: []string{"i"}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
+		&cli.GenericFlag{Name: "input", Aliases: []string{"i"}, Value: &keyValues{}, Usage: "an input `KEY=VALUE` (VALUE is parsed as JSON when it is valid JSON, else taken as a string); repeatable"},
 		&cli.StringFlag{Name: "json", Usage: "read the inputs object from `FILE` (- for standard input)"},
 	}, more...)
 }
+
+// keyValues collects a repeatable flag's values as given. A
+// cli.StringSliceFlag would split each at its commas, so --input
+// 'tags=["a","b"]' arrived as two values and its JSON list was lost.
+type keyValues []string
+
+// Set adds one value. urfave/cli copies a flag's value to its other names
+// (--input to -i) by Set(String()) on the same keyValues: that copy is
+// recognised and ignored. String joins with NUL, which no argument holds;
+// for one value the copy is that value again, which adds nothing.
+func (k *keyValues) Set(v string) error {
+	if len(*k) > 0 && v == k.String() {
+		return nil
+	}
+	*k = append(*k, v)
+	return nil
+}
+
+// String lists the values, NUL-separated.
+func (k *keyValues) String() string { return strings.Join(*k, "\x00") }
 
 // enqueueInputs builds the inputs object from --json and --input flags.
 func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
@@ -171,7 +197,11 @@ func enqueueInputs(c *cli.Context) (json.RawMessage, error) {
 			return nil, Usagef("--json: %s does not hold a JSON object: %v", path, err)
 		}
 	}
-	for _, kv := range c.StringSlice("input") {
+	var given []string
+	if kvs, ok := c.Generic("input").(*keyValues); ok {
+		given = *kvs
+	}
+	for _, kv := range given {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, Usagef("--input %q: expected KEY=VALUE", kv)
@@ -313,10 +343,61 @@ func progressLine(t wftype.Task) string {
 // enqueueError is a failed enqueue as a command's exit: inputs that do not
 // match the task type's schema one problem a line, any other error as it
 // reads.
-func enqueueError(err error) error {
+// quoteHints explains the refusals of --input values that were read as
+// JSON (a number, true, false, null) where the schema wanted a string:
+// --input message=123 gives the number 123, and the fix is to quote it.
+func quoteHints(c *cli.Context, errs spec.InputErrors) []string {
+	if c == nil {
+		return nil
+	}
+	kvs, ok := c.Generic("input").(*keyValues)
+	if !ok {
+		return nil
+	}
+	var hints []string
+	for _, kv := range *kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		var val any
+		if json.Unmarshal([]byte(v), &val) != nil {
+			continue // taken as a string already
+		}
+		switch val.(type) {
+		case string, map[string]any, []any:
+			continue
+		}
+		for _, e := range errs {
+			if e.Pointer == "/"+k && strings.Contains(e.Message, "string") {
+				hints = append(hints, fmt.Sprintf("hint: --input %s was read as JSON (%s); to pass it as text, quote it: --input '%s=\"%s\"'", kv, v, k, v))
+				break
+			}
+		}
+	}
+	return hints
+}
+
+// unknownTaskType is the failure for a task type the specs do not declare,
+// with the nearest declared one when one is close, before the database is
+// opened.
+func unknownTaskType(name string, specs *spec.Set, paths []string) error {
+	var names []string
+	for _, tt := range specs.TaskTypes() {
+		names = append(names, tt.Name())
+	}
+	msg := fmt.Sprintf("unknown task type %q in the specs (%s)", name, strings.Join(paths, ", "))
+	if near := nearestName(name, names); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return cli.Exit(msg, ExitFailure)
+}
+
+func enqueueError(c *cli.Context, err error) error {
 	var verr *client.ValidationError
 	if errors.As(err, &verr) && len(verr.Inputs) > 0 {
-		return cli.Exit(fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, lines.Indented(verr.Inputs)), ExitFailure)
+		msg := fmt.Sprintf("invalid inputs for task type %s:\n%s", verr.TaskType, lines.Indented(verr.Inputs))
+		for _, hint := range quoteHints(c, verr.Inputs) {
+			msg += "\n" + hint
+		}
+		return cli.Exit(msg, ExitFailure)
 	}
 	return cli.Exit(err.Error(), ExitFailure)
 }

@@ -131,12 +131,12 @@ func fetchSpec(input, more string) map[string]string {
 // the command with each problem on a line of its own under the task type.
 func TestEnqueueErrorListsInputs(t *testing.T) {
 	t.Parallel()
-	err := enqueueError(&client.ValidationError{TaskType: "ingest", Inputs: spec.InputErrors{
+	err := enqueueError(nil, &client.ValidationError{TaskType: "ingest", Inputs: spec.InputErrors{
 		{Message: "missing property path"}, {Pointer: "/n", Message: "expected integer"},
 	}})
 	var exit cli.ExitCoder
 	require.True(t, errors.As(err, &exit))
 	require.Equal(t, ExitFailure, exit.ExitCode())
 	require.Equal(t, "invalid inputs for task type ingest:\n  (root): missing property path\n  /n: expected integer", err.Error())
-	require.Equal(t, "boom", enqueueError(errors.New("boom")).Error())
+	require.Equal(t, "boom", enqueueError(nil, errors.New("boom")).Error())
 }

@@ -226,7 +226,7 @@ func execTakeError(c *cli.Context, format string, err error) error {
 		}
 		return cli.Exit(fin.Error(), ExitFailure)
 	}
-	return enqueueError(err)
+	return enqueueError(c, err)
 }
 
 // printExecResult prints the task as it ended: one line (and its outputs)

@@ -128,8 +128,14 @@ func idPrefixRange(prefix string) (lo, hi uuid.UUID, ok bool) {
 // resolveTaskPrefix returns the one task whose id starts with prefix; none,
 // or more than one, is an error that says so (with the candidates).
 func resolveTaskPrefix(ctx context.Context, st *store.Store, prefix string, lo, hi uuid.UUID) (uuid.UUID, error) {
+	return resolvePrefix(ctx, "task", st.TaskIDsBetween, prefix, lo, hi)
+}
+
+// resolvePrefix returns the one id (of a task or a run: what) in [lo, hi]
+// that between finds, or an error naming none or the first few.
+func resolvePrefix(ctx context.Context, what string, between func(ctx context.Context, lo, hi uuid.UUID, limit int) ([]uuid.UUID, error), prefix string, lo, hi uuid.UUID) (uuid.UUID, error) {
 	const shown = 5
-	ids, err := st.TaskIDsBetween(ctx, lo, hi, shown+1)
+	ids, err := between(ctx, lo, hi, shown+1)
 	if err != nil {
 		return uuid.Nil, storeError(err)
 	}
@@ -137,7 +143,7 @@ func resolveTaskPrefix(ctx context.Context, st *store.Store, prefix string, lo, 
 	case len(ids) == 1:
 		return ids[0], nil
 	case len(ids) == 0:
-		return uuid.Nil, cli.Exit(fmt.Sprintf("no task id starts with %q", prefix), ExitFailure)
+		return uuid.Nil, cli.Exit(fmt.Sprintf("no %s id starts with %q", what, prefix), ExitFailure)
 	}
 	names := make([]string, 0, shown)
 	for _, id := range ids[:min(len(ids), shown)] {
@@ -147,7 +153,7 @@ func resolveTaskPrefix(ctx context.Context, st *store.Store, prefix string, lo, 
 	if len(ids) > shown {
 		more = ", …"
 	}
-	return uuid.Nil, cli.Exit(fmt.Sprintf("task id prefix %q is ambiguous: it starts %s%s; give more of the id", prefix, strings.Join(names, ", "), more), ExitFailure)
+	return uuid.Nil, cli.Exit(fmt.Sprintf("%s id prefix %q is ambiguous: it starts %s%s; give more of the id", what, prefix, strings.Join(names, ", "), more), ExitFailure)
 }
 
 // parseTaskID reads a full task id.

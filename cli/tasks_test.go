@@ -122,3 +122,42 @@ WHERE r.run_id = $1 AND s.step = 'first'`, run).Scan(&status, &step))
 	require.Equal(t, "FAILED", status)
 	require.Equal(t, "CANCELLED", step)
 }
+
+// TestRunIDPrefix: wf workflows show|cancel take a unique prefix of a run
+// id, as wf tasks show takes one of a task id; an unknown prefix is a clear
+// failure and a malformed one a usage error.
+func TestRunIDPrefix(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"flow.yaml": `
+kind: TaskType
+name: step_job
+handler: {builtin: noop}
+---
+kind: Workflow
+name: one
+steps:
+  only: {task_type: step_job}
+`})
+	code, out, errOut := e.run("workflows", "start", "--format", "json", "one")
+	require.Equal(t, ExitOK, code, errOut)
+	var started struct {
+		RunID uuid.UUID `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &started), out)
+	require.NotEqual(t, uuid.Nil, started.RunID, out)
+	prefix := started.RunID.String()[:13]
+
+	code, out, errOut = e.run("workflows", "show", "--format", "json", prefix)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, started.RunID.String())
+	code, out, errOut = e.run("workflows", "cancel", prefix)
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, out, started.RunID.String())
+
+	code, _, errOut = e.run("workflows", "show", "ffffffff-ffff")
+	require.Equal(t, ExitFailure, code)
+	require.Contains(t, errOut, `no run id starts with "ffffffff-ffff"`)
+	code, _, errOut = e.run("workflows", "show", "xy")
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, `"xy" is neither a run id (a UUID) nor a prefix of one`)
+}

@@ -62,15 +62,21 @@ func workflowsCommand() *cli.Command {
 	}
 }
 
-// runAction wraps a command taking one run id.
+// runAction wraps a command taking one run id: a full id, or a unique
+// prefix of one, as wf tasks show takes.
 func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows, st *store.Store, id uuid.UUID) error) cli.ActionFunc {
 	return databaseActionArgs(access, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 		if c.NArg() != 1 {
 			return Usagef("%s takes one RUN_ID argument, got %d arguments", c.Command.Name, c.NArg())
 		}
-		id, err := uuid.Parse(c.Args().First())
+		arg := c.Args().First()
+		id, err := uuid.Parse(arg)
+		var lo, hi uuid.UUID
 		if err != nil {
-			return Usagef("%q is not a run id (a UUID)", c.Args().First())
+			var ok bool
+			if lo, hi, ok = idPrefixRange(arg); !ok {
+				return Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
+			}
 		}
 		if _, err := checkFormat(c, formatText, formatJSON); err != nil {
 			return err
@@ -78,6 +84,11 @@ func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows
 		wfs, st, err := workflowRuntime(c, cfg, pool)
 		if err != nil {
 			return err
+		}
+		if id == uuid.Nil {
+			if id, err = resolvePrefix(c.Context, "run", st.WorkflowRunIDsBetween, arg, lo, hi); err != nil {
+				return err
+			}
 		}
 		return run(c, wfs, st, id)
 	})

@@ -26,9 +26,6 @@ func scale(ctx context.Context, e *env, res *Result) error {
 	now := time.Now().UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	from, to := month.AddDate(0, -5, 0), month.AddDate(0, -1, 0)
-	if _, err := st.EnsurePartitions(ctx, from, 8); err != nil {
-		return err
-	}
 	cl := e.client(e.pool)
 	rows := slices.Sorted(slices.Values(e.cfg.ScaleRows))
 	have := 0

@@ -21,7 +21,7 @@ type queueCollector struct {
 	cfg      Config
 	isLeader func() bool
 
-	depth, oldest, dead, failed, outbox, outboxAge, estimate, up, paused, unreadable, held *prometheus.Desc
+	depth, oldest, dead, failed, outbox, outboxAge, outboxHeld, estimate, up, paused, unreadable, held *prometheus.Desc
 
 	mu       sync.Mutex
 	readAt   time.Time
@@ -51,7 +51,9 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 		outbox: prometheus.NewDesc("wf_outbox_events",
 			"Events in the outbox by status (PENDING, PROCESSING, DEAD_LETTER). Leader only.", []string{"status"}, nil),
 		outboxAge: prometheus.NewDesc("wf_outbox_oldest_pending_age_seconds",
-			"Age of the oldest PENDING event in the outbox (0 when none). Leader only.", nil, nil),
+			"Age of the oldest due PENDING event in the outbox (0 when none is due): events held because no subscription matched them (events.unmatched_grace) or waiting for a retry are not due. Leader only.", nil, nil),
+		outboxHeld: prometheus.NewDesc("wf_outbox_events_held",
+			"PENDING events not due yet (part of wf_outbox_events{status=\"PENDING\"}): held because no subscription matched them, or waiting for a retry. Leader only.", nil, nil),
 		estimate: prometheus.NewDesc("wf_task_rows_estimate",
 			"Rows of tasks.tasks by status, estimated from the planner's statistics (as fresh as the last ANALYZE). Leader only.",
 			[]string{"status"}, nil),
@@ -68,7 +70,7 @@ func newQueueCollector(cfg Config, isLeader func() bool) *queueCollector {
 
 // Describe implements prometheus.Collector.
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.estimate, c.up, c.paused, c.unreadable, c.held} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.dead, c.failed, c.outbox, c.outboxAge, c.outboxHeld, c.estimate, c.up, c.paused, c.unreadable, c.held} {
 		ch <- d
 	}
 }
@@ -117,6 +119,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		age = max(o.Now.Sub(*o.Outbox.OldestPending).Seconds(), 0)
 	}
 	gauge(c.outboxAge, age)
+	gauge(c.outboxHeld, float64(o.Outbox.Held))
 	for status, n := range o.Estimates {
 		gauge(c.estimate, n, string(status))
 	}

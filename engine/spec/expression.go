@@ -68,12 +68,15 @@ type program struct {
 	source string
 	prog   *vm.Program
 	result resultKind
+	// checked is the result type a check against a typed environment
+	// found (a subscription's payload schema), nil when none was made.
+	checked reflect.Type
 }
 
 // compileProgram type-checks and compiles source against the environment env
-// (a zero value of one of the env structs above).
-func compileProgram(source string, env any, result resultKind) (*program, error) {
-	opts := []expr.Option{expr.Env(env)}
+// (a zero value of one of the env structs above), with the extra options.
+func compileProgram(source string, env any, result resultKind, extra ...expr.Option) (*program, error) {
+	opts := append([]expr.Option{expr.Env(env)}, extra...)
 	switch result {
 	case resultString:
 		opts = append(opts, expr.AsKind(reflect.String))

@@ -119,6 +119,7 @@ type (
 		Glob        bool              `json:"glob"`
 		When        string            `json:"when,omitempty"`
 		TaskType    string            `json:"task_type"`
+		Payload     json.RawMessage   `json:"payload,omitempty"`
 		SchemaName  string            `json:"schema_name"`
 		Inputs      map[string]string `json:"inputs"`
 		DedupKey    string            `json:"dedup_key"`
@@ -167,7 +168,7 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 		out.Subscriptions = append(out.Subscriptions, subscriptionJSON{
 			Name: sub.name, Description: sub.description, Source: sub.source.String(),
 			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), TaskType: sub.taskType.name,
-			SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
+			Payload: sub.PayloadSchema(), SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
 		})
 	}
 	for _, sch := range s.schedules {

@@ -69,7 +69,8 @@ func (c *checker) compileSchedule(d *document) *Schedule {
 		if doc, err := toJSONValue(value); err != nil {
 			c.fail(d, "/inputs", "%v", err)
 		} else if err := t.inputs.Validate(doc); err != nil {
-			for _, v := range violations(err, t.inputsDoc, doc) {
+			vs, _ := pairMisspelt(violations(err, t.inputsDoc, doc))
+			for _, v := range vs {
 				c.add(d, v.pointer("/inputs"), d.violationError(v, "/inputs"))
 			}
 		}

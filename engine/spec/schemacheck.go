@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -72,6 +73,10 @@ func (s *specSchema) check(d *document) Errors {
 			placed[strings.SplitN(parent, ".", 2)[0]] = true
 		}
 	}
+	vs, dropped := pairMisspelt(vs)
+	for _, v := range dropped {
+		d.flag(v.pointer(""))
+	}
 	var errs Errors
 	for _, v := range vs {
 		if v.kind == violationMissing && v.ptr == "" && placed[v.field] {
@@ -115,6 +120,13 @@ func (d *document) violationError(v violation, base string) Error {
 	path := fieldPath(d.value, ptr)
 	switch v.kind {
 	case violationMissing:
+		if obj, ok := d.lookup(ptr); ok {
+			if m, isMap := obj.(map[string]any); isMap {
+				if typo, found := misspeltAs(v.field, sortedKeys(m)); found {
+					return d.errorAt(d.keyAt(joinPointer(ptr, typo)), "%smissing required field %q; did you misspell it as %q?", prefixPath(path), v.field, typo)
+				}
+			}
+		}
 		return d.errorAt(d.at(ptr), "%smissing required field %q", prefixPath(path), v.field)
 	case violationUnknown:
 		child := joinPointer(ptr, v.field)
@@ -142,6 +154,10 @@ func (d *document) yamlTypeHint(ptr, message string) string {
 	}
 	wantsText := strings.HasPrefix(message, "expected string")
 	switch tag := n.ShortTag(); {
+	case wantsText && (tag == "!!int" || tag == "!!float" || tag == "!!bool") && d.isExpression(ptr):
+		what := map[string]string{"!!int": "a number", "!!float": "a number", "!!bool": "a boolean"}[tag]
+		return fmt.Sprintf("; YAML reads %s as %s, but the field is an expression: quote it, %s for the %s or '\"%s\"' for the text",
+			n.Value, what, quoteSuggestion(n.Value), strings.TrimPrefix(what, "a "), n.Value)
 	case wantsText && (tag == "!!int" || tag == "!!float" || tag == "!!bool"):
 		what := map[string]string{"!!int": "a number", "!!float": "a number", "!!bool": "a boolean"}[tag]
 		return fmt.Sprintf("; YAML reads %s as %s: quote it to keep it as text: %s", n.Value, what, quoteSuggestion(n.Value))
@@ -156,6 +172,21 @@ func (d *document) yamlTypeHint(ptr, message string) string {
 		}
 	}
 	return ""
+}
+
+// expressionFieldRE matches, per kind, the pointers of the fields whose
+// value is an expression.
+var expressionFieldRE = map[string]*regexp.Regexp{
+	KindTaskType:     regexp.MustCompile(`^/dedup_key$`),
+	KindSubscription: regexp.MustCompile(`^/(when|schema_name|dedup_key|inputs/[^/]+)$`),
+	KindWorkflow:     regexp.MustCompile(`^/steps/[^/]+/(when|for_each|inputs/[^/]+)$`),
+}
+
+// isExpression reports whether the value at ptr is an expression, where a
+// literal is written quoted in YAML and, for text, quoted again inside.
+func (d *document) isExpression(ptr string) bool {
+	re, ok := expressionFieldRE[d.kind]
+	return ok && re.MatchString(ptr)
 }
 
 // prefixPath returns "path: ", or "" for the document root.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -29,6 +31,8 @@ type Subscription struct {
 	inputNames []string // sorted
 	inputs     map[string]*program
 	dedupKey   *program
+	payloadRaw json.RawMessage    // the payload schema, nil if none
+	payload    *jsonschema.Schema // compiled, nil if none
 }
 
 // SubscriptionTask is the task a subscription creates for an event.
@@ -69,6 +73,15 @@ func (s *Subscription) InputExprs() map[string]string {
 	return out
 }
 
+// PayloadSchema is the JSON Schema the subscription declares for the
+// payload of its events, nil if none.
+func (s *Subscription) PayloadSchema() json.RawMessage {
+	if s.payloadRaw == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), s.payloadRaw...)
+}
+
 // DedupKeyExpr is the source of the dedup_key expression.
 func (s *Subscription) DedupKeyExpr() string { return s.dedupKey.source }
 
@@ -94,6 +107,15 @@ func (s *Subscription) Evaluate(event map[string]any) (task SubscriptionTask, ok
 	}
 	if !s.Matches(ev.EventType) {
 		return SubscriptionTask{}, false, nil
+	}
+	if s.payload != nil {
+		doc, err := toJSONValue(ev.Payload)
+		if err == nil {
+			err = s.payload.Validate(doc)
+		}
+		if err != nil {
+			return SubscriptionTask{}, false, fmt.Errorf("error evaluating subscription %s: the event's payload does not match the subscription's payload schema: %w", s.name, err)
+		}
 	}
 	env := eventEnv{Event: ev}
 	if s.when != nil {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -14,6 +15,7 @@ type subscriptionSpec struct {
 	EventType   string            `json:"event_type"`
 	When        string            `json:"when"`
 	TaskType    string            `json:"task_type"`
+	Payload     json.RawMessage   `json:"payload"`
 	SchemaName  string            `json:"schema_name"`
 	Inputs      map[string]string `json:"inputs"`
 	DedupKey    string            `json:"dedup_key"`
@@ -34,9 +36,14 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 			c.fail(d, "/event_type", "invalid glob pattern %q (path.Match syntax: *, ?, [a-z], \\ escapes)", s.EventType)
 		}
 	}
+	var payload any // the payload schema as JSON values, nil if none
+	sub.payloadRaw, sub.payload, payload = c.payloadSchema(d, s.Name, s.Payload)
 	compile := func(ptr, source string, env any, result resultKind) *program {
 		p, err := d.compileExpression(ptr, source, env, result)
 		c.failAt(d, ptr, err)
+		if p != nil && payload != nil {
+			p.checked = c.checkPayloadExpression(d, ptr, source, payload, env, result)
+		}
 		return p
 	}
 	if s.When != "" {
@@ -58,12 +65,38 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
 	if t != nil {
 		c.checkMappedInputs(d, "/inputs", t, s.Inputs)
+		for _, name := range sub.inputNames {
+			if p := sub.inputs[name]; p != nil {
+				got := p.resultType()
+				if p.checked != nil {
+					got = p.checked
+				}
+				n := len(c.errs)
+				c.checkInputType(d, joinPointer("/inputs", name), s.Inputs[name], got, t, name)
+				if len(c.errs) == n {
+					c.checkInputLiteral(d, joinPointer("/inputs", name), s.Inputs[name], t, name)
+				}
+			}
+		}
 	}
 	if d.failed || t == nil {
 		return nil
 	}
 	sub.taskType = t
 	return sub
+}
+
+// undeclared keeps the names the object schema does not declare as a
+// property.
+func undeclared(names []string, schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	var out []string
+	for _, n := range names {
+		if _, declared := props[n]; !declared {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // checkMappedInputs compares the inputs a subscription or a workflow step
@@ -75,11 +108,17 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 	if !ok {
 		return
 	}
+	typos := map[string]bool{} // mapped inputs reported as a misspelt required one
 	if required, ok := schema["required"].([]any); ok {
 		var missing []string
 		for _, r := range required {
 			if name, isStr := r.(string); isStr {
 				if _, mapped := inputs[name]; !mapped {
+					if typo, found := misspeltAs(name, undeclared(sortedKeys(inputs), schema)); found && !typos[typo] {
+						typos[typo] = true
+						c.failKey(d, joinPointer(ptr, typo), "task type %q requires input %q; did you misspell it as %q?", t.name, name, typo)
+						continue
+					}
 					missing = append(missing, fmt.Sprintf("%q", name))
 				}
 			}
@@ -98,7 +137,7 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 	}
 	known := sortedKeys(props)
 	for _, name := range sortedKeys(inputs) {
-		if slices.Contains(known, name) {
+		if slices.Contains(known, name) || typos[name] {
 			continue
 		}
 		hint := ""

@@ -193,3 +193,45 @@ func TestSubscriptionAccessors(t *testing.T) {
 	require.Equal(t, "event.payload.catalog_id", glob.InputExprs()["catalog_id"])
 	require.Empty(t, subs[1].WhenExpr())
 }
+
+// TestSubscriptionPayloadSchema: a subscription that declares its events'
+// payload fails an event whose payload breaks it, instead of creating a task
+// from inputs its expressions were not checked for.
+func TestSubscriptionPayloadSchema(t *testing.T) {
+	t.Parallel()
+	set := compileYAML(t, `
+kind: TaskType
+name: tiles
+handler: {builtin: noop}
+inputs:
+  type: object
+  properties:
+    collection: {type: string}
+---
+kind: Subscription
+name: tiles-on-ingest
+event_type: ingestion.completed
+payload:
+  type: object
+  required: [collection_id]
+  properties:
+    collection_id: {type: string}
+task_type: tiles
+inputs:
+  collection: event.payload.collection_id
+`)
+	sub := set.Subscriptions()[0]
+	require.JSONEq(t, `{"type": "object", "required": ["collection_id"], "properties": {"collection_id": {"type": "string"}}}`, string(sub.PayloadSchema()))
+	event := func(payload map[string]any) map[string]any {
+		return map[string]any{"event_id": "e1", "event_type": "ingestion.completed", "scope": "CATALOG",
+			"schema_name": "s_demo", "payload": payload, "created_at": time.Now()}
+	}
+	task, ok, err := sub.Evaluate(event(map[string]any{"collection_id": "roads"}))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, map[string]any{"collection": "roads"}, task.Inputs)
+
+	_, ok, err = sub.Evaluate(event(map[string]any{"collection_id": 7}))
+	require.ErrorContains(t, err, "the event's payload does not match the subscription's payload schema")
+	require.False(t, ok)
+}

@@ -141,7 +141,11 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		c.failAt(d, "/dedup_key", err)
 		t.dedupKey = p
 		if p != nil {
+			n := len(c.errs)
 			c.checkInputReads(d, "/dedup_key", s.DedupKey, t.inputsDoc[inputsSchemaURL(s.Name)])
+			if len(c.errs) == n {
+				c.checkTypedDedupKey(d, s.DedupKey, t.inputsDoc[inputsSchemaURL(s.Name)])
+			}
 		}
 	}
 	if per, global := t.concurrency.PerInstance, t.concurrency.Global; per > 0 && global > 0 && per > global {

@@ -34,6 +34,8 @@ type violation struct {
 	field    string   // the missing or unknown field
 	expected []string // for an unknown field: the fields allowed there
 	message  string   // for violationValue
+	schema   any      // for a missing field: its schema, when the object's schema declares it
+	value    any      // for an unknown field: its value
 }
 
 // rawSchemas maps a schema resource URL to its decoded JSON, so that the
@@ -54,6 +56,37 @@ func (r rawSchemas) keyword(absLocation string) map[string]any {
 	}
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// resolve follows the $ref of schema, found in the resource of location
+// (an absolute keyword location), to the schema it names, when it is one of
+// the raw schemas; otherwise it returns schema.
+func (r rawSchemas) resolve(location string, schema any) any {
+	base, _, _ := strings.Cut(location, "#")
+	for range 8 { // a chain of $refs, bounded
+		m, _ := schema.(map[string]any)
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return schema
+		}
+		url, frag, _ := strings.Cut(ref, "#")
+		switch {
+		case url == "":
+			url = base
+		case !strings.Contains(url, ":"):
+			url = base[:strings.LastIndexByte(base, '/')+1] + url
+		}
+		doc, known := r[url]
+		if !known {
+			return schema
+		}
+		target, found := lookupPointer(doc, frag)
+		if !found {
+			return schema
+		}
+		schema, base = target, url
+	}
+	return schema
 }
 
 // violations flattens a validation error into its leaves. instance is the
@@ -150,10 +183,12 @@ func leafViolations(e *jsonschema.ValidationError, raw rawSchemas, instance any)
 	case "required":
 		if req, ok := sch["required"].([]any); ok && obj != nil {
 			var out []violation
+			props, _ := sch["properties"].(map[string]any)
 			for _, r := range req {
 				if name, isStr := r.(string); isStr {
 					if _, present := obj[name]; !present {
-						out = append(out, violation{kind: violationMissing, ptr: e.InstanceLocation, field: name})
+						out = append(out, violation{kind: violationMissing, ptr: e.InstanceLocation, field: name,
+							schema: raw.resolve(e.AbsoluteKeywordLocation, props[name])})
 					}
 				}
 			}
@@ -202,7 +237,7 @@ func unknownFields(ptr string, sch, obj map[string]any) []violation {
 		if slices.ContainsFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(k) }) {
 			continue
 		}
-		out = append(out, violation{kind: violationUnknown, ptr: ptr, field: k, expected: expected})
+		out = append(out, violation{kind: violationUnknown, ptr: ptr, field: k, expected: expected, value: obj[k]})
 	}
 	slices.SortFunc(out, func(a, b violation) int { return strings.Compare(a.field, b.field) })
 	return out
@@ -358,4 +393,93 @@ func unknownFieldHint(v violation) string {
 		return "; expected one of " + strings.Join(v.expected, ", ")
 	}
 	return ""
+}
+
+// pairMisspelt reports a misspelt required field once: when an object has
+// an unknown field and lacks a required one, the unknown field is most
+// likely the required one misspelt (comand for command) or misnamed
+// (every for cron). Such a missing-field violation is dropped, and the
+// unknown field's hint names the required field: by "did you mean" when it
+// is close, else (one unknown and one missing field in the object) as the
+// required field it must be. dropped lists the dropped violations.
+func pairMisspelt(vs []violation) (kept, dropped []violation) {
+	missing := map[string][]string{} // object pointer → its missing fields
+	schemas := map[string]any{}      // pointer of a missing field → its schema
+	unknown := map[string][]int{}    // object pointer → the indexes of its unknown fields
+	for i, v := range vs {
+		switch {
+		case v.kind == violationMissing:
+			missing[v.ptr] = append(missing[v.ptr], v.field)
+			schemas[joinPointer(v.ptr, v.field)] = v.schema
+		case v.kind == violationUnknown && v.message == "":
+			unknown[v.ptr] = append(unknown[v.ptr], i)
+		}
+	}
+	paired := map[string]bool{} // pointer of the missing field → paired
+	for ptr, idx := range unknown {
+		var unpaired []int
+		for _, i := range idx {
+			if sug, ok := suggest(vs[i].field, vs[i].expected); ok && slices.Contains(missing[ptr], sug) && !paired[joinPointer(ptr, sug)] {
+				paired[joinPointer(ptr, sug)] = true
+				continue
+			}
+			unpaired = append(unpaired, i)
+		}
+		var left []string
+		for _, m := range missing[ptr] {
+			if !paired[joinPointer(ptr, m)] {
+				left = append(left, m)
+			}
+		}
+		if len(unpaired) == 1 && len(left) == 1 {
+			i := unpaired[0]
+			if _, close := suggest(vs[i].field, vs[i].expected); !close && typeFits(schemas[joinPointer(ptr, left[0])], vs[i].value) {
+				paired[joinPointer(ptr, left[0])] = true
+				vs[i].message = fmt.Sprintf("; did you mean %q? It is required, and missing", left[0])
+			}
+		}
+	}
+	for _, v := range vs {
+		if v.kind == violationMissing && paired[joinPointer(v.ptr, v.field)] {
+			dropped = append(dropped, v)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	return kept, dropped
+}
+
+// typeFits reports whether value may be of the type schema declares: the
+// unknown field holding it may then be the missing one under another name.
+// A schema that declares no type (a $ref, say) fits every value.
+func typeFits(schema, value any) bool {
+	m, _ := schema.(map[string]any)
+	switch typ := m["type"].(type) {
+	case string:
+		return typ == jsonKind(value) || (typ == "integer" && jsonKind(value) == "number")
+	case []any:
+		for _, t := range typ {
+			if typeFits(map[string]any{"type": t}, value) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// misspeltAs returns the field among present that is likely the required
+// field misspelt: the one that suggest would correct to it.
+func misspeltAs(required string, present []string) (string, bool) {
+	for _, p := range present {
+		if p == required {
+			return "", false
+		}
+	}
+	for _, p := range present {
+		if sug, ok := suggest(p, []string{required}); ok && sug == required {
+			return p, true
+		}
+	}
+	return "", false
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/expr-lang/expr"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -191,10 +192,17 @@ func (e RunEnv) values(item any, index int) map[string]any {
 }
 
 // runtimeEnv is the environment a step's programs are compiled against to
-// run (the typed environment of the checks only proves them).
+// run (the typed environment of the checks only proves them). item is left
+// out: it may be any value, and a nil in this map would type it nil, which
+// has no fields (compileRuntime allows it undeclared).
 var runtimeEnv = map[string]any{
 	"run_id": "", "schema_name": "", "inputs": map[string]any{}, "steps": map[string]any{},
-	"item": any(nil), "item_index": 0,
+	"item_index": 0,
+}
+
+// compileRuntime compiles a step's expression to run, against runtimeEnv.
+func compileRuntime(source string, result resultKind) (*program, error) {
+	return compileProgram(source, runtimeEnv, result, expr.AllowUndefinedVariables())
 }
 
 // Ready evaluates the step's when condition: false means the step is

@@ -3,7 +3,6 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -53,6 +52,9 @@ type workflowCheck struct {
 	upstream map[string][]string     // step → every step it depends on, directly or not (sorted)
 	outputs  map[string]reflect.Type // step → the type of its outputs
 	cyclic   map[string]bool
+	never    map[string]bool // step → its when can never be true (its schema rules it out)
+	item     any             // the schema of item in the step being checked, nil if unknown
+	itemOf   string          // the for_each that item comes from
 }
 
 // compileWorkflow runs pass 2 over a Workflow document.
@@ -75,6 +77,7 @@ func (c *checker) compileWorkflow(d *document) *Workflow {
 		upstream: map[string][]string{},
 		outputs:  map[string]reflect.Type{},
 		cyclic:   map[string]bool{},
+		never:    map[string]bool{},
 	}
 	names := sortedKeys(s.Steps)
 	for _, name := range names {
@@ -161,122 +164,6 @@ func locationOf(d *document, ptr string) Location {
 	return Location{File: d.file, Line: p.Line, Col: p.Col}
 }
 
-// graph finds cycles, computes every step's upstream steps and dependants,
-// and returns the steps in topological order (ties by name); the steps of a
-// cycle come last.
-func (wc *workflowCheck) graph(names []string) []string {
-	deps := func(n string) []string {
-		var out []string
-		for _, dep := range wc.w.stepIndex[n].dependsOn {
-			if _, ok := wc.specs[dep]; ok {
-				out = append(out, dep)
-			}
-		}
-		return out
-	}
-	// Kahn's algorithm, taking the smallest name first.
-	waiting := map[string]int{}
-	dependants := map[string][]string{}
-	for _, n := range names {
-		ds := deps(n)
-		waiting[n] = len(ds)
-		for _, dep := range ds {
-			dependants[dep] = append(dependants[dep], n)
-		}
-	}
-	for _, n := range names {
-		wc.w.stepIndex[n].dependants = slices.Sorted(slices.Values(dependants[n]))
-	}
-	var order, ready []string
-	for _, n := range names {
-		if waiting[n] == 0 {
-			ready = append(ready, n)
-		}
-	}
-	for len(ready) > 0 {
-		slices.Sort(ready)
-		n := ready[0]
-		ready = ready[1:]
-		order = append(order, n)
-		up := map[string]bool{}
-		for _, dep := range deps(n) {
-			up[dep] = true
-			for _, u := range wc.upstream[dep] {
-				up[u] = true
-			}
-		}
-		wc.upstream[n] = slices.Sorted(maps.Keys(up))
-		for _, m := range dependants[n] {
-			waiting[m]--
-			if waiting[m] == 0 {
-				ready = append(ready, m)
-			}
-		}
-	}
-	if len(order) == len(names) {
-		return order
-	}
-	// The rest are in a cycle or downstream of one: report each cycle once,
-	// at the depends_on of its first step by name.
-	rest := map[string]bool{}
-	for _, n := range names {
-		if !slices.Contains(order, n) {
-			rest[n] = true
-		}
-	}
-	reported := map[string]bool{}
-	for _, n := range names {
-		if !rest[n] || reported[n] {
-			continue
-		}
-		cycle := wc.findCycle(n, deps, rest)
-		if cycle == nil {
-			continue
-		}
-		for _, m := range cycle {
-			reported[m] = true
-			wc.cyclic[m] = true
-		}
-		first := cycle[0]
-		i := slices.Index(wc.specs[first].DependsOn, cycle[1%len(cycle)])
-		c := append(slices.Clone(cycle), first)
-		wc.c.fail(wc.d, fmt.Sprintf("%s/%d", stepPtr(first, "depends_on"), i), "depends_on forms a cycle: %s; a step cannot wait for itself", strings.Join(c, " -> "))
-	}
-	for _, n := range names {
-		if rest[n] {
-			order = append(order, n)
-		}
-	}
-	return order
-}
-
-// findCycle returns a cycle through start, as the steps in depends_on
-// order (start, a step start depends on, ...), or nil when start is only
-// downstream of one.
-func (wc *workflowCheck) findCycle(start string, deps func(string) []string, rest map[string]bool) []string {
-	var path []string
-	seen := map[string]bool{}
-	var walk func(n string) bool
-	walk = func(n string) bool {
-		path = append(path, n)
-		seen[n] = true
-		for _, dep := range deps(n) {
-			if dep == start {
-				return true
-			}
-			if rest[dep] && !seen[dep] && walk(dep) {
-				return true
-			}
-		}
-		path = path[:len(path)-1]
-		return false
-	}
-	if walk(start) {
-		return path
-	}
-	return nil
-}
-
 // expressions checks and compiles a step's expressions against what they
 // see: the run's inputs, its upstream steps' outputs (typed by their task
 // types' outputs schemas) and, in a for_each step, the item.
@@ -295,10 +182,18 @@ func (wc *workflowCheck) expressions(st *Step) {
 	if st.taskType != nil {
 		outputs = schemaType(st.taskType.outputsDoc, 0)
 	}
+	wc.item, wc.itemOf = nil, ""
 	if s.ForEach != "" {
 		ptr := stepPtr(st.name, "for_each")
 		p, t := wc.compile(ptr, s.ForEach, fields, resultAny)
 		st.forEach = p
+		if tree, err := parser.Parse(s.ForEach); err == nil {
+			if names, _, ok := chainOf(tree.Node); ok {
+				if list, found := wc.schemaOf(names); found {
+					wc.item, wc.itemOf = itemsSchema(list), s.ForEach
+				}
+			}
+		}
 		item := anyType
 		switch {
 		case t != nil && !isList(t):
@@ -311,11 +206,52 @@ func (wc *workflowCheck) expressions(st *Step) {
 	}
 	wc.outputs[st.name] = outputs
 	if s.When != "" {
-		st.when, _ = wc.compile(stepPtr(st.name, "when"), s.When, fields, resultBool)
+		ptr := stepPtr(st.name, "when")
+		st.when, _ = wc.compile(ptr, s.When, fields, resultBool)
+		if st.when != nil {
+			wc.never[st.name] = wc.c.checkComparisons(wc.d, ptr, s.When, wc.schemaOf)
+		}
 	}
 	for _, name := range st.inputNames {
-		st.inputs[name], _ = wc.compile(joinPointer(stepPtr(st.name, "inputs"), name), s.Inputs[name], fields, resultAny)
+		ptr := joinPointer(stepPtr(st.name, "inputs"), name)
+		var t reflect.Type
+		st.inputs[name], t = wc.compile(ptr, s.Inputs[name], fields, resultAny)
+		if st.inputs[name] == nil {
+			continue
+		}
+		wc.c.checkComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
+		if st.taskType != nil {
+			n := len(wc.c.errs)
+			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
+			if len(wc.c.errs) == n {
+				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], st.taskType, name)
+			}
+		}
 	}
+}
+
+// schemaOf is the schema of the value a chain of reads names in the step
+// being checked: a part of the run's inputs, of an upstream step's outputs
+// (a list of them for a for_each step) or of item. ok is false when no
+// schema says.
+func (wc *workflowCheck) schemaOf(names []string) (any, bool) {
+	switch {
+	case len(names) >= 1 && names[0] == "inputs":
+		return schemaAt(wc.inputs, names[1:])
+	case len(names) >= 1 && names[0] == "item" && wc.item != nil:
+		return schemaAt(wc.item, names[1:])
+	case len(names) >= 3 && names[0] == "steps" && names[2] == "outputs":
+		st, ok := wc.w.stepIndex[names[1]]
+		if !ok || st.taskType == nil || st.taskType.outputsDoc == nil {
+			return nil, false
+		}
+		out := st.taskType.outputsDoc
+		if wc.specs[names[1]].ForEach != "" {
+			out = map[string]any{"type": "array", "items": out}
+		}
+		return schemaAt(out, names[3:])
+	}
+	return nil, false
 }
 
 // stepsType is the type of steps in the expressions of step name: a field
@@ -350,23 +286,24 @@ func (wc *workflowCheck) compile(ptr, source string, fields []field, result resu
 	}
 	env := reflect.New(structType(fields)).Elem().Interface()
 	typed, err := d.compileExpression(ptr, source, env, result)
-	if err != nil {
-		if m := anonStructRE.FindStringSubmatch(err.Message); m != nil {
-			err.Message = strings.Replace(err.Message, m[0], "the value has no field "+m[1], 1)
-		}
+	switch {
+	case err != nil && anonStructRE.MatchString(err.Message):
+		m := anonStructRE.FindStringSubmatch(err.Message)
+		err.Message = strings.Replace(err.Message, m[0], "the value has no field "+m[1], 1)
+		c.failAt(d, ptr, err)
+		return nil, nil
+	case err != nil && typingArtefact(err.Message):
+		typed = nil // len or keys of an object, a map at run time: checked then
+	case err != nil:
 		c.failAt(d, ptr, err)
 		return nil, nil
 	}
-	p, rerr := compileProgram(source, runtimeEnv, result)
+	p, rerr := compileRuntime(source, result)
 	if rerr != nil {
 		c.fail(d, ptr, "%v", rerr)
 		return nil, nil
 	}
-	var t reflect.Type
-	if n := typed.prog.Node(); n != nil {
-		t = n.Type()
-	}
-	return p, t
+	return p, typed.resultType()
 }
 
 // read is one chain of property reads in an expression: a.b.c.
@@ -475,6 +412,10 @@ func (wc *workflowCheck) badRead(r read, fields []field) (int, string) {
 		return wc.schemaRead(r, 3, t.taskType.outputsDoc, "steps."+name+".outputs", fmt.Sprintf("the outputs schema of task type %s", t.taskType.name))
 	case "inputs":
 		return wc.schemaRead(r, 1, wc.inputs, "inputs", "the workflow's inputs schema")
+	case "item":
+		if wc.item != nil {
+			return wc.schemaRead(r, 1, wc.item, "item", fmt.Sprintf("the items schema of for_each %q", wc.itemOf))
+		}
 	}
 	return 0, ""
 }
@@ -523,71 +464,4 @@ func (wc *workflowCheck) schemaRead(r read, i int, schema any, path, what string
 		schema = sub
 	}
 	return 0, ""
-}
-
-// unreachable reports steps that can never run: a step whose when is always
-// false, and a step that waits on a step that never runs (in a cycle, or
-// never running itself) and skips when it is skipped.
-func (wc *workflowCheck) unreachable(order []string) {
-	never := map[string]string{} // step → why it never runs
-	for _, name := range order {
-		st := wc.w.stepIndex[name]
-		if wc.cyclic[name] {
-			never[name] = "is in a cycle"
-			continue
-		}
-		if st.when != nil {
-			if b, ok := constantBool(st.when.source); ok && !b {
-				wc.c.fail(wc.d, stepPtr(name, "when"), "is always false, so step %s never runs and is unreachable; remove the step or fix the condition", name)
-				never[name] = "never runs (its when is always false)"
-				continue
-			}
-		}
-		for _, dep := range st.dependsOn {
-			why, blocked := never[dep]
-			if !blocked || (st.onSkipped == OnSkippedRun && !wc.cyclic[dep]) {
-				continue
-			}
-			i := slices.Index(wc.specs[name].DependsOn, dep)
-			wc.c.fail(wc.d, fmt.Sprintf("%s/%d", stepPtr(name, "depends_on"), i), "step %s is unreachable: it waits for step %s, which %s", name, dep, why)
-			never[name] = "is unreachable"
-			break
-		}
-	}
-}
-
-// constantBool reports whether an expression is a boolean constant (false,
-// 1 > 2, true && false: it reads no variable and calls no function), and
-// which.
-func constantBool(source string) (value, ok bool) {
-	tree, err := parser.Parse(source)
-	if err != nil {
-		return false, false
-	}
-	v := &variableUse{}
-	ast.Walk(&tree.Node, v)
-	if v.used {
-		return false, false
-	}
-	p, err := compileProgram(source, runtimeEnv, resultBool)
-	if err != nil {
-		return false, false
-	}
-	out, err := p.run(map[string]any{})
-	if err != nil {
-		return false, false
-	}
-	return out.(bool), true
-}
-
-// variableUse finds whether an expression reads a variable or calls a
-// function (whose result may change).
-type variableUse struct{ used bool }
-
-// Visit implements ast.Visitor.
-func (v *variableUse) Visit(n *ast.Node) {
-	switch (*n).(type) {
-	case *ast.IdentifierNode, *ast.CallNode, *ast.BuiltinNode, *ast.PointerNode:
-		v.used = true
-	}
 }

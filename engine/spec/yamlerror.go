@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -76,6 +77,14 @@ func yamlSyntaxError(src Source, line int, msg string) Error {
 	// mapping starts, lines before the real mistake.
 	if l, col, m, ok := findQuoteMistake(lines); ok {
 		return at(l, col, "%s", m)
+	}
+	if m := unknownAnchorRE.FindStringSubmatch(msg); m != nil {
+		if l, col, anchors, ok := findAlias(lines, m[1]); ok {
+			if sug, found := suggest(m[1], anchors); found {
+				return at(l, col, "alias *%s refers to no anchor; did you mean *%s?", m[1], sug)
+			}
+			return at(l, col, "alias *%s refers to no anchor: define &%s on a value above it in this document, or quote the value if * was meant as text", m[1], m[1])
+		}
 	}
 	if line < 1 || line > len(lines) {
 		line = max(1, min(line, len(lines)))
@@ -268,4 +277,61 @@ func closedLater(rest []string, q byte) bool {
 		}
 	}
 	return false
+}
+
+// unknownAnchorRE reads the parser's message about an alias to an anchor
+// never defined, which it gives without a line.
+var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// findAlias finds the first alias *name in the file that no anchor &name
+// comes before (the one the parser stopped at), with its 1-based line and
+// column, and the anchors defined above it. It skips comments, quoted text
+// and block scalars.
+func findAlias(lines []string, name string) (line, col int, anchors []string, ok bool) {
+	block := -1 // the indentation of a block scalar's field, while in one
+	for i, text := range lines {
+		if block >= 0 {
+			if strings.TrimSpace(text) == "" || indentOf(text) > block {
+				continue
+			}
+			block = -1
+		}
+		var quote byte
+		for j := 0; j < len(text); j++ {
+			c := text[j]
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+				continue
+			case c == '\'' || c == '"':
+				if j == 0 || strings.IndexByte(" \t[{,:-", text[j-1]) >= 0 {
+					quote = c
+				}
+				continue
+			case c == '#' && (j == 0 || text[j-1] == ' '):
+				j = len(text)
+				continue
+			case c != '&' && c != '*':
+				continue
+			case j > 0 && strings.IndexByte(" \t[{,-", text[j-1]) < 0 && !(text[j-1] == ':' && c == '*'):
+				continue
+			}
+			end := j + 1
+			for end < len(text) && strings.IndexByte(" \t,[]{}", text[end]) < 0 {
+				end++
+			}
+			switch word := text[j+1 : end]; {
+			case c == '&':
+				anchors = append(anchors, word)
+			case word == name && !slices.Contains(anchors, name):
+				return i + 1, 1 + utf8.RuneCountInString(text[:j]), anchors, true
+			}
+		}
+		if v, _, has := plainValue(text); has && (strings.HasPrefix(v, "|") || strings.HasPrefix(v, ">")) {
+			block = indentOf(text)
+		}
+	}
+	return 0, 0, nil, false
 }

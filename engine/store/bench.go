@@ -125,8 +125,10 @@ WHERE task_type = $1 AND status = 'COMPLETED'`
 
 // InsertFinishedTasks writes n COMPLETED tasks of a type, created evenly
 // between from and to, in one INSERT … SELECT generate_series (history for a
-// scale check). The partitions for that range must exist. Their ids are
+// scale check), after ensuring the partitions of that range. Their ids are
 // UUIDv7 carrying their creation time, as the engine's are.
+//
+//wf:dated
 func (s *Store) InsertFinishedTasks(ctx context.Context, taskType string, from, to time.Time, n int) error {
 	const q = `
 INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status,
@@ -140,6 +142,9 @@ FROM (SELECT date_trunc('milliseconds', $2::timestamptz + (($3::timestamptz - $2
       FROM generate_series(0, $4 - 1) AS i) g`
 	if n <= 0 {
 		return nil
+	}
+	if _, err := s.EnsurePartitionsSpan(ctx, from, to); err != nil {
+		return err
 	}
 	_, err := s.db.Exec(ctx, q, taskType, from, to, n)
 	return wrap(fmt.Sprintf("inserting %d finished tasks", n), err)

@@ -71,10 +71,15 @@ type Instance struct {
 
 // OutboxStats is the state of the events outbox.
 type OutboxStats struct {
-	Pending       int64      `json:"pending"`
-	Processing    int64      `json:"processing"`
-	DeadLetter    int64      `json:"dead_letter"`
-	OldestPending *time.Time `json:"oldest_pending_at,omitempty"` // created_at of the oldest PENDING event
+	Pending    int64 `json:"pending"`
+	Processing int64 `json:"processing"`
+	DeadLetter int64 `json:"dead_letter"`
+	// Held counts the PENDING events that are not due yet: held because no
+	// subscription matched them (events.unmatched_grace: a rolling deploy
+	// may bring their subscriber) or waiting for a retry. They are part of
+	// Pending, and not of OldestPending: a healthy outbox holds some.
+	Held          int64      `json:"held"`
+	OldestPending *time.Time `json:"oldest_pending_at,omitempty"` // created_at of the oldest due PENDING event
 }
 
 // Overview is what the dashboard's first page and `wf tasks stats` show.
@@ -158,12 +163,15 @@ WHERE a.datname = current_database()
 ORDER BY a.application_name`
 
 // overviewOutboxSQL counts the outbox by status from its partial indexes
-// (consumed events are deleted, so the table holds only live and dead ones).
+// (consumed events are deleted, so the table holds only live and dead ones),
+// the PENDING events not due yet (events_claim_idx, by run_after), and the
+// creation of the oldest due one.
 const overviewOutboxSQL = `
 SELECT (SELECT count(*) FROM tasks.events WHERE status = 'PENDING'),
        (SELECT count(*) FROM tasks.events WHERE status = 'PROCESSING'),
        (SELECT count(*) FROM tasks.events WHERE status = 'DEAD_LETTER'),
-       (SELECT min(created_at) FROM tasks.events WHERE status = 'PENDING')`
+       (SELECT count(*) FROM tasks.events WHERE status = 'PENDING' AND run_after > now()),
+       (SELECT min(created_at) FROM tasks.events WHERE status = 'PENDING' AND run_after <= now())`
 
 // overviewPausesSQL lists the pauses: every paused task type, and the
 // paused tenants among $1 (NULL: all).
@@ -246,7 +254,7 @@ func (s *Store) ReadOverview(ctx context.Context, p OverviewParams) (Overview, e
 			return err
 		}
 		if err := tx.QueryRow(ctx, overviewOutboxSQL).Scan(&o.Outbox.Pending, &o.Outbox.Processing,
-			&o.Outbox.DeadLetter, &o.Outbox.OldestPending); err != nil {
+			&o.Outbox.DeadLetter, &o.Outbox.Held, &o.Outbox.OldestPending); err != nil {
 			return err
 		}
 		return nil

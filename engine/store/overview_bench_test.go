@@ -31,15 +31,13 @@ func BenchmarkOverview(b *testing.B) {
 	bb := setupBench(b)
 	finished := envInt("WF_BENCH_OVERVIEW_FINISHED", 200_000)
 	pending := envInt("WF_BENCH_OVERVIEW_PENDING", 20_000)
-	if _, err := bb.store.EnsurePartitions(bb.ctx, clock.Now().AddDate(0, 0, -40), 3); err != nil {
-		b.Fatal(err)
-	}
+	seededAt := clock.Now()
 	for _, step := range []struct {
 		n      int
 		status wftype.TaskStatus
 		every  time.Duration
 	}{{finished, wftype.StatusCompleted, time.Second}, {pending, wftype.StatusPending, time.Millisecond}, {1000, wftype.StatusDeadLetter, time.Hour}} {
-		if err := bb.store.SeedOverviewTasks(bb.ctx, step.status, step.n, step.every); err != nil {
+		if err := bb.store.SeedOverviewTasks(bb.ctx, step.status, step.n, step.every, seededAt); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,29 +17,49 @@ import (
 // time each overview statement as ReadOverview runs it. None of them is on
 // the engine's hot path.
 
-// seedOverviewSQL inserts $1 tasks of status $2 ('PENDING' leaves
-// finished_at NULL), the g-th created g × $3 before now (wrapping after 30
-// days), of 10 task types (type_0…type_9) and 20 tenants (s_t0…s_t19). With
-// $3 one second, 5,000,000 COMPLETED tasks cover the last 30 days and
-// 3,600 of every 86,400 fall in the last hour.
+// seedOverviewRows are the rows an overview seed writes: $1 tasks, the g-th
+// created g × $2 before $3 (wrapping after 30 days), of 10 task types
+// (type_0…type_9) and 20 tenants (s_t0…s_t19). With $3 one second,
+// 5,000,000 COMPLETED tasks cover the 30 days before $3 and 3,600 of every
+// 86,400 fall in its last hour. The span and the insert below read the
+// same rows, so the partitions ensured are those of the rows written.
+const seedOverviewRows = `
+FROM generate_series(1, $1::int) g,
+     LATERAL (SELECT date_trunc('milliseconds', $3::timestamptz - (g % (30 * 86400)) * $2::interval) AS ts) x`
+
+// seedOverviewSpanSQL reads the oldest and newest creation time of the rows
+// seedOverviewSQL writes with the same first three arguments.
+const seedOverviewSpanSQL = `SELECT min(x.ts), max(x.ts)` + seedOverviewRows
+
+// seedOverviewSQL inserts the rows of seedOverviewRows with status $4
+// ('PENDING' leaves finished_at NULL).
 const seedOverviewSQL = `
 INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, status, inputs,
                          run_after, started_at, finished_at, attempts)
-SELECT tasks.uuid_v7(x.ts), x.ts, 's_t' || (g % 20), 'CATALOG', 'ASYNCHRONOUS', 'type_' || (g % 10), $2::text, '{}',
-       x.ts, x.ts, CASE WHEN $2::text = 'PENDING' THEN NULL ELSE x.ts + interval '1 second' END, 1
-FROM generate_series(1, $1::int) g,
-     LATERAL (SELECT date_trunc('milliseconds', now() - (g % (30 * 86400)) * $3::interval) AS ts) x`
+SELECT tasks.uuid_v7(x.ts), x.ts, 's_t' || (g % 20), 'CATALOG', 'ASYNCHRONOUS', 'type_' || (g % 10), $4::text, '{}',
+       x.ts, x.ts, CASE WHEN $4::text = 'PENDING' THEN NULL ELSE x.ts + interval '1 second' END, 1` + seedOverviewRows
 
 // seedOverviewChunk bounds the rows one seeding INSERT writes.
 const seedOverviewChunk = 500_000
 
-// SeedOverviewTasks inserts n tasks of a status for an overview benchmark
-// (see seedOverviewSQL), in INSERTs of at most 500,000 rows. The partitions
-// of the last 31 days must exist.
-func (s *Store) SeedOverviewTasks(ctx context.Context, status wftype.TaskStatus, n int, every time.Duration) error {
+// SeedOverviewTasks inserts n tasks of a status for an overview benchmark,
+// created every apart going back from now (see seedOverviewRows), in
+// INSERTs of at most 500,000 rows. Before each INSERT it reads the oldest
+// and newest time of the rows that INSERT writes and ensures the partitions
+// of that span, so it writes on any date.
+//
+//wf:dated
+func (s *Store) SeedOverviewTasks(ctx context.Context, status wftype.TaskStatus, n int, every time.Duration, now time.Time) error {
 	for done := 0; done < n; done += seedOverviewChunk {
 		k := min(seedOverviewChunk, n-done)
-		if _, err := s.db.Exec(ctx, seedOverviewSQL, k, string(status), every); err != nil {
+		var oldest, newest time.Time
+		if err := s.db.QueryRow(ctx, seedOverviewSpanSQL, k, every, now).Scan(&oldest, &newest); err != nil {
+			return wrap(fmt.Sprintf("reading the span of %d %s tasks to seed", k, status), err)
+		}
+		if _, err := s.EnsurePartitionsSpan(ctx, oldest, newest); err != nil {
+			return err
+		}
+		if _, err := s.db.Exec(ctx, seedOverviewSQL, k, every, now, string(status)); err != nil {
 			return wrap(fmt.Sprintf("seeding %d %s tasks", k, status), err)
 		}
 	}

@@ -148,3 +148,38 @@ func TestPendingSnapshotFreshness(t *testing.T) {
 	require.Zero(t, pending(o))
 	require.Equal(t, next, o.PendingAsOf)
 }
+
+// TestOverviewOutboxHeldEventsAreNotDue: an event no subscription matched
+// is held (HoldEvents, as the consumer does for events.unmatched_grace):
+// it counts as PENDING and as held, and not as the oldest due one, so a
+// healthy outbox does not look stuck; a due event is the oldest due.
+func TestOverviewOutboxHeldEventsAreNotDue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	emit := func(typ string) {
+		t.Helper()
+		_, err := b.store.InsertEvents(b.ctx, []store.NewEvent{{EventType: typ, Scope: "PLATFORM", SchemaName: wftype.SystemSchema, Payload: []byte(`{}`)}})
+		require.NoError(t, err)
+	}
+	emit("nobody.listens")
+	claimed, err := b.store.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "c1", Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	held, err := b.store.HoldEvents(b.ctx, "c1", []store.EventKey{{ID: claimed[0].ID, CreatedAt: claimed[0].CreatedAt}}, 15*time.Minute, nil)
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+
+	o, err := b.store.ReadOverview(b.ctx, store.OverviewParams{PendingMaxAge: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), o.Outbox.Pending)
+	require.Equal(t, int64(1), o.Outbox.Held)
+	require.Nil(t, o.Outbox.OldestPending, "a held event is not due")
+
+	emit("someone.listens")
+	o, err = b.store.ReadOverview(b.ctx, store.OverviewParams{PendingMaxAge: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), o.Outbox.Pending)
+	require.Equal(t, int64(1), o.Outbox.Held)
+	require.NotNil(t, o.Outbox.OldestPending)
+	require.True(t, o.Outbox.OldestPending.After(claimed[0].CreatedAt), "the due one, not the held one")
+}

@@ -29,6 +29,21 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, months int
 	return created, wrap("creating partitions", err)
 }
 
+// EnsurePartitionsSpan creates the monthly partitions of tasks.tasks and
+// tasks.events for every month from the one holding oldest to the one
+// holding newest (UTC, as the partitions are named), and returns how many
+// it created. Code that writes rows at times it computes (seeds, fixtures,
+// history for a benchmark) calls it with the oldest and newest of the very
+// rows it is about to write, so no constant can drift from the rows.
+//
+//wf:dated
+func (s *Store) EnsurePartitionsSpan(ctx context.Context, oldest, newest time.Time) (int, error) {
+	if newest.Before(oldest) {
+		oldest, newest = newest, oldest
+	}
+	return s.EnsurePartitions(ctx, oldest, monthKey(newest)-monthKey(oldest)+1)
+}
+
 // monthCache remembers the months whose partitions exist, by monthKey.
 type monthCache struct {
 	mu    sync.Mutex

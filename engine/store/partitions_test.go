@@ -137,3 +137,32 @@ SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'relation
 	require.NoError(t, err)
 	require.Equal(t, tables(parts[1:]), tables(after))
 }
+
+// TestSeedsEnsureThePartitionsOfTheirRows: the overview seed and the
+// history insert write on any date, because each ensures the partitions of
+// the rows it writes. The overview's dead letters reach 41.7 days back; on
+// the 7th of a month that is two months back, which a seed ensuring "the
+// last 32 days" missed ("no partition of relation tasks found for row").
+// Each date is a month no partition exists for yet.
+func TestSeedsEnsureThePartitionsOfTheirRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, at := range []time.Time{
+		time.Date(2031, 3, 7, 12, 0, 0, 0, time.UTC),
+		time.Date(2031, 7, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2032, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Date(2032, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+	} {
+		require.NoError(t, b.store.SeedOverviewTasks(b.ctx, "DEAD_LETTER", 1000, time.Hour, at), at)
+		var n int
+		require.NoError(t, b.pool.QueryRow(b.ctx, `
+SELECT count(*) FROM tasks.tasks
+WHERE status = 'DEAD_LETTER' AND "timestamp" >= $1::timestamptz - interval '1000 hours' AND "timestamp" < $1`, at).Scan(&n))
+		require.Equal(t, 1000, n, at)
+	}
+	from := time.Date(2034, 1, 31, 23, 0, 0, 0, time.UTC)
+	require.NoError(t, b.store.InsertFinishedTasks(b.ctx, "history", from, from.AddDate(0, 3, 0), 500))
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'history'`).Scan(&n))
+	require.Equal(t, 500, n)
+}

@@ -26,6 +26,8 @@ type bundle struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	store *store.Store
+	// finished names the partitions insertFinishedTasks filled.
+	finished []string
 }
 
 func setup(t *testing.T) *bundle {

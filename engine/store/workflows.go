@@ -511,3 +511,20 @@ WHERE r.run_id = ANY (ARRAY(
 // tasks are created after its id, but maybe by an instance whose clock is
 // behind, so a day earlier (partitions are months: this prunes as well).
 func runTasksFrom(run wftype.WorkflowRun) time.Time { return IDTime(run.ID).Add(-24 * time.Hour) }
+
+// WorkflowRunIDsBetween returns up to limit run ids in [lo, hi], in id
+// order (the primary key's range): a prefix of a run id spans such a range,
+// as for TaskIDsBetween.
+func (s *Store) WorkflowRunIDsBetween(ctx context.Context, lo, hi uuid.UUID, limit int) ([]uuid.UUID, error) {
+	const q = `
+SELECT run_id FROM tasks.workflow_runs
+WHERE run_id BETWEEN $1 AND $2
+ORDER BY run_id
+LIMIT $3`
+	rows, err := s.db.Query(ctx, q, lo, hi, limit)
+	if err != nil {
+		return nil, wrap("looking up workflow run ids", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, wrap("looking up workflow run ids", err)
+}

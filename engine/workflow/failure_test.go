@@ -102,7 +102,7 @@ func TestFailedRunCancelsItsPendingWork(t *testing.T) {
 	require.Contains(t, *s.Run.Error, "item 3 is bad")
 	require.Equal(t, wftype.StepFailed, step(t, s, "each").Status)
 	require.Equal(t, wftype.StepRunning, step(t, s, "side").Status, "its task runs on")
-	require.Equal(t, wftype.StepWaiting, step(t, s, "after").Status)
+	requireNotRun(t, s, "after")
 
 	tasks := b.itemTasks(t, run.ID, "each")
 	require.Len(t, tasks, 5, "no item is created after the run failed")
@@ -183,7 +183,7 @@ func TestCancellingAPendingStepTaskFailsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wftype.RunFailed, s.Run.Status)
 	require.Equal(t, wftype.StepCancelled, step(t, s, "wait").Status)
-	require.Equal(t, wftype.StepWaiting, step(t, s, "after").Status)
+	requireNotRun(t, s, "after")
 	require.True(t, task.FinishedAt.Equal(*s.Run.FinishedAt))
 	require.Len(t, s.Tasks, 1)
 }
@@ -577,4 +577,16 @@ func awaitEnded(t *testing.T, what string, chans ...chan struct{}) {
 			t.Fatalf("%s never ended", what)
 		}
 	}
+}
+
+// requireNotRun checks that a step of a failed run that never started is
+// CANCELLED, saying it did not run (it showed WAITING, as if it might
+// still run); a retry runs it again.
+func requireNotRun(t *testing.T, s workflow.Status, name string) {
+	t.Helper()
+	st := step(t, s, name)
+	require.Equal(t, wftype.StepCancelled, st.Status, name)
+	require.NotNil(t, st.Error, name)
+	require.Contains(t, *st.Error, "step "+name+" did not run: workflow run ")
+	require.Zero(t, st.Started, name)
 }

@@ -162,14 +162,21 @@ func (rs *runState) cancel(msg string) {
 	rs.end(wftype.RunCancelled, &msg)
 }
 
-// afterFailure ends the running steps of a run that failed which can no
-// longer complete: those one of whose tasks was just cancelled (cancelled
-// names them) and the for_each steps with items not started. A running
-// step whose tasks all run on stays RUNNING: their outcomes are recorded
-// when they end (a completed step keeps its outputs for a retry), but they
-// do not revive the run.
+// afterFailure ends the steps of a run that failed which can no longer
+// complete: the waiting ones (they will not run: a run's page showed them
+// WAITING, as if they might), those one of whose tasks was just cancelled
+// (cancelled names them) and the for_each steps with items not started. A
+// running step whose tasks all run on stays RUNNING: their outcomes are
+// recorded when they end (a completed step keeps its outputs for a retry),
+// but they do not revive the run. A retry runs every cancelled step again.
 func (rs *runState) afterFailure(cancelled map[string]bool, msg string) {
 	for name, s := range rs.steps {
+		if s.Status == wftype.StepWaiting {
+			notRun := fmt.Sprintf("step %s did not run: workflow run %s failed", name, rs.run.ID)
+			s.Status, s.Error = wftype.StepCancelled, &notRun
+			rs.dirty[name] = true
+			continue
+		}
 		if s.Status != wftype.StepRunning {
 			continue
 		}

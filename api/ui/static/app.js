@@ -275,9 +275,10 @@ function renderOverview(s) {
       h("td", {}, fmtTime(x.next_tick)), h("td", {}, fmtTime(x.last_tick))))),
     s.outbox ? h("div", {}, h("h2", {}, "Event outbox"),
       h("div", { class: "cards" },
-        card("pending", s.outbox.pending, "outbox-pending"), card("processing", s.outbox.processing),
+        card("pending", s.outbox.pending, "outbox-pending"),
+        card("held (not due)", s.outbox.held, "outbox-held"), card("processing", s.outbox.processing),
         card("dead letter", s.outbox.dead_letter, "outbox-dead"),
-        card("oldest pending", s.outbox.oldest_pending_at ? fmtAge(s.outbox.oldest_pending_age_seconds) : "–"))) : null,
+        card("oldest due", s.outbox.oldest_pending_at ? fmtAge(s.outbox.oldest_pending_age_seconds) : "–"))) : null,
     s.estimates ? h("p", { class: "muted" }, "All history (planner estimate): " +
       Object.entries(s.estimates).map(([k, v]) => k + " ≈ " + Math.round(v).toLocaleString()).join(", ")) : null);
   return out;

@@ -1,7 +1,7 @@
 // Command testdates runs test packages as if it were other dates (make
 // test-dates), each package starting at the date itself.
 //
-//	testdates [-tolerance 5s] [-timeout 15m] DATE[@ZONE]... -- PACKAGE...
+//	testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-side-by-side] [-dated] [-jobs N] DATE[@ZONE]... -- PACKAGE...
 //
 // It compiles the packages' test binaries first (go test -c), so compiling
 // does not eat into the date. Then, for each date, it starts a throwaway
@@ -16,10 +16,18 @@
 // disagrees with Go's. Each package's result, how far past its date it
 // started and how long it took are printed; the exit code is 1 when any
 // package failed at any date.
+//
+// With -dated (the date sweep of make test), it runs only the tests of the
+// packages that write rows at times they compute, found by what they call
+// (dated.go), and, to be cheap, with -test.short (tests that build
+// hundreds of thousands of rows to check plans skip), a date's packages
+// side by side after one restart (as -side-by-side does for a full run),
+// and -jobs dates at once, each on a server of its own.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -30,6 +38,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,6 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tolerance := fs.Duration("tolerance", 5*time.Second, "how far past its date a package may start")
 	timeout := fs.Duration("timeout", 15*time.Minute, "each package's test timeout (-test.timeout)")
 	runRE := fs.String("run", "", "run only the tests matching this regular expression (-test.run)")
+	dated := fs.Bool("dated", false, "run only the tests that write rows at times they compute, a date's packages side by side")
+	sideBySide := fs.Bool("side-by-side", false, "run a date's packages at once after one restart (implied by -dated)")
+	jobs := fs.Int("jobs", 1, "how many dates run at once, each on a server of its own (with -side-by-side or -dated)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -59,8 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 	}
-	if sep < 1 || sep == len(rest)-1 {
-		fmt.Fprintln(stderr, "usage: testdates [-tolerance 5s] [-timeout 15m] DATE[@ZONE]... -- PACKAGE...")
+	if sep < 1 || sep == len(rest)-1 || *jobs < 1 || (*dated && *runRE != "") {
+		fmt.Fprintln(stderr, "usage: testdates [-tolerance 5s] [-timeout 15m] [-run RE] [-side-by-side] [-dated] [-jobs N] DATE[@ZONE]... -- PACKAGE... (-run and -dated exclude each other)")
 		return 2
 	}
 	dates, err := parseDates(rest[:sep])
@@ -81,21 +93,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// packages' tests may start the binaries of other users: keep it open.
 	_ = os.Chmod(binDir, 0o755)
 	started := time.Now()
-	pkgs, err := compile(ctx, binDir, rest[sep+1:], stderr)
+	patterns := rest[sep+1:]
+	var runs map[string]string // -test.run by import path, with -dated
+	if *dated {
+		sel, err := findDatedTests(ctx, "", patterns)
+		if err != nil {
+			fmt.Fprintln(stderr, "testdates:", err)
+			return 1
+		}
+		if len(sel) == 0 {
+			fmt.Fprintf(stdout, "testdates: no test of %s writes dated rows\n", strings.Join(patterns, " "))
+			return 0
+		}
+		patterns, runs = nil, map[string]string{}
+		for _, s := range sel {
+			fmt.Fprintf(stdout, "testdates: %s: %s\n", s.importPath, strings.Join(s.tests, " "))
+			patterns = append(patterns, s.importPath)
+			runs[s.importPath] = s.runPattern()
+		}
+		fmt.Fprintf(stdout, "testdates: found the dated tests of %d packages in %s\n", len(sel), time.Since(started).Round(time.Second))
+	}
+	pkgs, err := compile(ctx, binDir, patterns, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "testdates:", err)
 		return 1
 	}
+	for i := range pkgs {
+		if re, ok := runs[pkgs[i].importPath]; ok {
+			pkgs[i].runRE = re
+		}
+	}
 	fmt.Fprintf(stdout, "testdates: compiled %d test binaries in %s\n", len(pkgs), time.Since(started).Round(time.Second))
 
-	r := runner{tolerance: *tolerance, timeout: *timeout, runRE: *runRE, stdout: stdout}
+	r := &runner{tolerance: *tolerance, timeout: *timeout, runRE: *runRE, stdout: stdout, sideBySide: *dated || *sideBySide, short: *dated}
 	var failedDates []string
-	for _, d := range dates {
-		if ctx.Err() != nil {
-			break
-		}
-		if !r.runDate(ctx, d, pkgs) {
-			failedDates = append(failedDates, d.String())
+	if r.sideBySide {
+		failedDates = r.runDates(ctx, dates, pkgs, *jobs)
+	} else {
+		for _, d := range dates {
+			if ctx.Err() != nil {
+				break
+			}
+			if !r.runDate(ctx, d, pkgs) {
+				failedDates = append(failedDates, d.String())
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -149,6 +190,8 @@ type pkg struct {
 	importPath string
 	dir        string
 	binary     string
+	// runRE, when set, is the package's own -test.run (the sweep's).
+	runRE string
 }
 
 // compile builds the test binaries of the packages matched by patterns
@@ -202,7 +245,49 @@ type runner struct {
 	tolerance time.Duration
 	timeout   time.Duration
 	runRE     string
-	stdout    io.Writer
+	// sideBySide runs a date's packages at once after one restart.
+	sideBySide bool
+	// short runs the tests with -test.short (the sweep: tests that build
+	// hundreds of thousands of rows to check plans skip).
+	short bool
+	// mu keeps one date's lines together when dates run at once.
+	mu     sync.Mutex
+	stdout io.Writer
+}
+
+// runDates runs the dates, jobs at a time (each writes its lines when it
+// ends), and returns those that failed.
+func (r *runner) runDates(ctx context.Context, dates []date, pkgs []pkg, jobs int) []string {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []string
+	)
+	slots := make(chan struct{}, jobs)
+	for _, d := range dates {
+		slots <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			var out bytes.Buffer
+			dr := &runner{tolerance: r.tolerance, timeout: r.timeout, runRE: r.runRE, sideBySide: true, short: r.short, stdout: &out}
+			ok := dr.runDate(ctx, d, pkgs)
+			r.mu.Lock()
+			_, _ = r.stdout.Write(out.Bytes())
+			r.mu.Unlock()
+			if !ok {
+				mu.Lock()
+				failed = append(failed, d.String())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
 }
 
 // templateLead is how long before the date the template is migrated.
@@ -210,7 +295,7 @@ const templateLead = time.Minute
 
 // runDate runs every package at d on a server of its own and reports
 // whether all passed.
-func (r runner) runDate(ctx context.Context, d date, pkgs []pkg) bool {
+func (r *runner) runDate(ctx context.Context, d date, pkgs []pkg) bool {
 	fmt.Fprintf(r.stdout, "== as if it were %s\n", d)
 	start := time.Now()
 	srv, err := startServer(ctx, d)
@@ -220,12 +305,16 @@ func (r runner) runDate(ctx context.Context, d date, pkgs []pkg) bool {
 	}
 	defer srv.remove()
 	var failed []string
-	for _, p := range pkgs {
-		if ctx.Err() != nil {
-			return false
-		}
-		if !r.runPackage(ctx, srv, d, p) {
-			failed = append(failed, p.importPath)
+	if r.sideBySide {
+		failed = r.runSideBySide(ctx, srv, d, pkgs)
+	} else {
+		for _, p := range pkgs {
+			if ctx.Err() != nil {
+				return false
+			}
+			if !r.runPackage(ctx, srv, d, p) {
+				failed = append(failed, p.importPath)
+			}
 		}
 	}
 	took := time.Since(start).Round(time.Second)
@@ -237,17 +326,58 @@ func (r runner) runDate(ctx context.Context, d date, pkgs []pkg) bool {
 	return true
 }
 
+// runSideBySide restarts the server so that the packages start at d, runs
+// them all at once, prints their results (in order) and returns those that
+// failed.
+func (r *runner) runSideBySide(ctx context.Context, srv *server, d date, pkgs []pkg) []string {
+	offset, late, err := srv.restartAt(ctx, d.at, r.tolerance)
+	if err != nil {
+		fmt.Fprintf(r.stdout, "FAIL\t(server)\t%v\n", err)
+		return []string{"(server)"}
+	}
+	outs := make([]bytes.Buffer, len(pkgs))
+	passed := make([]bool, len(pkgs))
+	var wg sync.WaitGroup
+	for i, p := range pkgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := &runner{tolerance: r.tolerance, timeout: r.timeout, runRE: r.runRE, short: r.short, stdout: &outs[i]}
+			passed[i] = one.runBinary(ctx, srv, d, p, offset, late)
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	for i, p := range pkgs {
+		_, _ = r.stdout.Write(outs[i].Bytes())
+		if !passed[i] {
+			failed = append(failed, p.importPath)
+		}
+	}
+	return failed
+}
+
 // runPackage restarts the server so that the package starts at d, runs
 // it, prints its result and reports whether it passed.
-func (r runner) runPackage(ctx context.Context, srv *server, d date, p pkg) bool {
+func (r *runner) runPackage(ctx context.Context, srv *server, d date, p pkg) bool {
 	offset, late, err := srv.restartAt(ctx, d.at, r.tolerance)
 	if err != nil {
 		fmt.Fprintf(r.stdout, "FAIL\t%s\t%v\n", p.importPath, err)
 		return false
 	}
+	return r.runBinary(ctx, srv, d, p, offset, late)
+}
+
+// runBinary runs the package's test binary with the clock offset (the
+// server is already at it), prints its result and reports whether it
+// passed.
+func (r *runner) runBinary(ctx context.Context, srv *server, d date, p pkg, offset, late time.Duration) bool {
 	args := []string{"-test.count=1", "-test.paniconexit0", "-test.timeout=" + r.timeout.String()}
-	if r.runRE != "" {
-		args = append(args, "-test.run="+r.runRE)
+	if re := cmp.Or(p.runRE, r.runRE); re != "" {
+		args = append(args, "-test.run="+re)
+	}
+	if r.short {
+		args = append(args, "-test.short")
 	}
 	cmd := exec.CommandContext(ctx, p.binary, args...)
 	cmd.Dir = p.dir // as go test runs it
@@ -262,7 +392,7 @@ func (r runner) runPackage(ctx context.Context, srv *server, d date, p pkg) bool
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	took := time.Since(began).Seconds()
 	if err != nil {
 		_, _ = r.stdout.Write(out.Bytes())

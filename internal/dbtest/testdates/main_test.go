@@ -66,6 +66,8 @@ func TestRefusesBadArguments(t *testing.T) {
 		"unknown zone":        {[]string{"2027-03-01T00:00:00Z@Mars/Olympus", "--", "./x"}, `unknown time zone "Mars/Olympus"`},
 		"no packages":         {[]string{"2027-03-01T00:00:00Z", "--"}, "usage: testdates"},
 		"no dates":            {[]string{"--", "./x"}, "usage: testdates"},
+		"dated with -run":     {[]string{"-dated", "-run", "TestX", "2027-03-01T00:00:00Z", "--", "./x"}, "-run and -dated exclude each other"},
+		"no jobs":             {[]string{"-jobs", "0", "2027-03-01T00:00:00Z", "--", "./x"}, "usage: testdates"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -1,0 +1,3 @@
+module example.com/datedmod
+
+go 1.24

@@ -1,0 +1,90 @@
+package doctest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const page = "# A page\n\n" +
+	"```sh doctest\nX=1\necho one $X\n```\n" +
+	"```text doctest-output\none 1\n```\n\n" +
+	"```sh\necho not marked\n```\n\n" +
+	"```sh doctest-background\nsleep 30\n```\n\n" +
+	"```sh doctest exit=3\necho two $X >&2\n(exit 3)\n```\n"
+
+// TestParse: marked blocks in order, with their output, status and line;
+// unmarked ones left.
+func TestParse(t *testing.T) {
+	t.Parallel()
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	require.Len(t, blocks, 3)
+	require.Equal(t, Run, blocks[0].Kind)
+	require.Equal(t, 3, blocks[0].Line)
+	require.Equal(t, "X=1\necho one $X\n", blocks[0].Script)
+	require.Equal(t, "one 1\n", *blocks[0].Output)
+	require.Equal(t, Background, blocks[1].Kind)
+	require.Equal(t, 3, blocks[2].WantStatus)
+	require.Nil(t, blocks[2].Output)
+}
+
+// TestParseRefuses: malformed markers name their line.
+func TestParseRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ page, want string }{
+		{"```text doctest-output\nx\n```\n", "line 1: a doctest-output block must follow a doctest block"},
+		{"```sh doctest\nx\n```\n\nprose\n```text doctest-output\nx\n```\n", "line 6: a doctest-output block must follow"},
+		{"```sh doctest exit=x\nx\n```\n", `line 1: "exit=x": exit=N follows doctest`},
+		{"```sh doctest\nx\n", "line 1: the fence is never closed"},
+	} {
+		_, err := Parse([]byte(tc.page))
+		require.ErrorContains(t, err, tc.want, tc.page)
+	}
+}
+
+// TestMatch: lines, "..." for any lines, "…" for any text.
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		want, got string
+		ok        bool
+	}{
+		{"a\nb\n", "a  \nb\n\n", true},
+		{"created task … (noop, PENDING)", "created task 01a2-33 (noop, PENDING)", true},
+		{"first\n...\nlast", "first\nx\ny\nlast", true},
+		{"first\n...\nlast", "first\nlast", true},
+		{"a\nb", "a\nc", false},
+		{"a", "a\nmore", false},
+		{"(noop)", "(noop) x", false},
+	} {
+		ok, reason := Match(tc.want, tc.got)
+		require.Equal(t, tc.ok, ok, "%q vs %q: %s", tc.want, tc.got, reason)
+	}
+	_, reason := Match("a\nb\nc", "a\nb\nx")
+	require.Equal(t, `want line 3 "c" not found after the 2 lines matched so far`, reason)
+}
+
+// TestExecute: one session (a variable carries over), output and status per
+// block, stderr with stdout, a background block stopped at the end.
+func TestExecute(t *testing.T) {
+	t.Parallel()
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	res, err := Execute(ctx, t.TempDir(), nil, blocks)
+	require.NoError(t, err)
+	require.Less(t, time.Since(began), 25*time.Second, "the background sleep was stopped, not waited out")
+	require.True(t, res[0].Ran)
+	require.Equal(t, "one 1", res[0].Output)
+	require.Equal(t, 0, res[0].Status)
+	require.False(t, res[1].Ran, "background blocks have no result")
+	require.Equal(t, "two 1", res[2].Output)
+	require.Equal(t, 3, res[2].Status)
+	require.True(t, strings.HasPrefix(Script(blocks), prelude))
+}
