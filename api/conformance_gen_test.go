@@ -221,6 +221,15 @@ var mutations = []mutation{
 			return v
 		}, "edge value")
 	},
+	// A string member with a control character or a line break.
+	func(g *schemaGen, q *confRequest) string {
+		return g.mutateMember(q, func(_ string, v any) any {
+			if s, ok := v.(string); ok {
+				return s + []string{"\x01", "\n", "\t", "\u2028"}[g.r.IntN(4)]
+			}
+			return v
+		}, "control character")
+	},
 	// A member dropped.
 	func(g *schemaGen, q *confRequest) string {
 		if len(q.body) == 0 {
