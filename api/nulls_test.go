@@ -116,6 +116,8 @@ func TestConformanceFindings(t *testing.T) {
 		// "" was taken as absent.
 		bad("task run_at empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_at": ""}`, "/run_at"),
 		bad("task run_in empty", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_in": ""}`, "/run_in"),
+		bad("task run_at padded", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_at": "2026-01-02T15:04:05Z\t"}`, "/run_at"),
+		bad("task run_in padded", "POST", "/tasks", tokAdmin, `{"task_type": "noop", "run_in": " 5m"}`, "/run_in"),
 		bad("event scope empty", "POST", "/events", tokAdmin, `{"event_type": "survey.updated", "scope": ""}`, "/scope"),
 		bad("catalog schema_name empty", "POST", "/catalogs", tokAdmin, `{"catalog_id": "cat-e", "schema_name": ""}`, "/schema_name"),
 		bad("asset kind empty", "POST", "/catalogs/cat-a/assets", tokAdmin, `{"asset_id": "A3", "uri": "gs://b/a", "kind": ""}`, "/kind"),

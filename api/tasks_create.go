@@ -60,6 +60,13 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if prob := checkObject("/inputs", req.Inputs); prob != nil {
 		return prob
 	}
+	// client.ParseDelay forgives spaces around the value (the CLI's
+	// --run-at); the API takes the value as the document gives it.
+	for ptr, v := range map[string]string{"/run_at": req.RunAt, "/run_in": req.RunIn} {
+		if strings.TrimSpace(v) != v {
+			return validationOne(ptr, "must not start or end with spaces or line breaks")
+		}
+	}
 	runAfter, err := client.ParseDelay(clock.Now(), req.RunAt, req.RunIn)
 	var derr *client.DelayError
 	if errors.As(err, &derr) {
