@@ -91,7 +91,7 @@ test-race: postgres cc ## run every test with the race detector
 	$(GO) run ./internal/dbtest/withdb -- $(GO) test -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: postgres build ## run the standard benchmarks and wf beside River on a durable local PostgreSQL (~9 min) and rewrite BENCHMARKS.md
+bench: postgres build ## run the standard benchmarks (ingestion beside ogr2ogr included) and wf beside River on a durable local PostgreSQL (~11 min) and rewrite BENCHMARKS.md
 	./bin/wf --log-level warn bench suite --markdown BENCHMARKS.md --json-out bin/bench.json $(ARGS)
 	$(MAKE) --no-print-directory bench-river
 
@@ -220,7 +220,7 @@ chromium: ## install Debian's chromium (for the dashboard's browser tests) when 
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
 
 .PHONY: screenshot
-screenshot: postgres chromium ## retake docs/dashboard-overview.png, the README's picture of the dashboard
+screenshot: postgres chromium ## retake docs/dashboard-overview.png, the picture of the dashboard in docs/dashboard.md
 	WF_DASHBOARD_SCREENSHOT=$(CURDIR)/docs/dashboard-overview.png $(GO) run ./internal/dbtest/withdb -- \
 	    $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./cli/
 

@@ -10,17 +10,18 @@ import (
 	"testing"
 )
 
-// TestLayoutNamesEveryPackage checks that the README's Layout table names
-// every Go package of the repository (a folder holding a non-test .go
-// file), so that a newcomer finds each package's one job there. A row may
+// TestLayoutNamesEveryPackage checks that the Layout table of
+// docs/architecture.md names every Go package of the repository (a folder
+// holding a non-test .go file), so that a newcomer finds each package's one
+// job there. A row may
 // name several packages of one folder: "`runners/builtin`, `exec`, `http`"
 // names runners/builtin, runners/exec and runners/http.
 func TestLayoutNamesEveryPackage(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	architecture, err := os.ReadFile(layoutPage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := layoutNames(t, string(readme))
+	named := layoutNames(t, string(architecture))
 	var missing []string
 	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -45,18 +46,21 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(missing) > 0 {
-		t.Errorf("README.md's Layout table does not name these packages (add a row with each one's job): %s",
-			strings.Join(missing, ", "))
+		t.Errorf("%s's Layout table does not name these packages (add a row with each one's job): %s",
+			layoutPage, strings.Join(missing, ", "))
 	}
 }
 
+// layoutPage is the documentation page that holds the Layout table.
+const layoutPage = "docs/architecture.md"
+
 // layoutNames reads the package names of the first cells of the Layout
 // table's rows.
-func layoutNames(t *testing.T, readme string) map[string]bool {
+func layoutNames(t *testing.T, page string) map[string]bool {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n## Layout\n")
+	_, section, ok := strings.Cut(page, "\n## Layout\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Layout" section`)
+		t.Fatalf(`%s has no "## Layout" section`, layoutPage)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
@@ -80,7 +84,7 @@ func layoutNames(t *testing.T, readme string) map[string]bool {
 		}
 	}
 	if len(named) == 0 {
-		t.Fatal("README.md's Layout table names no package")
+		t.Fatalf("%s's Layout table names no package", layoutPage)
 	}
 	return named
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,8 +76,9 @@ func TestWalkthroughs(t *testing.T) {
 				"WF_DATA_DIR=" + filepath.Join(dir, ".wf"),
 				"PATH=" + filepath.Join(dir, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 				"HOME=" + dir,
-				// Pages run side by side: no fixed port.
-				"WF_LISTEN=127.0.0.1:0",
+				// Pages run side by side, each wf on a port of its own,
+				// which a page reads from WF_LISTEN as a reader does.
+				"WF_LISTEN=" + freeAddress(t),
 			}
 			results, err := doctest.Execute(ctx, dir, env, p.blocks)
 			if err != nil {
@@ -102,6 +104,16 @@ func TestWalkthroughs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freeAddress returns a loopback address with a port free a moment ago.
+func freeAddress(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // backgrounds is what the background blocks before a failed one printed.

@@ -44,7 +44,7 @@ var bodyRoutes = []struct{ path, token string }{
 	{"/tasks/0190b5b4-7d7e-7c1a-9f6e-3c2f1a2b4c5d/fail", fuzzWorkerToken},
 }
 
-// requestSeeds are bodies of the kinds the tests and the README send, good
+// requestSeeds are bodies of the kinds the tests and docs/http-api.md send, good
 // and bad.
 var requestSeeds = []string{
 	`{"task_type": "noop"}`,

@@ -38,7 +38,7 @@ func TestTileEndpoint(t *testing.T) {
 	wkb = binary.LittleEndian.AppendUint64(wkb, math.Float64bits(10))
 	wkb = binary.LittleEndian.AppendUint64(wkb, math.Float64bits(10))
 	_, _, err = b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{{GeoID: id, ExternalID: "a",
-		Geometry: []byte(`{"type":"Point","coordinates":[10,10]}`), WKB: wkb, Properties: []byte(`{"name":"ten"}`),
+		WKB: wkb, Properties: []byte(`{"name":"ten"}`),
 		Stats: []byte(`{}`), GeometryHash: "g", AttributesHash: "a", ValidFrom: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}})
 	require.NoError(t, err)
 

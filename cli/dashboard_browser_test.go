@@ -323,7 +323,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Regexp(t, `^PENDING counts as of \d+s ago\.$`, textOf(t, ctx, `[data-testid="pending-as-of"]`))
 	screenshot(t, ctx, "overview")
 	if dst := os.Getenv("WF_DASHBOARD_SCREENSHOT"); dst != "" {
-		// make screenshot: the README's picture of the overview.
+		// make screenshot: docs/dashboard.md's picture of the overview.
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(dst, png, 0o644))

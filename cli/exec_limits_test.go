@@ -62,7 +62,7 @@ func requirePending(t *testing.T, e *wfEnv, id uuid.UUID) {
 
 // TestExecCountsItsStartInTheRateWindow: a task `wf exec TASK_TYPE` creates
 // and runs counts as a start of its type's rate window, which the claims
-// of wf run read (README, Limits).
+// of wf run read (docs/claiming.md, "Limits: concurrency and rate").
 func TestExecCountsItsStartInTheRateWindow(t *testing.T) {
 	t.Parallel()
 	e, st := execLimitsEnv(t)

@@ -117,14 +117,14 @@ type Database struct {
 	// the leader election's advisory lock and LISTEN, and the migrations'
 	// lock. Set it when DatabaseURL goes through a transaction-mode pooler
 	// such as PgBouncer; the pool then also stops using prepared statements
-	// (see README "Production"). Empty: the session connection uses
-	// DatabaseURL. Secret: Masked hides its password.
+	// (see docs/operations.md, "Production"). Empty: the session connection
+	// uses DatabaseURL. Secret: Masked hides its password.
 	SessionURL string `yaml:"session_url"`
 	// ReadURL is a connection string to a read replica (a streaming
 	// standby of the database on DatabaseURL) for the HTTP API's reads that
-	// may lag: lists, the overview, the dashboard's pages (see README
-	// "Production"). Empty: every read goes to DatabaseURL. Secret: Masked
-	// hides its password.
+	// may lag: lists, the overview, the dashboard's pages (see
+	// docs/operations.md, "Production"). Empty: every read goes to
+	// DatabaseURL. Secret: Masked hides its password.
 	ReadURL string `yaml:"read_url"`
 }
 
@@ -181,7 +181,7 @@ type Events struct {
 
 // Fairness says how a claim batch is shared among tenants (schema_name):
 // weighted round-robin within the highest priority class that is due (see
-// README "Fair claiming").
+// docs/claiming.md, "Fair claiming across tenants").
 type Fairness struct {
 	// Enabled turns fair claiming on; off, a claim takes the highest
 	// priority, then oldest due tasks, whoever's they are.

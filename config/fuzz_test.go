@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// configSeeds are real configuration files: the README's example, the one
+// configSeeds are real configuration files: docs/configuration.md's example, the one
 // TestLoadFullFile reads, and shapes the error tests use.
 var configSeeds = []string{
 	`database_url: postgres://wf:secret@db.internal/wf   # empty: a local PostgreSQL in data_dir

@@ -1,5 +1,5 @@
 // Command embed is a program outside the wf repository that embeds wf, as
-// the README describes: .ci/embed-check builds it in a throwaway module
+// docs/clients.md describes: .ci/embed-check builds it in a throwaway module
 // that imports github.com/wfhq/wf through a replace to the checkout, and
 // runs it against a database of its own. It registers a builtin handler,
 // enqueues a task inside its own transaction, runs the engine until the

@@ -35,9 +35,8 @@ func SeedPoints(t testing.TB, collection string, layerConfig json.RawMessage, n 
 	require.NoError(t, st.CreateFeatureTable(ctx, ft))
 	table := pgx.Identifier{ft.Schema, ft.Collection}.Sanitize()
 	_, err = pool.Exec(ctx, `
-INSERT INTO `+table+` (geoid, external_id, geometry, geom, properties, geometry_hash, attributes_hash, validity)
+INSERT INTO `+table+` (geoid, external_id, geom, properties, geometry_hash, attributes_hash, validity)
 SELECT gen_random_uuid(), 'P' || i,
-       jsonb_build_object('type', 'Point', 'coordinates', jsonb_build_array(7 + i / 1e7, 45)),
        ST_SetSRID(ST_MakePoint(7 + i / 1e7, 45), 4326),
        jsonb_build_object('pid', i, 'name', 'Feature ' || i, 'pop', i), md5(i::text), md5('a' || i), tstzrange(now(), NULL)
 FROM generate_series(1, $1) i`, n)

@@ -18,6 +18,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/wfhq/wf/catalog/geom"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/objio"
 	"github.com/wfhq/wf/reporters"
@@ -202,7 +203,9 @@ func AppendFeature(dst []byte, r *store.FeatureRow) ([]byte, error) {
 	dst = append(dst, `{"type":"Feature","id":"`...)
 	dst = append(dst, r.GeoID.String()...)
 	dst = append(dst, `","geometry":`...)
-	dst = append(dst, r.Geometry...)
+	if dst, err = geom.GeoJSONFromWKB(dst, r.WKB); err != nil {
+		return nil, fmt.Errorf("error encoding feature %s: %w", r.ExternalID, err)
+	}
 	dst = append(dst, `,"properties":`...)
 	dst = append(dst, r.Properties...)
 	dst = append(dst, `,"stats":`...)

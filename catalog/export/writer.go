@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/paulmach/orb/encoding/wkb"
 	"github.com/paulmach/orb/encoding/wkt"
 
-	"github.com/wfhq/wf/catalog/geom"
 	"github.com/wfhq/wf/engine/store"
 )
 
@@ -68,7 +68,7 @@ func NewWriter(w io.Writer, format string, extraColumns []string) (*Writer, erro
 // (ignored by the other formats, whose properties hold everything).
 func (w *Writer) Write(r *store.FeatureRow, extra []string) error {
 	if w.csv != nil {
-		g, err := geom.ParseGeoJSON(r.Geometry)
+		g, err := wkb.Unmarshal(r.WKB)
 		if err != nil {
 			return fmt.Errorf("error reading the geometry of feature %s: %w", r.ExternalID, err)
 		}

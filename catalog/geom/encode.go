@@ -98,3 +98,14 @@ func Hash(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// GeoJSONFromWKB appends to dst the canonical GeoJSON text (AppendGeoJSON)
+// of a WKB geometry: what a feature table stores as geom gives back the
+// text the ingestion reported, number for number.
+func GeoJSONFromWKB(dst, b []byte) ([]byte, error) {
+	g, err := wkb.Unmarshal(b)
+	if err != nil {
+		return dst, fmt.Errorf("error decoding a WKB geometry: %w", err)
+	}
+	return AppendGeoJSON(dst, g), nil
+}

@@ -35,8 +35,11 @@ type item struct {
 	rejected *reporters.Envelope
 	// version is what is merged; props, stats and geometry make its envelope.
 	version store.FeatureVersion
-	props   map[string]any
-	stats   recordStats
+	// geometry is the canonical GeoJSON of the version's geometry (the
+	// table stores it once, as geom; the envelope shows it as GeoJSON).
+	geometry []byte
+	props    map[string]any
+	stats    recordStats
 }
 
 // recordStats are a record's stats, the seed's four groups in one flat
@@ -119,7 +122,7 @@ func (p *processor) process(rec *record) item {
 	if err != nil {
 		return p.reject(rec, props, system(), echo, "invalid geometry: "+err.Error())
 	}
-	canon, err := appendCanonicalJSON(nil, props)
+	canon, err := appendCanonicalJSON(make([]byte, 0, len(stored)+32), props)
 	if err != nil {
 		return p.reject(rec, props, system(), echo, err.Error())
 	}
@@ -136,16 +139,17 @@ func (p *processor) process(rec *record) item {
 		version: store.FeatureVersion{
 			ExternalID:     extID,
 			AssetID:        p.assetID,
-			Geometry:       geom.AppendGeoJSON(nil, g),
 			WKB:            wkb,
 			Properties:     stored,
-			Stats:          appendStatsJSON(nil, stats),
+			Stats:          appendStatsJSON(make([]byte, 0, 320), stats),
 			GeometryHash:   stats.GeometryHash,
 			AttributesHash: stats.AttributesHash,
 			ValidFrom:      p.validFrom,
 		},
-		props: props,
-		stats: stats,
+		// About 22 bytes a vertex: sized once, not grown.
+		geometry: geom.AppendGeoJSON(make([]byte, 0, 48+22*stats.Vertices), g),
+		props:    props,
+		stats:    stats,
 	}
 }
 
@@ -276,7 +280,8 @@ func jsonKind(v any) string {
 }
 
 // appendStatsJSON appends the stored stats object: the envelope's stats
-// (statsMap), in the same keys.
+// (statsMap), in the same keys, but for the content hashes, which the
+// table stores once, in their own columns (its readers add them back).
 func appendStatsJSON(dst []byte, s recordStats) []byte {
 	num := func(key string, v float64) {
 		dst = append(dst, `,"`...)
@@ -307,8 +312,6 @@ func appendStatsJSON(dst []byte, s recordStats) []byte {
 	num(statPartCount, float64(s.Parts))
 	num(statFieldCount, float64(s.Fields))
 	num(statNullCount, float64(s.Nulls))
-	str(statGeometryHash, s.GeometryHash)
-	str(statAttributesHash, s.AttributesHash)
 	str(statS2Cell, s.S2Cell)
 	num(statS2Level, float64(s.S2Level))
 	return append(dst, '}')
@@ -365,14 +368,14 @@ func (it *item) envelope(o store.MergeOutcome) reporters.Envelope {
 	}
 	if o.Action == store.MergeInvalid {
 		env := reporters.Rejected(it.props, system, "invalid geometry: "+o.Reason)
-		env.Record.Geometry = v.Geometry
+		env.Record.Geometry = it.geometry
 		return env
 	}
 	if o.Action == store.MergeConflict {
 		reason := fmt.Sprintf("external id %q: the validity start %s is not after the start %s of its current version, which has other content",
 			v.ExternalID, v.ValidFrom.UTC().Format(time.RFC3339Nano), o.ValidFrom.Format(time.RFC3339Nano))
 		env := reporters.Rejected(it.props, system, reason)
-		env.Record.Geometry = v.Geometry
+		env.Record.Geometry = it.geometry
 		return env
 	}
 	system[reporters.SystemGeoID] = o.GeoID.String()
@@ -382,7 +385,7 @@ func (it *item) envelope(o store.MergeOutcome) reporters.Envelope {
 	return reporters.Success(reporters.Record{
 		Type:       "Feature",
 		ID:         o.GeoID.String(),
-		Geometry:   v.Geometry,
+		Geometry:   it.geometry,
 		Properties: it.props,
 		Stats:      statsMap(it.stats),
 		System:     system,

@@ -128,6 +128,11 @@ type Outputs struct {
 	Summary Summary `json:"summary"`
 }
 
+// indexBuildTimeout bounds the index build after a load into an empty
+// collection (a few seconds per million features); should it fail, the
+// next task on the collection builds them (store.CreateFeatureTable).
+const indexBuildTimeout = 10 * time.Minute
+
 // Handle implements the builtin handler signature: it ingests the source
 // named in the task's inputs. Bad inputs, an unknown collection and a
 // source that does not exist or cannot be parsed fail the task permanently;
@@ -190,7 +195,22 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	}
 	started := time.Now()
 	sum := newSummarizer()
+	// Into a new or emptied collection, the spatial and geoid indexes are
+	// built once after the load instead of row by row.
+	bulk, err := h.cfg.Store.BeginBulkLoad(ctx, table)
+	if err != nil {
+		return nil, err
+	}
 	counts, runErr := h.run(ctx, table, rr, p, rep, sum)
+	if bulk {
+		// Built even when the run was cancelled: the rows it wrote stay.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexBuildTimeout)
+		err := h.cfg.Store.EndBulkLoad(bctx, table)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if runErr != nil && !errors.Is(runErr, errSource) {
 		return nil, runErr
 	}

@@ -240,7 +240,7 @@ read:
 				cur.ids[ext] = true
 				cur.versions = append(cur.versions, it.version)
 				cur.index = append(cur.index, len(cur.items))
-				cur.bytes += len(it.version.Geometry) + len(it.version.WKB) + len(it.version.Properties)
+				cur.bytes += len(it.geometry) + len(it.version.WKB) + len(it.version.Properties)
 			}
 			cur.items = append(cur.items, it)
 			if len(cur.versions) >= h.cfg.BatchSize || len(cur.items) >= 4*h.cfg.BatchSize || cur.bytes >= h.cfg.BatchBytes {

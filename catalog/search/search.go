@@ -39,6 +39,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/elastic/go-elasticsearch/v8/esutil"
 
+	"github.com/wfhq/wf/catalog/geom"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
@@ -483,6 +484,10 @@ func newItem(c *store.FeatureChange) (*item, error) {
 		return it, nil
 	}
 	it.action = "index"
+	geometry, err := geom.GeoJSONFromWKB(nil, c.WKB)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding feature %s: %w", c.ExternalID, err)
+	}
 	doc := struct {
 		GeoID           string          `json:"geoid"`
 		ExternalID      string          `json:"external_id"`
@@ -491,7 +496,7 @@ func newItem(c *store.FeatureChange) (*item, error) {
 		Properties      json.RawMessage `json:"properties"`
 		ValidFrom       time.Time       `json:"valid_from"`
 		TransactionTime time.Time       `json:"transaction_time"`
-	}{it.id, c.ExternalID, c.AssetID, c.Geometry, c.Properties, c.ValidFrom, c.TransactionTime}
+	}{it.id, c.ExternalID, c.AssetID, geometry, c.Properties, c.ValidFrom, c.TransactionTime}
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("error encoding feature %s: %w", c.ExternalID, err)

@@ -52,6 +52,11 @@ const (
 	// enqueues Tasks in bulk, then tenants B..E 100 each; it reports B..E's
 	// enqueue→start and A's throughput (Unfair turns fair claiming off).
 	ModeNoisy Mode = "noisy-neighbour"
+	// ModeIngest loads Features polygons with wf's ingestion and with
+	// `ogr2ogr -f PostgreSQL` side by side, Rounds times each (a GeoPackage
+	// in EPSG:32633 through the GDAL path, a GeoJSON file through the
+	// GeoJSON path), and reports the median rates and their ratios.
+	ModeIngest Mode = "ingest"
 )
 
 // Runner kinds a run can use for its task type.
@@ -106,6 +111,11 @@ type Config struct {
 	PollInterval time.Duration
 	// Unfair turns the engines' fair claiming across tenants off.
 	Unfair bool
+	// Features is how many polygons an ingest run's files hold. Default 100,000.
+	Features int
+	// Rounds is how many times an ingest run loads each file with each
+	// side. Default 3.
+	Rounds int
 
 	// DatabaseURL names a server to run on; empty starts a local cluster.
 	DatabaseURL string
@@ -166,6 +176,8 @@ func (c Config) withDefaults() Config {
 	c.OverviewPending = cmp.Or(c.OverviewPending, 100_000)
 	c.OverviewRuns = cmp.Or(c.OverviewRuns, 12)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.Features = cmp.Or(c.Features, 100_000)
+	c.Rounds = cmp.Or(c.Rounds, 3)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -177,9 +189,9 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	switch c.Mode {
-	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle, ModeOverview, ModeNoisy:
+	case ModeBurnDown, ModeContinuous, ModeLatency, ModeScale, ModeIdle, ModeOverview, ModeNoisy, ModeIngest:
 	default:
-		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale, idle, overview or noisy-neighbour", c.Mode)
+		return fmt.Errorf("unknown bench mode %q: expected burn-down, continuous, latency, scale, idle, overview, noisy-neighbour or ingest", c.Mode)
 	}
 	switch c.Runner {
 	case RunnerBuiltin, RunnerExec, RunnerHTTP:
@@ -202,6 +214,8 @@ func (c Config) validate() error {
 	case c.OverviewFinished < 0 || c.OverviewPending < 0 || c.OverviewRuns < 1:
 		return fmt.Errorf("overview sizes must be 0 or more and runs at least 1, got %d finished, %d pending, %d runs",
 			c.OverviewFinished, c.OverviewPending, c.OverviewRuns)
+	case c.Features < 1 || c.Rounds < 1:
+		return fmt.Errorf("features and rounds must be at least 1, got %d features, %d rounds", c.Features, c.Rounds)
 	case c.Instances > 0 && c.Executable == "":
 		return errors.New("instances need the wf executable to re-execute")
 	case c.CPUProfile != "" && c.Instances > 0:
@@ -238,6 +252,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = overview(ctx, env, res)
 	case ModeNoisy:
 		err = noisy(ctx, env, res)
+	case ModeIngest:
+		err = ingestBench(ctx, env, res)
 	}
 	if err != nil {
 		return nil, err

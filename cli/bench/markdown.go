@@ -83,7 +83,7 @@ func Markdown(s *Suite) string {
 			continue
 		}
 		switch r.Mode {
-		case ModeScale, ModeIdle:
+		case ModeScale, ModeIdle, ModeIngest:
 			continue
 		}
 		lat, latKind := r.StartLatency, "enqueue→start"
@@ -124,6 +124,11 @@ func Markdown(s *Suite) string {
 			p("\n<details><summary>EXPLAIN (ANALYZE, BUFFERS) of a claim with %d finished rows</summary>\n\n```\n%s\n```\n</details>\n",
 				r.Scale[n-1].FinishedRows, r.Scale[n-1].Explain)
 		}
+	}
+
+	if r := s.run("ingest vs ogr2ogr"); r != nil && r.Ingest != nil {
+		p("\n### Ingestion beside `ogr2ogr -f PostgreSQL`\n\n")
+		p("%s", IngestMarkdown(r.Ingest))
 	}
 
 	if r := s.run("idle"); r != nil && r.Idle != nil {
@@ -172,4 +177,35 @@ func joinFloats(v []float64) string {
 		parts[i] = fmt.Sprintf("%.1f", f)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// IngestMarkdown renders an ingest run: per file, each round of both sides
+// with the CPU seconds of each part, and the medians' ratio.
+func IngestMarkdown(in *IngestResult) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("%d polygons per file, the same durable database; wf's ingestion handler in process (validation with PostGIS validity, stats, hashes, versioning, an envelope per record to a discarding reporter) against `ogr2ogr -f PostgreSQL … -lco SPATIAL_INDEX=GIST --config PG_USE_COPY YES` (with `-t_srs EPSG:4326` for the GeoPackage, as wf stores WGS84); %d rounds, alternating which side goes first; CPU seconds: go = the bench process (wf), gdal = child processes, pg = the PostgreSQL server.\n\n", in.Features, in.Rounds)
+	p("| file | side | features/s per round | median | cpu-s go / gdal / pg (first round) | peak RSS MiB | ratio wf / ogr2ogr |\n|---|---|---|---:|---|---:|---:|\n")
+	rates := func(runs []IngestRun) string {
+		parts := make([]string, len(runs))
+		for i, r := range runs {
+			parts[i] = fmt.Sprintf("%.0f", r.Rate)
+		}
+		return strings.Join(parts, ", ")
+	}
+	cpu := func(runs []IngestRun) string {
+		if len(runs) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f / %.2f / %.2f", runs[0].GoCPU, runs[0].GDALCPU, runs[0].PGCPU)
+	}
+	for _, path := range in.Paths {
+		var peak float64
+		for _, r := range path.WF {
+			peak = max(peak, r.PeakRSSMB)
+		}
+		p("| %s | wf | %s | %.0f | %s | %.0f | **%.2f** |\n", path.Name, rates(path.WF), path.WFRate, cpu(path.WF), peak, path.Ratio)
+		p("| | ogr2ogr | %s | %.0f | %s | | |\n", rates(path.Ogr2ogr), path.OgrRate, cpu(path.Ogr2ogr))
+	}
+	return b.String()
 }

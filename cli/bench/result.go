@@ -67,6 +67,9 @@ type Result struct {
 	// Overview: the dashboard's overview statements on a seeded table.
 	Overview *OverviewResult `json:"overview,omitempty"`
 
+	// Ingest: wf's ingestion beside ogr2ogr -f PostgreSQL.
+	Ingest *IngestResult `json:"ingest,omitempty"`
+
 	// CPU and memory of the work phase.
 	CPU CPU `json:"cpu"`
 
@@ -227,6 +230,9 @@ func (r *Result) WriteText(w io.Writer) {
 	}
 	if r.Overview != nil {
 		writeOverview(w, r.Overview)
+	}
+	if r.Ingest != nil {
+		writeIngest(w, r.Ingest)
 	}
 	c := r.CPU
 	fmt.Fprintf(w, "  cpu              bench %.2fs user %.2fs sys, RSS %.1f MiB", c.BenchUserSeconds, c.BenchSysSeconds, c.BenchRSSMB)

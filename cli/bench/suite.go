@@ -80,6 +80,7 @@ func standardRuns(base Config, quick bool) []SuiteRun {
 				c.ScaleRows = []int{0, 20_000}
 			}
 		})},
+		{"ingest vs ogr2ogr", mk(func(c *Config) { c.Mode, c.Features, c.Rounds = ModeIngest, n(100_000, 5_000), n(3, 1) })},
 		{"idle", mk(func(c *Config) { c.Mode, c.Instances, c.Duration = ModeIdle, 2, d(10*time.Second, 3*time.Second) })},
 	}
 	for k := 1; k <= n(noisyRounds, 1); k++ {
@@ -173,6 +174,16 @@ func targets(s *Suite) []Target {
 		idleValue(func(i *IdleResult) float64 { return i.MaxRSSMB }), "%.1f MiB", func(v float64) bool { return v <= 40 })
 	add("queries per poll interval per idle follower", "≤ 1", idle,
 		idleValue(func(i *IdleResult) float64 { return i.FollowerQueriesPerPoll }), "%.2f", func(v float64) bool { return v <= 1 })
+	ing := s.run("ingest vs ogr2ogr")
+	for k, name := range []string{"GeoPackage in EPSG:32633, GDAL path", "GeoJSON path"} {
+		add("ingestion rate / ogr2ogr -f PostgreSQL's, "+name, "≥ 1.0× (median of alternated rounds)", ing,
+			func(r *Result) (float64, bool) {
+				if r.Ingest == nil || len(r.Ingest.Paths) <= k {
+					return 0, false
+				}
+				return r.Ingest.Paths[k].Ratio, true
+			}, "%.2f×", func(v float64) bool { return v >= 1 })
+	}
 	addNoisyTargets(s, add)
 	return out
 }

@@ -26,10 +26,9 @@ import (
 //	    geoid            uuid        NOT NULL,  -- UUIDv7, the feature's identity, shared by its versions
 //	    external_id      text        NOT NULL,  -- the feature's id in the source data
 //	    asset_id         text,
-//	    geometry         jsonb       NOT NULL,  -- GeoJSON geometry (canonical, RFC 7946 winding), as reports and exports show it
-//	    geom             geometry(Geometry, 4326) NOT NULL,  -- the same geometry in PostGIS, for spatial SQL and GIS tools
+//	    geom             geometry(Geometry, 4326) NOT NULL,  -- the canonical geometry (RFC 7946 winding), in PostGIS
 //	    properties       jsonb       NOT NULL,
-//	    stats            jsonb       NOT NULL,  -- {"area": m², "centroid": hex WKB, "bbox": [..4]}
+//	    stats            json        NOT NULL,  -- the envelope's stats but the content hashes (kept once, below)
 //	    geometry_hash    text        NOT NULL,  -- hex sha256 of the canonical WKB
 //	    attributes_hash  text        NOT NULL,  -- hex sha256 of the canonical properties JSON
 //	    validity         tstzrange   NOT NULL,  -- valid time, [start, end); end open for the current version
@@ -43,9 +42,22 @@ import (
 //	CREATE INDEX ON … USING gist (geom);
 //
 // geom is what QGIS, GeoServer, pg_tileserv and ogr2ogr read; its GiST index
-// serves bbox filters and tiles. Tables made before PostGIS (a WKB bytea and
-// a planar box, which PostGIS makes redundant) are upgraded in place by
-// CreateFeatureTable. The versioning columns and indexes stay as they were.
+// serves bbox filters and tiles. It is the only copy of the geometry: the
+// readers take its WKB (ST_AsBinary) and the catalog writes the canonical
+// GeoJSON from it (geom.GeoJSONFromWKB), the same text that was stored in a
+// jsonb "geometry" column beside it until migration 030 dropped that copy.
+// Tables made before PostGIS (a WKB bytea and a planar box, which PostGIS
+// makes redundant) are upgraded in place by CreateFeatureTable. The
+// versioning columns and indexes stay as they were.
+//
+// stats is json, not jsonb: it is only ever read back whole, and json
+// stores the text as given where jsonb parses it into a tree (a fifth of the
+// server's CPU per row of a load, measured). Tables made before migration
+// 030 keep a jsonb stats column, which reads back the same.
+//
+// A load into an empty table builds its GiST and geoid indexes after the
+// rows are in (BeginBulkLoad, EndBulkLoad): one build costs a tenth of the
+// row-by-row upkeep.
 //
 // Index and constraint names are "_<collection>_<suffix>": they start with
 // "_", which no collection id (so no table name) does, and no two of them
@@ -123,6 +135,12 @@ func (t FeatureTable) objectName(suffix string) string {
 	return pgx.Identifier{name}.Sanitize()
 }
 
+// schemaObject returns the schema-qualified quoted name of one of the
+// table's indexes (for DROP INDEX, which needs the schema).
+func (t FeatureTable) schemaObject(suffix string) string {
+	return pgx.Identifier{t.Schema}.Sanitize() + "." + t.objectName(suffix)
+}
+
 // lockKey is the advisory lock that serialises writes to the table (and
 // its creation) across sessions.
 func (t FeatureTable) lockKey() int64 {
@@ -140,15 +158,14 @@ func schemaLockKey(schema string) int64 {
 // idempotent. The schema is created (and recorded) by CreateFeatureTable.
 func createFeatureTableSQL(t FeatureTable) []string {
 	tbl := t.ident()
-	return []string{
+	return append([]string{
 		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
     geoid            uuid        NOT NULL,
     external_id      text        NOT NULL,
     asset_id         text,
-    geometry         jsonb       NOT NULL,
     geom             geometry(Geometry, 4326) NOT NULL,
     properties       jsonb       NOT NULL DEFAULT '{}',
-    stats            jsonb       NOT NULL DEFAULT '{}',
+    stats            json        NOT NULL DEFAULT '{}',
     geometry_hash    text        NOT NULL,
     attributes_hash  text        NOT NULL,
     validity         tstzrange   NOT NULL,
@@ -159,6 +176,14 @@ func createFeatureTableSQL(t FeatureTable) []string {
 )`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.objectName("current") + ` ON ` + tbl +
 			` (external_id) WHERE upper_inf(validity) AND deleted_at IS NULL`,
+	}, afterLoadIndexesSQL(t)...)
+}
+
+// afterLoadIndexesSQL returns the DDL of the indexes that a load into an
+// empty table builds after its rows are in (see BeginBulkLoad).
+func afterLoadIndexesSQL(t FeatureTable) []string {
+	tbl := t.ident()
+	return []string{
 		`CREATE INDEX IF NOT EXISTS ` + t.objectName("geoid") + ` ON ` + tbl + ` (geoid)`,
 		`CREATE INDEX IF NOT EXISTS ` + t.objectName("geom") + ` ON ` + tbl + ` USING gist (geom)`,
 	}
@@ -176,11 +201,21 @@ func upgradeFeatureTableSQL(t FeatureTable) []string {
 	}
 }
 
+// dropGeoJSONCopySQL drops the GeoJSON copy of the geometry that tables
+// made before migration 030 kept beside geom (that migration drops it from
+// every table it finds; this is for a pre-PostGIS table upgraded later).
+func dropGeoJSONCopySQL(t FeatureTable) string {
+	return `ALTER TABLE ` + t.ident() + ` DROP COLUMN IF EXISTS geometry`
+}
+
 // hasLegacyGeometrySQL reads whether a feature table still has the
-// pre-PostGIS geometry_wkb column.
+// pre-PostGIS geometry_wkb column, and whether it still has the GeoJSON
+// copy of its geometry (a jsonb "geometry" column, before migration 030).
 const hasLegacyGeometrySQL = `
 SELECT EXISTS (SELECT 1 FROM pg_attribute
-               WHERE attrelid = to_regclass($1) AND attname = 'geometry_wkb' AND NOT attisdropped)`
+               WHERE attrelid = to_regclass($1) AND attname = 'geometry_wkb' AND NOT attisdropped),
+       EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = to_regclass($1) AND attname = 'geometry' AND NOT attisdropped)`
 
 // ErrNotOwned is wrapped (with wftype.ErrConflict) when a schema or table
 // that wf would create or drop exists but was not created by wf: wf never
@@ -247,13 +282,16 @@ ON CONFLICT (schema_name) DO UPDATE SET created_at = now()`, t.Schema); err != n
 				return err
 			}
 		}
-		var legacy bool
-		if err := tx.QueryRow(ctx, hasLegacyGeometrySQL, t.ident()).Scan(&legacy); err != nil {
+		var legacy, geoJSONCopy bool
+		if err := tx.QueryRow(ctx, hasLegacyGeometrySQL, t.ident()).Scan(&legacy, &geoJSONCopy); err != nil {
 			return err
 		}
 		stmts := createFeatureTableSQL(t)
 		if legacy {
 			stmts = append(upgradeFeatureTableSQL(t), stmts[1:]...)
+		}
+		if geoJSONCopy {
+			stmts = append(stmts, dropGeoJSONCopySQL(t))
 		}
 		for _, stmt := range stmts {
 			if _, err := tx.Exec(ctx, stmt); err != nil {

@@ -18,9 +18,9 @@ type FeatureVersion struct {
 	GeoID      uuid.UUID
 	ExternalID string
 	AssetID    *string
-	// Geometry is the canonical GeoJSON geometry; WKB the same as 2D WKB
-	// in WGS84 longitude/latitude (stored as the PostGIS geometry).
-	Geometry   []byte
+	// WKB is the canonical geometry as 2D WKB in WGS84 longitude/latitude,
+	// stored as the PostGIS geometry (its only copy: readers write GeoJSON
+	// from it).
 	WKB        []byte
 	Properties []byte // a JSON object
 	Stats      []byte // a JSON object
@@ -81,7 +81,7 @@ WHERE t.external_id = c.external_id AND t.transaction_time = c.transaction_time`
 
 // featureColumns are the columns MergeFeatures COPYs, in order.
 var featureColumns = []string{
-	"geoid", "external_id", "asset_id", "geometry", "geom", "properties", "stats",
+	"geoid", "external_id", "asset_id", "geom", "properties", "stats",
 	"geometry_hash", "attributes_hash", "validity", "transaction_time",
 }
 
@@ -226,7 +226,7 @@ func (v *versionSource) Values() ([]any, error) {
 		return nil, fmt.Errorf("external id %q: %w", f.ExternalID, err)
 	}
 	return []any{
-		pgtype.UUID{Bytes: v.out[k].GeoID, Valid: true}, f.ExternalID, f.AssetID, f.Geometry, ewkb,
+		pgtype.UUID{Bytes: v.out[k].GeoID, Valid: true}, f.ExternalID, f.AssetID, ewkb,
 		f.Properties, f.Stats, f.GeometryHash, f.AttributesHash,
 		pgtype.Range[pgtype.Timestamptz]{
 			Lower: pgtype.Timestamptz{Time: f.ValidFrom, Valid: true}, LowerType: pgtype.Inclusive,
@@ -238,3 +238,55 @@ func (v *versionSource) Values() ([]any, error) {
 
 // Err implements pgx.CopyFromSource.
 func (v *versionSource) Err() error { return nil }
+
+// BeginBulkLoad prepares t for a load: when t holds no row at all (a new
+// or emptied collection), it drops the indexes that a load is cheaper to
+// build after its rows are in (GiST on geom, geoid) and returns true; the
+// caller must then call EndBulkLoad when the load ends, whatever its
+// outcome. A table with rows is left as it is (false). The versioning
+// indexes (primary key, current version) stay, so merges work unchanged;
+// readers meanwhile see a collection still being filled, without its
+// spatial index. Should EndBulkLoad never run (a crash), the next
+// CreateFeatureTable (every ingestion, tiles and export task calls it)
+// builds the indexes again.
+func (s *Store) BeginBulkLoad(ctx context.Context, t FeatureTable) (bool, error) {
+	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
+		return false, err
+	}
+	var empty bool
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM `+t.ident()+`)`).Scan(&empty); err != nil {
+			return err
+		}
+		if !empty {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+t.schemaObject("geom")+`, `+t.schemaObject("geoid"))
+		return err
+	})
+	return empty && err == nil, wrap("preparing a bulk load into "+t.String(), err)
+}
+
+// EndBulkLoad builds the indexes BeginBulkLoad dropped (nothing when they
+// exist), under the table's advisory lock: merges of other loads wait for
+// the build, not the other way round.
+func (s *Store) EndBulkLoad(ctx context.Context, t FeatureTable) error {
+	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+			return err
+		}
+		for _, stmt := range afterLoadIndexesSQL(t) {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap("building the indexes of "+t.String(), err)
+}

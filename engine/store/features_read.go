@@ -12,13 +12,18 @@ import (
 )
 
 // FeatureRow is one stored feature version, as export reads it. JSON
-// members are PostgreSQL's text of the stored jsonb.
+// members (Properties, Stats) are PostgreSQL's text of jsonb values.
 type FeatureRow struct {
-	GeoID          uuid.UUID
-	ExternalID     string
-	AssetID        *string
-	Geometry       []byte
-	Properties     []byte
+	GeoID      uuid.UUID
+	ExternalID string
+	AssetID    *string
+	// WKB is the geometry as 2D WKB (PostGIS's ST_AsBinary);
+	// geom.GeoJSONFromWKB writes its canonical GeoJSON.
+	WKB        []byte
+	Properties []byte
+	// Stats are the stored stats with the content hashes, which the table
+	// keeps once, in their columns (rows before migration 030 also kept
+	// them in stats: the columns win, with the same values).
 	Stats          []byte
 	GeometryHash   string
 	AttributesHash string
@@ -61,7 +66,8 @@ func ValidityLiteral(from time.Time, to *time.Time) string {
 // snapshot for the whole scan, fetched a page at a time.
 const scanFeaturesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
-SELECT geoid, external_id, asset_id, geometry, properties, stats, geometry_hash, attributes_hash,
+SELECT geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats::jsonb || jsonb_build_object('geometry_hash', geometry_hash, 'attributes_hash', attributes_hash),
+       geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at
 FROM %s
 WHERE deleted_at IS NULL
@@ -85,7 +91,7 @@ func (s *Store) ScanFeatures(ctx context.Context, t FeatureTable, f FeatureFilte
 	}
 	n, err := s.readCursor(ctx, nil, fmt.Sprintf(scanFeaturesSQL, t.ident()), f.BatchSize, func(rows pgx.Rows) error {
 		var r FeatureRow
-		if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.Geometry, &r.Properties, &r.Stats,
+		if err := rows.Scan(&r.GeoID, &r.ExternalID, &r.AssetID, &r.WKB, &r.Properties, &r.Stats,
 			&r.GeometryHash, &r.AttributesHash, &r.ValidFrom, &r.ValidTo, &r.TransactionTime, &r.DeletedAt); err != nil {
 			return err
 		}

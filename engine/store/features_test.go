@@ -39,7 +39,6 @@ func version(t *testing.T, extID string, x float64, attr string, from time.Time)
 	require.NoError(t, err)
 	return store.FeatureVersion{
 		GeoID: id, ExternalID: extID,
-		Geometry:   []byte(`{"type":"Point","coordinates":[` + strconv.FormatFloat(x, 'f', -1, 64) + `,1]}`),
 		WKB:        pointWKB(x, 1),
 		Properties: []byte(`{"a":"` + attr + `"}`), Stats: []byte(`{}`),
 		GeometryHash: "g" + strconv.FormatFloat(x, 'f', -1, 64), AttributesHash: "a" + attr, ValidFrom: from,

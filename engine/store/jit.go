@@ -28,8 +28,8 @@ import (
 //
 // A transaction-mode pooler (PgBouncer) refuses startup parameters it does
 // not know, so do not call this for a pool that goes through one: set
-// `ALTER ROLE <wf's role> SET jit = off` on the server instead (README,
-// "Production").
+// `ALTER ROLE <wf's role> SET jit = off` on the server instead
+// (docs/operations.md, "Production").
 func DisableJIT(cc *pgx.ConnConfig) {
 	if _, set := cc.RuntimeParams["jit"]; set {
 		return

@@ -130,3 +130,41 @@ func TestPostGISMissingSaysWhatToDo(t *testing.T) {
 	require.ErrorContains(t, err, "CREATE EXTENSION postgis")
 	require.NoError(t, store.EnsurePostGISOn(b.ctx, conn), "bootstrap code goes on without it")
 }
+
+// TestBulkLoadBuildsIndexesAfter: a load into an empty table drops its GiST
+// and geoid indexes and EndBulkLoad builds them again; a table with rows
+// keeps them; CreateFeatureTable builds them too (after a crash between).
+func TestBulkLoadBuildsIndexesAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ft := registerCollection(t, b, "cat", "s_cat", "bulk")
+	indexes := func() []string {
+		return dbtest.Strings(t, b.ctx, b.pool, `SELECT indexname::text FROM pg_indexes
+WHERE schemaname = 's_cat' AND tablename = 'bulk' ORDER BY 1`)
+	}
+	all := []string{"_bulk_current", "_bulk_geoid", "_bulk_geom", "_bulk_pk"}
+	require.Equal(t, all, indexes())
+
+	bulk, err := b.store.BeginBulkLoad(b.ctx, ft)
+	require.NoError(t, err)
+	require.True(t, bulk)
+	require.Equal(t, []string{"_bulk_current", "_bulk_pk"}, indexes())
+	out, _, err := b.store.MergeFeatures(b.ctx, ft, []store.FeatureVersion{version(t, "a", 1, "x", time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))})
+	require.NoError(t, err)
+	require.Equal(t, store.MergeCreated, out[0].Action)
+	require.NoError(t, b.store.EndBulkLoad(b.ctx, ft))
+	require.Equal(t, all, indexes())
+
+	bulk, err = b.store.BeginBulkLoad(b.ctx, ft)
+	require.NoError(t, err)
+	require.False(t, bulk, "a table with rows is loaded as it is")
+	require.Equal(t, all, indexes())
+
+	empty := registerCollection(t, b, "cat", "s_cat", "crashed")
+	bulk, err = b.store.BeginBulkLoad(b.ctx, empty)
+	require.NoError(t, err)
+	require.True(t, bulk)
+	require.NoError(t, b.store.CreateFeatureTable(b.ctx, empty))
+	require.Len(t, dbtest.Strings(t, b.ctx, b.pool, `SELECT indexname::text FROM pg_indexes
+WHERE schemaname = 's_cat' AND tablename = 'crashed'`), 4)
+}

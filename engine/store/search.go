@@ -32,7 +32,8 @@ type FeatureChange struct {
 const scanFeatureChangesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
 SELECT DISTINCT ON (geoid)
-       geoid, external_id, asset_id, geometry, properties, stats, geometry_hash, attributes_hash,
+       geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats::jsonb || jsonb_build_object('geometry_hash', geometry_hash, 'attributes_hash', attributes_hash),
+       geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at,
        upper_inf(validity) AND deleted_at IS NULL
 FROM %s
@@ -70,7 +71,7 @@ func (s *Store) ScanFeatureChanges(ctx context.Context, t FeatureTable, since *t
 	}
 	n, err := s.readCursor(ctx, before, fmt.Sprintf(scanFeatureChangesSQL, t.ident()), batch, func(rows pgx.Rows) error {
 		var c FeatureChange
-		if err := rows.Scan(&c.GeoID, &c.ExternalID, &c.AssetID, &c.Geometry, &c.Properties, &c.Stats,
+		if err := rows.Scan(&c.GeoID, &c.ExternalID, &c.AssetID, &c.WKB, &c.Properties, &c.Stats,
 			&c.GeometryHash, &c.AttributesHash, &c.ValidFrom, &c.ValidTo, &c.TransactionTime, &c.DeletedAt, &c.Current); err != nil {
 			return err
 		}

@@ -35,7 +35,8 @@ type KeyedFeature struct {
 // first (NULLS FIRST), where the join rejects them.
 const keyedFeaturesSQL = `
 DECLARE wf_scan NO SCROLL CURSOR FOR
-SELECT geoid, external_id, asset_id, geometry, properties, stats, geometry_hash, attributes_hash,
+SELECT geoid, external_id, asset_id, ST_AsBinary(geom), properties, stats::jsonb || jsonb_build_object('geometry_hash', geometry_hash, 'attributes_hash', attributes_hash),
+       geometry_hash, attributes_hash,
        lower(validity), upper(validity), transaction_time, deleted_at,
        coalesce(jsonb_typeof(properties -> $1), ''), coalesce(properties ->> $1, '')
 FROM %[1]s
@@ -69,7 +70,7 @@ func (s *Store) ScanFeaturesByKey(ctx context.Context, t FeatureTable, key strin
 	q := fmt.Sprintf(keyedFeaturesSQL, t.ident(), keyOrder(integer))
 	n, err := s.readCursor(ctx, nil, q, batch, func(rows pgx.Rows) error {
 		var f KeyedFeature
-		if err := rows.Scan(&f.GeoID, &f.ExternalID, &f.AssetID, &f.Geometry, &f.Properties, &f.Stats,
+		if err := rows.Scan(&f.GeoID, &f.ExternalID, &f.AssetID, &f.WKB, &f.Properties, &f.Stats,
 			&f.GeometryHash, &f.AttributesHash, &f.ValidFrom, &f.ValidTo, &f.TransactionTime, &f.DeletedAt,
 			&f.KeyType, &f.Key); err != nil {
 			return err

@@ -13,7 +13,8 @@
 // _bulk requests answered 429 or 5xx, and items answered 429 or 5xx.
 //
 // It is not Elasticsearch: no search, no shards, no analysis. What wf was
-// and was not tested against is said in the README.
+// and was not tested against is said in docs/geodata.md ("Search
+// (Elasticsearch)").
 package esfake
 
 import (
