@@ -75,6 +75,16 @@ check-deploy: ## build the image's static binary with deploy/build.sh, check it 
 	deploy/build.sh bin/wf-static && deploy/check-static.sh bin/wf-static
 	$(GO) test -count=1 ./deploy/
 
+.PHONY: conformance
+# make test runs 300 requests with seed 35; this runs more, with a new seed
+# each time unless WF_CONFORMANCE_SEED is set (a failure prints the seed).
+conformance: export CGO_ENABLED = 0
+conformance: export GOFLAGS = -trimpath
+conformance: postgres ## run the API conformance test long: WF_CONFORMANCE_REQUESTS (default 5000) requests generated from schemas/openapi.json
+	@seed=$${WF_CONFORMANCE_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; echo "conformance: seed $$seed (WF_CONFORMANCE_SEED=$$seed reproduces it)"; \
+	WF_CONFORMANCE_SEED=$$seed WF_CONFORMANCE_REQUESTS=$${WF_CONFORMANCE_REQUESTS:-5000} \
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test -count=1 -timeout 30m -run 'TestConformance$$' ./api/
+
 .PHONY: test-race
 test-race: export CGO_ENABLED = 1
 test-race: postgres cc ## run every test with the race detector

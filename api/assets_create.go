@@ -15,7 +15,7 @@ type createAssetRequest struct {
 	AssetID      string          `json:"asset_id"`
 	CollectionID *string         `json:"collection_id"`
 	URI          string          `json:"uri"`
-	Kind         string          `json:"kind"`
+	Kind         string          `json:"kind" wf:"nonempty"`
 	Metadata     json.RawMessage `json:"metadata"`
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/wfhq/wf/catalog/registry"
 	"github.com/wfhq/wf/engine/store"
 )
 
@@ -16,6 +17,9 @@ func (s *Server) listAssets(w http.ResponseWriter, r *http.Request, p *principal
 	}
 	return listByID(w, r, "assets", []string{"collection_id"}, []string{"status"}, func(q query, page store.Page) ([]store.Asset, error) {
 		f := store.AssetFilter{Status: q.list("status"), CollectionID: q.get("collection_id")}
+		if f.CollectionID != "" && !registry.ValidID(f.CollectionID) {
+			return nil, invalidParameter("collection_id", "must be %s", registry.IDRule)
+		}
 		for _, st := range f.Status {
 			switch st {
 			case store.AssetActive, store.AssetArchived, store.AssetDeleted:

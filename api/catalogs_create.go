@@ -10,7 +10,7 @@ import (
 // createCatalogRequest is the body of POST /catalogs.
 type createCatalogRequest struct {
 	CatalogID   string          `json:"catalog_id"`
-	SchemaName  string          `json:"schema_name"`
+	SchemaName  string          `json:"schema_name" wf:"nonempty"`
 	Title       *string         `json:"title"`
 	Description *string         `json:"description"`
 	Metadata    json.RawMessage `json:"metadata"`

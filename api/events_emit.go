@@ -12,7 +12,7 @@ import (
 // emitEventRequest is the body of POST /events.
 type emitEventRequest struct {
 	EventType  string          `json:"event_type"`
-	Scope      string          `json:"scope"`
+	Scope      string          `json:"scope" wf:"nonempty"`
 	SchemaName string          `json:"schema_name"`
 	Payload    json.RawMessage `json:"payload"`
 	DedupKey   string          `json:"dedup_key"`

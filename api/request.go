@@ -88,9 +88,13 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *prob
 
 // decodeStrict decodes one JSON object into v, rejecting unknown fields,
 // member names that match a field only when case is ignored (encoding/json
-// would take "Task_Type" for task_type), and wrong types.
+// would take "Task_Type" for task_type), wrong types and null where the
+// field is not nullable (checkShape).
 func decodeStrict(body []byte, v any) *problem {
 	if p := exactMembers(body, v); p != nil {
+		return p
+	}
+	if p := checkShape(body, reflect.TypeOf(v)); p != nil {
 		return p
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -209,10 +213,10 @@ type query struct {
 	values url.Values
 }
 
-// parseQuery rejects malformed, unknown and repeated parameters: each
-// refusal names its parameter, and a name or value that is not valid
-// UTF-8 or holds a control character (NUL among them) is refused before it
-// reaches a statement.
+// parseQuery rejects malformed, unknown, repeated and empty parameters
+// (?limit= and ?limit alike): each refusal names its parameter, and a name
+// or value that is not valid UTF-8 or holds a control character (NUL among
+// them) is refused before it reaches a statement.
 func parseQuery(r *http.Request, single []string, repeatable []string) (query, *problem) {
 	vals := url.Values{}
 	for _, part := range strings.Split(r.URL.RawQuery, "&") {
@@ -234,11 +238,24 @@ func parseQuery(r *http.Request, single []string, repeatable []string) (query, *
 		if msg := checkText(value); msg != "" {
 			return query{}, invalidParameter(name, "%s", msg)
 		}
+		if value == "" {
+			// An empty value is no value: ?limit= is refused as ?limit=abc
+			// is, never taken as the default.
+			return query{}, invalidParameter(name, "is empty: give a value, or leave the parameter out for its default")
+		}
 		vals[name] = append(vals[name], value)
 	}
 	for name, vs := range vals {
 		switch {
 		case slices.Contains(repeatable, name):
+			for _, v := range vs {
+				for part := range strings.SplitSeq(v, ",") {
+					if strings.TrimSpace(part) == "" {
+						// ?status=, would otherwise filter by nothing.
+						return query{}, invalidParameter(name, "has an empty item: separate values by single commas")
+					}
+				}
+			}
 		case slices.Contains(single, name):
 			if len(vs) > 1 {
 				return query{}, invalidParameter(name, "may be given once")

@@ -9,7 +9,7 @@ import (
 type completeRequest struct {
 	leaseFields
 	// Outputs replace the task's outputs (any JSON value; omitted keeps them).
-	Outputs json.RawMessage `json:"outputs"`
+	Outputs json.RawMessage `json:"outputs" wf:"nullable"` // null keeps them, as when left out
 }
 
 // completeTask answers POST /tasks/{task_id}/complete (worker tokens only):

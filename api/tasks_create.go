@@ -21,8 +21,8 @@ type createTaskRequest struct {
 	Inputs     json.RawMessage `json:"inputs"`
 	DedupKey   string          `json:"dedup_key"`
 	Priority   *int            `json:"priority"`
-	RunAt      string          `json:"run_at"`
-	RunIn      string          `json:"run_in"`
+	RunAt      string          `json:"run_at" wf:"nonempty"`
+	RunIn      string          `json:"run_in" wf:"nonempty"`
 }
 
 // createTask answers POST /tasks: it creates a task, of a type whose spec
@@ -59,6 +59,13 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	}
 	if prob := checkObject("/inputs", req.Inputs); prob != nil {
 		return prob
+	}
+	// client.ParseDelay forgives spaces around the value (the CLI's
+	// --run-at); the API takes the value as the document gives it.
+	for ptr, v := range map[string]string{"/run_at": req.RunAt, "/run_in": req.RunIn} {
+		if strings.TrimSpace(v) != v {
+			return validationOne(ptr, "must not start or end with spaces or line breaks")
+		}
 	}
 	runAfter, err := client.ParseDelay(clock.Now(), req.RunAt, req.RunIn)
 	var derr *client.DelayError

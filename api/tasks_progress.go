@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 )
 
@@ -43,8 +44,8 @@ func (l leaseFields) check() *problem {
 	if l.OwnerID == "" || len(l.OwnerID) > 255 {
 		return validationOne("/owner_id", "is required: the owner_id the task was claimed by (at most 255 characters)")
 	}
-	if l.Attempt < 1 {
-		return validationOne("/attempt", "is required: the attempt number of the claim (the task's attempts when it was handed over, 1 or more)")
+	if l.Attempt < 1 || l.Attempt > math.MaxInt32 {
+		return validationOne("/attempt", "is required: the attempt number of the claim (the task's attempts when it was handed over, 1 to 2147483647)")
 	}
 	return nil
 }
@@ -60,8 +61,11 @@ type progressRequest struct {
 // object into the task's progress, only while the task is ACTIVE under the
 // worker's lease (owner_id, and attempt when given) — 409 otherwise.
 func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request, p *principal, id taskID, req *progressRequest) error {
-	if len(req.Progress) == 0 || req.Progress[0] != '{' {
+	if len(req.Progress) == 0 {
 		return validationOne("/progress", "is required: a JSON object merged into the task's progress")
+	}
+	if req.Progress[0] != '{' {
+		return validationOne("/progress", "must be a JSON object (merged into the task's progress)")
 	}
 	if _, err := s.visibleTask(r.Context(), p, id); err != nil {
 		return err

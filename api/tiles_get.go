@@ -68,7 +68,17 @@ func pathTile(r *http.Request) (tiles.Coord, *problem) {
 		*f.v = n
 	}
 	if !c.Valid() {
-		return c, invalidParameter("z", "no tile %s: zoom is 0 to %d, and x and y are below 2^zoom", c, tiles.MaxZoom)
+		// The parameter named is the one at fault: a zoom out of range, else
+		// the column, else the row.
+		name := "z"
+		switch {
+		case c.Z < 0 || c.Z > tiles.MaxZoom:
+		case c.X < 0 || c.X >= 1<<c.Z:
+			name = "x"
+		default:
+			name = "y"
+		}
+		return c, invalidParameter(name, "no tile %s: zoom is 0 to %d, and x and y are below 2^zoom", c, tiles.MaxZoom)
 	}
 	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 // startRunRequest is the body of POST /workflows/{name}/runs.
 type startRunRequest struct {
 	SchemaName string          `json:"schema_name"`
-	Inputs     json.RawMessage `json:"inputs"`
+	Inputs     json.RawMessage `json:"inputs" wf:"nullable"` // null: no inputs, as when left out
 }
 
 // startWorkflowRun answers POST /workflows/{name}/runs: it starts a run of

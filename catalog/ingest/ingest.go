@@ -156,9 +156,6 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err := objs.Check(in.Source); err != nil {
 		return nil, wftype.Permanent(err)
 	}
-	if err := h.recordSource(ctx, in); err != nil {
-		return nil, err
-	}
 	var src io.ReadCloser
 	format := in.Format
 	if in.Format == FormatGDAL {
@@ -178,6 +175,12 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	rr, err := newRecordReader(format, src, in)
 	if err != nil {
 		return nil, wftype.Permanent(fmt.Errorf("error reading %s: %w", in.Source, err))
+	}
+	// The asset is recorded only once its source opened: a typo or an
+	// unreachable location leaves no active asset behind (whose
+	// asset.created would start more work on a source that is not there).
+	if err := h.recordSource(ctx, in); err != nil {
+		return nil, err
 	}
 	validFrom := task.Timestamp
 	if in.ValidityStart != nil {
