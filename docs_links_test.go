@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -101,28 +102,39 @@ var schemeRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 // mailto:) nor those starting at the site's root.
 func markdownLinks(text string) []markdownLink {
 	var links []markdownLink
-	fence := ""
-	for i, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for i, line := range proseLines(text) {
 		for _, m := range linkRE.FindAllStringSubmatch(stripCodeSpans(line), -1) {
 			target := m[1] + m[2]
 			if target == "" || strings.HasPrefix(target, "/") || schemeRE.MatchString(target) {
 				continue
 			}
-			links = append(links, markdownLink{line: i + 1, target: target})
+			links = append(links, markdownLink{line: i, target: target})
 		}
 	}
 	return links
+}
+
+// proseLines returns the lines of a Markdown text outside its fenced code
+// blocks, by line number (1-based), in order.
+func proseLines(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fence := ""
+		for i, line := range strings.Split(text, "\n") {
+			trimmed := strings.TrimLeft(line, " ")
+			switch {
+			case fence != "":
+				if strings.HasPrefix(trimmed, fence) {
+					fence = ""
+				}
+			case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+				fence = trimmed[:3]
+			default:
+				if !yield(i+1, line) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // stripCodeSpans blanks the code spans of a line: a run of backticks up to
@@ -178,19 +190,7 @@ var headingLinkRE = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
 func headingAnchors(text string) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for _, line := range proseLines(text) {
 		level := len(line) - len(strings.TrimLeft(line, "#"))
 		if level == 0 || level > 6 || !strings.HasPrefix(line[level:], " ") {
 			continue

@@ -22,17 +22,9 @@ func (s *Server) getFeature(w http.ResponseWriter, r *http.Request, p *principal
 	if msg := checkText(featureID); msg != "" || featureID == "" {
 		return invalidParameter("feature_id", "must be a feature's id")
 	}
-	q, prob := parseQuery(r, []string{"datetime", "crs", "properties", "f"}, nil)
-	if prob != nil {
-		return prob
-	}
-	if prob := checkFormat(q); prob != nil {
-		return prob
-	}
-	reader := ogcapi.New(s.store.Catalog())
-	t, err := reader.Table(r.Context(), catalogID, id)
+	q, reader, t, err := s.itemsRequest(r, catalogID, id, []string{"datetime", "crs", "properties", "f"})
 	if err != nil {
-		return notFoundAs(err, collectionNotFound(catalogID, id))
+		return err
 	}
 	iq, err := reader.ParseItems(r.Context(), ogcapi.ItemsParams{Datetime: q.get("datetime"), CRS: q.get("crs"), Properties: q.get("properties")})
 	if err != nil {

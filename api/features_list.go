@@ -25,17 +25,9 @@ func (s *Server) listFeatures(w http.ResponseWriter, r *http.Request, p *princip
 	if prob != nil {
 		return prob
 	}
-	q, prob := parseQuery(r, itemsParams, nil)
-	if prob != nil {
-		return prob
-	}
-	if prob := checkFormat(q); prob != nil {
-		return prob
-	}
-	reader := ogcapi.New(s.store.Catalog())
-	t, err := reader.Table(r.Context(), catalogID, id)
+	q, reader, t, err := s.itemsRequest(r, catalogID, id, itemsParams)
 	if err != nil {
-		return notFoundAs(err, collectionNotFound(catalogID, id))
+		return err
 	}
 	iq, err := reader.ParseItems(r.Context(), ogcapi.ItemsParams{
 		BBox: q.get("bbox"), BBoxCRS: q.get("bbox-crs"), Datetime: q.get("datetime"), Limit: q.get("limit"),

@@ -91,10 +91,16 @@ func TestEmptyQueryValue(t *testing.T) {
 		{"/tasks?status=,", "status"},
 		{"/tasks?task_type=noop,,echo_sync", "task_type"},
 	} {
-		res := b.do("GET", tc.path, tokAdmin, nil)
-		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.path, res.body)
-		require.Contains(t, string(res.body), `"parameter":"`+tc.parameter+`"`, tc.path)
+		requireRefusedParameter(t, b, tc.path, tc.parameter)
 	}
+}
+
+// requireRefusedParameter checks that GET path is a 400 naming parameter.
+func requireRefusedParameter(t *testing.T, b *bundle, path, parameter string) {
+	t.Helper()
+	res := b.do("GET", path, tokAdmin, nil)
+	require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", path, res.body)
+	require.Contains(t, string(res.body), `"parameter":"`+parameter+`"`, path)
 }
 
 // TestConformanceFindings: what the conformance test found wf taking that
@@ -128,8 +134,6 @@ func TestConformanceFindings(t *testing.T) {
 		{"/catalogs/cat-a/collections/roads/tiles/1/0/2.mvt", "y"},
 		{"/catalogs/cat-a/collections/roads/tiles/23/0/0.mvt", "z"},
 	} {
-		res := b.do("GET", tc.path, tokAdmin, nil)
-		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", tc.path, res.body)
-		require.Contains(t, string(res.body), `"parameter":"`+tc.parameter+`"`, tc.path)
+		requireRefusedParameter(t, b, tc.path, tc.parameter)
 	}
 }

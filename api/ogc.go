@@ -151,3 +151,22 @@ func (s *Server) pageLink(r *http.Request, rel string, k *store.FeatureKey) link
 	title := map[string]string{"next": "The next page", "prev": "The previous page"}[rel]
 	return link{Href: s.absURL(r, r.URL.Path+"?"+q.Encode()), Rel: rel, Type: mediaGeoJSON, Title: title}
 }
+
+// itemsRequest reads the query of an items request (the parameters names),
+// checks its format and finds the collection's feature table: what both
+// items routes do before they read features.
+func (s *Server) itemsRequest(r *http.Request, catalogID, collectionID string, names []string) (query, *ogcapi.Reader, store.FeatureTable, error) {
+	q, prob := parseQuery(r, names, nil)
+	if prob != nil {
+		return q, nil, store.FeatureTable{}, prob
+	}
+	if prob := checkFormat(q); prob != nil {
+		return q, nil, store.FeatureTable{}, prob
+	}
+	reader := ogcapi.New(s.store.Catalog())
+	t, err := reader.Table(r.Context(), catalogID, collectionID)
+	if err != nil {
+		return q, nil, t, notFoundAs(err, collectionNotFound(catalogID, collectionID))
+	}
+	return q, reader, t, nil
+}

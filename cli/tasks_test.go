@@ -87,13 +87,9 @@ func TestTasksStats(t *testing.T) {
 	require.Equal(t, ExitUsage, code)
 }
 
-// TestTasksCancelFailsTheStepsRun: `wf tasks cancel` on the task of a
-// workflow step fails its run in the same transaction, as the HTTP cancel
-// does (the CLI reads the specs for it only then: TestTaskIDPrefix cancels
-// a plain task with an empty specs folder).
-func TestTasksCancelFailsTheStepsRun(t *testing.T) {
-	t.Parallel()
-	e := newWFEnv(t, map[string]string{"flow.yaml": `
+// twoStepFlow is a workflow "two" of two steps, second after first, of a
+// task type that does nothing.
+const twoStepFlow = `
 kind: TaskType
 name: step_job
 handler: {builtin: noop}
@@ -103,7 +99,15 @@ name: two
 steps:
   first: {task_type: step_job}
   second: {task_type: step_job, depends_on: [first]}
-`})
+`
+
+// TestTasksCancelFailsTheStepsRun: `wf tasks cancel` on the task of a
+// workflow step fails its run in the same transaction, as the HTTP cancel
+// does (the CLI reads the specs for it only then: TestTaskIDPrefix cancels
+// a plain task with an empty specs folder).
+func TestTasksCancelFailsTheStepsRun(t *testing.T) {
+	t.Parallel()
+	e := newWFEnv(t, map[string]string{"flow.yaml": twoStepFlow})
 	code, out, errOut := e.run("workflows", "start", "two")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "started run")
@@ -128,17 +132,8 @@ WHERE r.run_id = $1 AND s.step = 'first'`, run).Scan(&status, &step))
 // failure and a malformed one a usage error.
 func TestRunIDPrefix(t *testing.T) {
 	t.Parallel()
-	e := newWFEnv(t, map[string]string{"flow.yaml": `
-kind: TaskType
-name: step_job
-handler: {builtin: noop}
----
-kind: Workflow
-name: one
-steps:
-  only: {task_type: step_job}
-`})
-	code, out, errOut := e.run("workflows", "start", "--format", "json", "one")
+	e := newWFEnv(t, map[string]string{"flow.yaml": twoStepFlow})
+	code, out, errOut := e.run("workflows", "start", "--format", "json", "two")
 	require.Equal(t, ExitOK, code, errOut)
 	var started struct {
 		RunID uuid.UUID `json:"run_id"`

@@ -92,19 +92,15 @@ func isList(t reflect.Type) bool {
 	return false
 }
 
-// kindName names a type for messages in the words of JSON.
+// kindName names a type for messages in the words of JSON, with its
+// article: "a string", "an object", "a value of unknown type".
 func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int64, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Struct, reflect.Map:
+	switch k := jsonKindOf(t); k {
+	case "":
+		return "a value of unknown type"
+	case "object":
 		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "a list"
+	default:
+		return "a " + k
 	}
-	return "a value of unknown type"
 }
