@@ -64,11 +64,14 @@ func TestWalkthroughs(t *testing.T) {
 			if err := os.Symlink(wf, filepath.Join(dir, "bin", "wf")); err != nil {
 				t.Fatal(err)
 			}
-			// The reader's checkout has the shipped specs; wf reads no
-			// spec through a link, so they are copied.
+			// The reader's checkout: the shipped specs (copied: wf reads
+			// no spec through a link) and, linked, the rest of the
+			// repository's top level (a walk-through copies a test file
+			// from catalog/…).
 			if err := os.CopyFS(filepath.Join(dir, "specs"), os.DirFS("specs")); err != nil {
 				t.Fatal(err)
 			}
+			linkCheckout(t, dir)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			env := []string{
@@ -103,6 +106,30 @@ func TestWalkthroughs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// linkCheckout links the checkout's top-level entries into dir, but for
+// what a walk-through makes or copies itself (bin, specs, .wf, wf.yaml)
+// and git's own.
+func linkCheckout(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case "bin", "specs", ".wf", "wf.yaml", ".git":
+			continue
+		}
+		if err := os.Symlink(filepath.Join(repo, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
