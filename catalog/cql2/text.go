@@ -166,39 +166,43 @@ func (p *textParser) or() (store.FeatureExpr, error) {
 	if p.depth > MaxDepth {
 		return nil, fmt.Errorf("the filter nests deeper than %d", MaxDepth)
 	}
-	var args []store.FeatureExpr
-	for {
-		e, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, e)
-		if !p.keyword("OR") {
-			break
-		}
-	}
-	if len(args) == 1 {
-		return args[0], nil
+	args, err := p.joined("OR", p.and)
+	if err != nil || len(args) == 1 {
+		return first(args), err
 	}
 	return store.ExprOr{Args: args}, nil
 }
 
 func (p *textParser) and() (store.FeatureExpr, error) {
+	args, err := p.joined("AND", p.not)
+	if err != nil || len(args) == 1 {
+		return first(args), err
+	}
+	return store.ExprAnd{Args: args}, nil
+}
+
+// joined reads one or more operands (operand) separated by the keyword
+// (OR, AND).
+func (p *textParser) joined(keyword string, operand func() (store.FeatureExpr, error)) ([]store.FeatureExpr, error) {
 	var args []store.FeatureExpr
 	for {
-		e, err := p.not()
+		e, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, e)
-		if !p.keyword("AND") {
-			break
+		if !p.keyword(keyword) {
+			return args, nil
 		}
 	}
-	if len(args) == 1 {
-		return args[0], nil
+}
+
+// first is the first of args, nil when there is none.
+func first(args []store.FeatureExpr) store.FeatureExpr {
+	if len(args) == 0 {
+		return nil
 	}
-	return store.ExprAnd{Args: args}, nil
+	return args[0]
 }
 
 func (p *textParser) not() (store.FeatureExpr, error) {
