@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,4 +181,19 @@ func TestBulkRequeueDeadLetters(t *testing.T) {
 	// The webhook subscribers list never shows a secret.
 	res = b.do("GET", "/admin/webhooks", tokAdmin, nil)
 	require.Equal(t, http.StatusOK, res.status)
+}
+
+// TestMetricsRouteLabels: a request counts under its route's pattern as a
+// person reads it: GET / is "GET /", not Go's "GET /{$}".
+func TestMetricsRouteLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// GET / redirects to the dashboard, outside the document b.do checks
+	// answers against: served straight by the server's handler.
+	rec := httptest.NewRecorder()
+	b.server.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	require.Equal(t, http.StatusFound, rec.Code)
+	metrics := string(b.do("GET", "/metrics", "", nil).body)
+	require.Contains(t, metrics, `wf_http_requests_total{code="302",route="GET /"} 1`)
+	require.NotContains(t, metrics, "{$}")
 }

@@ -341,10 +341,16 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		took := time.Since(start)
-		s.metrics.ObserveRequest(r.Pattern, sw.status, took)
+		s.metrics.ObserveRequest(routeLabel(r.Pattern), sw.status, took)
 		s.log.Log(r.Context(), slogLevelFor(sw.status), "HTTP request", "method", r.Method, "path", r.URL.Path,
 			"status", sw.status, "took", took.Round(time.Microsecond).String())
 	})
+}
+
+// routeLabel is a route's name in the metrics: its pattern without Go's
+// exact-match marker ("GET /{$}" is "GET /").
+func routeLabel(pattern string) string {
+	return strings.ReplaceAll(pattern, "{$}", "")
 }
 
 // slogLevelFor is the log level of a request by its answer's status.
