@@ -170,7 +170,7 @@ datefudge: ## install Debian's datefudge when missing: test-dates runs PostgreSQ
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends datefudge >/dev/null
 
 .PHONY: postgres
-postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major version and GDAL when missing (apt-get, as root)
+postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major version, GDAL, and curl and jq (the walk-throughs') when missing (apt-get, as root)
 	@missing=; \
 	if [ -z "$$WF_TEST_DATABASE_URL$$WF_DATABASE_URL" ] && ! command -v initdb >/dev/null 2>&1 \
 	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing=postgresql; fi; \
@@ -189,9 +189,11 @@ postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major ve
 	    [ -e /usr/share/postgresql/$$major/extension/postgis.control ] || missing="$$missing postgresql-$$major-postgis-3"; \
 	done; \
 	command -v ogr2ogr >/dev/null 2>&1 || missing="$$missing gdal-bin"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-	    echo "the catalog needs PostGIS and GDAL: run 'sudo apt-get install -y$$missing'"; exit 1; \
+	    echo "the catalog needs PostGIS and GDAL, the walk-throughs curl and jq: run 'sudo apt-get install -y$$missing'"; exit 1; \
 	fi; \
 	echo "installing$$missing (apt-get install)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
