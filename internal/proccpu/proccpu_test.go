@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,9 +17,14 @@ import (
 // the children's.
 func TestCPU(t *testing.T) {
 	before := proccpu.Self().CPU()
+	// Spin until getrusage has counted 300 ms of CPU: /proc counts in
+	// 10 ms ticks, so a fixed amount of work may round to no tick at all
+	// on a fast machine.
 	sum := sha256.Sum256(nil)
-	for range 200_000 { // about 50 ms of CPU
-		sum = sha256.Sum256(sum[:])
+	for proccpu.Self().CPU()-before < 300*time.Millisecond {
+		for range 10_000 {
+			sum = sha256.Sum256(sum[:])
+		}
 	}
 	require.Greater(t, proccpu.Self().CPU(), before)
 	require.Positive(t, proccpu.TreeCPU(os.Getpid()))
