@@ -101,9 +101,12 @@ const minIDPrefix = 4
 
 // idPrefixRange returns the ids a prefix of an id's canonical form
 // (01a2286d-1b5e-…, dashes where the full id has them, or none at all)
-// spans: the prefix padded with 0s, and with fs. ok is false for anything
-// else, or a prefix shorter than minIDPrefix hex digits.
+// spans: the prefix padded with 0s, and with fs. A trailing "…" (or
+// "...") is dropped, so a short id copied from the dashboard is taken as
+// it shows. ok is false for anything else, or a prefix shorter than
+// minIDPrefix hex digits.
 func idPrefixRange(prefix string) (lo, hi uuid.UUID, ok bool) {
+	prefix = strings.TrimSuffix(strings.TrimSuffix(prefix, "…"), "...")
 	hex := strings.ReplaceAll(strings.ToLower(prefix), "-", "")
 	if len(hex) < minIDPrefix || len(hex) >= 32 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return lo, hi, false
