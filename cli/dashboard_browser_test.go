@@ -97,8 +97,9 @@ func chromiumPath(t *testing.T) string {
 }
 
 // browser starts a headless Chromium with a fresh profile and returns a tab
-// context, and a function that lists the console errors seen so far.
-func browser(t *testing.T) (context.Context, func() []string) {
+// context, and a function that lists the console errors seen so far. extra
+// options (chromedp.Env("TZ=…")) come after the defaults.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) (context.Context, func() []string) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -111,6 +112,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc() })

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -28,6 +26,14 @@ func evalBool(t *testing.T, ctx context.Context, expr string) bool {
 	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
 	require.NoError(t, err)
 	return ok
+}
+
+// evalString evaluates a JavaScript expression that yields a string.
+func evalString(t *testing.T, ctx context.Context, expr string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	require.NoError(t, err)
+	return s
 }
 
 // plainSpaces turns the no-break spaces of formatted times into spaces.
@@ -81,17 +87,12 @@ GROUP BY left(subscriber_id::text, 8)) p`), 2, "test precondition: two subscribe
 		time.Sleep(50 * time.Millisecond) // wall time: a real server and browser
 	}
 
-	ctx, consoleProblems := browser(t)
+	// Chromium in the viewer's zone, in US English (the format expected).
+	ctx, consoleProblems := browser(t, chromedp.Env("TZ="+viewerZone, "LANG=en_US.UTF-8", "LANGUAGE=en_US"), chromedp.Flag("lang", "en-US"))
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tgt, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: viewerZone}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tgt, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "en_US"})
-		return err
-	})))
+	require.Equal(t, viewerZone, evalString(t, ctx, `Intl.DateTimeFormat().resolvedOptions().timeZone`), "test precondition: the browser's zone")
 
 	// Signed out: the sign-in form and nothing else of the dashboard.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(env.base+"/ui/"), chromedp.WaitVisible(chromedp.ID("token"))))
