@@ -696,7 +696,6 @@ async function collectionMap(el, collectionPath) {
 const RUN_STATUSES = ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"];
 const RUN_FILTERS = [["status", "rf-status"], ["workflow", "rf-workflow"], ["schema_name", "rf-tenant"]];
 
-
 // runsPage lists workflow runs, newest first, filtered by status, workflow
 // and tenant, a page at a time (keyset paging on the API's next_cursor).
 // The API keeps a catalog-limited token to its tenants' runs.
