@@ -143,12 +143,19 @@ func eventsRequeue(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return Usagef("events requeue takes one event ID argument, got %d", c.NArg())
 	}
-	id, err := parseEventID(c.Args().First())
+	arg := c.Args().First()
+	id, lo, hi, err := idOrPrefix(arg, parseEventID, "an event id (a UUIDv7)")
 	if err != nil {
 		return err
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-		e, err := configuredStore(cfg, pool).RequeueEvent(c.Context, id)
+		st := configuredStore(cfg, pool)
+		if id == uuid.Nil {
+			if id, err = resolvePrefix(c.Context, "event", st.EventIDsBetween, arg, lo, hi); err != nil {
+				return err
+			}
+		}
+		e, err := st.RequeueEvent(c.Context, id)
 		if err != nil {
 			return storeError(err)
 		}

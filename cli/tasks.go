@@ -395,3 +395,18 @@ func tasksStats(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	fmt.Fprintln(w)
 	return nil
 }
+
+// idOrPrefix reads an id argument: a whole id (parse accepts it), or else a
+// prefix of one, whose range [lo, hi] the caller resolves in the database
+// (id is then uuid.Nil). what names the id in the usage error ("an event
+// id (a UUIDv7)").
+func idOrPrefix(arg string, parse func(string) (uuid.UUID, error), what string) (id, lo, hi uuid.UUID, err error) {
+	if id, err = parse(arg); err == nil {
+		return id, lo, hi, nil
+	}
+	var ok bool
+	if lo, hi, ok = idPrefixRange(arg); !ok {
+		return uuid.Nil, lo, hi, Usagef("%q is neither %s nor a prefix of one (%d hex digits at least)", arg, what, minIDPrefix)
+	}
+	return uuid.Nil, lo, hi, nil
+}
