@@ -25,7 +25,8 @@ func (s *Store) InsertOutbox(ctx context.Context, evs []NewEvent) error {
 	ids := make([]uuid.UUID, len(evs))
 	types, scopes, schemas := make([]string, len(evs)), make([]string, len(evs)), make([]string, len(evs))
 	payloads := make([][]byte, len(evs))
-	dedups := make([]*string, len(evs))
+	dedups, traceparents := make([]*string, len(evs)), make([]*string, len(evs))
+	sources := make([]*uuid.UUID, len(evs))
 	for i, e := range evs {
 		if !IsV7(e.ID) {
 			return fmt.Errorf("error recording events in the catalog's outbox: id %s is not a UUIDv7", e.ID)
@@ -35,14 +36,22 @@ func (s *Store) InsertOutbox(ctx context.Context, evs []NewEvent) error {
 			k := e.DedupKey
 			dedups[i] = &k
 		}
+		if e.Traceparent != "" {
+			tp := e.Traceparent
+			traceparents[i] = &tp
+		}
+		if e.SourceTaskID != uuid.Nil {
+			src := e.SourceTaskID
+			sources[i] = &src
+		}
 		if len(payloads[i]) == 0 {
 			payloads[i] = []byte("{}")
 		}
 	}
 	const q = `
-INSERT INTO catalog.outbox (event_id, event_type, scope, schema_name, payload, dedup_key)
-SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[])`
-	_, err := s.db.Exec(ctx, q, ids, types, scopes, schemas, payloads, dedups)
+INSERT INTO catalog.outbox (event_id, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::uuid[])`
+	_, err := s.db.Exec(ctx, q, ids, types, scopes, schemas, payloads, dedups, traceparents, sources)
 	return wrap("recording events in the catalog's outbox", err)
 }
 
@@ -53,7 +62,8 @@ SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[]
 // relay).
 func (s *Store) ClaimOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]NewEvent, error) {
 	const q = `
-SELECT event_id, event_type, scope, schema_name, payload, coalesce(dedup_key, '')
+SELECT event_id, event_type, scope, schema_name, payload, coalesce(dedup_key, ''),
+       coalesce(traceparent, ''), source_task_id
 FROM catalog.outbox
 WHERE created_at <= now() - $1::interval
 ORDER BY event_id
@@ -62,8 +72,12 @@ FOR UPDATE SKIP LOCKED`
 	return queryAll(ctx, s.db, "reading the catalog's outbox", q, func(row pgx.Row) (NewEvent, error) {
 		var e NewEvent
 		var payload []byte
-		err := row.Scan(&e.ID, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.DedupKey)
+		var source *uuid.UUID
+		err := row.Scan(&e.ID, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.DedupKey, &e.Traceparent, &source)
 		e.Payload = payload
+		if source != nil {
+			e.SourceTaskID = *source
+		}
 		return e, err
 	}, olderThan, limit)
 }
