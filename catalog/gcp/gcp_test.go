@@ -114,11 +114,50 @@ func TestRegister(t *testing.T) {
 	require.ErrorContains(t, err, "Store is required")
 	_, err = gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{ObjectPath: "{file}/{collection}"}})
 	require.ErrorContains(t, err, "{file} must be the last segment")
-	h, err := gcp.New(gcp.Deps{Store: store.New(nil)})
+	h, err := gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{Project: project, PushEndpoint: "https://wf.example.com/hooks/gcs", PushServiceAccount: pushSA}})
 	require.NoError(t, err)
 	reg := builtin.NewRegistry()
 	require.NoError(t, h.Register(reg))
 	require.Subset(t, reg.Names(), gcp.Names())
+}
+
+// TestRegisterUnconfigured: without gcp.project the three handlers are
+// marked unserved, naming the setting; without the push settings only
+// gcp_provision is. A name the program registered keeps its handler.
+func TestRegisterUnconfigured(t *testing.T) {
+	t.Parallel()
+	h, err := gcp.New(gcp.Deps{Store: store.New(nil)})
+	require.NoError(t, err)
+	reg := builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	for _, name := range gcp.Names() {
+		_, ok := reg.Lookup(name)
+		require.False(t, ok, name)
+		reason, ok := reg.Unserved(name)
+		require.True(t, ok, name)
+		require.Equal(t, "gcp.project is not set (WF_GCP_PROJECT)", reason)
+	}
+
+	h, err = gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{Project: project}})
+	require.NoError(t, err)
+	reg = builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	reason, ok := reg.Unserved(gcp.NameProvision)
+	require.True(t, ok)
+	require.Contains(t, reason, "gcp.push_endpoint and gcp.push_service_account are not set")
+	for _, name := range []string{gcp.NameCleanup, gcp.NameStorageEvent} {
+		_, ok := reg.Lookup(name)
+		require.True(t, ok, name)
+	}
+
+	// A program's own handler stays, and the mark is refused.
+	reg = builtin.NewRegistry()
+	require.NoError(t, reg.Register(gcp.NameProvision, builtin.Noop))
+	require.ErrorContains(t, h.Register(reg), "is registered")
+	_, ok = reg.Lookup(gcp.NameProvision)
+	require.True(t, ok)
+	_, ok = reg.Unserved(gcp.NameProvision)
+	require.False(t, ok)
 }
 
 // TestProvision creates a catalog's resources, finds them on a second run,
@@ -245,14 +284,17 @@ func TestProvisionTenancy(t *testing.T) {
 	require.ErrorContains(t, err, "belongs to tenant s_one")
 	require.True(t, wftype.IsPermanent(err))
 
-	// A deleted catalog is skipped; so is everything without a project.
+	// A deleted catalog is skipped (a true outcome); without a project
+	// the handler fails for good, naming the setting: it never passes for
+	// a provisioning (Register marks it unserved, TestRegisterUnconfigured).
 	out := b.mustRun(b.h.Provision, "s_gone", `{"catalog_id":"gone","schema_name":"s_gone"}`)
 	require.Equal(t, "skipped", out["outcome"])
+	require.Equal(t, "the catalog no longer exists", out["reason"])
 	noProject := b.settings
 	noProject.Project = ""
-	out = b.mustRun(b.handlers(noProject).Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
-	require.Equal(t, "skipped", out["outcome"])
-	require.Contains(t, out["reason"], "gcp.project is not set")
+	_, err = b.run(b.handlers(noProject).Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
+	require.ErrorContains(t, err, "gcp.project is not set (WF_GCP_PROJECT)")
+	require.True(t, wftype.IsPermanent(err))
 }
 
 func fakeBucket(name string) fakestorage.CreateBucketOpts {
