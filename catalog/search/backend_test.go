@@ -28,6 +28,7 @@ type esBackend struct {
 }
 
 func fakeES(t *testing.T) esBackend {
+	t.Helper()
 	es := esfake.New()
 	t.Cleanup(es.Close)
 	return esBackend{settings: search.Settings{Addresses: []string{es.URL}}, fake: es}
@@ -36,6 +37,7 @@ func fakeES(t *testing.T) esBackend {
 // liveES is the cluster livetest.RequireES names, with index names unique
 // to the run (the contract's bundle deletes them when the test ends).
 func liveES(t *testing.T) esBackend {
+	t.Helper()
 	live := livetest.RequireES(t)
 	return esBackend{settings: search.Settings{Addresses: live.Addresses, APIKey: live.APIKey, Username: live.Username,
 		Password: live.Password, IndexTemplate: livetest.Name("wft") + "-{schema}-{collection}"}}

@@ -147,6 +147,9 @@ func Backends[B any](t *testing.T, fake, live func(t *testing.T) B, contract fun
 		name string
 		make func(t *testing.T) B
 	}{{"fake", fake}, {"live", live}} {
-		t.Run(kb.name, func(t *testing.T) { contract(t, kb.make(t)) })
+		t.Run(kb.name, func(t *testing.T) {
+			t.Helper()
+			contract(t, kb.make(t))
+		})
 	}
 }
