@@ -2,16 +2,11 @@ package api_test
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/pubsub/v2"
-	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 
@@ -107,41 +102,9 @@ func liveCloud(catalogs ...string) func(t *testing.T) cloudBackend {
 			for _, id := range catalogs {
 				topic := "projects/" + live.Project + "/topics/" + strings.ReplaceAll(settings.TopicTemplate, "{catalog}", id)
 				sub := "projects/" + live.Project + "/subscriptions/" + strings.ReplaceAll(settings.SubscriptionTemplate, "{catalog}", id)
-				c.deleteLive(t, c.bucket(id), topic, sub, sub+"-relay")
+				livetest.DeleteGCP(t, c.storage, client, c.bucket(id), topic, sub, sub+"-relay")
 			}
 		})
 		return c
-	}
-}
-
-// deleteLive removes a live bucket (every object generation first), then
-// subscriptions and a topic, ignoring what does not exist; it reports what
-// it could not delete, so an operator can remove it by hand.
-func (c cloudBackend) deleteLive(t *testing.T, bucket, topic string, subscriptions ...string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	gone := func(err error) bool {
-		var ge *googleapi.Error
-		return err == nil || (errors.As(err, &ge) && ge.Code == http.StatusNotFound) || strings.Contains(err.Error(), "NotFound")
-	}
-	_ = c.storage.Objects.List(bucket).Versions(true).Pages(ctx, func(o *storagev1.Objects) error {
-		for _, it := range o.Items {
-			if err := c.storage.Objects.Delete(bucket, it.Name).Generation(it.Generation).Context(ctx).Do(); !gone(err) {
-				t.Errorf("live cleanup: error deleting gs://%s/%s: %v", bucket, it.Name, err)
-			}
-		}
-		return nil
-	})
-	if err := c.storage.Buckets.Delete(bucket).Context(ctx).Do(); !gone(err) {
-		t.Errorf("live cleanup: error deleting bucket %s: %v", bucket, err)
-	}
-	for _, s := range subscriptions {
-		err := c.pubsub.Client.SubscriptionAdminClient.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: s})
-		if !gone(err) {
-			t.Errorf("live cleanup: error deleting subscription %s: %v", s, err)
-		}
-	}
-	if err := c.pubsub.Client.TopicAdminClient.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: topic}); !gone(err) {
-		t.Errorf("live cleanup: error deleting topic %s: %v", topic, err)
 	}
 }
