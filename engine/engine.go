@@ -280,6 +280,7 @@ func New(cfg Config) (*Engine, error) {
 		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Limits: e.rules.Limits(), Logger: cfg.Logger})
 	}
 	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
+	e.unserved = e.dropServed(e.unserved)
 	e.instanceRuns = execution.NewInstanceRuns()
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{

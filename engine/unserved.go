@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/wfhq/wf/engine/runnerset"
+import (
+	"slices"
+
+	"github.com/wfhq/wf/engine/runnerset"
+)
 
 // Unserved are the task types of the specs that this instance cannot run
 // because their service is not configured (their builtin handler is marked
@@ -18,4 +22,18 @@ func (e *Engine) logUnserved() {
 		e.cfg.Logger.Warn("task type not served by this instance: its service is not configured",
 			"task_type", u.TaskType, "reason", u.Reason)
 	}
+}
+
+// dropServed removes from unserved the task types another runner of the
+// engine serves all the same (a remote job runner such as Cloud Run, whose
+// worker may have the settings this instance lacks).
+func (e *Engine) dropServed(unserved []runnerset.Unserved) []runnerset.Unserved {
+	return slices.DeleteFunc(unserved, func(u runnerset.Unserved) bool {
+		for pair := range e.capability {
+			if pair.TaskType == u.TaskType {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/inproc"
+	"github.com/wfhq/wf/runners"
 	"github.com/wfhq/wf/runners/builtin"
+	"github.com/wfhq/wf/wftype"
 )
 
 // unservedSpecs: "cloudy" names a handler its service's settings are
@@ -109,4 +111,21 @@ func TestUnservedTaskType(t *testing.T) {
 	require.Equal(t, 1, count(`SELECT count(*) FROM tasks.tasks WHERE task_id = $1 AND status = 'PENDING' AND attempts = 0`, byHand.Task.ID))
 
 	require.Contains(t, logs.String(), `msg="task type not served by this instance: its service is not configured" task_type=cloudy reason="`+reason+`"`)
+}
+
+// TestUnservedButRunRemotely: a task type whose builtin handler is
+// unserved here but which another runner of the engine serves (a remote
+// job runner, whose worker may have the settings) is not listed unserved.
+func TestUnservedButRunRemotely(t *testing.T) {
+	t.Parallel()
+	reg := builtin.NewRegistry()
+	require.NoError(t, reg.MarkUnserved("cloud_thing", "cloud.project is not set"))
+	set, err := spec.Compile([]spec.Source{{Name: "unserved.yaml", Data: []byte(unservedSpecs)}},
+		spec.Options{Builtins: append(builtin.Names(), "cloud_thing")})
+	require.NoError(t, err)
+	e, err := engine.New(engine.Config{Pool: dbtest.NewPool(t), Specs: set, Registry: reg, Runners: []runners.Runner{anyRunner{types: []string{"cloudy"}}},
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.Empty(t, e.Unserved())
+	require.Contains(t, e.Capabilities(), runners.Pair{Mode: wftype.ModeAsync, TaskType: "cloudy"})
 }
