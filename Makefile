@@ -52,8 +52,8 @@ RACE_PACKAGES ?= ./engine/dispatch/ ./engine/worker/ ./engine/events/ ./engine/l
 # The contracts make test runs against the in-process fakes and test-live
 # against the real services (docs/live-tests.md): the tests, and the
 # packages that hold them. Only their "live" subtests run here.
-LIVE_TESTS ?= TestProvision|TestStorageUploadEndToEnd|TestCloudCleanupAfterDrop|TestSuite|TestRoundTripKeepsOrderAndBytes|TestIndexFullThenIncremental|TestIndexDeletesClosedFeatures|TestDropAndTenancy|TestBigQueryIntegerKeyGeoJSON
-LIVE_PACKAGES ?= ./catalog/gcp/ ./api/ ./reporters/gcsreporter/ ./catalog/search/ ./catalog/warehouse/
+LIVE_TESTS ?= TestProvision|TestStorageUploadEndToEnd|TestCloudCleanupAfterDrop|TestSuite|TestRoundTripKeepsOrderAndBytes|TestIndexFullThenIncremental|TestIndexDeletesClosedFeatures|TestDropAndTenancy|TestBigQueryIntegerKeyGeoJSON|TestExecutionsWithoutWorker
+LIVE_PACKAGES ?= ./catalog/gcp/ ./api/ ./reporters/gcsreporter/ ./catalog/search/ ./catalog/warehouse/ ./runners/cloudrun/
 
 .PHONY: test-live
 test-live: export CGO_ENABLED = 0

@@ -33,6 +33,9 @@ const (
 	// EnvGCPLocation is where live buckets and datasets are created;
 	// default EU.
 	EnvGCPLocation = "WF_LIVE_GCP_LOCATION"
+	// EnvGCPRegion is where live Cloud Run jobs are created; default
+	// europe-west1.
+	EnvGCPRegion = "WF_LIVE_GCP_REGION"
 	// EnvGCPPushServiceAccount is the service account whose OIDC token the
 	// live push subscriptions carry (gcp.push_service_account); the
 	// credentials must be allowed to act as it.
@@ -70,6 +73,7 @@ func skipUnlessLive(t testing.TB) {
 type GCP struct {
 	Project            string
 	Location           string
+	Region             string
 	PushServiceAccount string
 	PushEndpoint       string
 }
@@ -80,7 +84,7 @@ type GCP struct {
 func RequireGCP(t testing.TB, push bool) GCP {
 	t.Helper()
 	skipUnlessLive(t)
-	g := GCP{Project: os.Getenv(EnvGCPProject), Location: os.Getenv(EnvGCPLocation),
+	g := GCP{Project: os.Getenv(EnvGCPProject), Location: os.Getenv(EnvGCPLocation), Region: os.Getenv(EnvGCPRegion),
 		PushServiceAccount: os.Getenv(EnvGCPPushServiceAccount), PushEndpoint: os.Getenv(EnvGCPPushEndpoint)}
 	if g.Project == "" {
 		t.Skipf("live Google Cloud: %s is not set (the project the test creates its resources in)", EnvGCPProject)
@@ -95,6 +99,9 @@ func RequireGCP(t testing.TB, push bool) GCP {
 	}
 	if g.Location == "" {
 		g.Location = "EU"
+	}
+	if g.Region == "" {
+		g.Region = "europe-west1"
 	}
 	if g.PushEndpoint == "" {
 		g.PushEndpoint = DefaultPushEndpoint
