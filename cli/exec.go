@@ -149,10 +149,8 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.taskID == nil {
-		if err := unservedError(eng, req.create.TaskType); err != nil {
-			return cli.Exit(err.Error(), ExitFailure)
-		}
+	if err := execUnserved(ctx, eng, req); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
 	}
 	w, err := worker.New(worker.Config{
 		Store: eng.Store(), Owner: eng.Owner(), Capabilities: eng.Capabilities(), Rules: eng.Rules(),

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/wftype"
 )
 
 // TestExecUnservedType: wf exec of a task type whose service is not
@@ -23,4 +24,14 @@ handler: {builtin: elasticsearch}
 	var n int
 	require.NoError(t, dbtest.PoolFor(t, e.url).QueryRow(t.Context(), `SELECT count(*) FROM tasks.tasks`).Scan(&n))
 	require.Zero(t, n, "no task was created")
+
+	// A task that exists (created by hand, or by an instance that serves
+	// the type) is left as it is: not taken over only to fail.
+	id := e.enqueue("index_now", map[string]any{"catalog_id": "cat", "collection_id": "towns"})
+	code, _, errOut = e.exec("--task-id", id.String())
+	require.Equal(t, ExitFailure, code, errOut)
+	require.Contains(t, errOut, "task type index_now is not served by this instance: elasticsearch.addresses is not set")
+	task := e.show(id)
+	require.Equal(t, wftype.StatusPending, task.Status)
+	require.Zero(t, task.Attempts)
 }
