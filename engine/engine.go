@@ -203,6 +203,7 @@ type Engine struct {
 	metrics    *metrics.Metrics
 	rules      execution.Rules
 	runners    []runners.Runner
+	unserved   []runnerset.Unserved
 	capability runners.CapabilityMap
 	// instanceRuns counts this instance's runs against each type's
 	// concurrency.per_instance: the dispatcher's and the API's
@@ -279,6 +280,7 @@ func New(cfg Config) (*Engine, error) {
 		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Limits: e.rules.Limits(), Logger: cfg.Logger})
 	}
 	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
+	e.unserved = e.dropServed(e.unserved)
 	e.instanceRuns = execution.NewInstanceRuns()
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
@@ -348,7 +350,7 @@ func (e *Engine) buildRunners() error {
 	if err != nil {
 		return fmt.Errorf("error creating engine: %w", err)
 	}
-	e.runners, e.rules = set.Runners, set.Rules
+	e.runners, e.rules, e.unserved = set.Runners, set.Rules, set.Unserved
 	return nil
 }
 
@@ -474,7 +476,7 @@ func (e *Engine) buildServices() error {
 	if cfg.Specs != nil {
 		if !cfg.NoEventConsumer {
 			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger,
-				UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider})
+				UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider, Inactive: runnerset.Inactive(e.unserved)})
 			if err != nil {
 				return fmt.Errorf("error creating engine: %w", err)
 			}
@@ -583,6 +585,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.cfg.Logger.Info("wf engine starting", "service", e.cfg.Name, "owner", e.cfg.Owner,
 		"task_types", len(e.dispatcher.TaskTypes()), "slots", e.cfg.Slots)
+	e.logUnserved()
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()
