@@ -208,3 +208,28 @@ func (s *Step) Matches(env RunEnv, ev EventValue) (bool, error) {
 	}
 	return out.(bool), nil
 }
+
+// waitJSON is a wait step's wait as `wf compile --format json` shows it.
+type waitJSON struct {
+	Duration  string          `json:"duration,omitempty"`
+	Until     string          `json:"until,omitempty"`
+	EventType string          `json:"event_type,omitempty"`
+	Match     string          `json:"match,omitempty"`
+	Signal    string          `json:"signal,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Timeout   string          `json:"timeout,omitempty"`
+	OnTimeout string          `json:"on_timeout,omitempty"`
+}
+
+// toJSON renders a wait.
+func (w *Wait) toJSON() *waitJSON {
+	out := &waitJSON{Duration: optionalDuration(w.duration), Until: w.UntilExpr(), EventType: w.eventType, Match: w.MatchExpr(),
+		Signal: w.signal, Timeout: optionalDuration(w.timeout)}
+	if len(w.payloadRaw) > 0 {
+		out.Payload = w.payloadRaw
+	}
+	if w.kind != StepKindSleep {
+		out.OnTimeout = w.onTimeout
+	}
+	return out
+}
