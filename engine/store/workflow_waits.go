@@ -30,16 +30,14 @@ type WaitsDue struct {
 	Next *time.Time
 }
 
-// WorkflowWaitsDue reads, in one statement, what the wait pass of an
-// instance declaring workflows has to do at now: up to limit runs of those
-// workflows with a step due to wake (the wake index, in wake order, from
-// its start), up to limit runs with events delivered to their waiting
-// steps (a delivery whose run is gone counts as an orphan), and the next
-// wake time to come (the same index, one row). With nothing due it reads
-// one index entry and no delivery: its cost does not grow with the number
-// of steps that wait.
-func (s *Store) WorkflowWaitsDue(ctx context.Context, workflows []string, now time.Time, limit int) (WaitsDue, error) {
-	const q = `
+// workflowWaitsDueSQL is WorkflowWaitsDue's statement ($1: the workflows,
+// $2: now, $3: the batch). Its plan (TestWaitsDueReadsTheWakeIndex): the
+// first two branches read workflow_steps_wake_idx from either side of $2,
+// stopping at the batch or the first row, each step's run by primary key;
+// the third reads the deliveries, a table that is empty while no event
+// waits to be matched, each delivery's run by primary key (a scalar
+// subquery, so that the planner never hashes the runs).
+const workflowWaitsDueSQL = `
 (SELECT 'due' AS what, s.run_id, s.wake_at
  FROM tasks.workflow_steps s JOIN tasks.workflow_runs r ON r.run_id = s.run_id
  WHERE s.status = 'RUNNING' AND s.wake_at <= $2 AND r.workflow = ANY ($1::text[])
@@ -52,11 +50,23 @@ UNION ALL
  ORDER BY s.wake_at
  LIMIT 1)
 UNION ALL
-(SELECT CASE WHEN r.run_id IS NULL THEN 'orphan' ELSE 'event' END, d.run_id, NULL
- FROM tasks.workflow_deliveries d LEFT JOIN tasks.workflow_runs r ON r.run_id = d.run_id
- WHERE r.run_id IS NULL OR r.workflow = ANY ($1::text[])
+(SELECT CASE WHEN x.workflow IS NULL THEN 'orphan' ELSE 'event' END, x.run_id, NULL
+ FROM (SELECT d.run_id, (SELECT r.workflow FROM tasks.workflow_runs r WHERE r.run_id = d.run_id) AS workflow
+       FROM tasks.workflow_deliveries d) x
+ WHERE x.workflow IS NULL OR x.workflow = ANY ($1::text[])
  LIMIT $3)`
-	rows, err := s.db.Query(ctx, q, workflows, now, limit)
+
+// WorkflowWaitsDue reads, in one statement, what the wait pass of an
+// instance declaring workflows has to do at now: up to limit runs of those
+// workflows with a step due to wake (the wake index, in wake order, from
+// its start), up to limit runs with events delivered to their waiting
+// steps (a delivery whose run is gone counts as an orphan), and the next
+// wake time to come (the same index, one row). With nothing due it reads
+// one index entry and no delivery: its cost does not grow with the number
+// of steps that wait.
+func (s *Store) WorkflowWaitsDue(ctx context.Context, workflows []string, now time.Time, limit int) (WaitsDue, error) {
+
+	rows, err := s.db.Query(ctx, workflowWaitsDueSQL, workflows, now, limit)
 	if err != nil {
 		return WaitsDue{}, wrap("reading the workflow waits that are due", err)
 	}
