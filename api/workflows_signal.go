@@ -36,11 +36,14 @@ func (s *Server) signalWorkflowRun(w http.ResponseWriter, r *http.Request, p *pr
 		}
 		return forbidden("workflow %s %s", wf.Name(), msg)
 	}
-	body, prob := s.readBody(w, r)
-	if prob != nil {
-		return prob
+	var payload json.RawMessage
+	if r.ContentLength != 0 { // no body at all: the payload is {}
+		body, prob := s.readBody(w, r)
+		if prob != nil {
+			return prob
+		}
+		payload = bytes.TrimSpace(body)
 	}
-	payload := json.RawMessage(bytes.TrimSpace(body))
 	if string(payload) == "null" {
 		payload = nil
 	}
