@@ -134,7 +134,7 @@ func TestWaitStepsEndToEnd(t *testing.T) {
 	require.WithinDuration(t, b.clk.Now().Add(time.Hour), *steps["paid"].WakeAt, time.Second)
 	require.Equal(t, "waits for event order.paid until "+b.clk.Now().Add(time.Hour).UTC().Format(time.RFC3339), workflow.WaitingFor(steps["paid"]))
 
-	b.emit(t, "s_acme", `{"order_id": "B", "amount": 1}`) // another order
+	b.emit(t, "s_acme", `{"order_id": "B", "amount": 1}`)  // another order
 	b.emit(t, "s_other", `{"order_id": "A", "amount": 2}`) // another tenant
 	b.emit(t, "s_acme", `{"amount": 3}`)                   // breaks the payload schema
 	res := b.wake(t)
