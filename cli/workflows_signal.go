@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,20 +29,24 @@ func workflowsSignalCommand() *cli.Command {
 
 // workflowsSignal is the action of `wf workflows signal`.
 func workflowsSignal(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-	if c.NArg() != 2 {
-		return Usagef("signal takes RUN_ID and NAME, got %d arguments", c.NArg())
-	}
-	arg, name := c.Args().Get(0), c.Args().Get(1)
-	id, err := uuid.Parse(arg)
-	var lo, hi uuid.UUID
+	args, payloadText, err := signalArgs(c.Args().Slice(), c.String("payload"))
 	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return Usagef("signal takes RUN_ID and NAME, got %d arguments", len(args))
+	}
+	arg, name := args[0], args[1]
+	id, perr := uuid.Parse(arg)
+	var lo, hi uuid.UUID
+	if perr != nil {
 		var ok bool
 		if lo, hi, ok = idPrefixRange(arg); !ok {
 			return Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
 		}
 	}
 	var payload json.RawMessage
-	if p := c.String("payload"); p != "" {
+	if p := payloadText; p != "" {
 		if !json.Valid([]byte(p)) {
 			return Usagef("--payload is not valid JSON: %s", p)
 		}
@@ -63,4 +68,27 @@ func workflowsSignal(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) err
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	return workflowsShow(c, wfs, st, id)
+}
+
+// signalArgs takes --payload also after the arguments, as the usage
+// line reads (wf workflows signal RUN_ID NAME --payload JSON), which the
+// flag parser, stopping at the first argument, leaves among them.
+func signalArgs(all []string, payload string) ([]string, string, error) {
+	var args []string
+	for i := 0; i < len(all); i++ {
+		a := all[i]
+		switch {
+		case a == "--payload" || a == "-payload":
+			if i+1 >= len(all) {
+				return nil, "", Usagef("--payload needs a JSON value")
+			}
+			payload = all[i+1]
+			i++
+		case strings.HasPrefix(a, "--payload="):
+			payload = strings.TrimPrefix(a, "--payload=")
+		default:
+			args = append(args, a)
+		}
+	}
+	return args, payload, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -243,7 +244,7 @@ func (e *SignalError) Error() string {
 	if e.Message != "" {
 		return fmt.Sprintf("invalid payload for signal %s: %s", e.Signal, e.Message)
 	}
-	return fmt.Sprintf("invalid payload for signal %s: %s", e.Signal, e.Inputs.Error())
+	return fmt.Sprintf("invalid payload for signal %s: %s", e.Signal, strings.TrimPrefix(e.Inputs.Error(), "invalid inputs: "))
 }
 
 // Signal sends signal name with payload (a JSON value; default {}) to run
