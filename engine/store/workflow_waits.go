@@ -28,6 +28,9 @@ type WaitsDue struct {
 	Orphans []uuid.UUID
 	// Next is the earliest wake_at still to come, nil for none.
 	Next *time.Time
+	// Full: the due steps or the deliveries filled the batch, so more may
+	// be due now.
+	Full bool
 }
 
 // workflowWaitsDueSQL is WorkflowWaitsDue's statement ($1: the workflows,
@@ -72,6 +75,7 @@ func (s *Store) WorkflowWaitsDue(ctx context.Context, workflows []string, now ti
 	}
 	var due WaitsDue
 	seen := map[string]map[uuid.UUID]bool{"due": {}, "event": {}, "orphan": {}}
+	rowsOf := map[string]int{}
 	var what string
 	var id [16]byte
 	var at *time.Time
@@ -81,6 +85,7 @@ func (s *Store) WorkflowWaitsDue(ctx context.Context, workflows []string, now ti
 			due.Next = &u
 			return nil
 		}
+		rowsOf[what]++
 		if seen[what][id] {
 			return nil
 		}
@@ -95,6 +100,7 @@ func (s *Store) WorkflowWaitsDue(ctx context.Context, workflows []string, now ti
 		}
 		return nil
 	})
+	due.Full = rowsOf["due"] >= limit || rowsOf["event"]+rowsOf["orphan"] >= limit
 	return due, wrap("reading the workflow waits that are due", err)
 }
 

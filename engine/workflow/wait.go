@@ -127,7 +127,7 @@ func (w *Workflows) Wake(ctx context.Context, st *store.Store, limit int) (WakeR
 	if err != nil {
 		return WakeResult{}, err
 	}
-	res := WakeResult{Next: due.Next, More: len(due.Woken) >= limit || len(due.Delivered) >= limit}
+	res := WakeResult{Next: due.Next, More: due.Full}
 	if err := st.DeleteOrphanDeliveries(ctx, due.Orphans); err != nil {
 		return res, err
 	}
