@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -23,9 +24,10 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
-// TestMigration031KeepsRunsInFlight: a database at version 30 holds a run
-// as the code before migration 031 wrote it (a step RUNNING its task, one
-// WAITING for it, one COMPLETED); migrated to 31, the run reads back the
+// TestMigration031KeepsRunsInFlight: a database at the version before
+// migration 031 (*_workflow_waits.sql) holds a run as the code before it
+// wrote it (a step RUNNING its task, one
+// WAITING for it, one COMPLETED); migrated, the run reads back the
 // same (no wait on any step), the wait pass leaves it alone, and it
 // advances as before when its task ends, into a step that waits for an
 // event, which the outbox trigger the migration adds delivers.
@@ -39,7 +41,16 @@ func TestMigration031KeepsRunsInFlight(t *testing.T) {
 	m, err := migrate.NewMigrator(ctx, conn, dbmigrate.VersionTable)
 	require.NoError(t, err)
 	require.NoError(t, m.LoadMigrations(migrations.FS))
-	require.NoError(t, m.MigrateTo(ctx, 30))
+	// The migration's number is read from its name, so that renumbering
+	// it at a merge leaves the test right.
+	var seq int32
+	for _, mig := range m.Migrations {
+		if strings.HasSuffix(mig.Name, "_workflow_waits.sql") {
+			seq = mig.Sequence
+		}
+	}
+	require.NotZero(t, seq, "no migration *_workflow_waits.sql")
+	require.NoError(t, m.MigrateTo(ctx, seq-1))
 
 	id := uuid.Must(uuid.NewV7())
 	_, err = conn.Exec(ctx, `
@@ -53,7 +64,7 @@ INSERT INTO tasks.workflow_steps (run_id, step, status, started, done, outputs, 
     ($1, 'paid', 'WAITING', 0, 0, NULL, now())`, id)
 	require.NoError(t, err)
 
-	require.NoError(t, m.MigrateTo(ctx, 31))
+	require.NoError(t, m.MigrateTo(ctx, seq))
 
 	pool := dbtest.PoolFor(t, url)
 	set, err := spec.Compile([]spec.Source{{Name: "legacy.yaml", Data: []byte(`
