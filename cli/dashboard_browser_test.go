@@ -54,6 +54,12 @@ steps:
   each: {task_type: tenant_noop, depends_on: [prepare], for_each: 'map(1..3, #)', concurrency: 2}
   check: {task_type: doomed, depends_on: [each], when: 'inputs.fail ?? false', inputs: {message: '"the run is bad"'}}
 ---
+kind: Workflow
+name: browser_approval
+steps:
+  approve: {approval: {payload: {type: object, required: [ok], properties: {ok: {type: boolean}}}, timeout: 1h}}
+  after: {task_type: tenant_noop, depends_on: [approve], when: steps.approve.outputs.ok}
+---
 kind: TaskType
 name: reporting_job
 description: Reports 250 records on file descriptor 3, every fourth one rejected.

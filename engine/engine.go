@@ -502,7 +502,8 @@ func (e *Engine) buildServices() error {
 		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
 		if len(cfg.Specs.Workflows()) > 0 {
 			e.leading = append(e.leading, Service{Name: "workflow timeouts", Run: e.runWorkflowTimeouts})
-			e.services = append(e.services, Service{Name: "workflow step pass", Run: e.runStepPass})
+			e.services = append(e.services, Service{Name: "workflow step pass", Run: e.runStepPass},
+				Service{Name: "workflow waits", Run: e.runWaits})
 		}
 	}
 	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{

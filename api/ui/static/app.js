@@ -766,6 +766,9 @@ function renderRun(r) {
   if (isAdmin() && (r.status === "FAILED" || r.status === "CANCELLED")) {
     actions.append(h("button", { type: "button", id: "run-retry", onclick: () => act("retry", base + "/retry") }, "Retry from the failed steps"));
   }
+  if (isAdmin() && r.status === "RUNNING") { // the dashboard's actions take an admin session
+    for (const s of (r.steps || []).filter((x) => x.waiting && x.waiting.signal)) actions.append(signalForm(r, s));
+  }
   const link = (k, v) => h("a", { href: "#/workflows?" + new URLSearchParams({ [k]: v }).toString() }, v);
   const rows = [
     ["run id", r.run_id], ["workflow", link("workflow", r.workflow)], ["tenant", link("schema_name", r.schema_name)],
@@ -786,6 +789,33 @@ function renderRun(r) {
     h("h2", {}, "Inputs"), h("pre", { id: "run-inputs" }, fmtJSON(r.inputs)));
 }
 
+// signalForm sends an approval step its signal: a JSON payload (checked
+// against the step's payload schema by the server, which also decides who
+// may send it) and a button.
+function signalForm(r, s) {
+  const name = s.waiting.signal;
+  const payload = h("textarea", { id: "signal-payload-" + name, rows: 2, cols: 40, "aria-label": "payload of signal " + name }, "{}");
+  const send = async () => {
+    let body;
+    try { body = JSON.parse(payload.value || "{}"); } catch (e) { setStatus("the payload is not JSON: " + e.message, true); return; }
+    try {
+      await api("POST", "/workflows/runs/" + encodeURIComponent(r.run_id) + "/signals/" + encodeURIComponent(name), body);
+      setStatus("signal " + name + " sent");
+      route();
+    } catch (e) { setStatus("signal " + name + " failed: " + e.message, true); }
+  };
+  return h("span", { class: "signal", "data-signal": name }, payload,
+    h("button", { type: "button", id: "run-signal-" + name, onclick: send }, "Send signal " + name));
+}
+
+// waitText says what a waiting step waits for, and until when.
+function waitText(w) {
+  const until = w.until ? " until " + fmtTime(w.until) : "";
+  if (w.event) return "waits for event " + w.event + until;
+  if (w.signal) return "waits for signal " + w.signal + until;
+  return "sleeps" + until;
+}
+
 // stepRow is one step of a run: a fan-out shows its items' counts by
 // status, every step links its tasks (the latest first, at most 20).
 function stepRow(s, i, short) {
@@ -793,7 +823,7 @@ function stepRow(s, i, short) {
   const counts = {};
   for (const t of tasks) counts[t.status] = (counts[t.status] || 0) + 1;
   const fanOut = s.items !== undefined && s.items !== null;
-  const progress = fanOut
+  const progress = s.waiting ? waitText(s.waiting) : fanOut
     ? s.done + " of " + s.items + " items done" + (s.started > s.done ? ", " + (s.started - s.done) + " started" : "")
     : (s.status === "WAITING" || s.status === "SKIPPED" ? "" : s.done + " of 1");
   const shown = tasks.slice(-20).reverse();
@@ -802,7 +832,7 @@ function stepRow(s, i, short) {
   return h("tr", { "data-step": s.step, "data-status": s.status },
     h("td", { class: "num" }, i + 1),
     h("td", {}, s.step),
-    h("td", {}, s.task_type || ""),
+    h("td", {}, s.task_type || s.kind || ""),
     h("td", {}, (s.depends_on || []).join(", ")),
     h("td", {}, statusBadge(s.status)),
     h("td", { class: "progress" }, progress,
