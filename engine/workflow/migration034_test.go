@@ -24,14 +24,14 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
-// TestMigration031KeepsRunsInFlight: a database at the version before
-// migration 031 (*_workflow_waits.sql) holds a run as the code before it
+// TestMigration034KeepsRunsInFlight: a database at the version before
+// migration 034 (*_workflow_waits.sql) holds a run as the code before it
 // wrote it (a step RUNNING its task, one
 // WAITING for it, one COMPLETED); migrated, the run reads back the
 // same (no wait on any step), the wait pass leaves it alone, and it
 // advances as before when its task ends, into a step that waits for an
 // event, which the outbox trigger the migration adds delivers.
-func TestMigration031KeepsRunsInFlight(t *testing.T) {
+func TestMigration034KeepsRunsInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewEmptyDatabase(t)
