@@ -131,6 +131,7 @@ type checker struct {
 	errs         Errors
 	declarations map[string]map[string]*document // kind → name → declaring document
 	taskTypes    map[string]*TaskType            // the task types that compiled
+	workflows    map[string]*Workflow            // the workflows that compiled
 }
 
 // add records a pass 2 error about the value at ptr of d, unless pass 1
@@ -226,6 +227,15 @@ func (c *checker) compile(docs []*document) *Set {
 		}
 	}
 	c.checkRunnerTies(set.runners)
+	// Workflows before the subscriptions and schedules that may start them,
+	// each after the workflows its steps start.
+	c.workflows = map[string]*Workflow{}
+	for _, d := range c.orderWorkflows(byKind[KindWorkflow]) {
+		if w := c.compileWorkflow(d); w != nil {
+			set.workflows = append(set.workflows, w)
+			c.workflows[w.name] = w
+		}
+	}
 	for _, d := range byKind[KindSubscription] {
 		if s := c.compileSubscription(d); s != nil {
 			set.subscriptions = append(set.subscriptions, s)
@@ -235,11 +245,6 @@ func (c *checker) compile(docs []*document) *Set {
 	for _, d := range byKind[KindSchedule] {
 		if s := c.compileSchedule(d); s != nil {
 			set.schedules = append(set.schedules, s)
-		}
-	}
-	for _, d := range byKind[KindWorkflow] {
-		if w := c.compileWorkflow(d); w != nil {
-			set.workflows = append(set.workflows, w)
 		}
 	}
 	slices.SortFunc(set.workflows, func(a, b *Workflow) int { return cmp.Compare(a.name, b.name) })

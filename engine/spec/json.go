@@ -17,18 +17,26 @@ type (
 		Schedules     []scheduleJSON     `json:"schedules"`
 		Workflows     []workflowJSON     `json:"workflows"`
 	}
+	// triggered is what a subscription or schedule creates: a task type,
+	// or runs of a workflow.
+	triggered struct {
+		TaskType string `json:"task_type,omitempty"`
+		Workflow string `json:"workflow,omitempty"`
+	}
 	workflowJSON struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
 		Source      string          `json:"source"`
 		Inputs      json.RawMessage `json:"inputs"`
 		Timeout     string          `json:"timeout"`
-		StartRoles  []string        `json:"start_roles"`
-		Steps       []stepJSON      `json:"steps"`
+		StartRoles  []string          `json:"start_roles"`
+		Steps       []stepJSON        `json:"steps"`
+		Outputs     map[string]string `json:"outputs,omitempty"`
 	}
 	stepJSON struct {
 		Name              string            `json:"name"`
-		TaskType          string            `json:"task_type"`
+		TaskType          string            `json:"task_type,omitempty"`
+		Workflow          string            `json:"workflow,omitempty"`
 		DependsOn         []string          `json:"depends_on"`
 		When              string            `json:"when,omitempty"`
 		OnUpstreamSkipped string            `json:"on_upstream_skipped"`
@@ -118,7 +126,7 @@ type (
 		EventType   string            `json:"event_type"`
 		Glob        bool              `json:"glob"`
 		When        string            `json:"when,omitempty"`
-		TaskType    string            `json:"task_type"`
+		triggered
 		Payload     json.RawMessage   `json:"payload,omitempty"`
 		SchemaName  string            `json:"schema_name"`
 		Inputs      map[string]string `json:"inputs"`
@@ -130,7 +138,7 @@ type (
 		Source      string          `json:"source"`
 		Cron        string          `json:"cron"`
 		Timezone    string          `json:"timezone"`
-		TaskType    string          `json:"task_type"`
+		triggered
 		SchemaName  string          `json:"schema_name"`
 		Inputs      json.RawMessage `json:"inputs"`
 		Missed      MissedPolicy    `json:"missed"`
@@ -167,14 +175,14 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 	for _, sub := range s.subscriptions {
 		out.Subscriptions = append(out.Subscriptions, subscriptionJSON{
 			Name: sub.name, Description: sub.description, Source: sub.source.String(),
-			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), TaskType: sub.taskType.name,
+			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), triggered: triggerJSON(sub.taskType, sub.workflow),
 			Payload: sub.PayloadSchema(), SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
 		})
 	}
 	for _, sch := range s.schedules {
 		out.Schedules = append(out.Schedules, scheduleJSON{
 			Name: sch.name, Description: sch.description, Source: sch.source.String(),
-			Cron: sch.cronLine, Timezone: sch.location.String(), TaskType: sch.taskType.name,
+			Cron: sch.cronLine, Timezone: sch.location.String(), triggered: triggerJSON(sch.taskType, sch.workflow),
 			SchemaName: sch.schemaName, Inputs: compactJSON(sch.inputs), Missed: sch.missed,
 		})
 	}
@@ -241,16 +249,21 @@ func (w *Workflow) toJSON() workflowJSON {
 	out := workflowJSON{
 		Name: w.name, Description: w.description, Source: w.source.String(),
 		Inputs: compactJSON(w.inputsRaw), Timeout: FormatDuration(w.timeout), StartRoles: w.StartRoles(),
-		Steps: make([]stepJSON, 0, len(w.steps)),
+		Steps: make([]stepJSON, 0, len(w.steps)), Outputs: w.OutputExprs(),
 	}
 	for _, s := range w.steps {
 		sj := stepJSON{
-			Name: s.name, TaskType: s.taskType.name, DependsOn: s.DependsOn(), When: s.WhenExpr(),
+			Name: s.name, DependsOn: s.DependsOn(), When: s.WhenExpr(),
 			OnUpstreamSkipped: s.onSkipped, ForEach: s.ForEachExpr(), Inputs: s.InputExprs(),
 			MaxRetries: s.MaxRetries(), Priority: s.Priority(),
 		}
 		if sj.DependsOn == nil {
 			sj.DependsOn = []string{}
+		}
+		if s.child != nil {
+			sj.Workflow = s.child.name
+		} else if s.taskType != nil {
+			sj.TaskType = s.taskType.name
 		}
 		if s.forEach != nil {
 			sj.Concurrency, sj.MaxItems = s.concurrency, s.maxItems
@@ -258,4 +271,12 @@ func (w *Workflow) toJSON() workflowJSON {
 		out.Steps = append(out.Steps, sj)
 	}
 	return out
+}
+
+// triggerJSON names what a subscription or schedule creates.
+func triggerJSON(t *TaskType, w *Workflow) triggered {
+	if w != nil {
+		return triggered{Workflow: w.name}
+	}
+	return triggered{TaskType: t.name}
 }

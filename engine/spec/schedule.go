@@ -26,7 +26,8 @@ type Schedule struct {
 	cronLine   string
 	cron       cron.Schedule
 	location   *time.Location
-	taskType   *TaskType
+	taskType   *TaskType // for a workflow schedule, the workflow's inputs (Workflow.inputsTarget)
+	workflow   *Workflow // the workflow it starts runs of, nil when it creates tasks
 	schemaName string
 	inputs     json.RawMessage
 	missed     MissedPolicy

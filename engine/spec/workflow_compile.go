@@ -24,13 +24,15 @@ type workflowSpec struct {
 	API         struct {
 		Start *[]string `json:"start"`
 	} `json:"api"`
-	Steps map[string]stepSpec `json:"steps"`
+	Steps   map[string]stepSpec `json:"steps"`
+	Outputs map[string]string   `json:"outputs"`
 }
 
 // stepSpec is the shape of one step of a Workflow document.
 type stepSpec struct {
 	Description       string            `json:"description"`
 	TaskType          string            `json:"task_type"`
+	Workflow          string            `json:"workflow"`
 	DependsOn         []string          `json:"depends_on"`
 	When              string            `json:"when"`
 	OnUpstreamSkipped string            `json:"on_upstream_skipped"`
@@ -88,6 +90,7 @@ func (c *checker) compileWorkflow(d *document) *Workflow {
 		wc.expressions(w.stepIndex[name])
 	}
 	wc.unreachable(order)
+	wc.compileOutputs(s.Outputs)
 	if d.failed {
 		return nil
 	}
@@ -137,7 +140,15 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 			}
 		}
 	}
-	t, _ := c.lookupTaskType(d, stepPtr(name, "task_type"), s.TaskType, false)
+	var t *TaskType
+	switch {
+	case s.Workflow != "":
+		wc.childStep(st, name, s)
+	case s.TaskType == "":
+		c.fail(d, stepPtr(name, ""), "a step needs task_type (the task it runs) or workflow (the child run it starts)")
+	default:
+		t, _ = c.lookupTaskType(d, stepPtr(name, "task_type"), s.TaskType, false)
+	}
 	st.taskType = t
 	if t != nil {
 		c.checkMappedInputs(d, stepPtr(name, "inputs"), t, s.Inputs)
@@ -182,6 +193,9 @@ func (wc *workflowCheck) expressions(st *Step) {
 	if st.taskType != nil {
 		outputs = schemaType(st.taskType.outputsDoc, 0)
 	}
+	if s.Workflow != "" {
+		outputs = childOutputsType(st.child)
+	}
 	wc.item, wc.itemOf = nil, ""
 	if s.ForEach != "" {
 		ptr := stepPtr(st.name, "for_each")
@@ -220,11 +234,11 @@ func (wc *workflowCheck) expressions(st *Step) {
 			continue
 		}
 		wc.c.checkComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
-		if st.taskType != nil {
+		if target := st.target(); target != nil {
 			n := len(wc.c.errs)
-			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
+			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, target, name)
 			if len(wc.c.errs) == n {
-				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], st.taskType, name)
+				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], target, name)
 			}
 		}
 	}
@@ -405,6 +419,9 @@ func (wc *workflowCheck) badRead(r read, fields []field) (int, string) {
 		t := wc.w.stepIndex[name]
 		if t.forEach != nil || wc.specs[name].ForEach != "" {
 			return 3, fmt.Sprintf("steps.%s.outputs is a list (step %s runs for_each), so it has no field %s; read an item with [i], or map over it", name, name, r.names[3])
+		}
+		if t.child != nil {
+			return childRead(r, t.child, name)
 		}
 		if t.taskType == nil {
 			return 0, ""
