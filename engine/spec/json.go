@@ -24,11 +24,11 @@ type (
 		Workflow string `json:"workflow,omitempty"`
 	}
 	workflowJSON struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Source      string          `json:"source"`
-		Inputs      json.RawMessage `json:"inputs"`
-		Timeout     string          `json:"timeout"`
+		Name        string            `json:"name"`
+		Description string            `json:"description,omitempty"`
+		Source      string            `json:"source"`
+		Inputs      json.RawMessage   `json:"inputs"`
+		Timeout     string            `json:"timeout"`
 		StartRoles  []string          `json:"start_roles"`
 		Steps       []stepJSON        `json:"steps"`
 		Outputs     map[string]string `json:"outputs,omitempty"`
@@ -120,28 +120,28 @@ type (
 		Handler  HandlerKind `json:"handler,omitempty"`
 	}
 	subscriptionJSON struct {
-		Name        string            `json:"name"`
-		Description string            `json:"description,omitempty"`
-		Source      string            `json:"source"`
-		EventType   string            `json:"event_type"`
-		Glob        bool              `json:"glob"`
-		When        string            `json:"when,omitempty"`
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Source      string `json:"source"`
+		EventType   string `json:"event_type"`
+		Glob        bool   `json:"glob"`
+		When        string `json:"when,omitempty"`
 		triggered
-		Payload     json.RawMessage   `json:"payload,omitempty"`
-		SchemaName  string            `json:"schema_name"`
-		Inputs      map[string]string `json:"inputs"`
-		DedupKey    string            `json:"dedup_key"`
+		Payload    json.RawMessage   `json:"payload,omitempty"`
+		SchemaName string            `json:"schema_name"`
+		Inputs     map[string]string `json:"inputs"`
+		DedupKey   string            `json:"dedup_key"`
 	}
 	scheduleJSON struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Source      string          `json:"source"`
-		Cron        string          `json:"cron"`
-		Timezone    string          `json:"timezone"`
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Source      string `json:"source"`
+		Cron        string `json:"cron"`
+		Timezone    string `json:"timezone"`
 		triggered
-		SchemaName  string          `json:"schema_name"`
-		Inputs      json.RawMessage `json:"inputs"`
-		Missed      MissedPolicy    `json:"missed"`
+		SchemaName string          `json:"schema_name"`
+		Inputs     json.RawMessage `json:"inputs"`
+		Missed     MissedPolicy    `json:"missed"`
 	}
 )
 

@@ -91,7 +91,7 @@ type Step struct {
 	taskType    *TaskType
 	child       *Workflow // the workflow a child workflow step starts
 	dependsOn   []string  // sorted
-	dependants  []string // sorted
+	dependants  []string  // sorted
 	when        *program
 	onSkipped   string
 	inputNames  []string // sorted

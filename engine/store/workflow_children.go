@@ -60,4 +60,3 @@ SELECT `+workflowRunColumns+` FROM tasks.workflow_runs WHERE start_key = $1`, sc
 	}
 	return rows[0], nil
 }
-

@@ -79,4 +79,3 @@ SELECT ` + workflowRunColumns + ` FROM run`
 	}
 	return run, wrap("creating a workflow run", err)
 }
-
