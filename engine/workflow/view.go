@@ -24,6 +24,7 @@ func (w *Workflows) View(s Status, statusURL string) wftype.WorkflowRunView {
 		}
 		tasks[t.Step] = append(tasks[t.Step], tv)
 	}
+	runs := childViews(s.Children)
 	v.Steps = make([]wftype.WorkflowStepView, 0, len(s.Steps))
 	for _, row := range s.Steps {
 		sv := wftype.WorkflowStepView{
@@ -36,9 +37,10 @@ func (w *Workflows) View(s Status, statusURL string) wftype.WorkflowRunView {
 		if sv.Tasks == nil {
 			sv.Tasks = []wftype.WorkflowTaskView{}
 		}
+		sv.Runs = runs[row.Step]
 		if wf != nil {
 			if step, ok := wf.Step(row.Step); ok {
-				sv.TaskType = step.TaskType().Name()
+				stepKind(&sv, step)
 				if deps := step.DependsOn(); deps != nil {
 					sv.DependsOn = deps
 				}
@@ -55,9 +57,11 @@ func RunView(r wftype.WorkflowRun, statusURL string) wftype.WorkflowRunView {
 	if len(inputs) == 0 {
 		inputs = []byte("{}")
 	}
-	return wftype.WorkflowRunView{
+	v := wftype.WorkflowRunView{
 		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status,
 		Inputs: inputs, Error: redact.Ptr(r.Error), Attempt: r.Attempt,
 		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt, StatusURL: statusURL,
 	}
+	origin(&v, r)
+	return v
 }
