@@ -52,7 +52,7 @@ WITH run AS (
             coalesce($5::timestamptz, now()) + make_interval(secs => $6),
             $8, nullif($9, ''), $10, $11, nullif($12, ''))
     ON CONFLICT (start_key) WHERE start_key IS NOT NULL DO NOTHING
-    RETURNING ` + workflowRunColumns + `
+    RETURNING *
 ),
 steps AS (
     INSERT INTO tasks.workflow_steps (run_id, step, status, updated_at)
