@@ -247,7 +247,7 @@ func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, 
 		return res, nil
 	}
 	batch, err := c.process(ctx, claimed)
-	res.Consumed, res.Tasks, res.Retried, res.Lost, res.Held = batch.Consumed, batch.Tasks, batch.Retried, batch.Lost, batch.Held
+	res.Consumed, res.Tasks, res.Runs, res.Retried, res.Lost, res.Held = batch.Consumed, batch.Tasks, batch.Runs, batch.Retried, batch.Lost, batch.Held
 	res.DeadLettered += batch.DeadLettered
 	if err != nil {
 		c.release(ctx, claimed)

@@ -82,8 +82,7 @@ steps:
 func setupSpecs(t *testing.T, specs string, run bool) *bundle {
 	t.Helper()
 	pool := dbtest.NewPool(t)
-	set, err := spec.Compile([]spec.Source{{Name: "children.yaml", Data: []byte(specs)}}, spec.Options{Builtins: testBuiltins})
-	require.NoError(t, err)
+	set := compileSpecs(t, specs)
 	h := &handlers{blocked: make(chan struct{}, 10), gates: gates{started: make(chan int, 200)}}
 	e, err := engine.New(engine.Config{
 		Name: "wf-" + uuid.NewString()[:8], Pool: pool, Specs: set, Registry: h.registry(),
@@ -95,6 +94,14 @@ func setupSpecs(t *testing.T, specs string, run bool) *bundle {
 		runEngine(t, e)
 	}
 	return &bundle{pool: pool, e: e, st: e.Store(), h: h}
+}
+
+// compileSpecs compiles specs with the test builtins.
+func compileSpecs(t *testing.T, specs string) *spec.Set {
+	t.Helper()
+	set, err := spec.Compile([]spec.Source{{Name: "children.yaml", Data: []byte(specs)}}, spec.Options{Builtins: testBuiltins})
+	require.NoError(t, err)
+	return set
 }
 
 // children reads the child runs of a run.
