@@ -265,7 +265,7 @@ type planned struct {
 	reqs      []client.Request
 	runs      []triggeredRun // the workflow runs it starts (subscription_runs.go)
 	unmatched bool           // no subscription's event type matches it
-	err       error // the event fails: no task, retry or dead letter
+	err       error          // the event fails: no task, retry or dead letter
 }
 
 // process evaluates the batch, then writes its outcome in one transaction.

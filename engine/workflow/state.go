@@ -34,9 +34,9 @@ type runState struct {
 	// children are the child runs to start (child.go).
 	children []newChild
 	events   []events.Event
-	now    time.Time
-	env    *spec.RunEnv     // built on first use
-	items  map[string][]any // for_each lists evaluated in this batch
+	now      time.Time
+	env      *spec.RunEnv     // built on first use
+	items    map[string][]any // for_each lists evaluated in this batch
 	// kept: the outputs of the items that completed in this batch, which
 	// the run keeps (store.SaveWorkflowItems, in Workflows.write): the
 	// step gathers them when its last item ends, and by then retention may
