@@ -39,7 +39,8 @@ func (s *Schedule) Cron() string { return s.cronLine }
 // Location is the time zone the cron line is read in.
 func (s *Schedule) Location() *time.Location { return s.location }
 
-// TaskType is the name of the task type the schedule creates.
+// TaskType is the name of the task type the schedule creates;
+// "workflow:NAME" for one that starts runs of workflow NAME (Workflow).
 func (s *Schedule) TaskType() string { return s.taskType.name }
 
 // SchemaName is the schema_name of the tasks the schedule creates.

@@ -55,7 +55,8 @@ func (s *Subscription) EventType() string { return s.eventType }
 // IsGlob reports whether EventType is a glob pattern.
 func (s *Subscription) IsGlob() bool { return s.glob }
 
-// TaskType is the name of the task type the subscription creates.
+// TaskType is the name of the task type the subscription creates;
+// "workflow:NAME" for one that starts runs of workflow NAME (Workflow).
 func (s *Subscription) TaskType() string { return s.taskType.name }
 
 // WhenExpr is the source of the when expression, "" if none.

@@ -31,13 +31,20 @@ ORDER BY run_id`, scanWorkflowRun, parent)
 // candidates come from the partial index on RUNNING runs' deadlines; a
 // parent deleted by retention counts as ended.
 func (s *Store) RunningChildrenOfEndedRuns(ctx context.Context, limit int) ([]uuid.UUID, error) {
-	return collectIDs(ctx, s, "listing the running children of ended workflow runs", `
+	return collectIDs(ctx, s, "listing the running children of ended workflow runs", runningChildrenOfEndedSQL, limit)
+}
+
+// runningChildrenOfEndedSQL is RunningChildrenOfEndedRuns' statement. Every
+// instance with workflows runs it each poll interval: it reads the RUNNING
+// runs through the partial index on them (few beside the finished ones),
+// and each candidate's parent by primary key
+// (TestRunningChildrenOfEndedRunsPlan).
+const runningChildrenOfEndedSQL = `
 SELECT c.run_id FROM tasks.workflow_runs c
 WHERE c.status = 'RUNNING' AND c.parent_run_id IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM tasks.workflow_runs p WHERE p.run_id = c.parent_run_id AND p.status = 'RUNNING')
 ORDER BY c.run_id
-LIMIT $1`, limit)
-}
+LIMIT $1`
 
 // RunningChildRuns lists the RUNNING child runs of run parent.
 func (s *Store) RunningChildRuns(ctx context.Context, parent uuid.UUID) ([]uuid.UUID, error) {

@@ -100,3 +100,38 @@ INSERT INTO tasks.workflow_steps (run_id, step, status, updated_at) VALUES ($1, 
 		}
 	}
 }
+
+// TestRunningChildrenOfEndedRunsPlan: with 20,000 finished child runs and
+// their finished parents, the step pass's look-up of orphaned children
+// reads no table sequentially, and finds the one RUNNING child of a
+// FAILED parent.
+func TestRunningChildrenOfEndedRunsPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, err := pool.Exec(ctx, `
+INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline, finished_at)
+SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'parent', 'system', 'COMPLETED', '{}', now(), now(), now()
+FROM generate_series(1, 20000) AS i`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline, finished_at, parent_run_id, parent_step)
+SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, 'child', 'system', 'COMPLETED', '{}', now(), now(), now(),
+       ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'call'
+FROM generate_series(1, 20000) AS i`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+UPDATE tasks.workflow_runs SET status = 'FAILED' WHERE run_id = '00000000-0000-7000-8000-000000000007'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+UPDATE tasks.workflow_runs SET status = 'RUNNING', finished_at = NULL WHERE run_id = '00000000-0000-7000-9000-000000000007'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE tasks.workflow_runs`)
+	require.NoError(t, err)
+
+	plan := dbtest.Explain(t, ctx, pool, "ANALYZE, COSTS OFF", store.RunningChildrenOfEndedSQL(), 100)
+	require.NotContains(t, plan, "Seq Scan", plan)
+	ids, err := store.New(pool).RunningChildrenOfEndedRuns(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{uuid.MustParse("00000000-0000-7000-9000-000000000007")}, ids)
+}

@@ -1,0 +1,5 @@
+package store
+
+// RunningChildrenOfEndedSQL is RunningChildrenOfEndedRuns' statement, for
+// plan tests.
+func RunningChildrenOfEndedSQL() string { return runningChildrenOfEndedSQL }
