@@ -21,13 +21,15 @@ func childViews(children []wftype.WorkflowRun) map[string][]wftype.WorkflowChild
 }
 
 // stepKind names what a step runs in its view: its task type, or the
-// workflow of its child runs.
+// workflow of its child runs (neither for a step of another kind).
 func stepKind(sv *wftype.WorkflowStepView, step *spec.Step) {
 	if c := step.Child(); c != nil {
 		sv.Workflow = c.Name()
 		return
 	}
-	sv.TaskType = step.TaskType().Name()
+	if t := step.TaskType(); t != nil {
+		sv.TaskType = t.Name()
+	}
 }
 
 // origin adds to a run's view what started it (an event, a schedule's
