@@ -89,4 +89,3 @@ FOR UPDATE`
 	_, err := s.db.Exec(ctx, q, keys, lo, hi)
 	return wrap("locking the workflow runs of tasks", err)
 }
-
