@@ -771,11 +771,11 @@ function renderRun(r) {
     ["run id", r.run_id], ["workflow", link("workflow", r.workflow)], ["tenant", link("schema_name", r.schema_name)],
     ["status", statusBadge(r.status)], ["attempt", r.attempt], ["created", fmtTime(r.created_at)],
     ["deadline", fmtTime(r.deadline)], ["finished", fmtTime(r.finished_at)],
-    ["parent", r.parent_run_id ? h("a", { href: "#/run/" + r.parent_run_id, id: "run-parent" }, shortID(r.parent_run_id) + " · step " + r.parent_step) : null],
+    ["parent", r.parent_run_id ? h("a", { href: "#/run/" + r.parent_run_id, id: "run-parent" }, shortIDs([r.parent_run_id])(r.parent_run_id) + " · step " + r.parent_step) : null],
     ["started by", startedBy(r.started_by)],
   ].filter(([, v]) => v !== undefined && v !== null && v !== "");
   const steps = r.steps || [];
-  const short = shortIDs(steps.flatMap((s) => (s.tasks || []).map((t) => t.task_id)));
+  const short = shortIDs(steps.flatMap((s) => (s.tasks || []).map((t) => t.task_id).concat((s.runs || []).map((c) => c.run_id))));
   return h("div", { "data-testid": "run", "data-status": r.status, "data-attempt": r.attempt },
     h("h1", {}, "Run of " + r.workflow + " ", statusBadge(r.status)),
     actions,
@@ -792,7 +792,7 @@ function renderRun(r) {
 // schedule's tick (nothing for the API or the CLI).
 function startedBy(b) {
   if (!b) return null;
-  if (b.kind === "event") return "event " + b.event_type + " " + shortID(b.event_id) + " · subscription " + b.subscription;
+  if (b.kind === "event") return "event " + b.event_type + " " + shortIDs([b.event_id])(b.event_id) + " · subscription " + b.subscription;
   if (b.kind === "schedule") return "schedule " + b.schedule + " · tick " + fmtTime(b.tick);
   return null;
 }
@@ -809,7 +809,7 @@ function stepRow(s, i, short) {
     : (s.status === "WAITING" || s.status === "SKIPPED" ? "" : s.done + " of 1");
   const shown = tasks.slice(-20).reverse();
   const childLinks = (s.runs || []).slice(-20).reverse().map((c) => h("a", { href: "#/run/" + c.run_id, "data-run": c.run_id, class: "step-task", title: c.status + " · " + c.run_id },
-    (c.item !== undefined && c.item !== null ? "item " + c.item : "run " + shortID(c.run_id)), " ", statusBadge(c.status)));
+    (c.item !== undefined && c.item !== null ? "item " + c.item : "run " + short(c.run_id)), " ", statusBadge(c.status)));
   const taskLinks = childLinks.concat(shown.map((t) => h("a", { href: "#/task/" + t.task_id, "data-task": t.task_id, class: "step-task", title: t.status + " · " + t.task_id },
     (t.item !== undefined && t.item !== null ? "item " + t.item : short(t.task_id)), " ", statusBadge(t.status))));
   return h("tr", { "data-step": s.step, "data-status": s.status },
