@@ -135,3 +135,32 @@ UPDATE tasks.workflow_runs SET status = 'RUNNING', finished_at = NULL WHERE run_
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{uuid.MustParse("00000000-0000-7000-9000-000000000007")}, ids)
 }
+
+// TestLockWorkflowRunsPlan: among 40,000 runs, locking a child run and its
+// ancestors (a chain of three) reads every run by primary key, never a
+// table sequentially, and locks the three.
+func TestLockWorkflowRunsPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	_, err := pool.Exec(ctx, `
+INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline, parent_run_id, parent_step)
+SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'w', 'system', 'RUNNING', '{}', now(), now() + interval '1 hour',
+       CASE WHEN i % 2 = 0 THEN ('00000000-0000-7000-8000-' || lpad(to_hex(i - 1), 12, '0'))::uuid END,
+       CASE WHEN i % 2 = 0 THEN 'call' END
+FROM generate_series(1, 40000) AS i`)
+	require.NoError(t, err)
+	// 3 → 2 → 1: a grandchild.
+	_, err = pool.Exec(ctx, `UPDATE tasks.workflow_runs SET parent_run_id = '00000000-0000-7000-8000-000000000002', parent_step = 'call'
+WHERE run_id = '00000000-0000-7000-8000-000000000003'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE tasks.workflow_runs`)
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	grandchild := [][16]byte{uuid.MustParse("00000000-0000-7000-8000-000000000003")}
+	plan := dbtest.Explain(t, ctx, tx, "ANALYZE, COSTS OFF", store.LockWorkflowRunsSQL(), grandchild)
+	require.NotContains(t, plan, "Seq Scan", plan)
+	require.Contains(t, plan, "rows=3 ", plan)
+}

@@ -15,6 +15,22 @@ import (
 // with it, in one statement in id order, since a child's end advances its
 // parent in the same transaction (migration 032).
 
+// lockWorkflowRunsSQL locks the runs $1 and their ancestors, in id order,
+// and returns them. It runs in every transaction that ends a step task:
+// the runs and each ancestor are found by primary key, a run without a
+// parent costing one more look-up than before migration 032
+// (TestLockWorkflowRunsPlan).
+const lockWorkflowRunsSQL = `
+WITH RECURSIVE up (run_id, parent_run_id) AS (
+    SELECT run_id, parent_run_id FROM tasks.workflow_runs WHERE run_id = ANY ($1::uuid[])
+    UNION
+    SELECT p.run_id, p.parent_run_id FROM tasks.workflow_runs p JOIN up ON p.run_id = up.parent_run_id
+)
+SELECT ` + workflowRunColumns + ` FROM tasks.workflow_runs
+WHERE run_id = ANY (ARRAY(SELECT run_id FROM up))
+ORDER BY run_id
+FOR UPDATE`
+
 // LockWorkflowRuns reads the runs among ids with their rows locked until
 // the transaction ends (in id order, so two transactions that lock the
 // same runs cannot deadlock), and every step of each. The rows of their
@@ -33,16 +49,7 @@ func (s *Store) LockWorkflowRuns(ctx context.Context, ids []uuid.UUID) ([]wftype
 	}
 	// parent_run_id never changes, so the ancestors are read without
 	// locks, then locked with the runs, by primary key.
-	locked, err := queryAll(ctx, s.db, "locking workflow runs", `
-WITH RECURSIVE up (run_id, parent_run_id) AS (
-    SELECT run_id, parent_run_id FROM tasks.workflow_runs WHERE run_id = ANY ($1::uuid[])
-    UNION
-    SELECT p.run_id, p.parent_run_id FROM tasks.workflow_runs p JOIN up ON p.run_id = up.parent_run_id
-)
-SELECT `+workflowRunColumns+` FROM tasks.workflow_runs
-WHERE run_id = ANY (ARRAY(SELECT run_id FROM up))
-ORDER BY run_id
-FOR UPDATE`, scanWorkflowRun, keys)
+	locked, err := queryAll(ctx, s.db, "locking workflow runs", lockWorkflowRunsSQL, scanWorkflowRun, keys)
 	if err != nil {
 		return nil, nil, err
 	}
