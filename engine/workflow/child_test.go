@@ -163,6 +163,11 @@ func TestChildRunCompletesItsStep(t *testing.T) {
 	require.NotNil(t, cv.ParentRunID)
 	require.Equal(t, run.ID.String(), *cv.ParentRunID)
 	require.Equal(t, 1, events(t, b.pool, "workflow.completed", run.ID), "the parent ends once")
+	var parentOf string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT payload->>'parent_run_id' FROM tasks.events WHERE event_type = 'workflow.completed' AND payload->>'run_id' = $1`,
+		kids[0].ID.String()).Scan(&parentOf))
+	require.Equal(t, run.ID.String(), parentOf, "a child's workflow.completed names its parent")
 }
 
 // TestFailedChildFailsItsStep: a child run that fails fails its parent's

@@ -391,9 +391,13 @@ func runEvent(r wftype.WorkflowRun) events.Event {
 	if r.SchemaName == wftype.SystemSchema {
 		scope = "PLATFORM"
 	}
-	payload, _ := json.Marshal(map[string]any{ // strings and a pointer always encode
+	fields := map[string]any{
 		"run_id": r.ID.String(), "workflow": r.Workflow, "status": r.Status, "error": r.Error, "attempt": r.Attempt,
-	})
+	}
+	if r.ParentRunID != nil { // a child run: the run whose step started it
+		fields["parent_run_id"], fields["parent_step"] = r.ParentRunID.String(), r.ParentStep
+	}
+	payload, _ := json.Marshal(fields) // strings and a pointer always encode
 	// Every subscriber and webhook receiver sees the event: no credentials.
 	return events.Event{Type: typ, Scope: scope, SchemaName: r.SchemaName, Payload: redact.JSON(payload)}
 }
