@@ -475,7 +475,7 @@ func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
 		if !cfg.NoEventConsumer {
-			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Owner: cfg.Owner, Logger: cfg.Logger,
+			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Runs: e.workflows, Owner: cfg.Owner, Logger: cfg.Logger,
 				UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider, Inactive: runnerset.Inactive(e.unserved)})
 			if err != nil {
 				return fmt.Errorf("error creating engine: %w", err)
@@ -486,7 +486,7 @@ func (e *Engine) buildServices() error {
 			}})
 		}
 		if len(cfg.Specs.Schedules()) > 0 {
-			sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Schedules: cfg.Specs.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
+			sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Runs: e.workflows, Schedules: cfg.Specs.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
 			if err != nil {
 				return fmt.Errorf("error creating engine: %w", err)
 			}
