@@ -88,3 +88,31 @@ func TestExecute(t *testing.T) {
 	require.Equal(t, 3, res[2].Status)
 	require.True(t, strings.HasPrefix(Script(blocks), prelude))
 }
+
+// TestStopBackground: a block marked stop-background stops the background
+// blocks started before it (SIGTERM, waited for) before it runs, as a
+// reader's Ctrl-C in the other terminal; a later background block runs on.
+func TestStopBackground(t *testing.T) {
+	t.Parallel()
+	page := "```sh doctest-background\ntrap 'echo stopped > first.txt; exit 0' TERM\ntouch ready\nwhile :; do sleep 0.1; done\n```\n\n" +
+		"```sh doctest\nuntil [ -e ready ]; do sleep 0.1; done\n```\n\n" +
+		"```sh doctest stop-background\ncat first.txt\n```\n" +
+		"```text doctest-output\nstopped\n```\n\n" +
+		"```sh doctest-background\necho second > second.txt; sleep 30\n```\n\n" +
+		"```sh doctest\nuntil [ -s second.txt ]; do sleep 0.1; done; cat second.txt\n```\n"
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	require.True(t, blocks[2].StopBackground)
+	require.False(t, blocks[1].StopBackground)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Execute(ctx, t.TempDir(), nil, blocks)
+	require.NoError(t, err)
+	require.Equal(t, 0, res[2].Status)
+	ok, reason := Match(*blocks[2].Output, res[2].Output)
+	require.True(t, ok, reason)
+	require.Equal(t, "second", res[4].Output, "a background block after the stop runs")
+
+	_, err = Parse([]byte("```sh doctest-background stop-background\nx\n```\n"))
+	require.ErrorContains(t, err, "line 1: stop-background follows doctest")
+}

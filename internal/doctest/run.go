@@ -58,6 +58,9 @@ func Script(blocks []Block) string {
 		case Background:
 			fmt.Fprintf(&s, "(\n%s) > background-%d.log 2>&1 &\n__doctest_bg+=($!)\n", b.Script, i)
 		default:
+			if b.StopBackground {
+				s.WriteString("__doctest_stop\n__doctest_bg=()\n")
+			}
 			fmt.Fprintf(&s, "printf '%s begin %d\\n'\n%s\nprintf '\\n%s end %d %%d\\n' $?\n", marker, i, b.Script, marker, i)
 		}
 	}
