@@ -2,7 +2,11 @@ package doctest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,4 +119,41 @@ func TestStopBackground(t *testing.T) {
 
 	_, err = Parse([]byte("```sh doctest-background stop-background\nx\n```\n"))
 	require.ErrorContains(t, err, "line 1: stop-background follows doctest")
+}
+
+// TestTimeoutStopsBackground: a session that does not end in time fails
+// with the context's error, and its background blocks are stopped with it
+// (a daemon left running would outlive the test).
+func TestTimeoutStopsBackground(t *testing.T) {
+	t.Parallel()
+	page := "```sh doctest-background\nexec sh -c 'echo $$ > bg.pid; exec sleep 300'\n```\n\n" +
+		"```sh doctest\nuntil [ -s bg.pid ]; do sleep 0.1; done; sh -c 'echo $$ > fg.pid; touch ready; exec sleep 300'\n```\n"
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // polls a file the shell writes
+		}
+	}()
+	_, err = Execute(ctx, dir, nil, blocks)
+	require.ErrorContains(t, err, "the walk-through did not end")
+	for _, name := range []string{"bg.pid", "fg.pid"} {
+		var raw []byte
+		require.Eventually(t, func() bool {
+			raw, err = os.ReadFile(filepath.Join(dir, name))
+			return err == nil && len(raw) > 0
+		}, time.Minute, 50*time.Millisecond, "%s was written", name)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			return syscall.Kill(pid, 0) == syscall.ESRCH
+		}, time.Minute, 50*time.Millisecond, "the process %d of %s still runs", pid, name)
+	}
 }
