@@ -93,6 +93,9 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		}
 		b.WriteString(rateText(t.RateLimit()))
 		fmt.Fprintf(b, "    dedup key: %s\n", dedup)
+		if u := t.Unique(); u.Period > 0 {
+			fmt.Fprintf(b, "    unique for: %s\n", spec.UniqueText(u))
+		}
 		creators := strings.Join(t.CreateRoles(), ", ")
 		if creators == "" {
 			creators = "wf only"

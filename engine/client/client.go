@@ -153,9 +153,9 @@ func (c *Client) EnqueueIn(ctx context.Context, st *store.Store, req Request) (R
 	return first(c.enqueue(ctx, st, []Request{req}))
 }
 
-// Duplicate returns the live task that holds the dedup key req would get
-// (its own, or its task type's dedup rule's), or nil when req has none or
-// the key is free: what an enqueue of req would answer with instead of
+// Duplicate returns the task that holds the dedup key req would get (its
+// own, or its task type's dedup rule's): a live one, or one that ended
+// within its type's unique period; nil when req has none or the key is free: what an enqueue of req would answer with instead of
 // creating a task, without enqueueing. A request that does not validate
 // returns the enqueue's error.
 func (c *Client) Duplicate(ctx context.Context, req Request) (*wftype.Task, error) {
@@ -163,7 +163,7 @@ func (c *Client) Duplicate(ctx context.Context, req Request) (*wftype.Task, erro
 	if err != nil || t.DedupKey == "" {
 		return nil, err
 	}
-	return c.store.LiveTaskByDedupKey(ctx, t.SchemaName, t.DedupKey)
+	return c.store.LiveTaskByDedupKey(ctx, t.SchemaName, t.DedupKey, store.IDTime(t.ID))
 }
 
 // first is the one result of a call for one request.
@@ -324,8 +324,10 @@ func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
 	if err != nil {
 		return store.NewTask{}, err
 	}
+	unique := tt.Unique()
 	return store.NewTask{
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
-		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
+		DedupKey: key, UniqueFor: unique.Period, UniqueStates: unique.States,
+		Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
 	}, nil
 }

@@ -56,12 +56,17 @@ type (
 		Priority          int             `json:"priority"`
 		Concurrency       concurrencyJSON `json:"concurrency"`
 		DedupKey          string          `json:"dedup_key,omitempty"`
+		Unique            *uniqueJSON     `json:"unique,omitempty"`
 		Reporters         []ReporterKind  `json:"reporters"`
 		API               apiJSON         `json:"api"`
 		Files             []string        `json:"files,omitempty"`
 	}
 	apiJSON struct {
 		Create []string `json:"create"`
+	}
+	uniqueJSON struct {
+		Period string   `json:"period"`
+		States []string `json:"states"`
 	}
 	handlerJSON struct {
 		Kind    HandlerKind `json:"kind"`
@@ -221,6 +226,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Priority:          t.priority,
 		Concurrency:       conc,
 		DedupKey:          t.DedupKeyExpr(),
+		Unique:            t.uniqueJSON(),
 		Reporters:         t.Reporters(),
 		API:               apiJSON{Create: t.CreateRoles()},
 		Files:             t.FileInputs(),

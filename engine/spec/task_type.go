@@ -68,6 +68,7 @@ type TaskType struct {
 	concurrency       Concurrency
 	rateLimit         RateLimit
 	dedupKey          *program
+	unique            Unique
 	reporters         []ReporterKind
 	createRoles       []string
 	files             []string

@@ -74,8 +74,9 @@ type taskTypeSpec struct {
 		PerTenant int    `json:"per_tenant"`
 		Interval  string `json:"interval"`
 	} `json:"rate_limit"`
-	DedupKey  string    `json:"dedup_key"`
-	Reporters *[]string `json:"reporters"`
+	DedupKey  string      `json:"dedup_key"`
+	Unique    *uniqueSpec `json:"unique"`
+	Reporters *[]string   `json:"reporters"`
 	API       struct {
 		Create *[]string `json:"create"`
 	} `json:"api"`
@@ -155,6 +156,7 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		c.fail(d, "/concurrency/per_tenant", "must not exceed concurrency.global (%d); got %d", global, per)
 	}
 	t.rateLimit = c.rateLimit(d, &s)
+	t.unique = c.unique(d, s.Unique)
 	t.createRoles = defaultCreateRoles(t.scope)
 	if s.API.Create != nil {
 		t.createRoles = slices.Clone(*s.API.Create)
