@@ -142,6 +142,9 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 			fmt.Fprintf(b, "    payload schema %s\n", p)
 		}
 		fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		if u := s.Unique(); u.Period > 0 {
+			fmt.Fprintf(b, "    unique for: %s\n", spec.UniqueText(u))
+		}
 		exprs := s.InputExprs()
 		for _, name := range sortedNames(exprs) {
 			fmt.Fprintf(b, "    input %s = %s\n", name, exprs[name])

@@ -16,10 +16,18 @@ name: report
 handler: {builtin: noop}
 dedup_key: '"report:" + string(inputs.day)'
 unique: {period: 24h, states: [COMPLETED, FAILED]}
+---
+kind: Subscription
+name: throttled
+event_type: survey.updated
+task_type: report
+dedup_key: '"survey:" + event.schema_name'
+unique: {period: 10m}
 `})
 	code, out, errOut := runWF(t, "compile", dir)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "    unique for: 24h from a task's creation, while it is live or ended COMPLETED, FAILED\n")
+	require.Contains(t, out, "dedup key \"survey:\" + event.schema_name\n    unique for: 10m from a task's creation, while it is live or ended COMPLETED\n")
 
 	bad := writeSpecs(t, map[string]string{"a.yaml": `kind: TaskType
 name: report

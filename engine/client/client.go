@@ -56,6 +56,9 @@ type Request struct {
 	Inputs json.RawMessage
 	// DedupKey overrides the spec's dedup-key expression when set.
 	DedupKey string
+	// Unique, when set, overrides the task type's unique period for the
+	// task's key (a subscription's own unique).
+	Unique *spec.Unique
 	// Priority overrides the spec's priority when set.
 	Priority *int
 	// MaxRetries overrides the spec's max_retries when set (a workflow
@@ -325,6 +328,9 @@ func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
 		return store.NewTask{}, err
 	}
 	unique := tt.Unique()
+	if req.Unique != nil {
+		unique = *req.Unique
+	}
 	return store.NewTask{
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
 		DedupKey: key, UniqueFor: unique.Period, UniqueStates: unique.States,

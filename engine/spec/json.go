@@ -128,6 +128,7 @@ type (
 		SchemaName  string            `json:"schema_name"`
 		Inputs      map[string]string `json:"inputs"`
 		DedupKey    string            `json:"dedup_key"`
+		Unique      *uniqueJSON       `json:"unique,omitempty"`
 	}
 	scheduleJSON struct {
 		Name        string          `json:"name"`
@@ -174,6 +175,7 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 			Name: sub.name, Description: sub.description, Source: sub.source.String(),
 			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), TaskType: sub.taskType.name,
 			Payload: sub.PayloadSchema(), SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
+			Unique: sub.Unique().toJSON(),
 		})
 	}
 	for _, sch := range s.schedules {

@@ -31,6 +31,7 @@ type Subscription struct {
 	inputNames []string // sorted
 	inputs     map[string]*program
 	dedupKey   *program
+	unique     *Unique            // nil: the task type's
 	payloadRaw json.RawMessage    // the payload schema, nil if none
 	payload    *jsonschema.Schema // compiled, nil if none
 }
@@ -42,6 +43,9 @@ type SubscriptionTask struct {
 	Inputs     map[string]any
 	// DedupKey is "" when the task is not deduplicated.
 	DedupKey string
+	// Unique is the subscription's unique period for the task's key, nil
+	// when it declares none (the task type's applies).
+	Unique *Unique
 }
 
 // EventType is the event type or glob the subscription listens to.
@@ -154,6 +158,10 @@ func (s *Subscription) Evaluate(event map[string]any) (task SubscriptionTask, ok
 	}
 	if task.DedupKey, _, err = checkDedupKey(key.(string), "subscription "+s.name); err != nil {
 		return SubscriptionTask{}, false, err
+	}
+	if s.unique != nil {
+		u := s.Unique()
+		task.Unique = &u
 	}
 	return task, true, nil
 }

@@ -19,6 +19,7 @@ type subscriptionSpec struct {
 	SchemaName  string            `json:"schema_name"`
 	Inputs      map[string]string `json:"inputs"`
 	DedupKey    string            `json:"dedup_key"`
+	Unique      *uniqueSpec       `json:"unique"`
 }
 
 // compileSubscription runs pass 2 over a Subscription document.
@@ -61,6 +62,10 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 		sub.dedupKey = compile("/dedup_key", s.DedupKey, eventDedupEnv{}, resultString)
 	} else {
 		sub.dedupKey, _ = compileProgram(defaultSubscriptionDedupKey, eventDedupEnv{}, resultString)
+	}
+	if s.Unique != nil {
+		u := c.unique(d, s.Unique)
+		sub.unique = &u
 	}
 	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
 	if t != nil {

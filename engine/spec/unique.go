@@ -64,15 +64,18 @@ func (c *checker) unique(d *document, u *uniqueSpec) Unique {
 
 // uniqueJSON is the unique period as wf compile --json shows it, nil when
 // the task type declares none.
-func (t *TaskType) uniqueJSON() *uniqueJSON {
-	if t.unique.Period == 0 {
+func (t *TaskType) uniqueJSON() *uniqueJSON { return t.unique.toJSON() }
+
+// toJSON is u as wf compile --json shows it, nil when u is zero.
+func (u Unique) toJSON() *uniqueJSON {
+	if u.Period == 0 {
 		return nil
 	}
-	states := make([]string, len(t.unique.States))
-	for i, st := range t.unique.States {
+	states := make([]string, len(u.States))
+	for i, st := range u.States {
 		states[i] = string(st)
 	}
-	return &uniqueJSON{Period: FormatDuration(t.unique.Period), States: states}
+	return &uniqueJSON{Period: FormatDuration(u.Period), States: states}
 }
 
 // UniqueText describes a task type's unique period in a line of text:
@@ -90,4 +93,13 @@ func UniqueText(u Unique) string {
 		kept = strings.Join(states, ", ")
 	}
 	return fmt.Sprintf("%s from a task's creation, while it is live or ended %s", FormatDuration(u.Period), kept)
+}
+
+// Unique is the subscription's own unique period for the keys of the
+// tasks it creates, zero when it declares none (the task type's applies).
+func (s *Subscription) Unique() Unique {
+	if s.unique == nil {
+		return Unique{}
+	}
+	return Unique{Period: s.unique.Period, States: slices.Clone(s.unique.States)}
 }

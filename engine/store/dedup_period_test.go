@@ -227,3 +227,44 @@ func TestUniquePeriodPruneAndRequeue(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, hold)
 }
+
+// TestUniquePeriodCopy: a batch large enough to go through COPY keeps and
+// takes over period keys as the statement does.
+func TestUniquePeriodCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t0 := time.Date(2031, 10, 31, 23, 30, 0, 0, time.UTC)
+	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	batch := func(at time.Time) []store.NewTask {
+		out := make([]store.NewTask, 600)
+		for i := range out {
+			out[i] = periodTask(fmt.Sprintf("copy-%d", i%3), at.Add(time.Duration(i)*time.Millisecond), time.Hour, wftype.StatusCompleted)
+		}
+		return out
+	}
+	inserted := func(res []store.InsertResult) int {
+		n := 0
+		for _, r := range res {
+			if !r.Duplicate {
+				require.False(t, r.Released)
+				n++
+			}
+		}
+		return n
+	}
+	res, err := b.store.InsertTasks(b.ctx, batch(t0))
+	require.NoError(t, err)
+	require.Equal(t, 3, inserted(res))
+	require.Equal(t, 3, b.finishAll(t, wftype.StatusCompleted))
+	res, err = b.store.InsertTasks(b.ctx, batch(t0.Add(30*time.Minute)))
+	require.NoError(t, err)
+	require.Zero(t, inserted(res), "within the period, across the month boundary")
+	require.Equal(t, wftype.StatusCompleted, res[0].Task.Status)
+	res, err = b.store.InsertTasks(b.ctx, batch(t0.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, 3, inserted(res), "the period is over: one task per key")
+	for k := range 3 {
+		require.Equal(t, 2, countKey(t, b, fmt.Sprintf("copy-%d", k)))
+	}
+}
