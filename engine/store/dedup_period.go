@@ -132,3 +132,11 @@ FROM tasks.task_dedup WHERE schema_name = $1 AND dedup_key = $2`, schema, key).S
 	}
 	return &h, nil
 }
+
+// CountKeptDedupKeys counts the dedup keys of ended tasks that their
+// unique period still holds at now (task_dedup_ended_expiry_idx).
+func (s *Store) CountKeptDedupKeys(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM tasks.task_dedup WHERE ended_at IS NOT NULL AND expires_at > $1`, now).Scan(&n)
+	return n, wrap("counting kept dedup keys", err)
+}
