@@ -96,6 +96,9 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		if u := t.Unique(); u.Period > 0 {
 			fmt.Fprintf(b, "    unique for: %s\n", spec.UniqueText(u))
 		}
+		if o := t.OnDuplicate(); o != spec.DuplicateKeep {
+			fmt.Fprintf(b, "    on duplicate: %s\n", o)
+		}
 		creators := strings.Join(t.CreateRoles(), ", ")
 		if creators == "" {
 			creators = "wf only"

@@ -16,6 +16,7 @@ name: report
 handler: {builtin: noop}
 dedup_key: '"report:" + string(inputs.day)'
 unique: {period: 24h, states: [COMPLETED, FAILED]}
+on_duplicate: cancel_running
 ---
 kind: Subscription
 name: throttled
@@ -26,7 +27,7 @@ unique: {period: 10m}
 `})
 	code, out, errOut := runWF(t, "compile", dir)
 	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, "    unique for: 24h from a task's creation, while it is live or ended COMPLETED, FAILED\n")
+	require.Contains(t, out, "    unique for: 24h from a task's creation, while it is live or ended COMPLETED, FAILED\n    on duplicate: cancel_running\n")
 	require.Contains(t, out, "dedup key \"survey:\" + event.schema_name\n    unique for: 10m from a task's creation, while it is live or ended COMPLETED\n")
 
 	bad := writeSpecs(t, map[string]string{"a.yaml": `kind: TaskType

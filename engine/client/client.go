@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -75,6 +76,9 @@ type Request struct {
 // Result is the outcome of one request.
 type Result struct {
 	Task wftype.Task
+	// Replaced is the task this one cancelled to take its dedup key (its
+	// type's on_duplicate); nil when none.
+	Replaced *uuid.UUID
 	// Duplicate: a live task already held the dedup key; Task is that task
 	// and nothing was created.
 	Duplicate bool
@@ -237,7 +241,7 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 	}
 	out := make([]Result, len(inserted))
 	for i, r := range inserted {
-		out[i] = Result{Task: r.Task, Duplicate: r.Duplicate}
+		out[i] = Result{Task: r.Task, Duplicate: r.Duplicate, Replaced: r.Replaced}
 	}
 	return out, nil
 }
@@ -267,6 +271,17 @@ func (c *Client) checkFiles(tt *spec.TaskType, tenant string, inputs map[string]
 		}
 	}
 	return errs
+}
+
+// onDuplicate is the store's form of tt's on_duplicate.
+func onDuplicate(tt *spec.TaskType) store.OnDuplicate {
+	switch tt.OnDuplicate() {
+	case spec.DuplicateReplaceQueued:
+		return store.ReplaceQueued
+	case spec.DuplicateCancelRunning:
+		return store.CancelRunning
+	}
+	return store.KeepExisting
 }
 
 // prepare validates a request against its task type and fills what the
@@ -333,7 +348,7 @@ func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
 	}
 	return store.NewTask{
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
-		DedupKey: key, UniqueFor: unique.Period, UniqueStates: unique.States,
+		DedupKey: key, UniqueFor: unique.Period, UniqueStates: unique.States, OnDuplicate: onDuplicate(tt),
 		Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
 	}, nil
 }

@@ -175,3 +175,30 @@ func TestEnqueueUniqueOverride(t *testing.T) {
 	require.False(t, free.Duplicate)
 	require.Equal(t, 3, countTasks(t, st))
 }
+
+// TestEnqueueOnDuplicate: a task type's on_duplicate reaches the store: a
+// second enqueue of the key replaces the queued task.
+func TestEnqueueOnDuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(`kind: TaskType
+name: sync_account
+handler: {builtin: noop}
+dedup_key: '"sync:" + string(inputs.account)'
+on_duplicate: replace_queued
+`)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	st := dbtest.NewStore(t)
+	cl := client.New(st, set)
+	req := client.Request{TaskType: "sync_account", Inputs: []byte(`{"account": 7}`)}
+	first, err := cl.Enqueue(ctx, req)
+	require.NoError(t, err)
+	second, err := cl.Enqueue(ctx, req)
+	require.NoError(t, err)
+	require.False(t, second.Duplicate)
+	require.NotNil(t, second.Replaced)
+	require.Equal(t, first.Task.ID, *second.Replaced)
+	got, err := st.GetTask(ctx, first.Task.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusCancelled, got.Status)
+}

@@ -57,6 +57,7 @@ type (
 		Concurrency       concurrencyJSON `json:"concurrency"`
 		DedupKey          string          `json:"dedup_key,omitempty"`
 		Unique            *uniqueJSON     `json:"unique,omitempty"`
+		OnDuplicate       OnDuplicate     `json:"on_duplicate,omitempty"` // absent: keep
 		Reporters         []ReporterKind  `json:"reporters"`
 		API               apiJSON         `json:"api"`
 		Files             []string        `json:"files,omitempty"`
@@ -229,6 +230,7 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Concurrency:       conc,
 		DedupKey:          t.DedupKeyExpr(),
 		Unique:            t.uniqueJSON(),
+		OnDuplicate:       t.onDuplicate,
 		Reporters:         t.Reporters(),
 		API:               apiJSON{Create: t.CreateRoles()},
 		Files:             t.FileInputs(),

@@ -69,6 +69,7 @@ type TaskType struct {
 	rateLimit         RateLimit
 	dedupKey          *program
 	unique            Unique
+	onDuplicate       OnDuplicate
 	reporters         []ReporterKind
 	createRoles       []string
 	files             []string

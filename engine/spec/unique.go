@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,4 +103,34 @@ func (s *Subscription) Unique() Unique {
 		return Unique{}
 	}
 	return Unique{Period: s.unique.Period, States: slices.Clone(s.unique.States)}
+}
+
+// OnDuplicate is what an enqueue does when a live task holds its dedup key
+// (a task type's on_duplicate).
+type OnDuplicate string
+
+// The values of on_duplicate.
+const (
+	// DuplicateKeep creates nothing and answers with the holder (the
+	// default).
+	DuplicateKeep OnDuplicate = "keep"
+	// DuplicateReplaceQueued cancels a PENDING holder and creates the new
+	// task; a running holder is kept.
+	DuplicateReplaceQueued OnDuplicate = "replace_queued"
+	// DuplicateCancelRunning cancels the holder, PENDING or running, and
+	// creates the new task.
+	DuplicateCancelRunning OnDuplicate = "cancel_running"
+)
+
+// OnDuplicate is the task type's on_duplicate (DuplicateKeep by default).
+func (t *TaskType) OnDuplicate() OnDuplicate { return cmp.Or(t.onDuplicate, DuplicateKeep) }
+
+// onDuplicate checks a task type's on_duplicate: a value other than keep
+// needs the type's dedup_key.
+func (c *checker) onDuplicate(d *document, value, dedupKey string) OnDuplicate {
+	o := OnDuplicate(value)
+	if o != "" && o != DuplicateKeep && dedupKey == "" {
+		c.fail(d, "/on_duplicate", "%s replaces the task holding the dedup key, so the task type needs a dedup_key", o)
+	}
+	return o
 }

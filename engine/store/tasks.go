@@ -103,10 +103,13 @@ type NewTask struct {
 	// type's unique period; migration 033).
 	UniqueFor    time.Duration
 	UniqueStates []wftype.TaskStatus
-	Inputs       json.RawMessage
-	Priority     int
-	MaxRetries   int
-	RunAfter     *time.Time // nil means now
+	// OnDuplicate says whether the task replaces a live task holding
+	// DedupKey (its task type's on_duplicate); the default keeps that one.
+	OnDuplicate OnDuplicate
+	Inputs      json.RawMessage
+	Priority    int
+	MaxRetries  int
+	RunAfter    *time.Time // nil means now
 	// Traceparent is the W3C trace context of the span that enqueued the
 	// task ("" when tracing is off): the engine continues its trace.
 	Traceparent string
@@ -124,6 +127,9 @@ type InsertResult struct {
 	// (the same NewTask). InsertTasks does not retry by itself, so that the
 	// rest of a batch, already inserted, is never inserted twice.
 	Released bool
+	// Replaced is the task this one replaced (cancelled) to take its dedup
+	// key, per the task's OnDuplicate; nil when it replaced none.
+	Replaced *uuid.UUID
 }
 
 var insertTasksSQL = `
@@ -176,8 +182,13 @@ JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp
 // (insertTasksSQL), a larger one a COPY (copyTasks), with the same answers;
 // the inserted tasks a COPY returns carry their Inputs as given rather than
 // as jsonb renders them.
+// A task whose OnDuplicate replaces the live holder of its key cancels it
+// and is inserted in its place (insertReplacing; Replaced names the holder).
 // The partitions for the tasks' months must exist (EnsurePartitions).
 func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
+	if replacing(tasks) {
+		return s.insertReplacing(ctx, tasks)
+	}
 	return s.insertTasks(ctx, tasks, len(tasks) >= copyMinTasks)
 }
 
