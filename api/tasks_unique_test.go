@@ -20,6 +20,14 @@ handler: {builtin: noop}
 inputs: {type: object, properties: {day: {type: string}}}
 dedup_key: '"daily:" + string(inputs.day ?? "")'
 unique: {period: 24h}
+---
+kind: TaskType
+name: sync_account
+scope: CATALOG
+handler: {builtin: noop}
+inputs: {type: object, properties: {account: {type: integer}}}
+dedup_key: '"sync:" + string(inputs.account ?? 0)'
+on_duplicate: replace_queued
 `
 
 // TestCreateTaskUniquePeriod: a second POST /tasks within the type's
@@ -60,4 +68,33 @@ func TestCreateTaskUniquePeriod(t *testing.T) {
 	var n int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'daily_job'`).Scan(&n))
 	require.Equal(t, 2, n)
+}
+
+// TestCreateTaskReplacesQueued: a task type with on_duplicate:
+// replace_queued answers a second POST /tasks of the key with 202, the new
+// task and the id of the one it cancelled; another tenant's same key
+// replaces nothing of the first's.
+func TestCreateTaskReplacesQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{specs: uniqueSpecs})
+	b.createCatalog("cat-a")
+	b.createCatalog("cat-b")
+	body := func(schema string) map[string]any {
+		return map[string]any{"task_type": "sync_account", "schema_name": schema, "inputs": map[string]any{"account": 7}}
+	}
+	first := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
+	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
+	id := first.json(t)["task_id"].(string)
+	second := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
+	require.Equal(t, http.StatusAccepted, second.status, string(second.body))
+	got := second.json(t)
+	require.Equal(t, id, got["replaced_task_id"])
+	require.NotEqual(t, id, got["task_id"])
+	shown := b.do("GET", "/tasks/"+id, tokClientB, nil)
+	require.Equal(t, http.StatusOK, shown.status, string(shown.body))
+	require.Equal(t, "CANCELLED", shown.json(t)["status"])
+
+	other := b.do("POST", "/tasks", tokClientLimited, body("s_cat_a"))
+	require.Equal(t, http.StatusAccepted, other.status, string(other.body))
+	require.NotContains(t, other.json(t), "replaced_task_id")
 }
