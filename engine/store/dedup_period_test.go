@@ -268,3 +268,26 @@ func TestUniquePeriodCopy(t *testing.T) {
 		require.Equal(t, 2, countKey(t, b, fmt.Sprintf("copy-%d", k)))
 	}
 }
+
+// TestStaleDedupKeysPlan: with 200,000 keys held (live, or ended within
+// their period), maintenance's delete of stale keys reads the partial
+// index on ended keys, not the table.
+func TestStaleDedupKeysPlan(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Date(2031, 5, 5, 12, 0, 0, 0, time.UTC)
+	_, err := b.pool.Exec(b.ctx, `
+INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp, expires_at, keep_states, ended_at)
+SELECT 'system', 'k' || i, gen_random_uuid(), $1::timestamptz, $1::timestamptz + interval '1 hour', '{COMPLETED}',
+       CASE WHEN i % 2 = 0 THEN $1::timestamptz END
+FROM generate_series(1, 200000) i`, now)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `ANALYZE tasks.task_dedup`)
+	require.NoError(t, err)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(b.ctx) //nolint:errcheck
+	plan := explainAnalyze(t, b, tx, store.DeleteStaleDedupKeysSQL(), now.Add(30*time.Minute), 100)
+	require.Contains(t, plan, "task_dedup_ended_expiry_idx")
+	require.NotContains(t, plan, "Seq Scan on task_dedup")
+}
