@@ -50,9 +50,14 @@ func takeOverKeys(from string) string {
 }
 
 // firstOfEachKeySQL is the relation takeOverKeys reads in insertTasksSQL:
-// the first task of each key in the statement's input.
+// the tasks of the statement's input whose key the insert (dedup) did not
+// take, the first of each key. Those are the few whose key is held (an
+// enqueue of new keys updates nothing, and sorts nothing), and a key's
+// first task is left out only when the insert took the key for it, which
+// it does only when no row of the key existed for the update to find.
 const firstOfEachKeySQL = `(SELECT DISTINCT ON (schema_name, dedup_key) schema_name, dedup_key, task_id, ts, unique_seconds, keep_states
-          FROM input WHERE dedup_key IS NOT NULL
+          FROM input
+          WHERE dedup_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dedup WHERE dedup.task_id = input.task_id)
           ORDER BY schema_name, dedup_key, ord)`
 
 // uniqueArgs returns the insert's per-task period (seconds, nil without

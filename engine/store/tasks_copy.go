@@ -40,7 +40,7 @@ inserted_keys AS (
     ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING task_id
 ),
-` + takeOverKeys("keyed") + `,
+` + takeOverKeys(`(SELECT * FROM keyed WHERE NOT EXISTS (SELECT 1 FROM inserted_keys x WHERE x.task_id = keyed.task_id))`) + `,
 taken AS (SELECT task_id FROM inserted_keys UNION ALL SELECT task_id FROM taken_over),
 notified AS (
     SELECT count(pg_notify($7, q.payload)) AS n
