@@ -98,7 +98,11 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if err != nil {
 		return err
 	}
-	s.writeSubmission(w, res.Task, res.Duplicate)
+	v := s.newSubmissionView(res.Task, res.Duplicate)
+	if res.Replaced != nil { // a task of the same tenant: keys are per tenant
+		v.ReplacedTaskID = res.Replaced.String()
+	}
+	writeSubmissionView(w, v)
 	return nil
 }
 

@@ -74,10 +74,14 @@ func (s *Server) newSubmissionView(t wftype.Task, dedup bool) wftype.SubmissionV
 // writeSubmission answers a submission: 202 Accepted with a Location for a
 // new task, 200 for one that deduplicated to a live task.
 func (s *Server) writeSubmission(w http.ResponseWriter, t wftype.Task, dedup bool) {
-	v := s.newSubmissionView(t, dedup)
+	writeSubmissionView(w, s.newSubmissionView(t, dedup))
+}
+
+// writeSubmissionView answers a submission with its view (writeSubmission).
+func writeSubmissionView(w http.ResponseWriter, v wftype.SubmissionView) {
 	w.Header().Set("Location", v.StatusURL)
 	status := http.StatusAccepted
-	if dedup {
+	if v.Deduplicated {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, v)

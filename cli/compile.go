@@ -93,6 +93,12 @@ func writeTaskTypesText(b *strings.Builder, set *spec.Set) {
 		}
 		b.WriteString(rateText(t.RateLimit()))
 		fmt.Fprintf(b, "    dedup key: %s\n", dedup)
+		if u := t.Unique(); u.Period > 0 {
+			fmt.Fprintf(b, "    unique for: %s\n", spec.UniqueText(u))
+		}
+		if o := t.OnDuplicate(); o != spec.DuplicateKeep {
+			fmt.Fprintf(b, "    on duplicate: %s\n", o)
+		}
 		creators := strings.Join(t.CreateRoles(), ", ")
 		if creators == "" {
 			creators = "wf only"
@@ -142,6 +148,9 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 			fmt.Fprintf(b, "    starts a run of workflow %s in schema %s, once per start key %s\n", s.Workflow(), s.SchemaNameExpr(), s.DedupKeyExpr())
 		} else {
 			fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		}
+		if u := s.Unique(); u.Period > 0 {
+			fmt.Fprintf(b, "    unique for: %s\n", spec.UniqueText(u))
 		}
 		exprs := s.InputExprs()
 		for _, name := range sortedNames(exprs) {

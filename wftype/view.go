@@ -87,12 +87,15 @@ const AttemptRetried TaskStatus = "RETRIED"
 // SubmissionView answers a task creation or an ingestion (schema
 // Submission); a SYNCHRONOUS task's outcome comes with it.
 type SubmissionView struct {
-	TaskID       string          `json:"task_id"`
-	Status       TaskStatus      `json:"status"`
-	StatusURL    string          `json:"status_url"`
-	Deduplicated bool            `json:"deduplicated"`
-	Outputs      json.RawMessage `json:"outputs,omitempty"`
-	Error        *string         `json:"error,omitempty"`
+	TaskID       string     `json:"task_id"`
+	Status       TaskStatus `json:"status"`
+	StatusURL    string     `json:"status_url"`
+	Deduplicated bool       `json:"deduplicated"`
+	// ReplacedTaskID is the task this one cancelled to take its dedup key
+	// (its type's on_duplicate), absent when none.
+	ReplacedTaskID string          `json:"replaced_task_id,omitempty"`
+	Outputs        json.RawMessage `json:"outputs,omitempty"`
+	Error          *string         `json:"error,omitempty"`
 }
 
 // EventView is an event as the HTTP API shows it (schema Event).

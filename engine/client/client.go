@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -56,6 +57,9 @@ type Request struct {
 	Inputs json.RawMessage
 	// DedupKey overrides the spec's dedup-key expression when set.
 	DedupKey string
+	// Unique, when set, overrides the task type's unique period for the
+	// task's key (a subscription's own unique).
+	Unique *spec.Unique
 	// Priority overrides the spec's priority when set.
 	Priority *int
 	// MaxRetries overrides the spec's max_retries when set (a workflow
@@ -72,6 +76,9 @@ type Request struct {
 // Result is the outcome of one request.
 type Result struct {
 	Task wftype.Task
+	// Replaced is the task this one cancelled to take its dedup key (its
+	// type's on_duplicate); nil when none.
+	Replaced *uuid.UUID
 	// Duplicate: a live task already held the dedup key; Task is that task
 	// and nothing was created.
 	Duplicate bool
@@ -153,9 +160,9 @@ func (c *Client) EnqueueIn(ctx context.Context, st *store.Store, req Request) (R
 	return first(c.enqueue(ctx, st, []Request{req}))
 }
 
-// Duplicate returns the live task that holds the dedup key req would get
-// (its own, or its task type's dedup rule's), or nil when req has none or
-// the key is free: what an enqueue of req would answer with instead of
+// Duplicate returns the task that holds the dedup key req would get (its
+// own, or its task type's dedup rule's): a live one, or one that ended
+// within its type's unique period; nil when req has none or the key is free: what an enqueue of req would answer with instead of
 // creating a task, without enqueueing. A request that does not validate
 // returns the enqueue's error.
 func (c *Client) Duplicate(ctx context.Context, req Request) (*wftype.Task, error) {
@@ -163,7 +170,7 @@ func (c *Client) Duplicate(ctx context.Context, req Request) (*wftype.Task, erro
 	if err != nil || t.DedupKey == "" {
 		return nil, err
 	}
-	return c.store.LiveTaskByDedupKey(ctx, t.SchemaName, t.DedupKey)
+	return c.store.LiveTaskByDedupKey(ctx, t.SchemaName, t.DedupKey, store.IDTime(t.ID))
 }
 
 // first is the one result of a call for one request.
@@ -234,7 +241,7 @@ func (c *Client) enqueue(ctx context.Context, st *store.Store, reqs []Request) (
 	}
 	out := make([]Result, len(inserted))
 	for i, r := range inserted {
-		out[i] = Result{Task: r.Task, Duplicate: r.Duplicate}
+		out[i] = Result{Task: r.Task, Duplicate: r.Duplicate, Replaced: r.Replaced}
 	}
 	return out, nil
 }
@@ -264,6 +271,17 @@ func (c *Client) checkFiles(tt *spec.TaskType, tenant string, inputs map[string]
 		}
 	}
 	return errs
+}
+
+// onDuplicate is the store's form of tt's on_duplicate.
+func onDuplicate(tt *spec.TaskType) store.OnDuplicate {
+	switch tt.OnDuplicate() {
+	case spec.DuplicateReplaceQueued:
+		return store.ReplaceQueued
+	case spec.DuplicateCancelRunning:
+		return store.CancelRunning
+	}
+	return store.KeepExisting
 }
 
 // prepare validates a request against its task type and fills what the
@@ -324,8 +342,13 @@ func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
 	if err != nil {
 		return store.NewTask{}, err
 	}
+	unique := tt.Unique()
+	if req.Unique != nil {
+		unique = *req.Unique
+	}
 	return store.NewTask{
 		ID: id, SchemaName: schema, Scope: tt.Scope(), ExecutionMode: tt.Mode(), TaskType: tt.Name(),
-		DedupKey: key, Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
+		DedupKey: key, UniqueFor: unique.Period, UniqueStates: unique.States, OnDuplicate: onDuplicate(tt),
+		Inputs: raw, Priority: priority, MaxRetries: maxRetries, RunAfter: req.RunAfter,
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -135,4 +137,68 @@ func TestCheckIsEnqueuesVerdict(t *testing.T) {
 		require.True(t, errors.As(enqErr, &ve), "%+v", tc.req)
 		require.Equal(t, err.Error(), enqErr.Error())
 	}
+}
+
+// TestEnqueueUniqueOverride: a request's Unique (a subscription's own)
+// keeps its key after the task completed, where the task type declares
+// none; without it the key is free once the task ended.
+func TestEnqueueUniqueOverride(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl, st := setup(t)
+	req := func(n int, unique *spec.Unique) client.Request {
+		return client.Request{TaskType: "resize", SchemaName: "s1", Inputs: []byte(fmt.Sprintf(`{"n":%d}`, n)), Unique: unique}
+	}
+	hour := &spec.Unique{Period: time.Hour, States: []wftype.TaskStatus{wftype.StatusCompleted}}
+	for _, r := range []client.Request{req(1, hour), req(2, nil)} {
+		res, err := cl.Enqueue(ctx, r)
+		require.NoError(t, err)
+		require.False(t, res.Duplicate)
+	}
+	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 2,
+		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "resize", Max: 2, Lease: time.Minute}}})
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	for _, c := range claimed {
+		_, err := st.FinishTasks(ctx, store.FinishParams{Owner: "w"}, []store.Finish{{ID: c.ID, Status: wftype.StatusCompleted}})
+		require.NoError(t, err)
+	}
+	kept, err := cl.Enqueue(ctx, req(1, nil))
+	require.NoError(t, err)
+	require.True(t, kept.Duplicate, "the key was taken with a period")
+	require.Equal(t, wftype.StatusCompleted, kept.Task.Status)
+	dup, err := cl.Duplicate(ctx, req(1, nil))
+	require.NoError(t, err)
+	require.NotNil(t, dup)
+	free, err := cl.Enqueue(ctx, req(2, nil))
+	require.NoError(t, err)
+	require.False(t, free.Duplicate)
+	require.Equal(t, 3, countTasks(t, st))
+}
+
+// TestEnqueueOnDuplicate: a task type's on_duplicate reaches the store: a
+// second enqueue of the key replaces the queued task.
+func TestEnqueueOnDuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := spec.Compile([]spec.Source{{Name: "s.yaml", Data: []byte(`kind: TaskType
+name: sync_account
+handler: {builtin: noop}
+dedup_key: '"sync:" + string(inputs.account)'
+on_duplicate: replace_queued
+`)}}, spec.Options{Builtins: []string{"noop"}})
+	require.NoError(t, err)
+	st := dbtest.NewStore(t)
+	cl := client.New(st, set)
+	req := client.Request{TaskType: "sync_account", Inputs: []byte(`{"account": 7}`)}
+	first, err := cl.Enqueue(ctx, req)
+	require.NoError(t, err)
+	second, err := cl.Enqueue(ctx, req)
+	require.NoError(t, err)
+	require.False(t, second.Duplicate)
+	require.NotNil(t, second.Replaced)
+	require.Equal(t, first.Task.ID, *second.Replaced)
+	got, err := st.GetTask(ctx, first.Task.ID)
+	require.NoError(t, err)
+	require.Equal(t, wftype.StatusCancelled, got.Status)
 }

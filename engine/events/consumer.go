@@ -470,7 +470,7 @@ func (c *Consumer) plan(ev store.Event) planned {
 			p.err = fmt.Errorf("error encoding the inputs of subscription %s: %w", sub.Name(), err)
 			return p
 		}
-		req := client.Request{TaskType: task.TaskType, SchemaName: task.SchemaName, Inputs: inputs, DedupKey: task.DedupKey}
+		req := client.Request{TaskType: task.TaskType, SchemaName: task.SchemaName, Inputs: inputs, DedupKey: task.DedupKey, Unique: task.Unique}
 		if err := c.cfg.Client.Check(req); err != nil {
 			p.err = fmt.Errorf("error creating the task of subscription %s: %w", sub.Name(), err)
 			return p

@@ -108,6 +108,9 @@ type Result struct {
 	// RateWindowsDeleted counts the rows of tasks.rate_windows deleted
 	// because their window was over (store.PruneRateWindows).
 	RateWindowsDeleted int64
+	// DedupKeysDeleted counts the dedup keys of ended tasks deleted because
+	// their task type's unique period was over (store.DeleteStaleDedupKeys).
+	DedupKeysDeleted int64
 }
 
 // InboxWindow is how long the id of a message pushed to wf is remembered
@@ -118,7 +121,7 @@ const InboxWindow = 32 * 24 * time.Hour
 func (r Result) changed() bool {
 	return r.PartitionsCreated > 0 || len(r.Dropped) > 0 || len(r.Deferred) > 0 ||
 		r.TasksDeleted > 0 || r.EventsDeleted > 0 || r.TicksDeleted > 0 || r.RemoteRunsPurged > 0 || r.InboxDeleted > 0 ||
-		r.WorkflowRunsDeleted > 0 || r.RateWindowsDeleted > 0
+		r.WorkflowRunsDeleted > 0 || r.RateWindowsDeleted > 0 || r.DedupKeysDeleted > 0
 }
 
 // Supervisor runs maintenance on the leader.
@@ -169,7 +172,8 @@ func monthStart(t time.Time) time.Time {
 
 // RunOnce runs maintenance once as of now: partitions ahead, then retention
 // of tasks, events, schedule ticks, pushed message ids and finished
-// workflow runs, then the rate windows that are over, which go by the
+// workflow runs and the dedup keys whose unique period is over, then the
+// rate windows that are over, which go by the
 // clock claims count on (Clock.DBNow: the database's with the real clock),
 // not by now.
 func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error) {
@@ -215,6 +219,11 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 	}); err != nil {
 		return res, err
 	}
+	if res.DedupKeysDeleted, err = s.inBatches(func() (int64, error) {
+		return s.cfg.Store.DeleteStaleDedupKeys(ctx, now, s.cfg.BatchSize)
+	}); err != nil {
+		return res, err
+	}
 	dbNow := s.cfg.Clock.DBNow()
 	if res.RateWindowsDeleted, err = s.inBatches(func() (int64, error) {
 		return s.cfg.Store.PruneRateWindows(ctx, dbNow, s.cfg.BatchSize)
@@ -225,7 +234,8 @@ func (s *Supervisor) RunOnce(ctx context.Context, now time.Time) (Result, error)
 		s.log.Info("maintenance", "partitions_created", res.PartitionsCreated, "dropped", res.Dropped,
 			"deferred", res.Deferred, "tasks_deleted", res.TasksDeleted, "events_deleted", res.EventsDeleted,
 			"ticks_deleted", res.TicksDeleted, "remote_runs_purged", res.RemoteRunsPurged, "inbox_deleted", res.InboxDeleted,
-			"workflow_runs_deleted", res.WorkflowRunsDeleted, "rate_windows_deleted", res.RateWindowsDeleted)
+			"workflow_runs_deleted", res.WorkflowRunsDeleted, "rate_windows_deleted", res.RateWindowsDeleted,
+			"dedup_keys_deleted", res.DedupKeysDeleted)
 	}
 	return res, nil
 }

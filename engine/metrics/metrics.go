@@ -166,7 +166,7 @@ func New(cfg Config) *Metrics {
 		m.leasesLost, m.heartbeats, leader, slotsBusy, slotsTotal, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Store != nil {
-		m.reg.MustRegister(newQueueCollector(cfg, m.leader))
+		m.reg.MustRegister(newQueueCollector(cfg, m.leader), newDedupCollector(cfg, m.leader))
 	}
 	return m
 }

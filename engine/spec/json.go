@@ -66,12 +66,18 @@ type (
 		Priority          int             `json:"priority"`
 		Concurrency       concurrencyJSON `json:"concurrency"`
 		DedupKey          string          `json:"dedup_key,omitempty"`
+		Unique            *uniqueJSON     `json:"unique,omitempty"`
+		OnDuplicate       OnDuplicate     `json:"on_duplicate,omitempty"` // absent: keep
 		Reporters         []ReporterKind  `json:"reporters"`
 		API               apiJSON         `json:"api"`
 		Files             []string        `json:"files,omitempty"`
 	}
 	apiJSON struct {
 		Create []string `json:"create"`
+	}
+	uniqueJSON struct {
+		Period string   `json:"period"`
+		States []string `json:"states"`
 	}
 	handlerJSON struct {
 		Kind    HandlerKind `json:"kind"`
@@ -133,6 +139,7 @@ type (
 		SchemaName string            `json:"schema_name"`
 		Inputs     map[string]string `json:"inputs"`
 		DedupKey   string            `json:"dedup_key"`
+		Unique     *uniqueJSON       `json:"unique,omitempty"`
 	}
 	scheduleJSON struct {
 		Name        string `json:"name"`
@@ -179,6 +186,7 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 			Name: sub.name, Description: sub.description, Source: sub.source.String(),
 			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), triggered: triggerJSON(sub.taskType, sub.workflow),
 			Payload: sub.PayloadSchema(), SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
+			Unique: sub.Unique().toJSON(),
 		})
 	}
 	for _, sch := range s.schedules {
@@ -231,6 +239,8 @@ func (t *TaskType) toJSON() taskTypeJSON {
 		Priority:          t.priority,
 		Concurrency:       conc,
 		DedupKey:          t.DedupKeyExpr(),
+		Unique:            t.uniqueJSON(),
+		OnDuplicate:       t.onDuplicate,
 		Reporters:         t.Reporters(),
 		API:               apiJSON{Create: t.CreateRoles()},
 		Files:             t.FileInputs(),

@@ -32,6 +32,7 @@ type Subscription struct {
 	inputNames []string // sorted
 	inputs     map[string]*program
 	dedupKey   *program
+	unique     *Unique            // nil: the task type's
 	payloadRaw json.RawMessage    // the payload schema, nil if none
 	payload    *jsonschema.Schema // compiled, nil if none
 }
@@ -47,6 +48,9 @@ type SubscriptionTask struct {
 	// Workflow is set, and TaskType "", when the subscription starts a run
 	// of this workflow with Inputs.
 	Workflow string
+	// Unique is the subscription's unique period for the task's key, nil
+	// when it declares none (the task type's applies).
+	Unique *Unique
 }
 
 // EventType is the event type or glob the subscription listens to.
@@ -166,6 +170,10 @@ func (s *Subscription) Evaluate(event map[string]any) (task SubscriptionTask, ok
 		if task.DedupKey == "" {
 			return SubscriptionTask{}, false, fmt.Errorf("error evaluating dedup_key of subscription %s: a run needs a start key, and %q returned an empty string", s.name, s.dedupKey.source)
 		}
+	}
+	if s.unique != nil {
+		u := s.Unique()
+		task.Unique = &u
 	}
 	return task, true, nil
 }

@@ -20,6 +20,7 @@ type subscriptionSpec struct {
 	SchemaName  string            `json:"schema_name"`
 	Inputs      map[string]string `json:"inputs"`
 	DedupKey    string            `json:"dedup_key"`
+	Unique      *uniqueSpec       `json:"unique"`
 }
 
 // compileSubscription runs pass 2 over a Subscription document.
@@ -62,6 +63,10 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 		sub.dedupKey = compile("/dedup_key", s.DedupKey, eventDedupEnv{}, resultString)
 	} else {
 		sub.dedupKey, _ = compileProgram(defaultSubscriptionDedupKey, eventDedupEnv{}, resultString)
+	}
+	if s.Unique != nil {
+		u := c.unique(d, s.Unique)
+		sub.unique = &u
 	}
 	t, w := c.triggerTarget(d, s.TaskType, s.Workflow)
 	if t != nil {

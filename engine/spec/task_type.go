@@ -68,6 +68,8 @@ type TaskType struct {
 	concurrency       Concurrency
 	rateLimit         RateLimit
 	dedupKey          *program
+	unique            Unique
+	onDuplicate       OnDuplicate
 	reporters         []ReporterKind
 	createRoles       []string
 	files             []string

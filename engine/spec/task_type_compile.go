@@ -74,9 +74,11 @@ type taskTypeSpec struct {
 		PerTenant int    `json:"per_tenant"`
 		Interval  string `json:"interval"`
 	} `json:"rate_limit"`
-	DedupKey  string    `json:"dedup_key"`
-	Reporters *[]string `json:"reporters"`
-	API       struct {
+	DedupKey    string      `json:"dedup_key"`
+	Unique      *uniqueSpec `json:"unique"`
+	OnDuplicate string      `json:"on_duplicate"`
+	Reporters   *[]string   `json:"reporters"`
+	API         struct {
 		Create *[]string `json:"create"`
 	} `json:"api"`
 	Files []string `json:"files"`
@@ -155,6 +157,10 @@ func (c *checker) compileTaskType(d *document) *TaskType {
 		c.fail(d, "/concurrency/per_tenant", "must not exceed concurrency.global (%d); got %d", global, per)
 	}
 	t.rateLimit = c.rateLimit(d, &s)
+	t.unique = c.unique(d, s.Unique)
+	if t.onDuplicate = c.onDuplicate(d, s.OnDuplicate, s.DedupKey); t.onDuplicate == DuplicateKeep {
+		t.onDuplicate = "" // the default, as if left out
+	}
 	t.createRoles = defaultCreateRoles(t.scope)
 	if s.API.Create != nil {
 		t.createRoles = slices.Clone(*s.API.Create)

@@ -71,8 +71,8 @@ func settleInserts[R any](ctx context.Context, ids []uuid.UUID, keyOf func(i int
 
 // holdersByKey runs q, a look-up of the live rows holding (tenant, key)
 // pairs that returns each pair and then its row, and maps each pair to its
-// row, scanned by scan.
-func holdersByKey[R any](ctx context.Context, db DBTX, doing, q string, scan func(pgx.Row) (R, error), schemas, keys []string) (map[tenantKey]R, error) {
+// row, scanned by scan. q reads the pairs from $1 and $2, more from $3 on.
+func holdersByKey[R any](ctx context.Context, db DBTX, doing, q string, scan func(pgx.Row) (R, error), schemas, keys []string, more ...any) (map[tenantKey]R, error) {
 	type holder struct {
 		key tenantKey
 		row R
@@ -82,7 +82,7 @@ func holdersByKey[R any](ctx context.Context, db DBTX, doing, q string, scan fun
 		var err error
 		h.row, err = scan(leading{row: row, first: []any{&h.key.schema, &h.key.key}})
 		return h, err
-	}, schemas, keys)
+	}, append([]any{schemas, keys}, more...)...)
 	if err != nil {
 		return nil, err
 	}

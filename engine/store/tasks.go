@@ -98,10 +98,18 @@ type NewTask struct {
 	ExecutionMode wftype.ExecutionMode
 	TaskType      string
 	DedupKey      string // "" means no deduplication
-	Inputs        json.RawMessage
-	Priority      int
-	MaxRetries    int
-	RunAfter      *time.Time // nil means now
+	// UniqueFor, when positive, keeps DedupKey held for that long after
+	// the task's creation once it ended in one of UniqueStates (its task
+	// type's unique period; migration 033).
+	UniqueFor    time.Duration
+	UniqueStates []wftype.TaskStatus
+	// OnDuplicate says whether the task replaces a live task holding
+	// DedupKey (its task type's on_duplicate); the default keeps that one.
+	OnDuplicate OnDuplicate
+	Inputs      json.RawMessage
+	Priority    int
+	MaxRetries  int
+	RunAfter    *time.Time // nil means now
 	// Traceparent is the W3C trace context of the span that enqueued the
 	// task ("" when tracing is off): the engine continues its trace.
 	Traceparent string
@@ -119,29 +127,35 @@ type InsertResult struct {
 	// (the same NewTask). InsertTasks does not retry by itself, so that the
 	// rest of a batch, already inserted, is never inserted twice.
 	Released bool
+	// Replaced is the task this one replaced (cancelled) to take its dedup
+	// key, per the task's OnDuplicate; nil when it replaced none.
+	Replaced *uuid.UUID
 }
 
-const insertTasksSQL = `
+var insertTasksSQL = `
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-                $7::text[], $8::jsonb[], $9::smallint[], $10::int[], $11::timestamptz[], $13::text[])
+                $7::text[], $8::jsonb[], $9::smallint[], $10::int[], $11::timestamptz[], $13::text[],
+                $14::float8[], $15::text[]) WITH ORDINALITY
          AS i(task_id, ts, schema_name, scope, execution_mode, task_type, dedup_key, inputs, priority, max_retries, run_after,
-              traceparent)
+              traceparent, unique_seconds, keep_states, ord)
 ),
 dedup AS (
-    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
-    SELECT schema_name, dedup_key, task_id, ts FROM input WHERE dedup_key IS NOT NULL
+    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp, expires_at, keep_states)
+    SELECT schema_name, dedup_key, task_id, ts, ` + dedupExpirySQL + `
+    FROM input WHERE dedup_key IS NOT NULL
     ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING task_id
 ),
+` + takeOverKeys(firstOfEachKeySQL) + `,
 inserted AS (
     INSERT INTO tasks.tasks (task_id, "timestamp", schema_name, scope, execution_mode, task_type, dedup_key,
                              inputs, priority, max_retries, run_after, traceparent)
     SELECT i.task_id, i.ts, i.schema_name, i.scope, i.execution_mode, i.task_type, i.dedup_key,
            i.inputs, i.priority, i.max_retries, coalesce(i.run_after, now()), i.traceparent
     FROM input i
-    WHERE i.dedup_key IS NULL OR i.task_id IN (SELECT task_id FROM dedup)
+    WHERE i.dedup_key IS NULL OR i.task_id IN (SELECT task_id FROM dedup UNION ALL SELECT task_id FROM taken_over)
     RETURNING ` + taskColumns + `
 ),
 notified AS (
@@ -150,8 +164,9 @@ notified AS (
 )
 SELECT ` + taskColumns + ` FROM inserted, notified`
 
-// existingByDedupSQL reads the live tasks holding (tenant, key) pairs: a
-// key is only ever compared within its tenant.
+// existingByDedupSQL reads the tasks holding (tenant, key) pairs: a key is
+// only ever compared within its tenant. An insert that did not take a key
+// found its row live, or ended within its period (takeOverKeys).
 const existingByDedupSQL = `
 SELECT d.schema_name, d.dedup_key, ` + taskColumnsT + `
 FROM unnest($1::text[], $2::text[]) AS k(schema_name, dedup_key)
@@ -167,8 +182,13 @@ JOIN tasks.tasks t ON t.task_id = d.task_id AND t."timestamp" = d.task_timestamp
 // (insertTasksSQL), a larger one a COPY (copyTasks), with the same answers;
 // the inserted tasks a COPY returns carry their Inputs as given rather than
 // as jsonb renders them.
+// A task whose OnDuplicate replaces the live holder of its key cancels it
+// and is inserted in its place (insertReplacing; Replaced names the holder).
 // The partitions for the tasks' months must exist (EnsurePartitions).
 func (s *Store) InsertTasks(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
+	if replacing(tasks) {
+		return s.insertReplacing(ctx, tasks)
+	}
 	return s.insertTasks(ctx, tasks, len(tasks) >= copyMinTasks)
 }
 
@@ -236,24 +256,28 @@ func (s *Store) insertTasksStatement(ctx context.Context, tasks []NewTask) ([]wf
 			traces[i] = &tp
 		}
 	}
+	uniqueSeconds, keepStates := uniqueArgs(tasks)
 	return queryAll(ctx, s.db, "inserting tasks", insertTasksSQL, scanTask, ids, ts, schemas, scopes, modes, types, dedups, inputs, prios,
-		maxRetries, runAfter, s.channels.TaskQueued, traces)
+		maxRetries, runAfter, s.channels.TaskQueued, traces, uniqueSeconds, keepStates)
 }
 
 func (s *Store) tasksByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]wftype.Task, error) {
 	return holdersByKey(ctx, s.db, "looking up deduplicated tasks", existingByDedupSQL, scanTask, schemas, keys)
 }
 
-// LiveTaskByDedupKey returns the live task of tenant schema that holds
-// dedup key key, or nil when none does (the key is free: an enqueue with it
-// would create a task).
-func (s *Store) LiveTaskByDedupKey(ctx context.Context, schema, key string) (*wftype.Task, error) {
-	held, err := s.tasksByDedupKey(ctx, []string{schema}, []string{key})
+// LiveTaskByDedupKey returns the task of tenant schema that holds dedup key
+// key, or nil when none does (the key is free: an enqueue with it would
+// create a task) by a task created at at. The task is live, or it ended
+// in one of the statuses that keep the key and its type's unique period is
+// not over at at (NewTask.UniqueFor).
+func (s *Store) LiveTaskByDedupKey(ctx context.Context, schema, key string, at time.Time) (*wftype.Task, error) {
+	held, err := holdersByKey(ctx, s.db, "looking up deduplicated tasks", existingByDedupSQL+`
+WHERE d.ended_at IS NULL OR d.expires_at > $3`, scanTask, []string{schema}, []string{key}, at)
 	if err != nil {
 		return nil, err
 	}
 	t, ok := held[tenantKey{schema, key}]
-	if !ok || t.Status.Terminal() {
+	if !ok {
 		return nil, nil
 	}
 	return &t, nil

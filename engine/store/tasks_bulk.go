@@ -159,6 +159,7 @@ WITH cancelled AS (
     WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
       AND t."timestamp" BETWEEN $2 AND $3
       AND (t.status IN ('PENDING', 'ACTIVE')) IS TRUE -- by primary key, not a partial index (see finishTasksSQL)
+      AND (NOT $5::bool OR t.status = 'PENDING') -- $5: PENDING ones only (a replaced queued task)
     RETURNING ` + taskColumnsT + `, t.workflow_run_id, t.workflow_step, t.workflow_item
 ),
 notified AS (SELECT count(pg_notify($4, 'CANCELLED:' || task_id::text)) AS n FROM cancelled)
@@ -174,20 +175,20 @@ func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task
 		return nil, nil
 	}
 	if s.inTx {
-		return s.cancelTasksIn(ctx, ids)
+		return s.cancelTasksIn(ctx, ids, false)
 	}
 	var out []wftype.Task
 	err := s.InTx(ctx, func(tx *Store) error {
 		var err error
-		out, err = tx.cancelTasksIn(ctx, ids)
+		out, err = tx.cancelTasksIn(ctx, ids, false)
 		return err
 	})
 	return out, err
 }
 
 // cancelTasksIn is cancelTasks on the store as it is (a transaction when
-// it has a step hook).
-func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Task, error) {
+// it has a step hook); pendingOnly leaves the ACTIVE ones running.
+func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID, pendingOnly bool) ([]wftype.Task, error) {
 	keys, lo, hi := idKeys(ids)
 	// The runs first, then their tasks: the order of a run's failure. With
 	// or without a step hook: without one the cancelled step tasks are
@@ -215,7 +216,7 @@ func (s *Store) cancelTasksIn(ctx context.Context, ids []uuid.UUID) ([]wftype.Ta
 			fs.Item = *item
 		}
 		return cancelled{task: t, step: fs}, nil
-	}, keys, lo, hi, s.channels.TaskStatusChanged)
+	}, keys, lo, hi, s.channels.TaskStatusChanged, pendingOnly)
 	if err != nil {
 		return nil, err
 	}

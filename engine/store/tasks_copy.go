@@ -28,18 +28,20 @@ const copyMinTasks = 500
 // that give none, as the column's default would be) and the ids of the tasks
 // whose key it took. A key held by another live task is left to its holder;
 // a key another transaction is inserting waits for it, as in insertTasksSQL.
-const takeKeysSQL = `
+var takeKeysSQL = `
 WITH keyed AS MATERIALIZED (
     SELECT *
-    FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[], $5::text[])
-         AS k(schema_name, dedup_key, task_id, ts, payload)
+    FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[], $5::text[], $8::float8[], $9::text[])
+         AS k(schema_name, dedup_key, task_id, ts, payload, unique_seconds, keep_states)
 ),
-taken AS (
-    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp)
-    SELECT schema_name, dedup_key, task_id, ts FROM keyed
+inserted_keys AS (
+    INSERT INTO tasks.task_dedup (schema_name, dedup_key, task_id, task_timestamp, expires_at, keep_states)
+    SELECT schema_name, dedup_key, task_id, ts, ` + dedupExpirySQL + ` FROM keyed
     ON CONFLICT (schema_name, dedup_key) DO NOTHING
     RETURNING task_id
 ),
+` + takeOverKeys(`(SELECT * FROM keyed WHERE NOT EXISTS (SELECT 1 FROM inserted_keys x WHERE x.task_id = keyed.task_id))`) + `,
+taken AS (SELECT task_id FROM inserted_keys UNION ALL SELECT task_id FROM taken_over),
 notified AS (
     SELECT count(pg_notify($7, q.payload)) AS n
     FROM (SELECT unnest($6::text[]) AS payload
@@ -103,13 +105,17 @@ func (s *Store) copyTasks(ctx context.Context, tasks []NewTask) ([]wftype.Task, 
 	})
 	keySchemas, keys, keyPayloads := make([]string, len(keyed)), make([]string, len(keyed)), make([]string, len(keyed))
 	keyIDs, keyTimes := make([][16]byte, len(keyed)), make([]time.Time, len(keyed))
+	keyTasks := make([]NewTask, len(keyed))
 	for i, t := range keyed {
 		keySchemas[i], keys[i], keyPayloads[i], keyIDs[i], keyTimes[i] = t.SchemaName, t.DedupKey, payloads[t.TaskType], t.ID, IDTime(t.ID)
+		keyTasks[i] = *t
 	}
+	uniqueSeconds, keepStates := uniqueArgs(keyTasks)
 	src := &taskCopyReader{tasks: tasks}
 	write := func(tx pgx.Tx) error {
 		var won [][16]byte
-		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyPayloads, freePayloads, s.channels.TaskQueued).
+		err := tx.QueryRow(ctx, takeKeysSQL, keySchemas, keys, keyIDs, keyTimes, keyPayloads, freePayloads, s.channels.TaskQueued,
+			uniqueSeconds, keepStates).
 			Scan(&src.now, &won)
 		if err != nil {
 			return wrap("taking the dedup keys of tasks", err)

@@ -1,0 +1,5 @@
+package store
+
+// DeleteStaleDedupKeysSQL is DeleteStaleDedupKeys's statement, for plan
+// tests.
+func DeleteStaleDedupKeysSQL() string { return deleteStaleDedupKeysSQL }
