@@ -98,6 +98,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if err != nil {
 		return err
 	}
+	s.warnUnserved(r.Context(), w, res.Task.TaskType)
 	s.writeSubmission(w, res.Task, res.Duplicate)
 	return nil
 }

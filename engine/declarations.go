@@ -33,8 +33,8 @@ func (e *Engine) declarationTTL() time.Duration {
 // election connection the leader sees, knows no other).
 func (e *Engine) declareWorkflows(ctx context.Context) error {
 	var names []string
-	if e.workflows != nil {
-		names = e.workflows.Names()
+	if wfs := e.Workflows(); wfs != nil {
+		names = wfs.Names()
 	}
 	if err := e.store.DeclareWorkflows(ctx, e.cfg.Owner, e.cfg.Name, names, e.declarationTTL(), e.cfg.Clock.DBNow()); err != nil {
 		return fmt.Errorf("error stating the workflows this instance declares: %w", err)
@@ -61,5 +61,5 @@ func (e *Engine) runDeclarations(ctx context.Context) error {
 func (e *Engine) runUndeclaredRuns(ctx context.Context) error {
 	return e.workflowPass(ctx, e.declarationInterval(), "undeclared workflows",
 		"workflow runs failed: no running instance declares their workflow", "runs",
-		func() (int, error) { return e.workflows.FailUndeclared(ctx, e.store, 100) })
+		func() (int, error) { return e.Workflows().FailUndeclared(ctx, e.store, 100) })
 }
