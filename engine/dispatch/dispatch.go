@@ -162,7 +162,7 @@ func (d *Dispatcher) releaseInstance(r *run) {
 type run struct {
 	task      wftype.Task
 	rule      execution.Rule
-	runner    runners.Runner // the runner of the claim's capability map
+	runner    runners.Runner  // the runner of the claim's capability map
 	ctx       context.Context // the run's context, cancelled by cancel
 	cancel    context.CancelCauseFunc
 	queued    bool      // claimed, waiting for a slot (ahead.go)
