@@ -54,15 +54,19 @@ func runEngine(c *cli.Context) error {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer closeRemote()
+	var apiServer *apiHandle // set before any reload can come (the engine runs after)
+	followReloads(c, rt, func() *apiHandle { return apiServer })
 	eng, err := rt.newEngine(c, "", remote)
 	if err != nil {
 		return err
 	}
 	// The HTTP API serves alongside the engine and stops after it (SIGTERM).
-	apiServer, err := startAPI(ctx, rt, eng)
+	apiServer, err = startAPI(ctx, rt, eng)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
+	stopHUP := reloadOnSIGHUP(ctx, eng)
+	defer stopHUP()
 	runErr := eng.Run(ctx)
 	if err := errors.Join(runErr, apiServer.stop()); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)

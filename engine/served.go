@@ -185,8 +185,8 @@ func (e *Engine) runReloadRequests(ctx context.Context) error {
 		}
 		res, err := e.ReloadSpecs(ctx)
 		msg := strings.Join(res.TaskTypes, ",")
-		if err != nil {
-			msg = err.Error()
+		if err != nil { // one line: `wf reload` prints one per instance
+			msg = strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 		}
 		if rerr := e.store.ReplyReload(ctx, id, e.cfg.Owner, err == nil, msg); rerr != nil && ctx.Err() == nil {
 			e.cfg.Logger.Warn("could not answer a reload request", "err", rerr)
