@@ -11,8 +11,8 @@ import (
 	"github.com/wfhq/wf/api"
 	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
-	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/readreplica"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/redact"
 )
