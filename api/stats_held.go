@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/wfhq/wf/engine/store"
@@ -10,7 +11,7 @@ import (
 
 // heldView is a count of PENDING tasks of one type and tenant that wait for
 // one reason (schema Stats.held): not_due, paused, concurrency_global,
-// concurrency_per_tenant or rate_limit.
+// concurrency_per_tenant, rate_limit or not_served.
 type heldView struct {
 	Reason     string `json:"reason"`
 	TaskType   string `json:"task_type"`
@@ -22,11 +23,13 @@ type heldView struct {
 // type and tenant, in the order a task's waiting_reason gives them: not
 // due yet (the PENDING count less the due count, both from the snapshot),
 // paused (the due tasks of a paused type or tenant), else held by a limit of
-// its type (store.HeldTasks, the statement behind wf_tasks_held, live).
+// its type (store.HeldTasks, the statement behind wf_tasks_held, live),
+// else not served by any live instance (the rest of the due tasks of a
+// type store.UnservedTaskTypes names).
 // Only the tenants of sc are counted.
 func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]heldView, error) {
 	out := []heldView{}
-	type key struct{ taskType, schema string }
+	type key = struct{ taskType, schema string }
 	due := map[key]int64{}
 	for _, a := range o.OldestPending {
 		due[key{a.TaskType, a.SchemaName}] = a.Due
@@ -56,12 +59,19 @@ func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]
 	if err != nil {
 		return nil, err
 	}
+	limited := map[key]int64{}
 	for _, h := range held {
 		k := key{h.TaskType, h.SchemaName}
 		if sc.has(k.schema) && !paused(k) {
 			out = append(out, heldView{Reason: h.Reason, TaskType: k.taskType, SchemaName: k.schema, Count: h.Count})
+			limited[k] += h.Count
 		}
 	}
+	notServed, err := s.notServedCounts(ctx, due, limited, paused, sc)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, notServed...)
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Reason != b.Reason {
@@ -72,5 +82,34 @@ func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]
 		}
 		return a.SchemaName < b.SchemaName
 	})
+	return out, nil
+}
+
+// notServedCounts counts, per type and tenant of sc, the due tasks (due)
+// of the types no live instance serves, less those paused or held by a
+// limit (limited): reason not_served.
+func (s *Server) notServedCounts(ctx context.Context, due, limited map[struct{ taskType, schema string }]int64,
+	paused func(struct{ taskType, schema string }) bool, sc scope) ([]heldView, error) {
+	var types []string
+	seen := map[string]bool{}
+	for k, n := range due {
+		if n > 0 && !seen[k.taskType] {
+			seen[k.taskType] = true
+			types = append(types, k.taskType)
+		}
+	}
+	unserved, err := s.store.UnservedTaskTypes(ctx, types)
+	if err != nil {
+		return nil, err
+	}
+	var out []heldView
+	for k, n := range due {
+		if !sc.has(k.schema) || paused(k) || !slices.Contains(unserved, k.taskType) {
+			continue
+		}
+		if n -= limited[k]; n > 0 {
+			out = append(out, heldView{Reason: store.WaitingNotServed, TaskType: k.taskType, SchemaName: k.schema, Count: n})
+		}
+	}
 	return out, nil
 }
