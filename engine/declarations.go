@@ -46,9 +46,12 @@ func (e *Engine) declareWorkflows(ctx context.Context) error {
 // declarationInterval of wall time until ctx ends (every instance). The
 // statement is left to run out after a stop, so a restart keeps it.
 func (e *Engine) runDeclarations(ctx context.Context) error {
+	fails := e.newFailureLog("workflow declaration")
 	clock.Every(ctx, clock.Real{}, e.declarationInterval(), func() bool {
 		if err := e.declareWorkflows(ctx); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("workflow declaration", "error", err)
+			fails.failed(err)
+		} else if err == nil {
+			fails.ok()
 		}
 		return true
 	})

@@ -425,13 +425,18 @@ func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
 // failure is logged as a warning under name, a pass that changed n > 0
 // things at info as did, with n as key.
 func (e *Engine) workflowPass(ctx context.Context, every time.Duration, name, did, key string, pass func() (int, error)) error {
+	fails := e.newFailureLog(name)
 	clock.Every(ctx, clock.Real{}, every, func() bool {
 		n, err := pass()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.cfg.Logger.Warn(name, "error", err)
+			fails.failed(err)
+			return true
 		case n > 0:
 			e.cfg.Logger.Info(did, key, n)
+		}
+		if err == nil {
+			fails.ok()
 		}
 		return true
 	})
@@ -642,14 +647,17 @@ func (e *Engine) runJanitor(ctx context.Context) error {
 	unsub := e.bus.Subscribe(signalbus.TaskQueued, func(string) { w.Wake() })
 	defer unsub()
 	w.Wake()
+	fails := e.newFailureLog("janitor run")
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.C():
 		}
-		if _, _, err := e.janitor.MaybeRun(ctx); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("janitor run failed", "err", err)
+		if ran, _, err := e.janitor.MaybeRun(ctx); err != nil && ctx.Err() == nil {
+			fails.failed(err)
+		} else if ran && err == nil {
+			fails.ok()
 		}
 	}
 }
