@@ -13,15 +13,30 @@ import (
 )
 
 // TestNotServedWarning: POST /tasks creates a task of a type no live
-// instance serves all the same, and says so in the Wf-Warning header; the
-// task then shows waiting_reason not_served, and GET /stats counts it held
-// for that reason, for the tenants the token sees only. Once an instance
-// serves the type, neither says so.
+// instance serves all the same, and says so in the Wf-Warning header while
+// some instance runs (none warns when none runs: the worker may start
+// later); the task shows waiting_reason not_served, and GET /stats counts
+// it held for that reason, for the tenants the token sees only. Once an
+// instance serves the type, neither says so.
 func TestNotServedWarning(t *testing.T) {
 	t.Parallel()
 	b := setupTenants(t)
+	serve := func(owner string, types ...string) {
+		cc := b.pool.Config().ConnConfig.Copy()
+		cc.RuntimeParams["application_name"] = "wf-serves:wf:" + owner
+		conn, err := pgx.ConnectConfig(b.ctx, cc)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close(context.Background()) })
+		require.NoError(t, store.New(conn).HoldServedTypes(b.ctx, types, nil))
+	}
 
-	res := b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"n": 1, "name": "a"}})
+	res := b.do("POST", "/tasks", tokClient, map[string]any{"task_type": "noop"})
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.Empty(t, res.header.Get(api.WarningHeader), "no instance runs")
+	require.Equal(t, "not_served", b.do("GET", "/tasks/"+res.json(t)["task_id"].(string), tokClient, nil).json(t)["waiting_reason"])
+
+	serve("other", "noop")
+	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"n": 1, "name": "a"}})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	require.Equal(t, "not_served: no running wf instance serves task type tenant_job; the task waits until one whose specs have it runs, or the running ones reload their specs (wf reload)",
 		res.header.Get(api.WarningHeader))
@@ -47,12 +62,7 @@ func TestNotServedWarning(t *testing.T) {
 	require.Len(t, held(tokAdmin), 2)
 
 	// An instance that serves the type (its served-types connection).
-	cc := b.pool.Config().ConnConfig.Copy()
-	cc.RuntimeParams["application_name"] = "wf-serves:wf:test"
-	conn, err := pgx.ConnectConfig(b.ctx, cc)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	require.NoError(t, store.New(conn).HoldServedTypes(b.ctx, []string{"tenant_job"}, nil))
+	serve("test", "tenant_job")
 	res = b.do("POST", "/tasks", tokClientLimited, map[string]any{"task_type": "tenant_job", "schema_name": "s_cat_a", "inputs": map[string]any{"n": 1, "name": "c"}})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
 	require.Empty(t, res.header.Get(api.WarningHeader))

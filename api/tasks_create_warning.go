@@ -12,11 +12,11 @@ import (
 // instance serves its type.
 const WarningHeader = "Wf-Warning"
 
-// warnUnserved sets WarningHeader on w when no live instance serves
-// taskType (store.UnservedTaskTypes). A failed check sets nothing: the task
-// is created either way.
+// warnUnserved sets WarningHeader on w when wf run instances run and none
+// serves taskType (store.UnservedWhileRunning). A failed check sets
+// nothing: the task is created either way.
 func (s *Server) warnUnserved(ctx context.Context, w http.ResponseWriter, taskType string) {
-	unserved, err := s.store.UnservedTaskTypes(ctx, []string{taskType})
+	unserved, err := s.store.UnservedWhileRunning(ctx, []string{taskType})
 	if err != nil || len(unserved) == 0 {
 		return
 	}

@@ -9,11 +9,11 @@ import (
 )
 
 // warnUnserved writes a warning line to w for each of types that no live
-// wf run instance serves (store.UnservedTaskTypes): their tasks wait
-// PENDING, waiting_reason not_served, until one that does runs. A failed
-// check is not worth failing the command for: it says nothing.
+// wf run instance serves while some run (store.UnservedWhileRunning): their
+// tasks wait PENDING, waiting_reason not_served, until one that does runs.
+// A failed check is not worth failing the command for: it says nothing.
 func warnUnserved(ctx context.Context, st *store.Store, w io.Writer, types ...string) {
-	unserved, err := st.UnservedTaskTypes(ctx, types)
+	unserved, err := st.UnservedWhileRunning(ctx, types)
 	if err != nil {
 		return
 	}

@@ -72,7 +72,9 @@ func (e *Engine) waitServed(ctx context.Context) error {
 // then at most every failureLogEvery.
 func (e *Engine) runServed(ctx context.Context) error {
 	cc := cmp.Or(e.cfg.SessionConnConfig, e.cfg.Pool.Config().ConnConfig).Copy()
-	cc.RuntimeParams["application_name"] = ServedAppNamePrefix + e.cfg.Name + ":" + e.cfg.Owner
+	// Named once it holds its locks (holdServed): a served-types connection
+	// seen without them would say this instance serves nothing.
+	cc.RuntimeParams["application_name"] = "wf-starting"
 	var failures int
 	var lastLogged time.Time
 	for ctx.Err() == nil {
@@ -111,15 +113,20 @@ func (e *Engine) holdServed(ctx context.Context, cc *pgx.ConnConfig) error {
 		return err
 	}
 	var held []string
-	for {
+	for named := false; ; named = true {
 		reloaded := e.Reloaded()
 		if want := e.dispatcher.TaskTypes(); !slices.Equal(held, want) {
 			if err := st.HoldServedTypes(ctx, minus(want, held), minus(held, want)); err != nil {
 				return err
 			}
 			held = want
-			e.setServed(held)
 		}
+		if !named {
+			if err := st.SetApplicationName(ctx, ServedAppNamePrefix+e.cfg.Name+":"+e.cfg.Owner); err != nil {
+				return err
+			}
+		}
+		e.setServed(held)
 		wctx, cancel := context.WithTimeout(ctx, servedPing)
 		go func() {
 			select {

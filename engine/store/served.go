@@ -68,8 +68,7 @@ func notServedSQL(typ string) string {
 }
 
 // UnservedTaskTypes returns those of types that no live instance serves
-// now (see notServedSQL), in the order given: `wf enqueue` and POST /tasks
-// warn about them.
+// now (see notServedSQL), in the order given.
 func (s *Store) UnservedTaskTypes(ctx context.Context, types []string) ([]string, error) {
 	if len(types) == 0 {
 		return nil, nil
@@ -82,6 +81,33 @@ ORDER BY t.n`, func(r pgx.Row) (string, error) {
 		var tt string
 		return tt, r.Scan(&tt)
 	}, types)
+}
+
+// UnservedWhileRunning returns those of types that no live instance serves
+// now while some wf run instance is running (none when none runs: a task
+// may be enqueued before its worker starts): `wf enqueue` and POST /tasks
+// warn about them.
+func (s *Store) UnservedWhileRunning(ctx context.Context, types []string) ([]string, error) {
+	if len(types) == 0 {
+		return nil, nil
+	}
+	return queryAll(ctx, s.db, "checking which task types a live instance serves", `
+SELECT t.task_type
+FROM unnest($1::text[]) WITH ORDINALITY AS t(task_type, n)
+WHERE EXISTS (SELECT 1 FROM pg_stat_activity a
+              WHERE a.datname = current_database() AND a.application_name LIKE 'wf-serves:%')
+  AND `+notServedSQL("t.task_type")+`
+ORDER BY t.n`, func(r pgx.Row) (string, error) {
+		var tt string
+		return tt, r.Scan(&tt)
+	}, types)
+}
+
+// SetApplicationName names the store's session (application_name), as
+// pg_stat_activity shows it.
+func (s *Store) SetApplicationName(ctx context.Context, name string) error {
+	_, err := s.db.Exec(ctx, `SELECT set_config('application_name', $1, false)`, name)
+	return wrap("naming the session", err)
 }
 
 // ReloadChannel is the NOTIFY channel of spec reloads: `wf reload` sends

@@ -48,10 +48,17 @@ func TestNotServed(t *testing.T) {
 		return got
 	}
 	require.Equal(t, []string{"a", "b", "c"}, unserved("a", "b", "c"), "no instance runs")
+	whileRunning := func(types ...string) []string {
+		got, err := b.store.UnservedWhileRunning(b.ctx, types)
+		require.NoError(t, err)
+		return got
+	}
+	require.Empty(t, whileRunning("a", "b", "c"), "nothing to warn about while no instance runs")
 
 	one := b.serve(t, "one", "a", "b")
 	two := b.serve(t, "two", "b")
 	require.Equal(t, []string{"c"}, unserved("a", "b", "c"))
+	require.Equal(t, []string{"c"}, whileRunning("a", "b", "c"))
 	res, err := b.store.InsertTasks(b.ctx, []store.NewTask{newTask("a"), newTask("c")})
 	require.NoError(t, err)
 	reasons, err := b.store.WaitingReasons(b.ctx, []wftype.Task{res[0].Task, res[1].Task}, nil, nil)
