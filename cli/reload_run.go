@@ -21,7 +21,7 @@ func followReloads(c *cli.Context, rt *runtime, api func() *apiHandle) {
 	rt.specSource = func() (*spec.Set, error) {
 		set, err := spec.Load(spec.Options{Builtins: handlerNames(c)}, rt.cfg.Specs...)
 		if err != nil {
-			return nil, fmt.Errorf("invalid specs:\n%w", err)
+			return nil, fmt.Errorf("invalid specs: %w", err)
 		}
 		if _, err := rt.reporters.check(set); err != nil {
 			return nil, err
