@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"slices"
 	"sort"
 
 	"github.com/wfhq/wf/engine/store"
@@ -24,12 +23,11 @@ type heldView struct {
 // due yet (the PENDING count less the due count, both from the snapshot),
 // paused (the due tasks of a paused type or tenant), else held by a limit of
 // its type (store.HeldTasks, the statement behind wf_tasks_held, live),
-// else not served by any live instance (the rest of the due tasks of a
-// type store.UnservedTaskTypes names).
+// else not served by any live instance (store.NotServedHeld).
 // Only the tenants of sc are counted.
 func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]heldView, error) {
 	out := []heldView{}
-	type key = struct{ taskType, schema string }
+	type key struct{ taskType, schema string }
 	due := map[key]int64{}
 	for _, a := range o.OldestPending {
 		due[key{a.TaskType, a.SchemaName}] = a.Due
@@ -59,19 +57,16 @@ func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]
 	if err != nil {
 		return nil, err
 	}
-	limited := map[key]int64{}
-	for _, h := range held {
-		k := key{h.TaskType, h.SchemaName}
-		if sc.has(k.schema) && !paused(k) {
-			out = append(out, heldView{Reason: h.Reason, TaskType: k.taskType, SchemaName: k.schema, Count: h.Count})
-			limited[k] += h.Count
-		}
-	}
-	notServed, err := s.notServedCounts(ctx, due, limited, paused, sc)
+	notServed, err := s.store.NotServedHeld(ctx, o, held)
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, notServed...)
+	for _, h := range append(held, notServed...) {
+		k := key{h.TaskType, h.SchemaName}
+		if sc.has(k.schema) && !paused(k) {
+			out = append(out, heldView{Reason: h.Reason, TaskType: k.taskType, SchemaName: k.schema, Count: h.Count})
+		}
+	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Reason != b.Reason {
@@ -82,34 +77,5 @@ func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]
 		}
 		return a.SchemaName < b.SchemaName
 	})
-	return out, nil
-}
-
-// notServedCounts counts, per type and tenant of sc, the due tasks (due)
-// of the types no live instance serves, less those paused or held by a
-// limit (limited): reason not_served.
-func (s *Server) notServedCounts(ctx context.Context, due, limited map[struct{ taskType, schema string }]int64,
-	paused func(struct{ taskType, schema string }) bool, sc scope) ([]heldView, error) {
-	var types []string
-	seen := map[string]bool{}
-	for k, n := range due {
-		if n > 0 && !seen[k.taskType] {
-			seen[k.taskType] = true
-			types = append(types, k.taskType)
-		}
-	}
-	unserved, err := s.store.UnservedTaskTypes(ctx, types)
-	if err != nil {
-		return nil, err
-	}
-	var out []heldView
-	for k, n := range due {
-		if !sc.has(k.schema) || paused(k) || !slices.Contains(unserved, k.taskType) {
-			continue
-		}
-		if n -= limited[k]; n > 0 {
-			out = append(out, heldView{Reason: store.WaitingNotServed, TaskType: k.taskType, SchemaName: k.schema, Count: n})
-		}
-	}
 	return out, nil
 }
