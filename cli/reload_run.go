@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,8 +43,12 @@ func followReloads(c *cli.Context, rt *runtime, api func() *apiHandle) {
 
 // reloadOnSIGHUP reloads eng's specs at each SIGHUP until ctx ends or the
 // returned stop is called (engine.Engine.ReloadSpecs logs the outcome: a
-// bad spec keeps the old set running).
-func reloadOnSIGHUP(ctx context.Context, eng *engine.Engine) (stop func()) {
+// bad spec keeps the old set running). A SIGHUP that comes because the
+// terminal wf run was started from went away (it had one, and it cannot
+// open it any more) calls hangup instead, which stops wf run as Ctrl-C
+// would: closing the terminal still stops a wf run started in it.
+func reloadOnSIGHUP(ctx context.Context, eng *engine.Engine, log *slog.Logger, hangup func()) (stop func()) {
+	hadTerminal := hasTerminal()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -55,6 +60,11 @@ func reloadOnSIGHUP(ctx context.Context, eng *engine.Engine) (stop func()) {
 			case <-done:
 				return
 			case <-hup:
+				if hadTerminal && !hasTerminal() {
+					log.Warn("the terminal went away (SIGHUP): stopping, as on Ctrl-C")
+					hangup()
+					return
+				}
 				_, _ = eng.ReloadSpecs(ctx)
 			}
 		}
@@ -63,4 +73,15 @@ func reloadOnSIGHUP(ctx context.Context, eng *engine.Engine) (stop func()) {
 		signal.Stop(hup)
 		close(done)
 	}
+}
+
+// hasTerminal reports whether the process has a controlling terminal it
+// can open.
+func hasTerminal() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
 }

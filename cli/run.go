@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -48,7 +49,8 @@ func runEngine(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	ctx := c.Context
+	ctx, hangup := context.WithCancel(c.Context)
+	defer hangup()
 	remote, closeRemote, err := cloudRunRunners(ctx, rt.specs, rt.store, cloudRunOptions(c), rt.log)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
@@ -65,7 +67,7 @@ func runEngine(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
-	stopHUP := reloadOnSIGHUP(ctx, eng)
+	stopHUP := reloadOnSIGHUP(ctx, eng, rt.log, hangup)
 	defer stopHUP()
 	runErr := eng.Run(ctx)
 	if err := errors.Join(runErr, apiServer.stop()); err != nil {
