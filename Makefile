@@ -49,6 +49,19 @@ test: postgres chromium datefudge python ## run every test against one throwaway
 # share state run under it in make test, the whole tree in make test-race.
 RACE_PACKAGES ?= ./engine/dispatch/ ./engine/worker/ ./engine/events/ ./engine/leader/ ./engine/clock/ ./engine/workflow/
 
+# The contracts make test runs against the in-process fakes and test-live
+# against the real services (docs/live-tests.md): the tests, and the
+# packages that hold them. Only their "live" subtests run here.
+LIVE_TESTS ?= TestProvision|TestStorageUploadEndToEnd|TestCloudCleanupAfterDrop|TestSuite|TestRoundTripKeepsOrderAndBytes|TestIndexFullThenIncremental|TestIndexDeletesClosedFeatures|TestDropAndTenancy|TestBigQueryIntegerKeyGeoJSON|TestExecutionsWithoutWorker
+LIVE_PACKAGES ?= ./catalog/gcp/ ./api/ ./reporters/gcsreporter/ ./catalog/search/ ./catalog/warehouse/ ./runners/cloudrun/
+
+.PHONY: test-live
+test-live: export CGO_ENABLED = 0
+test-live: export GOFLAGS = -trimpath
+test-live: export WF_LIVE = 1
+test-live: postgres ## run the cloud contracts against real Google Cloud and Elasticsearch (WF_LIVE_* settings, docs/live-tests.md); each is skipped, naming what is missing, without them
+	$(GO) run ./internal/dbtest/withdb -- $(GO) test -count=1 -timeout 60m -v -run '^($(LIVE_TESTS))$$/^live$$' $(LIVE_PACKAGES)
+
 .PHONY: test-race-core
 test-race-core: export CGO_ENABLED = 1
 test-race-core: postgres cc ## run the engine's concurrent packages (dispatch, worker, events, leader…) under the race detector

@@ -186,7 +186,7 @@ FROM tasks.tasks WHERE task_type = 'tenant_job'`).Scan(&pendingA, &pendingB, &de
 func TestDashboardPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, path := range []string{"/ui/", "/ui/app.js", "/ui/app.css", "/ui/ol.js", "/ui/ol.css"} {
+	for _, path := range []string{"/ui/", "/ui/format.js", "/ui/app.js", "/ui/app.css", "/ui/ol.js", "/ui/ol.css"} {
 		res, err := b.http.Client().Get(b.http.URL + path)
 		require.NoError(t, err)
 		res.Body.Close()

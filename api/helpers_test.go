@@ -345,7 +345,7 @@ func setup(t *testing.T, opts ...options) *bundle {
 	}
 	srv, err := api.New(api.Config{
 		Pool: pool, Specs: specs, Client: client.New(store.New(pool), specs).WithFiles(files).WithTracerProvider(o.tracer), Tokens: tokens, HTTP: config.HTTP{MaxBodyBytes: o.maxBody},
-		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Logger: quietLogger,
+		Owner: "api-test", Runners: set.Runners, Rules: set.Rules, Unserved: set.Unserved, Logger: quietLogger,
 		Metrics: leaderMetrics(pool), TileCacheURL: tileCache, StoragePush: push, Files: files, ReportsURL: "file://" + reports,
 		TracerProvider: o.tracer, Reads: o.reads, Clock: o.clock,
 		// As wf serve's: the files root, and the other folders by name
@@ -587,7 +587,7 @@ func startFeatureEngine(t *testing.T, b *bundle, reportDir string) {
 	set, err := runnerset.Build(b.specs, runnerset.Options{Registry: b.reg, DefaultVisibilityTimeout: time.Minute})
 	require.NoError(t, err)
 	cons, err := events.NewConsumer(events.ConsumerConfig{Store: st, Client: client.New(st, b.specs).WithTracerProvider(b.tracer), Specs: b.specs,
-		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger, TracerProvider: b.tracer})
+		Owner: "e2e", Interval: 50 * time.Millisecond, Logger: quietLogger, TracerProvider: b.tracer, Inactive: runnerset.Inactive(set.Unserved)})
 	require.NoError(t, err)
 	eng, err := engine.New(engine.Config{
 		Pool: b.pool, Runners: set.Runners, Pairs: set.Pairs, Rules: set.Rules, PollInterval: 50 * time.Millisecond,

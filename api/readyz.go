@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfhq/wf/engine/readreplica"
+	"github.com/wfhq/wf/engine/runnerset"
 	"github.com/wfhq/wf/internal/dbmigrate"
 )
 
@@ -23,6 +24,10 @@ type readyView struct {
 	// reported, never required (reads go to the primary while it is not
 	// usable).
 	Replica *replicaView `json:"replica,omitempty"`
+	// UnservedTaskTypes are the task types this instance cannot run
+	// because their service is not configured, each with the missing
+	// setting; reported, they do not make the instance unready.
+	UnservedTaskTypes []runnerset.Unserved `json:"unserved_task_types"`
 }
 
 // migrationsView is where a database stands against the migrations.
@@ -50,7 +55,8 @@ type replicaView struct {
 // readyz answers GET /readyz: 200 when the database answers and every
 // embedded migration is applied, and so for the catalog's database when
 // catalog.database_url names one; else 503 saying which check failed. A
-// read replica's state is reported; it does not make the server unready.
+// read replica's state is reported, and so are the task types this
+// instance cannot serve (unserved_task_types); neither makes it unready.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *principal) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -60,6 +66,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ *principal) er
 		return prob
 	}
 	v.Status, v.Database, v.Migrations = "ready", "ok", st
+	v.UnservedTaskTypes = append([]runnerset.Unserved{}, s.cfg.Unserved...)
 	if s.cfg.CatalogPool != nil {
 		st, prob := migrationState(ctx, s.cfg.CatalogPool, "the catalog's database (catalog.database_url)")
 		if prob != nil {

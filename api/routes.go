@@ -93,6 +93,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/workflows/runs/{run_id}", anyRole, s.getWorkflowRun},
 		{"POST", "/workflows/runs/{run_id}/cancel", clientRoles, s.cancelWorkflowRun},
 		{"POST", "/workflows/runs/{run_id}/retry", clientRoles, s.retryWorkflowRun},
+		{"POST", "/workflows/runs/{run_id}/signals/{name}", clientRoles, s.signalWorkflowRun},
 		// Pub/Sub pushes: authenticated by their OIDC token, not a wf token.
 		{"POST", "/hooks/gcs", nil, s.receiveStoragePush},
 

@@ -94,6 +94,10 @@ type Config struct {
 	// Rules give the lease, timeout, limits and retry policy of every
 	// task type, by pair; nil compiles them from Specs.
 	Rules execution.Rules
+	// Unserved are the task types this instance cannot run because their
+	// service is not configured (engine.Engine's Unserved): GET /readyz
+	// lists them with why.
+	Unserved []runnerset.Unserved
 	// InstanceRuns counts this instance's runs against each task type's
 	// concurrency.per_instance: the engine's (engine.Engine's
 	// InstanceRuns), whose dispatcher takes room from it too, so that the

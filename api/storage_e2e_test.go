@@ -10,40 +10,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/api/option"
 	storagev1 "google.golang.org/api/storage/v1"
 
 	"github.com/wfhq/wf/catalog/gcp"
-	"github.com/wfhq/wf/config"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/gcptest"
+	"github.com/wfhq/wf/internal/livetest"
 	"github.com/wfhq/wf/internal/objio"
 )
 
-// The push subscription of the GCP end-to-end tests: Pub/Sub pushes to
-// pushEndpoint with tokens for pushServiceAccount.
-const (
-	pushEndpoint       = "https://wf.example.com/hooks/gcs"
-	pushServiceAccount = "push@test-project.iam.gserviceaccount.com"
-)
-
-// gcpFakes starts fake-gcs-server and pstest and returns them and the
-// catalog's GCP dependencies on them (project test-project, pushing to
-// pushEndpoint as pushServiceAccount). It sets the process's environment,
-// so its test may not be parallel: the fake storage server publishes its
-// notifications through a Pub/Sub client of its own, which finds pstest by
-// PUBSUB_EMULATOR_HOST, and gs:// objects are read from
-// STORAGE_EMULATOR_HOST.
-func gcpFakes(t *testing.T) (*gcptest.Storage, *gcptest.PubSub, gcp.Deps) {
-	t.Helper()
-	gcs, ps := gcptest.NewStorage(t), gcptest.NewPubSub(t)
-	t.Setenv("PUBSUB_EMULATOR_HOST", ps.Server.Addr)
-	t.Setenv("STORAGE_EMULATOR_HOST", gcs.URL)
-	settings := config.Default().GCP
-	settings.Project, settings.PushEndpoint, settings.PushServiceAccount = "test-project", pushEndpoint, pushServiceAccount
-	return gcs, ps, gcp.Deps{Settings: settings, PubSubOptions: ps.Options,
-		StorageOptions: []option.ClientOption{option.WithoutAuthentication(), option.WithEndpoint(gcs.Endpoint)}}
-}
+// waitCloud is how long the cloud contracts wait for a notification, a
+// task or a resource: a deadline, generous for a real service.
+const waitCloud = 5 * time.Minute
 
 // TestStorageUploadEndToEnd is the seed's "upload a file to the bucket →
 // an asset appears → it is ingested", run locally: registering a catalog
@@ -54,9 +32,17 @@ func gcpFakes(t *testing.T) (*gcptest.Storage, *gcptest.PubSub, gcp.Deps) {
 // OIDC token signed by a local key, as Pub/Sub push does; the event becomes
 // the collection's asset (gcs_storage_event), whose asset.created starts an
 // ingestion that reads the object from the bucket and COMPLETES. A second
-// catalog's pushes never reach the first.
+// catalog's pushes never reach the first. One contract, two backends: the
+// fakes (make test) and a real project (make test-live, docs/live-tests.md),
+// where the bucket, notification, topic and Pub/Sub delivery are Google's
+// and only the last hop, Pub/Sub's push to wf, is the relay's.
 func TestStorageUploadEndToEnd(t *testing.T) {
-	_, ps, deps := gcpFakes(t)
+	// Not parallel (fakeCloud sets the environment).
+	livetest.Backends(t, fakeCloud, liveCloud("cat-a", "cat-b"), storageUploadContract)
+}
+
+func storageUploadContract(t *testing.T, c cloudBackend) {
+	deps, ps := c.deps, c.pubsub
 	oidc := gcptest.NewOIDC(t)
 	const sa, aud = pushServiceAccount, pushEndpoint
 	b := setup(t, options{
@@ -81,8 +67,8 @@ func TestStorageUploadEndToEnd(t *testing.T) {
 		var err error
 		rec, err = b.store.GetGCPResources(b.ctx, "cat-a")
 		return err == nil
-	}, time.Minute, 50*time.Millisecond, "gcp_provision records the catalog's resources")
-	require.Equal(t, "wf-test-project-cat-a", rec.Bucket)
+	}, waitCloud, 50*time.Millisecond, "gcp_provision records the catalog's resources")
+	require.Equal(t, c.bucket("cat-a"), rec.Bucket)
 	token := func() string { return oidc.Token(t, gcptest.Claims{"aud": aud, "email": sa}) }
 	ps.Relay(t, rec.Topic, rec.Subscription, b.http.URL+"/hooks/gcs", token)
 
@@ -100,16 +86,16 @@ func TestStorageUploadEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool {
 		res := b.do("GET", "/catalogs/cat-a/assets/"+assetID, tokClientLimited, nil)
 		return res.status == http.StatusOK
-	}, time.Minute, 100*time.Millisecond, "the upload's notification makes the asset")
+	}, waitCloud, 100*time.Millisecond, "the upload's notification makes the asset")
 	asset := b.do("GET", "/catalogs/cat-a/assets/"+assetID, tokClientLimited, nil).json(t)
-	require.Equal(t, "gs://wf-test-project-cat-a/cat-a/regions/admin_regions.geojson", asset["uri"])
+	require.Equal(t, "gs://"+rec.Bucket+"/cat-a/regions/admin_regions.geojson", asset["uri"])
 	require.Equal(t, "vector", asset["kind"])
 	var taskID string
 	require.Eventually(t, func() bool {
 		err := b.pool.QueryRow(b.ctx, `SELECT task_id::text FROM tasks.tasks
 			WHERE task_type = 'ingestion' AND schema_name = 's_cat_a' AND inputs->>'asset_id' = $1`, assetID).Scan(&taskID)
 		return err == nil
-	}, time.Minute, 100*time.Millisecond, "asset.created starts an ingestion")
+	}, waitCloud, 100*time.Millisecond, "asset.created starts an ingestion")
 	task := b.follow("/tasks/"+taskID, tokClientLimited)
 	require.Equal(t, "COMPLETED", task["status"], task)
 	features := task["outputs"].(map[string]any)["features"].(map[string]any)
@@ -125,13 +111,11 @@ func TestStorageUploadEndToEnd(t *testing.T) {
 	require.Equal(t, 1, ingestions)
 
 	// Deleting the object marks the asset deleted.
-	svc, err := storagev1.NewService(b.ctx, deps.StorageOptions...)
-	require.NoError(t, err)
-	require.NoError(t, svc.Objects.Delete(rec.Bucket, "cat-a/regions/admin_regions.geojson").Do())
+	require.NoError(t, c.storage.Objects.Delete(rec.Bucket, "cat-a/regions/admin_regions.geojson").Do())
 	require.Eventually(t, func() bool {
 		res := b.do("GET", "/catalogs/cat-a/assets/"+assetID, tokClientLimited, nil)
 		return res.status == http.StatusOK && res.json(t)["status"] == "deleted"
-	}, time.Minute, 100*time.Millisecond, "the delete notification marks the asset deleted")
+	}, waitCloud, 100*time.Millisecond, "the delete notification marks the asset deleted")
 
 	// Tenancy: another catalog's push, even with a valid token, cannot
 	// reach cat-a through cat-a's bucket.
@@ -139,7 +123,7 @@ func TestStorageUploadEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := b.store.GetGCPResources(b.ctx, "cat-b")
 		return err == nil
-	}, time.Minute, 50*time.Millisecond)
+	}, waitCloud, 50*time.Millisecond)
 	recB, err := b.store.GetGCPResources(b.ctx, "cat-b")
 	require.NoError(t, err)
 	res := b.push("Bearer "+token(), pushJSON("forged-1", recB.Subscription, rec.Bucket, "cat-a/regions/evil.geojson"))
@@ -180,27 +164,30 @@ func pushJSON(id, subscription, bucket, object string) []byte {
 // collection.dropped or catalog.dropped that collection_drop or
 // catalog_drop writes in the transaction that drops. A catalog whose drop
 // fails keeps its bucket and objects; once the drop succeeds (requeued by
-// an admin) the bucket goes. Storage on fake-gcs-server, Pub/Sub on pstest,
-// through the real clients.
+// an admin) the bucket goes. Through the real clients, on the fakes
+// (fake-gcs-server, pstest) and, under make test-live, on a real project.
 func TestCloudCleanupAfterDrop(t *testing.T) {
-	// Not parallel (gcpFakes).
-	gcs, _, deps := gcpFakes(t)
-	b := setup(t, options{gcp: deps})
+	// Not parallel (fakeCloud sets the environment).
+	livetest.Backends(t, fakeCloud, liveCloud("cat-a"), cloudCleanupContract)
+}
+
+func cloudCleanupContract(t *testing.T, c cloudBackend) {
+	b := setup(t, options{gcp: c.deps})
 	startFeatureEngine(t, b, t.TempDir())
-	svc, err := storagev1.NewService(b.ctx, deps.StorageOptions...)
-	require.NoError(t, err)
+	svc := c.storage
+	var err error
 
 	b.createCatalog("cat-a", "regions", "roads")
 	var rec store.GCPResources
 	require.Eventually(t, func() bool {
 		rec, err = b.store.GetGCPResources(b.ctx, "cat-a")
 		return err == nil
-	}, time.Minute, 50*time.Millisecond, "gcp_provision records the catalog's resources")
+	}, waitCloud, 50*time.Millisecond, "gcp_provision records the catalog's resources")
 	for _, name := range []string{"cat-a/regions/a.geojson", "cat-a/roads/r.geojson"} {
 		_, err := svc.Objects.Insert(rec.Bucket, &storagev1.Object{Name: name}).Media(strings.NewReader("{}")).Do()
 		require.NoError(t, err)
 	}
-	objects := func() []string { return gcs.ObjectNames(rec.Bucket) }
+	objects := func() []string { return c.objects(t, rec.Bucket) }
 	// cleanup waits for the gcp_catalog_cleanup task of a collection ("" for
 	// the catalog's) to end, checks that it follows the drop task of the same
 	// deletion, and returns its outputs. The drop emits <kind>.dropped in the
@@ -213,7 +200,7 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return b.pool.QueryRow(b.ctx, `SELECT task_id::text FROM tasks.tasks WHERE task_type = 'gcp_catalog_cleanup'
 				AND inputs->>'catalog_id' = 'cat-a' AND coalesce(inputs->>'collection_id', '') = $1`, collection).Scan(&id) == nil
-		}, time.Minute, 50*time.Millisecond, "a gcp_catalog_cleanup task for %q", collection)
+		}, waitCloud, 50*time.Millisecond, "a gcp_catalog_cleanup task for %q", collection)
 		task := b.follow("/tasks/"+id, tokAdmin)
 		require.Equal(t, "COMPLETED", task["status"], task)
 		var after bool
@@ -224,7 +211,7 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 				FROM tasks.tasks c, tasks.tasks d
 				WHERE c.task_id = $1 AND d.task_type = $2 AND d.status = 'COMPLETED' AND d.inputs->>'catalog_id' = 'cat-a'
 				  AND ($2 = 'catalog_drop' OR d.inputs->>'collection_id' = $3)`, id, dropType, collection, dropped).Scan(&after) == nil
-		}, time.Minute, 50*time.Millisecond, "the %s task completes", dropType)
+		}, waitCloud, 50*time.Millisecond, "the %s task completes", dropType)
 		require.True(t, after, "the cleanup follows the drop, which emitted %s", dropped)
 		return task["outputs"].(map[string]any)
 	}
@@ -245,7 +232,7 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 	var dropID string
 	require.Eventually(t, func() bool {
 		return b.pool.QueryRow(b.ctx, `SELECT task_id::text FROM tasks.tasks WHERE task_type = 'catalog_drop'`).Scan(&dropID) == nil
-	}, time.Minute, 50*time.Millisecond, "catalog.deleted starts catalog_drop")
+	}, waitCloud, 50*time.Millisecond, "catalog.deleted starts catalog_drop")
 	task := b.follow("/tasks/"+dropID, tokAdmin)
 	require.Equal(t, "FAILED", task["status"], task)
 	require.Contains(t, task["error"], "holds tables wf did not create (not_wf)")
@@ -256,7 +243,7 @@ func TestCloudCleanupAfterDrop(t *testing.T) {
 		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.events
 WHERE status = 'PROCESSING' OR (status = 'PENDING' AND run_after <= now())`).Scan(&live))
 		return live == 0
-	}, time.Minute, 50*time.Millisecond, "every event consumed")
+	}, waitCloud, 50*time.Millisecond, "every event consumed")
 	var cleanups int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM tasks.tasks WHERE task_type = 'gcp_catalog_cleanup'
 		AND inputs->>'collection_id' IS NULL`).Scan(&cleanups))

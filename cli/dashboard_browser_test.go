@@ -54,6 +54,12 @@ steps:
   each: {task_type: tenant_noop, depends_on: [prepare], for_each: 'map(1..3, #)', concurrency: 2}
   check: {task_type: doomed, depends_on: [each], when: 'inputs.fail ?? false', inputs: {message: '"the run is bad"'}}
 ---
+kind: Workflow
+name: browser_approval
+steps:
+  approve: {approval: {payload: {type: object, required: [ok], properties: {ok: {type: boolean}}}, timeout: 1h}}
+  after: {task_type: tenant_noop, depends_on: [approve], when: steps.approve.outputs.ok}
+---
 kind: TaskType
 name: reporting_job
 description: Reports 250 records on file descriptor 3, every fourth one rejected.
@@ -97,8 +103,9 @@ func chromiumPath(t *testing.T) string {
 }
 
 // browser starts a headless Chromium with a fresh profile and returns a tab
-// context, and a function that lists the console errors seen so far.
-func browser(t *testing.T) (context.Context, func() []string) {
+// context, and a function that lists the console errors seen so far. extra
+// options (chromedp.Env("TZ=…")) come after the defaults.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) (context.Context, func() []string) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -111,6 +118,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	}
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc() })
@@ -164,21 +172,34 @@ type dashboardEnv struct {
 	pool *pgxpool.Pool
 	// dataDir is the server's data folder (its files root is files/ there).
 	dataDir string
+	// url and config are its database URL and configuration file.
+	url, config string
+}
+
+// dashboardOptions adds to a test's `wf run`: specs appended to
+// browserSpecs, and lines appended to its configuration.
+type dashboardOptions struct {
+	specs, config string
 }
 
 // startDashboard runs `wf run` in this process on a database of its own
 // and waits until it answers.
-func startDashboard(t *testing.T) *dashboardEnv {
+func startDashboard(t *testing.T, opts ...dashboardOptions) *dashboardEnv {
 	t.Helper()
 	url := dbtest.NewDatabase(t)
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "browser.yaml"), []byte(browserSpecs), 0o644))
+	specs, extra := browserSpecs, ""
+	for _, o := range opts {
+		specs += "---\n" + o.specs
+		extra += o.config
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "browser.yaml"), []byte(specs), 0o644))
 	cfg := writeConfig(t, fmt.Sprintf(`specs: [../specs, %s]
 poll_interval: 100ms
 tokens:
   - {name: ops, role: admin, token: browser-admin-token-1}
   - {name: tenant-a, role: client, catalogs: [cat-a], token: browser-client-a-token-1}
-`, filepath.Join(dir, "browser.yaml")))
+`, filepath.Join(dir, "browser.yaml"))+extra)
 	addr := inproc.FreeAddr(t)
 	dataDir := t.TempDir()
 	errOut := inproc.Start(t, "wf run", func(ctx context.Context, stdout, stderr io.Writer) int {
@@ -190,7 +211,7 @@ tokens:
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return &dashboardEnv{t: t, base: base, pool: pool, dataDir: dataDir}
+	return &dashboardEnv{t: t, base: base, pool: pool, dataDir: dataDir, url: url, config: cfg}
 }
 
 // call sends an API request with the admin token and decodes the answer.

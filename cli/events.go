@@ -32,6 +32,7 @@ func eventsCommand() *cli.Command {
 					&cli.StringFlag{Name: "schema-name", Value: "system", Usage: "the tenant `SCHEMA` the event concerns"},
 					&cli.StringFlag{Name: "payload", Value: "{}", Usage: "the event's payload, a JSON `OBJECT`"},
 					&cli.StringFlag{Name: "dedup-key", Usage: "dedup `KEY`: no new event while one with this key is pending"},
+					&cli.BoolFlag{Name: "force", Usage: "emit a type wf emits itself (catalog.*, task.*, …): subscriptions act on them as on wf's own"},
 					formatFlag(formatText, formatJSON),
 				},
 				Action: eventsEmit,
@@ -76,6 +77,12 @@ func eventsEmit(c *cli.Context) error {
 	// Check before connecting: a bad event is a usage error.
 	if _, err := events.Validate(ev); err != nil {
 		return Usagef("%s", strings.TrimPrefix(err.Error(), events.ErrInvalidEvent.Error()+": "))
+	}
+	// wf's own types drive drops, webhook fan-out and workflow runs: an
+	// operator emits one only on purpose.
+	if events.Owned(ev.Type) && !c.Bool("force") {
+		return Usagef("%q is a type wf emits itself (%s.*); pass --force to emit it anyway (its subscriptions act on it as on wf's own)",
+			ev.Type, strings.Join(events.OwnedFamilies(), ".*, "))
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
 		em := events.NewEmitter(configuredStore(cfg, pool))
@@ -143,12 +150,19 @@ func eventsRequeue(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return Usagef("events requeue takes one event ID argument, got %d", c.NArg())
 	}
-	id, err := parseEventID(c.Args().First())
+	arg := c.Args().First()
+	id, lo, hi, err := idOrPrefix(arg, parseEventID, "an event id (a UUIDv7)")
 	if err != nil {
 		return err
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) error {
-		e, err := configuredStore(cfg, pool).RequeueEvent(c.Context, id)
+		st := configuredStore(cfg, pool)
+		if id == uuid.Nil {
+			if id, err = resolvePrefix(c.Context, "event", st.EventIDsBetween, arg, lo, hi); err != nil {
+				return err
+			}
+		}
+		e, err := st.RequeueEvent(c.Context, id)
 		if err != nil {
 			return storeError(err)
 		}

@@ -58,8 +58,8 @@ log_format: json
 	}
 }
 
-// TestEventsEmitEndToEnd: `wf events emit catalog.deleted …` with a
-// subscription spec, while `wf run` runs in-process, produces the subscribed
+// TestEventsEmitEndToEnd: `wf events emit catalog.deleted …` is refused
+// without --force (a type wf emits itself); with it, and a subscription spec, while `wf run` runs in-process, produces the subscribed
 // task once; a second emit with the same dedup key emits nothing.
 func TestEventsEmitEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -74,8 +74,17 @@ func TestEventsEmitEndToEnd(t *testing.T) {
 		require.Equal(t, ExitOK, <-done, runErr.String())
 	})
 
-	code, out, errOut := runWF(t, "--config", config, "events", "emit", "--scope", "CATALOG", "--schema-name", "cat_a",
-		"--payload", `{"catalog_id": "a"}`, "--dedup-key", "deleted:a", "catalog.deleted")
+	// catalog.deleted is wf's own type: refused without --force, and
+	// nothing is written.
+	emitDeleted := []string{"--config", config, "events", "emit", "--scope", "CATALOG", "--schema-name", "cat_a",
+		"--payload", `{"catalog_id": "a"}`, "--dedup-key", "deleted:a"}
+	code, _, errOut := runWF(t, append(emitDeleted, "catalog.deleted")...)
+	require.Equal(t, ExitUsage, code, errOut)
+	require.Contains(t, errOut, `"catalog.deleted" is a type wf emits itself`)
+	require.Contains(t, errOut, "--force")
+	require.Zero(t, count(`SELECT count(*) FROM tasks.events`))
+
+	code, out, errOut := runWF(t, append(emitDeleted, "--force", "catalog.deleted")...)
 	require.Equal(t, ExitOK, code, errOut)
 	require.Regexp(t, `^emitted event [0-9a-f-]{36} \(catalog.deleted\)\n$`, out)
 	eventID := strings.Fields(out)[2]
@@ -90,7 +99,7 @@ WHERE task_type = 'cleanup_catalog' AND inputs->>'catalog_id' = 'a' AND dedup_ke
 
 	// While an event with the key is pending a second one is not emitted;
 	// here the first was consumed, so the key is free again.
-	code, out, errOut = runWF(t, "--config", config, "events", "emit", "--format", "json", "--dedup-key", "once", "catalog.created")
+	code, out, errOut = runWF(t, "--config", config, "events", "emit", "--format", "json", "--dedup-key", "once", "--force", "catalog.created")
 	require.Equal(t, ExitOK, code, errOut)
 	var first map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &first))

@@ -149,6 +149,9 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := execUnserved(ctx, eng, req); err != nil {
+		return cli.Exit(err.Error(), ExitFailure)
+	}
 	w, err := worker.New(worker.Config{
 		Store: eng.Store(), Owner: eng.Owner(), Capabilities: eng.Capabilities(), Rules: eng.Rules(),
 		Reporters: rt.reporterHook, HeartbeatInterval: rt.cfg.HeartbeatInterval, Logger: rt.log,

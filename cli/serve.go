@@ -140,7 +140,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 	build := func(specs *spec.Set) (*api.Server, error) {
 		return api.New(api.Config{
 			Pool: rt.pool, CatalogPool: rt.catalogPool, Specs: specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
-			Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(), InstanceRuns: eng.InstanceRuns(),
+			Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(), Unserved: eng.Unserved(), InstanceRuns: eng.InstanceRuns(),
 			Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
 			Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
 			StoragePush:    push,

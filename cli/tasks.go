@@ -101,9 +101,12 @@ const minIDPrefix = 4
 
 // idPrefixRange returns the ids a prefix of an id's canonical form
 // (01a2286d-1b5e-…, dashes where the full id has them, or none at all)
-// spans: the prefix padded with 0s, and with fs. ok is false for anything
-// else, or a prefix shorter than minIDPrefix hex digits.
+// spans: the prefix padded with 0s, and with fs. A trailing "…" (or
+// "...") is dropped, so a short id copied from the dashboard is taken as
+// it shows. ok is false for anything else, or a prefix shorter than
+// minIDPrefix hex digits.
 func idPrefixRange(prefix string) (lo, hi uuid.UUID, ok bool) {
+	prefix = strings.TrimSuffix(strings.TrimSuffix(prefix, "…"), "...")
 	hex := strings.ReplaceAll(strings.ToLower(prefix), "-", "")
 	if len(hex) < minIDPrefix || len(hex) >= 32 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return lo, hi, false
@@ -391,4 +394,19 @@ func tasksStats(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// idOrPrefix reads an id argument: a whole id (parse accepts it), or else a
+// prefix of one, whose range [lo, hi] the caller resolves in the database
+// (id is then uuid.Nil). what names the id in the usage error ("an event
+// id (a UUIDv7)").
+func idOrPrefix(arg string, parse func(string) (uuid.UUID, error), what string) (id, lo, hi uuid.UUID, err error) {
+	if id, err = parse(arg); err == nil {
+		return id, lo, hi, nil
+	}
+	var ok bool
+	if lo, hi, ok = idPrefixRange(arg); !ok {
+		return uuid.Nil, lo, hi, Usagef("%q is neither %s nor a prefix of one (%d hex digits at least)", arg, what, minIDPrefix)
+	}
+	return uuid.Nil, lo, hi, nil
 }

@@ -228,12 +228,25 @@ func webhooksRemove(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return Usagef("webhooks remove takes one subscriber ID argument, got %d", c.NArg())
 	}
-	id, err := uuid.Parse(c.Args().First())
+	arg := c.Args().First()
+	id, lo, hi, err := idOrPrefix(arg, func(s string) (uuid.UUID, error) {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return uuid.Nil, Usagef("%q is not a subscriber id (a UUID)", s)
+		}
+		return id, nil
+	}, "a subscriber id (a UUID)")
 	if err != nil {
-		return Usagef("%q is not a subscriber id (a UUID)", c.Args().First())
+		return err
 	}
 	return databaseActionArgs(accessSchema, func(c *cli.Context, _ *config.Config, pool *pgxpool.Pool) error {
-		if err := store.New(pool).DeleteWebhookSubscriber(c.Context, id); err != nil {
+		st := store.New(pool)
+		if id == uuid.Nil {
+			if id, err = resolvePrefix(c.Context, "subscriber", st.WebhookSubscriberIDsBetween, arg, lo, hi); err != nil {
+				return err
+			}
+		}
+		if err := st.DeleteWebhookSubscriber(c.Context, id); err != nil {
 			return storeError(err)
 		}
 		_, err := fmt.Fprintf(c.App.Writer, "removed webhook subscriber %s\n", id)

@@ -33,7 +33,7 @@ func writeWorkflowsText(b *strings.Builder, set *spec.Set) {
 //	└─▶ index
 func writeWorkflowGraphText(b *strings.Builder, w *spec.Workflow, indent string) {
 	for _, s := range w.Steps() {
-		fmt.Fprintf(b, "%s%s  (%s)%s\n", indent, s.Name(), s.TaskType().Name(), stepDetails(s))
+		fmt.Fprintf(b, "%s%s  (%s)%s\n", indent, s.Name(), stepWhat(s), stepDetails(s))
 		if exprs := s.InputExprs(); len(exprs) > 0 {
 			for _, name := range sortedNames(exprs) {
 				fmt.Fprintf(b, "%s│   input %s = %s\n", indent, name, exprs[name])
@@ -62,12 +62,13 @@ func stepDetails(s *spec.Step) string {
 	if len(s.DependsOn()) > 0 && s.OnUpstreamSkipped() == spec.OnSkippedRun {
 		parts = append(parts, "runs when an upstream step is skipped")
 	}
-	if s.MaxRetries() != s.TaskType().MaxRetries() {
+	if t := s.TaskType(); t != nil && s.MaxRetries() != t.MaxRetries() {
 		parts = append(parts, "retries "+strconv.Itoa(s.MaxRetries()))
 	}
-	if s.Priority() != s.TaskType().Priority() {
+	if t := s.TaskType(); t != nil && s.Priority() != t.Priority() {
 		parts = append(parts, "priority "+strconv.Itoa(s.Priority()))
 	}
+	parts = append(parts, waitDetails(s)...)
 	if len(parts) == 0 {
 		return ""
 	}
@@ -83,7 +84,7 @@ func writeWorkflowsDOT(w io.Writer, set *spec.Set) error {
 		fmt.Fprintf(&b, "digraph %s {\n", dotID(wf.Name()))
 		fmt.Fprintf(&b, "  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
 		for _, s := range wf.Steps() {
-			label := s.Name() + "\n(" + s.TaskType().Name() + ")"
+			label := s.Name() + "\n(" + stepWhat(s) + ")"
 			attrs := []string{}
 			if s.IsForEach() {
 				label += "\nfor each " + s.ForEachExpr()

@@ -29,7 +29,7 @@ import (
 func workflowsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "workflows",
-		Usage: "start, show, list, cancel or retry workflow runs",
+		Usage: "start, show, list, cancel, retry or signal workflow runs",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "start",
@@ -58,6 +58,7 @@ func workflowsCommand() *cli.Command {
 				Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: runAction(accessSchema, workflowsCancel)},
 			{Name: "retry", Usage: "run a FAILED or CANCELLED run again from the steps that did not complete", ArgsUsage: "RUN_ID",
 				Flags: []cli.Flag{formatFlag(formatText, formatJSON)}, Action: runAction(accessSchema, workflowsRetry)},
+			workflowsSignalCommand(),
 		},
 	}
 }
@@ -300,6 +301,8 @@ func writeRunText(w io.Writer, s workflow.Status) error {
 	for _, st := range s.Steps {
 		progress := "-"
 		switch {
+		case workflow.WaitingFor(st) != "":
+			progress = workflow.WaitingFor(st)
 		case st.Items != nil:
 			progress = fmt.Sprintf("%d/%d items (%d started)", st.Done, *st.Items, st.Started)
 		case st.Started > 0:

@@ -209,6 +209,7 @@ type Engine struct {
 	metrics    *metrics.Metrics
 	rules      execution.Rules
 	runners    []runners.Runner
+	unserved   []runnerset.Unserved
 	capability runners.CapabilityMap
 	// instanceRuns counts this instance's runs against each type's
 	// concurrency.per_instance: the dispatcher's and the API's
@@ -294,6 +295,7 @@ func New(cfg Config) (*Engine, error) {
 		e.metrics = metrics.New(metrics.Config{Store: e.store, TaskTypes: types, Limits: e.rules.Limits(), Logger: cfg.Logger})
 	}
 	e.capability = runners.BuildCapabilityMap(e.runners, e.pairs())
+	e.unserved = e.dropServed(e.unserved)
 	e.instanceRuns = execution.NewInstanceRuns()
 	var err error
 	e.dispatcher, err = dispatch.New(dispatch.Config{
@@ -365,7 +367,7 @@ func (e *Engine) buildRunners() error {
 	if err != nil {
 		return fmt.Errorf("error creating engine: %w", err)
 	}
-	e.runners, e.rules = set.Runners, set.Rules
+	e.runners, e.rules, e.unserved = set.Runners, set.Rules, set.Unserved
 	return nil
 }
 
@@ -503,7 +505,7 @@ func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
 		var err error
-		if e.specEvery, e.specLeading, err = e.specServices(cfg.Specs); err != nil {
+		if e.specEvery, e.specLeading, err = e.specServices(cfg.Specs, e.unserved); err != nil {
 			return err
 		}
 		e.services = append(e.services, Service{Name: "spec services", Run: e.runSpecGroup(false)},
@@ -611,6 +613,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.cfg.Logger.Info("wf engine starting", "service", e.cfg.Name, "owner", e.cfg.Owner,
 		"task_types", len(e.dispatcher.TaskTypes()), "slots", e.cfg.Slots)
+	e.logUnserved()
 
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBg()

@@ -27,14 +27,15 @@ import (
 // claimed keep the runner and rule they were claimed with.
 
 // specServices builds the services set calls for: the event consumer on
-// every instance (unless NoEventConsumer) and the step pass of its
+// every instance (unless NoEventConsumer; the subscriptions to the task
+// types of unserved inactive) and the step pass and waits of its
 // workflows; the scheduler (when any Schedule exists) and the workflow
 // timeouts on the leader.
-func (e *Engine) specServices(set *spec.Set) (every, leading []Service, err error) {
+func (e *Engine) specServices(set *spec.Set, unserved []runnerset.Unserved) (every, leading []Service, err error) {
 	cfg := e.cfg
 	if !cfg.NoEventConsumer {
 		cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: set, Owner: cfg.Owner, Logger: cfg.Logger,
-			UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider})
+			UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider, Inactive: runnerset.Inactive(unserved)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("error creating engine: %w", err)
 		}
@@ -52,7 +53,8 @@ func (e *Engine) specServices(set *spec.Set) (every, leading []Service, err erro
 	}
 	if len(set.Workflows()) > 0 {
 		leading = append(leading, Service{Name: "workflow timeouts", Run: e.runWorkflowTimeouts})
-		every = append(every, Service{Name: "workflow step pass", Run: e.runStepPass})
+		every = append(every, Service{Name: "workflow step pass", Run: e.runStepPass},
+			Service{Name: "workflow waits", Run: e.runWaits})
 	}
 	return every, leading, nil
 }
@@ -133,19 +135,20 @@ func (e *Engine) Reload(ctx context.Context, set *spec.Set) (ReloadResult, error
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("error reloading the specs: %w", err)
 	}
-	every, leading, err := e.specServices(set)
-	if err != nil {
-		return ReloadResult{}, fmt.Errorf("error reloading the specs: %w", err)
-	}
 	pairs := make([]runners.Pair, 0, len(rs.Rules))
 	for p := range rs.Rules {
 		pairs = append(pairs, p)
 	}
 	caps := runners.BuildCapabilityMap(rs.Runners, pairs)
+	unserved := dropServedBy(caps, rs.Unserved)
+	every, leading, err := e.specServices(set, unserved)
+	if err != nil {
+		return ReloadResult{}, fmt.Errorf("error reloading the specs: %w", err)
+	}
 	before := e.dispatcher.TaskTypes()
 
 	e.mu.Lock()
-	e.specs, e.runners, e.rules, e.capability, e.workflows = set, rs.Runners, rs.Rules, caps, wfs
+	e.specs, e.runners, e.rules, e.capability, e.workflows, e.unserved = set, rs.Runners, rs.Rules, caps, wfs, unserved
 	e.specEvery, e.specLeading = every, leading
 	e.client.SetSpecs(set)
 	e.dispatcher.SetCapabilities(caps, rs.Rules)

@@ -32,13 +32,17 @@ const (
 	StepFailed    StepStatus = "FAILED"
 	StepSkipped   StepStatus = "SKIPPED"
 	StepCancelled StepStatus = "CANCELLED"
+	// StepTimedOut: a wait_for_event or approval step whose timeout passed
+	// first, declared on_timeout: continue (the steps after it run and may
+	// test it in their when).
+	StepTimedOut StepStatus = "TIMED_OUT"
 )
 
 // Ended reports whether the step will change no more (unless its run is
 // retried).
 func (s StepStatus) Ended() bool {
 	switch s {
-	case StepCompleted, StepFailed, StepSkipped, StepCancelled:
+	case StepCompleted, StepFailed, StepSkipped, StepCancelled, StepTimedOut:
 		return true
 	}
 	return false
@@ -74,6 +78,13 @@ type WorkflowStep struct {
 	Outputs   json.RawMessage
 	Error     *string
 	UpdatedAt time.Time
+	// WakeAt is when a RUNNING sleep step wakes, or when a waiting step's
+	// timeout passes (nil: none).
+	WakeAt *time.Time
+	// WaitEvent is the event type a RUNNING wait_for_event step waits for.
+	WaitEvent *string
+	// WaitSignal is the signal a RUNNING approval step waits for.
+	WaitSignal *string
 }
 
 // WorkflowRunView is a workflow run as the HTTP API shows it (schema
@@ -104,9 +115,27 @@ type WorkflowStepView struct {
 	Done      int             `json:"done"`
 	Outputs   json.RawMessage `json:"outputs,omitempty"`
 	Error     *string         `json:"error,omitempty"`
+	// Kind is the step's kind: task, sleep, wait_for_event or approval.
+	Kind string `json:"kind,omitempty"`
+	// Waiting says what a RUNNING sleep, wait_for_event or approval step
+	// waits for, and until when.
+	Waiting *WorkflowWaitView `json:"waiting,omitempty"`
 	// Tasks are the step's tasks (its items' for a for_each step), oldest
 	// first; a retried run keeps the failed ones.
 	Tasks []WorkflowTaskView `json:"tasks"`
+}
+
+// WorkflowWaitView is what a waiting step waits for.
+type WorkflowWaitView struct {
+	// Until is when a sleep ends, or when the wait times out (absent: no
+	// timeout).
+	Until *time.Time `json:"until,omitempty"`
+	// Event is the event type a wait_for_event step waits for.
+	Event string `json:"event,omitempty"`
+	// Signal is the signal an approval step waits for.
+	Signal string `json:"signal,omitempty"`
+	// SignalURL is where the signal is sent (POST, a JSON payload).
+	SignalURL string `json:"signal_url,omitempty"`
 }
 
 // WorkflowTaskView is one task of a step.

@@ -70,7 +70,7 @@ type Deps struct {
 	// gs://bucket/prefix or file:///folder; "" means tiles.Config's default.
 	TileCacheURL string
 	// Search is the Elasticsearch cluster (elasticsearch.*); without
-	// addresses the search handlers index nothing and say so.
+	// addresses the search handlers are marked unserved (Register).
 	Search search.Settings
 	// Warehouses are the declared warehouse connections (warehouse.connections)
 	// that dwh_join may read.
@@ -145,10 +145,21 @@ func (h *Handlers) Register(reg *builtin.Registry) error {
 		reg.Register(collections.CatalogDropName, h.collect.DropCatalog),
 		reg.Register(gdal.HandlerName, h.gdal.Handle),
 		reg.Register(tiles.HandlerName, h.tiles.Handle),
-		reg.Register(search.HandlerName, h.search.Index),
-		reg.Register(search.DropHandlerName, h.search.Drop),
+		h.registerSearch(reg),
 		reg.Register(warehouse.HandlerName, h.dwh.Handle),
 	)
+}
+
+// registerSearch adds the search handlers to reg, or, without a cluster
+// (elasticsearch.addresses), marks them unserved, naming the setting: this
+// instance then claims none of their tasks and its event consumer creates
+// none, rather than completing them with nothing indexed.
+func (h *Handlers) registerSearch(reg *builtin.Registry) error {
+	if !h.search.Configured() {
+		return errors.Join(reg.MarkUnserved(search.HandlerName, search.NotConfigured),
+			reg.MarkUnserved(search.DropHandlerName, search.NotConfigured))
+	}
+	return errors.Join(reg.Register(search.HandlerName, h.search.Index), reg.Register(search.DropHandlerName, h.search.Drop))
 }
 
 // Ingest is the "ingestion" builtin handler (ingest.Handler.Handle).

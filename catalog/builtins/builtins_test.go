@@ -10,6 +10,7 @@ import (
 
 	"github.com/wfhq/wf/catalog/builtins"
 	"github.com/wfhq/wf/catalog/collections"
+	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/reporters"
@@ -29,13 +30,33 @@ func TestRegister(t *testing.T) {
 	_, err = builtins.New(builtins.Deps{Store: store.New(nil)})
 	require.ErrorContains(t, err, "LocalRoots is required (files.local_roots)")
 
-	h, err := builtins.New(builtins.Deps{Store: store.New(nil), LocalRoots: []string{t.TempDir()}})
+	h, err := builtins.New(builtins.Deps{Store: store.New(nil), LocalRoots: []string{t.TempDir()},
+		Search: search.Settings{Addresses: []string{"http://127.0.0.1:9"}}})
 	require.NoError(t, err)
 	reg := builtin.NewRegistry()
 	require.NoError(t, h.Register(reg))
 	require.Subset(t, reg.Names(), builtins.Names())
 	// A second registration keeps the handlers and says so.
 	require.ErrorContains(t, h.Register(reg), "already registered")
+
+	// Without a cluster the search handlers are not registered: they are
+	// marked unserved, naming the setting; the others are registered.
+	h, err = builtins.New(builtins.Deps{Store: store.New(nil), LocalRoots: []string{t.TempDir()}})
+	require.NoError(t, err)
+	reg = builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	for _, name := range builtins.Names() {
+		_, registered := reg.Lookup(name)
+		reason, unserved := reg.Unserved(name)
+		if name == search.HandlerName || name == search.DropHandlerName {
+			require.False(t, registered, name)
+			require.True(t, unserved, name)
+			require.Equal(t, "elasticsearch.addresses is not set (WF_ELASTICSEARCH_ADDRESSES)", reason)
+			continue
+		}
+		require.True(t, registered, name)
+		require.False(t, unserved, name)
+	}
 }
 
 func TestDropHandlers(t *testing.T) {

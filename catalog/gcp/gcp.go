@@ -110,13 +110,42 @@ func New(d Deps) (*Handlers, error) {
 
 // Register adds the three handlers to reg. A name reg already holds keeps
 // its handler (an embedding program may bring its own) and is reported in
-// the error; the other names are registered all the same.
+// the error; the other names are registered all the same. Without
+// gcp.project the three are marked unserved instead (builtin.Registry.
+// MarkUnserved), and without the push settings gcp_provision is: this
+// instance then claims none of their tasks and its event consumer creates
+// none, rather than completing them with nothing done.
 func (h *Handlers) Register(reg *builtin.Registry) error {
+	if reason := h.unconfigured(); reason != "" {
+		return errors.Join(
+			reg.MarkUnserved(NameProvision, reason),
+			reg.MarkUnserved(NameCleanup, reason),
+			reg.MarkUnserved(NameStorageEvent, reason),
+		)
+	}
+	if h.d.Settings.PushEndpoint == "" || h.d.Settings.PushServiceAccount == "" {
+		return errors.Join(
+			reg.MarkUnserved(NameProvision, noPush),
+			reg.Register(NameCleanup, h.Cleanup),
+			reg.Register(NameStorageEvent, h.StorageEvent),
+		)
+	}
 	return errors.Join(
 		reg.Register(NameProvision, h.Provision),
 		reg.Register(NameCleanup, h.Cleanup),
 		reg.Register(NameStorageEvent, h.StorageEvent),
 	)
+}
+
+// noPush is why gcp_provision cannot run without the push settings.
+const noPush = "gcp.push_endpoint and gcp.push_service_account are not set (WF_GCP_PUSH_ENDPOINT, WF_GCP_PUSH_SERVICE_ACCOUNT): the subscription pushes to wf's /hooks/gcs with that account's OIDC token"
+
+// unconfigured says which setting the handlers miss, "" when none.
+func (h *Handlers) unconfigured() string {
+	if h.d.Settings.Project == "" {
+		return "gcp.project is not set (WF_GCP_PROJECT)"
+	}
+	return ""
 }
 
 // Close releases the Pub/Sub client, if one was built.

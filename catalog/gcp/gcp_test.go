@@ -20,6 +20,7 @@ import (
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
 	"github.com/wfhq/wf/internal/gcptest"
+	"github.com/wfhq/wf/internal/livetest"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/builtin"
 	"github.com/wfhq/wf/wftype"
@@ -42,6 +43,20 @@ type bundle struct {
 	ps       *gcptest.PubSub
 	h        *gcp.Handlers
 	settings config.GCP
+}
+
+// setupOn builds a bundle whose handlers use c's cloud (its gcs and ps,
+// the fakes' helpers, are nil).
+func setupOn(t *testing.T, c cloud) *bundle {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	st := store.New(pool)
+	b := &bundle{t: t, ctx: context.Background(), store: st, catalogs: registry.New(st, events.NewEmitter(st)), settings: c.settings}
+	h, err := gcp.New(gcp.Deps{Store: st, Settings: c.settings, StorageOptions: c.storageOpts, PubSubOptions: c.pubsubOpts})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	b.h = h
+	return b
 }
 
 func setup(t *testing.T, edit ...func(*config.GCP)) *bundle {
@@ -114,46 +129,101 @@ func TestRegister(t *testing.T) {
 	require.ErrorContains(t, err, "Store is required")
 	_, err = gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{ObjectPath: "{file}/{collection}"}})
 	require.ErrorContains(t, err, "{file} must be the last segment")
-	h, err := gcp.New(gcp.Deps{Store: store.New(nil)})
+	h, err := gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{Project: project, PushEndpoint: "https://wf.example.com/hooks/gcs", PushServiceAccount: pushSA}})
 	require.NoError(t, err)
 	reg := builtin.NewRegistry()
 	require.NoError(t, h.Register(reg))
 	require.Subset(t, reg.Names(), gcp.Names())
 }
 
+// TestRegisterUnconfigured: without gcp.project the three handlers are
+// marked unserved, naming the setting; without the push settings only
+// gcp_provision is. A name the program registered keeps its handler.
+func TestRegisterUnconfigured(t *testing.T) {
+	t.Parallel()
+	h, err := gcp.New(gcp.Deps{Store: store.New(nil)})
+	require.NoError(t, err)
+	reg := builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	for _, name := range gcp.Names() {
+		_, ok := reg.Lookup(name)
+		require.False(t, ok, name)
+		reason, ok := reg.Unserved(name)
+		require.True(t, ok, name)
+		require.Equal(t, "gcp.project is not set (WF_GCP_PROJECT)", reason)
+	}
+
+	h, err = gcp.New(gcp.Deps{Store: store.New(nil), Settings: config.GCP{Project: project}})
+	require.NoError(t, err)
+	reg = builtin.NewRegistry()
+	require.NoError(t, h.Register(reg))
+	reason, ok := reg.Unserved(gcp.NameProvision)
+	require.True(t, ok)
+	require.Contains(t, reason, "gcp.push_endpoint and gcp.push_service_account are not set")
+	for _, name := range []string{gcp.NameCleanup, gcp.NameStorageEvent} {
+		_, ok := reg.Lookup(name)
+		require.True(t, ok, name)
+	}
+
+	// A program's own handler stays, and the mark is refused.
+	reg = builtin.NewRegistry()
+	require.NoError(t, reg.Register(gcp.NameProvision, builtin.Noop))
+	require.ErrorContains(t, h.Register(reg), "is registered")
+	_, ok = reg.Lookup(gcp.NameProvision)
+	require.True(t, ok)
+	_, ok = reg.Unserved(gcp.NameProvision)
+	require.False(t, ok)
+}
+
 // TestProvision creates a catalog's resources, finds them on a second run,
-// and repairs drift on a third.
+// and repairs drift on a third. A contract: on the fakes, and on a real
+// project under make test-live (docs/live-tests.md).
 func TestProvision(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	livetest.Backends(t, fakeCloud, liveCloud, provision)
+}
+
+func provision(t *testing.T, c cloud) {
+	b := setupOn(t, c)
 	cat := b.catalog("demo", "roads")
 	in := `{"catalog_id":"demo","schema_name":"s_demo"}`
+	endpoint, sa := c.settings.PushEndpoint, c.settings.PushServiceAccount
+	bucket, topicName, subName := c.names("demo")
+	svc := c.storage
+	// bucketMeta reads a bucket's labels, uniform access and lifecycle
+	// through the JSON API.
+	bucketMeta := func() (map[string]string, bool, string) {
+		bk, err := svc.Buckets.Get(bucket).Do()
+		require.NoError(t, err)
+		uniform := bk.IamConfiguration != nil && bk.IamConfiguration.UniformBucketLevelAccess != nil && bk.IamConfiguration.UniformBucketLevelAccess.Enabled
+		lifecycle, err := json.Marshal(bk.Lifecycle)
+		require.NoError(t, err)
+		return bk.Labels, uniform, string(lifecycle)
+	}
 
 	out := b.mustRun(b.h.Provision, cat.SchemaName, in)
 	for _, r := range []string{"bucket", "topic", "notification", "subscription"} {
 		require.Equal(t, "created", outcome(out, r), r)
 	}
-	bucket := "wf-test-project-demo"
-	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo"}, b.gcs.BucketLabels(bucket))
-	iam, lifecycle := b.gcs.BucketMeta(bucket)
-	require.JSONEq(t, `{"uniformBucketLevelAccess":{"enabled":true}}`, string(iam))
-	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, string(lifecycle))
+	labels, uniform, lifecycle := bucketMeta()
+	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo"}, labels)
+	require.True(t, uniform)
+	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, lifecycle)
 
-	admin := b.ps.Client.TopicAdminClient
-	topic, err := admin.GetTopic(b.ctx, &pubsubpb.GetTopicRequest{Topic: "projects/test-project/topics/wf-demo-storage"})
+	admin := c.pubsub.TopicAdminClient
+	topic, err := admin.GetTopic(b.ctx, &pubsubpb.GetTopicRequest{Topic: topicName})
 	require.NoError(t, err)
 	require.Equal(t, "s_demo", topic.Labels["wf-tenant"])
-	sub, err := b.ps.Client.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: "projects/test-project/subscriptions/wf-demo-storage-push"})
+	sub, err := c.pubsub.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: subName})
 	require.NoError(t, err)
 	require.Equal(t, topic.Name, sub.Topic)
-	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.PushEndpoint)
-	require.Equal(t, pushSA, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
-	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.GetOidcToken().Audience)
-	svc := b.storageClient()
+	require.Equal(t, endpoint, sub.PushConfig.PushEndpoint)
+	require.Equal(t, sa, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
+	require.Equal(t, endpoint, sub.PushConfig.GetOidcToken().Audience)
 	nl, err := svc.Notifications.List(bucket).Do()
 	require.NoError(t, err)
 	require.Len(t, nl.Items, 1)
-	require.Equal(t, "//pubsub.googleapis.com/projects/test-project/topics/wf-demo-storage", nl.Items[0].Topic)
+	require.Equal(t, "//pubsub.googleapis.com/"+topicName, nl.Items[0].Topic)
 	require.Equal(t, "JSON_API_V1", nl.Items[0].PayloadFormat)
 	require.ElementsMatch(t, []string{"OBJECT_FINALIZE", "OBJECT_DELETE", "OBJECT_ARCHIVE"}, nl.Items[0].EventTypes)
 	rec, err := b.store.GetGCPResources(b.ctx, "demo")
@@ -169,12 +239,20 @@ func TestProvision(t *testing.T) {
 
 	// Drift: a label, uniform access and the lifecycle changed by hand, the
 	// topic's labels removed, the push endpoint changed.
-	b.gcs.SetBucketMeta(bucket, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "team": "geo"},
-		json.RawMessage(`{"uniformBucketLevelAccess":{"enabled":false}}`), nil)
+	_, err = svc.Buckets.Patch(bucket, &storagev1.Bucket{
+		Labels: map[string]string{"team": "geo"},
+		IamConfiguration: &storagev1.BucketIamConfiguration{UniformBucketLevelAccess: &storagev1.BucketIamConfigurationUniformBucketLevelAccess{
+			Enabled: false, ForceSendFields: []string{"Enabled"}}},
+		NullFields: []string{"Labels.wf-catalog", "Lifecycle"},
+	}).Do()
+	require.NoError(t, err)
+	labels, uniform, _ = bucketMeta()
+	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "team": "geo"}, labels)
+	require.False(t, uniform)
 	_, err = admin.UpdateTopic(b.ctx, &pubsubpb.UpdateTopicRequest{Topic: &pubsubpb.Topic{Name: topic.Name, Labels: map[string]string{"wf-managed": "true", "wf-tenant": "s_demo"}},
 		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"labels"}}})
 	require.NoError(t, err)
-	_, err = b.ps.Client.SubscriptionAdminClient.UpdateSubscription(b.ctx, &pubsubpb.UpdateSubscriptionRequest{
+	_, err = c.pubsub.SubscriptionAdminClient.UpdateSubscription(b.ctx, &pubsubpb.UpdateSubscriptionRequest{
 		Subscription: &pubsubpb.Subscription{Name: sub.Name, PushConfig: &pubsubpb.PushConfig{PushEndpoint: "https://elsewhere.example.com/"}},
 		UpdateMask:   &fieldmaskpb.FieldMask{Paths: []string{"push_config"}}})
 	require.NoError(t, err)
@@ -185,15 +263,15 @@ func TestProvision(t *testing.T) {
 	require.Equal(t, "fixed", outcome(out, "topic"))
 	require.Equal(t, "found", outcome(out, "notification"))
 	require.Equal(t, "fixed", outcome(out, "subscription"))
-	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo", "team": "geo"}, b.gcs.BucketLabels(bucket),
+	labels, uniform, lifecycle = bucketMeta()
+	require.Equal(t, map[string]string{"wf-managed": "true", "wf-tenant": "s_demo", "wf-catalog": "demo", "team": "geo"}, labels,
 		"a label of the user's stays")
-	iam, lifecycle = b.gcs.BucketMeta(bucket)
-	require.JSONEq(t, `{"uniformBucketLevelAccess":{"enabled":true}}`, string(iam))
-	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, string(lifecycle))
-	sub, err = b.ps.Client.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub.Name})
+	require.True(t, uniform)
+	require.JSONEq(t, `{"rule":[{"action":{"type":"Delete"},"condition":{"age":365}}]}`, lifecycle)
+	sub, err = c.pubsub.SubscriptionAdminClient.GetSubscription(b.ctx, &pubsubpb.GetSubscriptionRequest{Subscription: sub.Name})
 	require.NoError(t, err)
-	require.Equal(t, "https://wf.example.com/hooks/gcs", sub.PushConfig.PushEndpoint)
-	require.Equal(t, pushSA, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
+	require.Equal(t, endpoint, sub.PushConfig.PushEndpoint)
+	require.Equal(t, sa, sub.PushConfig.GetOidcToken().ServiceAccountEmail)
 
 	// A notification configuration of wf's topic that is wrong is replaced.
 	_, err = svc.Notifications.Insert(bucket, &storagev1.Notification{Topic: "//pubsub.googleapis.com/" + topic.Name,
@@ -245,14 +323,17 @@ func TestProvisionTenancy(t *testing.T) {
 	require.ErrorContains(t, err, "belongs to tenant s_one")
 	require.True(t, wftype.IsPermanent(err))
 
-	// A deleted catalog is skipped; so is everything without a project.
+	// A deleted catalog is skipped (a true outcome); without a project
+	// the handler fails for good, naming the setting: it never passes for
+	// a provisioning (Register marks it unserved, TestRegisterUnconfigured).
 	out := b.mustRun(b.h.Provision, "s_gone", `{"catalog_id":"gone","schema_name":"s_gone"}`)
 	require.Equal(t, "skipped", out["outcome"])
+	require.Equal(t, "the catalog no longer exists", out["reason"])
 	noProject := b.settings
 	noProject.Project = ""
-	out = b.mustRun(b.handlers(noProject).Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
-	require.Equal(t, "skipped", out["outcome"])
-	require.Contains(t, out["reason"], "gcp.project is not set")
+	_, err = b.run(b.handlers(noProject).Provision, "s_one", `{"catalog_id":"one","schema_name":"s_one"}`)
+	require.ErrorContains(t, err, "gcp.project is not set (WF_GCP_PROJECT)")
+	require.True(t, wftype.IsPermanent(err))
 }
 
 func fakeBucket(name string) fakestorage.CreateBucketOpts {

@@ -76,9 +76,10 @@ func (h *Handlers) Provision(ctx context.Context, task *wftype.Task, _ reporters
 		return nil, err
 	}
 	if h.d.Settings.Project == "" {
-		// An instance without Google Cloud: every catalog.created still
-		// makes this task, which says why it did nothing.
-		return json.Marshal(provisionOutputs{CatalogID: in.CatalogID, Outcome: "skipped", Reason: "gcp.project is not set: no cloud resources are provisioned"})
+		// Register marks the handler unserved then; called all the same
+		// (an embedding program), it fails for good rather than pass for
+		// a provisioning.
+		return nil, errNoProject
 	}
 	cat, err := h.d.Store.GetCatalog(ctx, in.CatalogID)
 	switch {
@@ -90,7 +91,7 @@ func (h *Handlers) Provision(ctx context.Context, task *wftype.Task, _ reporters
 		return nil, wftype.Permanent(fmt.Errorf("catalog %s belongs to tenant %s, not %s", in.CatalogID, cat.SchemaName, in.SchemaName))
 	}
 	if h.d.Settings.PushEndpoint == "" || h.d.Settings.PushServiceAccount == "" {
-		return nil, wftype.Permanent(errors.New("gcp.push_endpoint and gcp.push_service_account must be set: the subscription pushes to wf's /hooks/gcs with that account's OIDC token"))
+		return nil, wftype.Permanent(errors.New(noPush))
 	}
 	n, err := h.resourceNames(cat.ID, cat.SchemaName)
 	if err != nil {

@@ -22,8 +22,9 @@
 // later: right after the write's own relay in the usual case, within one
 // sweep interval after a crash or an outage of the queue's database. A
 // subscriber may therefore see the catalog change before its event, never
-// an event for a change that did not commit. Events from the catalog do not
-// carry the trace context of the request that made them.
+// an event for a change that did not commit. A relayed event keeps its
+// provenance: the task whose run made the write (its source task) and the
+// trace context of the span it was emitted in.
 package outbox
 
 import (
@@ -75,7 +76,13 @@ func NewWriter(catalog *store.Store, em *events.Emitter) *Writer {
 // into the outbox when apart.
 func (w *Writer) Emit(ctx context.Context, st *store.Store, ev events.Event) error {
 	if w.apart {
-		return Record(ctx, st, ev)
+		// The rows keep the write's provenance (its source task, its
+		// trace context) for the relay to write into the queue.
+		rows, err := w.emitter.Rows(ctx, ev)
+		if err != nil {
+			return err
+		}
+		return st.InsertOutbox(ctx, rows)
 	}
 	_, err := w.emitter.EmitIn(ctx, st, ev)
 	return err
@@ -96,7 +103,8 @@ func (w *Writer) InTx(ctx context.Context, fn func(st *store.Store) error) error
 }
 
 // Record validates evs and records them in the outbox through st, a
-// catalog store bound to the transaction of the write they describe.
+// catalog store bound to the transaction of the write they describe, with
+// no provenance (Writer.Emit records the source task and trace context).
 func Record(ctx context.Context, st *store.Store, evs ...events.Event) error {
 	rows := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {

@@ -14,11 +14,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/wfhq/wf/catalog/outbox"
 	"github.com/wfhq/wf/engine/events"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
+	"github.com/wfhq/wf/internal/tracing"
+	"github.com/wfhq/wf/wftype"
 )
 
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
@@ -192,4 +195,45 @@ func TestSweeperLeavesTheNewestToTheirWriter(t *testing.T) {
 	n, err = young.RunOnce(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// TestRelayKeepsProvenance: an event a Writer records in the outbox while a
+// task runs, inside a traced span, reaches the queue with that task as its
+// source and the span's trace context; a row recorded as the previous
+// release did (no provenance columns) relays with none.
+func TestRelayKeepsProvenance(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := outbox.NewWriter(b.catalog, events.NewEmitter(b.queue).WithTracing())
+
+	source, _, err := store.NewID()
+	require.NoError(t, err)
+	ctx, span := sdktrace.NewTracerProvider().Tracer("test").Start(wftype.WithSourceTask(b.ctx, source), "catalog write")
+	defer span.End()
+	require.NoError(t, w.InTx(ctx, func(st *store.Store) error { return w.Emit(ctx, st, event(1)) }))
+
+	// The previous release's row: written without the provenance columns.
+	old, _, err := store.NewID()
+	require.NoError(t, err)
+	_, err = b.cpool.Exec(b.ctx, `INSERT INTO catalog.outbox (event_id, event_type, scope, schema_name, payload)
+VALUES ($1, 'asset.updated', 'ASSET', 's_acme', '{"n": 2}')`, old)
+	require.NoError(t, err)
+	n, err := outbox.Relay(b.ctx, b.catalog, b.queue, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the writer relayed its own event at once")
+
+	var gotSource *uuid.UUID
+	var traceparent *string
+	require.NoError(t, b.qpool.QueryRow(b.ctx, `SELECT source_task_id, traceparent FROM tasks.events WHERE payload->>'n' = '1'`).
+		Scan(&gotSource, &traceparent))
+	require.NotNil(t, gotSource)
+	require.Equal(t, source, *gotSource)
+	require.NotNil(t, traceparent)
+	require.Contains(t, *traceparent, span.SpanContext().TraceID().String())
+	require.Equal(t, tracing.Traceparent(ctx), *traceparent)
+
+	require.NoError(t, b.qpool.QueryRow(b.ctx, `SELECT source_task_id, traceparent FROM tasks.events WHERE event_id = $1`, old).
+		Scan(&gotSource, &traceparent))
+	require.Nil(t, gotSource)
+	require.Nil(t, traceparent)
 }

@@ -57,7 +57,8 @@ const (
 // Settings are the cluster and the indexing limits (config.Elasticsearch).
 type Settings struct {
 	// Addresses are the nodes' URLs; empty means no cluster is configured:
-	// the handlers complete at once, saying so in their outputs.
+	// the handlers are then marked unserved where they are registered
+	// (catalog/builtins), and fail for good if called all the same.
 	Addresses []string
 	// Username, Password and APIKey authenticate (APIKey wins).
 	Username, Password, APIKey string
@@ -172,12 +173,20 @@ type Outputs struct {
 	Documents int64 `json:"documents"`
 	// Watermark is the latest feature write indexed.
 	Watermark *time.Time `json:"watermark,omitempty"`
-	// Skipped says why nothing was done (no cluster configured).
-	Skipped string `json:"skipped,omitempty"`
 }
 
-// notConfigured is the Skipped reason without a cluster.
-const notConfigured = "no Elasticsearch cluster is configured (elasticsearch.addresses)"
+// NotConfigured says why the search handlers cannot run without a cluster:
+// the reason the builtins give builtin.Registry.MarkUnserved, and the
+// permanent error of a handler called all the same.
+const NotConfigured = "elasticsearch.addresses is not set (WF_ELASTICSEARCH_ADDRESSES)"
+
+// errNotConfigured fails a search task on a Handler without a cluster: it
+// never passes for an indexing.
+var errNotConfigured = wftype.Permanent(errors.New("no Elasticsearch cluster is configured: " + NotConfigured))
+
+// Configured says whether a cluster is configured (Settings.Addresses):
+// without one the handlers are marked unserved where they are registered.
+func (h *Handler) Configured() bool { return h.es != nil }
 
 // Index is the elasticsearch builtin handler.
 func (h *Handler) Index(ctx context.Context, task *wftype.Task, rep reporters.Reporter) (json.RawMessage, error) {
@@ -188,12 +197,12 @@ func (h *Handler) Index(ctx context.Context, task *wftype.Task, rep reporters.Re
 	if in.CatalogID == "" || in.CollectionID == "" {
 		return nil, wftype.Permanent(errors.New(`invalid elasticsearch inputs: "catalog_id" and "collection_id" are required`))
 	}
+	if h.es == nil {
+		return nil, errNotConfigured
+	}
 	table, err := h.cfg.Store.TaskFeatureTable(ctx, task.SchemaName, in.CatalogID, in.CollectionID, "indexing")
 	if err != nil {
 		return nil, err
-	}
-	if h.es == nil {
-		return json.Marshal(Outputs{Skipped: notConfigured})
 	}
 	col, err := h.cfg.Store.GetCollection(ctx, in.CatalogID, in.CollectionID)
 	if err != nil {
@@ -250,7 +259,6 @@ type DropOutputs struct {
 	// Deleted are the indexes deleted; Absent those that did not exist.
 	Deleted []string `json:"deleted"`
 	Absent  []string `json:"absent"`
-	Skipped string   `json:"skipped,omitempty"`
 }
 
 // Drop is the elasticsearch_drop builtin handler: it deletes the indexes
@@ -261,6 +269,9 @@ func (h *Handler) Drop(ctx context.Context, task *wftype.Task, _ reporters.Repor
 	if err := builtin.ReadInputs(task.Inputs, &in, "the "+DropHandlerName+" inputs"); err != nil {
 		return nil, err
 	}
+	if h.es == nil {
+		return nil, errNotConfigured
+	}
 	out := DropOutputs{Deleted: []string{}, Absent: []string{}}
 	var names []string
 	for _, c := range in.Collections {
@@ -270,24 +281,19 @@ func (h *Handler) Drop(ctx context.Context, task *wftype.Task, _ reporters.Repor
 		}
 		names = append(names, h.IndexName(t.Schema, t.Collection))
 	}
-	if h.es == nil {
-		out.Skipped = notConfigured
-	}
 	for _, name := range names {
-		if h.es != nil {
-			res, err := h.es.Indices.Delete([]string{name}, h.es.Indices.Delete.WithContext(ctx))
-			if err != nil {
-				return nil, fmt.Errorf("error deleting index %s: %w", name, err)
-			}
-			status, body := drain(res)
-			switch {
-			case status == http.StatusNotFound:
-				out.Absent = append(out.Absent, name)
-			case res.IsError():
-				return nil, statusError("deleting index "+name, status, body)
-			default:
-				out.Deleted = append(out.Deleted, name)
-			}
+		res, err := h.es.Indices.Delete([]string{name}, h.es.Indices.Delete.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("error deleting index %s: %w", name, err)
+		}
+		status, body := drain(res)
+		switch {
+		case status == http.StatusNotFound:
+			out.Absent = append(out.Absent, name)
+		case res.IsError():
+			return nil, statusError("deleting index "+name, status, body)
+		default:
+			out.Deleted = append(out.Deleted, name)
 		}
 		if err := h.cfg.Store.DeleteSearchIndex(ctx, name); err != nil {
 			return nil, err

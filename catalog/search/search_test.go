@@ -17,7 +17,7 @@ import (
 	"github.com/wfhq/wf/catalog/search"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbtest"
-	"github.com/wfhq/wf/internal/esfake"
+	"github.com/wfhq/wf/internal/livetest"
 	"github.com/wfhq/wf/reporters"
 	"github.com/wfhq/wf/runners/runnertest"
 	"github.com/wfhq/wf/wftype"
@@ -28,28 +28,43 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 // bundle is one test's database, a collection cat/towns of tenant s_cat
 // and a fake Elasticsearch.
 type bundle struct {
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	store  *store.Store
-	es     *esfake.Server
-	search *search.Handler
-	dir    string
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	store   *store.Store
+	backend esBackend
+	inspect inspector
+	bulks   *bulkCounter
+	search  *search.Handler
+	// indexName is the index of cat/towns.
+	indexName string
+	dir       string
 }
 
+// setup is setupOn the fake.
 func setup(t *testing.T, layerConfig string) *bundle {
+	t.Helper()
+	return setupOn(t, layerConfig, fakeES(t))
+}
+
+// setupOn builds the bundle on a backend; the index of cat/towns is
+// deleted when the test ends.
+func setupOn(t *testing.T, layerConfig string, backend esBackend) *bundle {
 	t.Helper()
 	pool, st := catalogtest.NewStore(t, []string{"cat"})
 	ctx := context.Background()
 	_, err := st.CreateCollection(ctx, store.NewCollection{CatalogID: "cat", ID: "towns", LayerConfig: json.RawMessage(layerConfig)})
 	require.NoError(t, err)
-	es := esfake.New()
-	t.Cleanup(es.Close)
-	h, err := search.New(search.Config{Store: st, Settings: search.Settings{
-		Addresses: []string{es.URL}, FlushBytes: 2048, MaxRetries: 3,
-		Backoff: func(int) time.Duration { return time.Millisecond },
-	}})
+	settings := backend.settings
+	settings.FlushBytes, settings.MaxRetries = 2048, 3
+	settings.Backoff = func(int) time.Duration { return time.Millisecond }
+	bulks := &bulkCounter{next: http.DefaultTransport}
+	settings.Transport = bulks
+	h, err := search.New(search.Config{Store: st, Settings: settings})
 	require.NoError(t, err)
-	return &bundle{ctx: ctx, pool: pool, store: st, es: es, search: h, dir: t.TempDir()}
+	b := &bundle{ctx: ctx, pool: pool, store: st, backend: backend, inspect: newInspector(t, settings), bulks: bulks,
+		search: h, indexName: h.IndexName("s_cat", "towns"), dir: t.TempDir()}
+	t.Cleanup(func() { b.inspect.deleteIndex(t, b.indexName) })
+	return b
 }
 
 // task returns an elasticsearch task of tenant s_cat with inputs.
@@ -86,14 +101,20 @@ func town(code string, pop any, x float64) string {
 
 var towns = map[string]any{"catalog_id": "cat", "collection_id": "towns"}
 
+// TestIndexFullThenIncremental is a contract: on esfake, and on a real
+// cluster under make test-live (docs/live-tests.md).
 func TestIndexFullThenIncremental(t *testing.T) {
 	t.Parallel()
-	b := setup(t, `{"fields": {"pop": "integer", "name": "text"}}`)
+	livetest.Backends(t, fakeES, liveES, indexFullThenIncremental)
+}
+
+func indexFullThenIncremental(t *testing.T, backend esBackend) {
+	b := setupOn(t, `{"fields": {"pop": "integer", "name": "text"}}`, backend)
 	b.load(t, "2024-01-01T00:00:00Z", town("T1", 100, 7.1), town("T2", 200, 7.2), town("T3", 300, 7.3))
 
 	out, rep, err := b.index(t, towns)
 	require.NoError(t, err)
-	require.Equal(t, "wf-s_cat-towns", out.Index)
+	require.Equal(t, b.indexName, out.Index)
 	require.True(t, out.Full, "the first run sends everything")
 	require.Equal(t, int64(3), out.Indexed)
 	require.Equal(t, int64(3), out.Documents, "_count after _refresh")
@@ -101,30 +122,32 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.NotNil(t, out.Watermark)
 
 	// The mapping: geometry as geo_shape, declared fields typed, identity as keywords.
-	props := b.es.Mapping(out.Index)["properties"].(map[string]any)
+	// (A cluster adds the undeclared properties it mapped dynamically.)
+	props := b.inspect.mapping(t, out.Index)["properties"].(map[string]any)
 	require.Equal(t, "geo_shape", props["geometry"].(map[string]any)["type"])
 	require.Equal(t, "keyword", props["geoid"].(map[string]any)["type"])
 	typed := props["properties"].(map[string]any)["properties"].(map[string]any)
-	require.Equal(t, map[string]any{"pop": map[string]any{"type": "long"}, "name": map[string]any{"type": "text"}}, typed)
+	require.Equal(t, map[string]any{"type": "long"}, typed["pop"])
+	require.Equal(t, map[string]any{"type": "text"}, typed["name"])
 
 	// A document per feature, by geoid, with its GeoJSON geometry.
-	docs := b.es.Docs(out.Index)
-	require.Len(t, docs, 3)
-	for id, raw := range docs {
-		var d map[string]any
-		require.NoError(t, json.Unmarshal(raw, &d))
+	geoids := geoidsOf(t, b)
+	require.Len(t, geoids, 3)
+	for _, id := range geoids {
+		d := b.inspect.doc(t, out.Index, id)
+		require.NotNil(t, d, id)
 		require.Equal(t, id, d["geoid"])
 		require.Equal(t, "Point", d["geometry"].(map[string]any)["type"])
 	}
 
 	// Nothing changed: nothing sent.
-	requests := b.es.BulkRequests()
+	requests := b.bulks.n.Load()
 	out2, rep, err := b.index(t, towns)
 	require.NoError(t, err)
 	require.False(t, out2.Full)
 	require.Equal(t, int64(0), out2.Indexed)
 	require.Equal(t, int64(3), out2.Documents)
-	require.Equal(t, requests, b.es.BulkRequests(), "no _bulk request for no change")
+	require.Equal(t, requests, b.bulks.n.Load(), "no _bulk request for no change")
 	require.Empty(t, rep.Envelopes())
 	require.Equal(t, out.Watermark, out2.Watermark)
 
@@ -137,18 +160,14 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.Equal(t, int64(4), out3.Documents)
 	require.True(t, out3.Watermark.After(*out2.Watermark))
 	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 2}, rep.ByStatus())
-	pops := map[string]float64{}
-	for _, raw := range b.es.Docs(out.Index) {
-		var d struct {
-			ExternalID string `json:"external_id"`
-			Properties struct {
-				Pop float64 `json:"pop"`
-			} `json:"properties"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &d))
-		pops[d.ExternalID] = d.Properties.Pop
+	pops := map[string]any{}
+	for ext, id := range geoidsOf(t, b) {
+		d := b.inspect.doc(t, out.Index, id)
+		require.NotNil(t, d, ext)
+		require.Equal(t, ext, d["external_id"])
+		pops[ext] = d["properties"].(map[string]any)["pop"]
 	}
-	require.Equal(t, map[string]float64{"T1": 100, "T2": 250, "T3": 300, "T4": 400}, pops)
+	require.Equal(t, map[string]any{"T1": 100.0, "T2": 250.0, "T3": 300.0, "T4": 400.0}, pops)
 
 	// full: true sends everything again; external versions keep the documents as they are.
 	out4, _, err := b.index(t, map[string]any{"catalog_id": "cat", "collection_id": "towns", "full": true})
@@ -158,9 +177,14 @@ func TestIndexFullThenIncremental(t *testing.T) {
 	require.Equal(t, int64(4), out4.Documents)
 }
 
+// TestIndexDeletesClosedFeatures is a contract (esfake, a real cluster).
 func TestIndexDeletesClosedFeatures(t *testing.T) {
 	t.Parallel()
-	b := setup(t, `{}`)
+	livetest.Backends(t, fakeES, liveES, indexDeletesClosedFeatures)
+}
+
+func indexDeletesClosedFeatures(t *testing.T, backend esBackend) {
+	b := setupOn(t, `{}`, backend)
 	b.load(t, "2024-01-01T00:00:00Z", town("T1", 1, 7.1), town("T2", 2, 7.2))
 	out, _, err := b.index(t, towns)
 	require.NoError(t, err)
@@ -174,8 +198,12 @@ func TestIndexDeletesClosedFeatures(t *testing.T) {
 	require.Equal(t, int64(1), out.Deleted)
 	require.Equal(t, int64(1), out.Documents)
 	require.Equal(t, map[reporters.RecordStatus]int{reporters.RecordSuccess: 1}, rep.ByStatus())
+	geoids := geoidsOf(t, b)
+	require.Nil(t, b.inspect.doc(t, out.Index, geoids["T2"]), "T2's document is gone")
+	require.NotNil(t, b.inspect.doc(t, out.Index, geoids["T1"]))
 }
 
+// TestIndexItemErrorsAndRetries injects faults: esfake only.
 func TestIndexItemErrorsAndRetries(t *testing.T) {
 	t.Parallel()
 	b := setup(t, `{"fields": {"pop": "integer"}}`)
@@ -183,8 +211,8 @@ func TestIndexItemErrorsAndRetries(t *testing.T) {
 	geoids := geoidsOf(t, b)
 
 	// T1 is answered 429 then 503, a whole request 429: all retried.
-	b.es.FailItem(geoids["T1"], http.StatusTooManyRequests, http.StatusServiceUnavailable)
-	b.es.RejectBulk(http.StatusTooManyRequests)
+	b.backend.fake.FailItem(geoids["T1"], http.StatusTooManyRequests, http.StatusServiceUnavailable)
+	b.backend.fake.RejectBulk(http.StatusTooManyRequests)
 	out, rep, err := b.index(t, towns)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), out.Indexed)
@@ -203,11 +231,11 @@ func TestIndexItemErrorsAndRetries(t *testing.T) {
 	// watermark, so the next run sends it again.
 	b.load(t, "2025-01-01T00:00:00Z", town("T3", 33, 7.3))
 	geoids = geoidsOf(t, b)
-	b.es.FailItem(geoids["T3"], 503, 503, 503, 503)
+	b.backend.fake.FailItem(geoids["T3"], 503, 503, 503, 503)
 	_, _, err = b.index(t, towns)
 	require.ErrorContains(t, err, "still refused with 429 or 5xx after 3 retries")
 	require.False(t, wftype.IsPermanent(err), "retried by the engine")
-	state, found, err := b.store.GetSearchIndex(b.ctx, "wf-s_cat-towns")
+	state, found, err := b.store.GetSearchIndex(b.ctx, b.indexName)
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, out.Watermark, state.Watermark)
@@ -216,9 +244,14 @@ func TestIndexItemErrorsAndRetries(t *testing.T) {
 	require.Equal(t, int64(1), out.Indexed)
 }
 
+// TestDropAndTenancy is a contract (esfake, a real cluster).
 func TestDropAndTenancy(t *testing.T) {
 	t.Parallel()
-	b := setup(t, `{}`)
+	livetest.Backends(t, fakeES, liveES, dropAndTenancy)
+}
+
+func dropAndTenancy(t *testing.T, backend esBackend) {
+	b := setupOn(t, `{}`, backend)
 	b.load(t, "2024-01-01T00:00:00Z", town("T1", 1, 7.1))
 	_, _, err := b.index(t, towns)
 	require.NoError(t, err)
@@ -234,22 +267,13 @@ func TestDropAndTenancy(t *testing.T) {
 		return catalogtest.Handle[search.DropOutputs](t, b.search.Drop, &wftype.Task{SchemaName: wftype.SystemSchema,
 			Inputs: json.RawMessage(`{"catalog_id":"cat","schema_name":"s_cat","collections":["towns"]}`)}, &runnertest.Recorder{})
 	}
-	require.Equal(t, []string{"wf-s_cat-towns"}, drop().Deleted)
-	require.Empty(t, b.es.Indices())
-	_, found, err := b.store.GetSearchIndex(b.ctx, "wf-s_cat-towns")
+	require.True(t, b.inspect.exists(t, b.indexName))
+	require.Equal(t, []string{b.indexName}, drop().Deleted)
+	require.False(t, b.inspect.exists(t, b.indexName))
+	_, found, err := b.store.GetSearchIndex(b.ctx, b.indexName)
 	require.NoError(t, err)
 	require.False(t, found, "the watermark is forgotten with the index")
-	require.Equal(t, []string{"wf-s_cat-towns"}, drop().Absent, "a second drop finds nothing and succeeds")
-}
-
-func TestNoClusterConfigured(t *testing.T) {
-	t.Parallel()
-	b := setup(t, `{}`)
-	h, err := search.New(search.Config{Store: b.store})
-	require.NoError(t, err)
-	raw, err := h.Index(b.ctx, task(t, towns), &runnertest.Recorder{})
-	require.NoError(t, err)
-	require.Contains(t, string(raw), "elasticsearch.addresses")
+	require.Equal(t, []string{b.indexName}, drop().Absent, "a second drop finds nothing and succeeds")
 }
 
 func TestMappingErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,8 +67,15 @@ type ConsumerConfig struct {
 	// running a newer spec set (a rolling deploy that adds a Subscription)
 	// can consume it meanwhile. Default DefaultUnmatchedGrace.
 	UnmatchedGrace time.Duration
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	// Inactive are task types this instance cannot serve because their
+	// service is not configured (runnerset.Set.Unserved), each with why:
+	// the subscriptions that create them are inactive here, as if this
+	// instance's specs had none, so an event only they match is an
+	// unmatched one (held for UnmatchedGrace, for an instance that serves
+	// the type, then deleted) and never leaves a task nobody will run.
+	Inactive map[string]string
+	Clock    clock.Clock
+	Logger   *slog.Logger
 	// TracerProvider traces each consumed event that carries a trace
 	// context (a span "wf.event", in the trace it was emitted in, whose
 	// context the tasks it creates keep); nil means tracing is off.
@@ -417,6 +425,12 @@ func (c *Consumer) failures(plans []planned) ([]store.EventFailure, map[uuid.UUI
 // plan evaluates the subscriptions of one event into task requests.
 func (c *Consumer) plan(ev store.Event) planned {
 	subs := c.cfg.Specs.SubscriptionsFor(ev.EventType)
+	if len(c.cfg.Inactive) > 0 {
+		subs = slices.DeleteFunc(subs, func(s *spec.Subscription) bool {
+			_, off := c.cfg.Inactive[s.TaskType()]
+			return off
+		})
+	}
 	p := planned{event: ev, unmatched: len(subs) == 0}
 	env := map[string]any{
 		"event_id":    ev.ID.String(),

@@ -170,7 +170,11 @@ func Validate(ev Event) (store.NewEvent, error) {
 	return store.NewEvent{ID: id, EventType: ev.Type, Scope: ev.Scope, SchemaName: ev.SchemaName, Payload: ev.Payload, DedupKey: ev.DedupKey}, nil
 }
 
-func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Result, error) {
+// Rows validates evs and returns the rows to write, each with its
+// provenance from ctx: the trace context of the span they are emitted in
+// (when the emitter is traced) and their source task. The catalog's outbox
+// (catalog/outbox) records these rows when it cannot write them at once.
+func (e *Emitter) Rows(ctx context.Context, evs ...Event) ([]store.NewEvent, error) {
 	rows := make([]store.NewEvent, len(evs))
 	// The span the events are emitted in (a request's, a task run's): the
 	// tasks their subscriptions create continue its trace.
@@ -189,6 +193,14 @@ func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Res
 			row.SourceTaskID, _ = wftype.SourceTask(ctx)
 		}
 		rows[i] = row
+	}
+	return rows, nil
+}
+
+func (e *Emitter) emit(ctx context.Context, st *store.Store, evs []Event) ([]Result, error) {
+	rows, err := e.Rows(ctx, evs...)
+	if err != nil {
+		return nil, err
 	}
 	// On the store's pool, never inside a caller's transaction.
 	months := make([]time.Time, len(rows))

@@ -7,6 +7,8 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/wfhq/wf/engine/execution"
@@ -34,11 +36,30 @@ type Set struct {
 	Runners []runners.Runner
 	Pairs   []runners.Pair
 	Rules   execution.Rules
+	// Unserved are the task types whose builtin handler the registry marks
+	// unserved (builtin.Registry.MarkUnserved: its service is not
+	// configured), sorted by task type. They keep their pair and rule, but
+	// no runner serves them, so this instance never claims their tasks.
+	Unserved []Unserved
+}
+
+// Unserved is a task type this instance cannot run, and why.
+type Unserved struct {
+	TaskType string `json:"task_type"`
+	// Handler is the builtin handler the task type names.
+	Handler string `json:"handler"`
+	// Reason names the missing setting.
+	Reason string `json:"reason"`
 }
 
 // Build creates one runner per handler kind that some task type uses, the
-// synchronous runner over them, and a rule per task type.
+// synchronous runner over them, and a rule per task type. A builtin task
+// type whose handler the registry marks unserved gets no runner (Set.Unserved).
 func Build(specs *spec.Set, opts Options) (*Set, error) {
+	registry := opts.Registry
+	if registry == nil {
+		registry = builtin.NewRegistry()
+	}
 	builtins := map[string]string{}
 	execs := map[string]exec.Handler{}
 	endpoints := map[string]httprunner.Endpoint{}
@@ -47,7 +68,11 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 		h := tt.Handler()
 		switch h.Kind {
 		case spec.HandlerBuiltin:
-			builtins[tt.Name()] = h.Builtin
+			if reason, ok := registry.Unserved(h.Builtin); ok {
+				out.Unserved = append(out.Unserved, Unserved{TaskType: tt.Name(), Handler: h.Builtin, Reason: reason})
+			} else {
+				builtins[tt.Name()] = h.Builtin
+			}
 		case spec.HandlerExec:
 			execs[tt.Name()] = exec.Handler{Command: h.Exec.Command, Env: h.Exec.Env, Dir: h.Exec.Dir}
 		case spec.HandlerHTTP:
@@ -61,7 +86,7 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 	}
 	var local []runners.Runner
 	if len(builtins) > 0 {
-		r, err := builtin.New(builtin.Config{Registry: opts.Registry, Handlers: builtins, Logger: opts.Logger})
+		r, err := builtin.New(builtin.Config{Registry: registry, Handlers: builtins, Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}
@@ -82,6 +107,7 @@ func Build(specs *spec.Set, opts Options) (*Set, error) {
 		local = append(local, r)
 	}
 	out.Runners = append(append(append(out.Runners, opts.Extra...), local...), syncrunner.New(local...))
+	slices.SortFunc(out.Unserved, func(a, b Unserved) int { return strings.Compare(a.TaskType, b.TaskType) })
 	return out, nil
 }
 
@@ -111,4 +137,17 @@ func RuleFor(tt *spec.TaskType, defaultLease time.Duration) execution.Rule {
 		Backoff:    execution.BackoffFunc(r.Backoff),
 		MaxSnoozes: r.MaxSnoozes,
 	}
+}
+
+// Inactive maps unserved task types to why: the event consumer's
+// events.ConsumerConfig.Inactive, whose subscriptions it skips.
+func Inactive(unserved []Unserved) map[string]string {
+	if len(unserved) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(unserved))
+	for _, u := range unserved {
+		m[u.TaskType] = u.Reason
+	}
+	return m
 }

@@ -131,6 +131,9 @@ type checker struct {
 	errs         Errors
 	declarations map[string]map[string]*document // kind → name → declaring document
 	taskTypes    map[string]*TaskType            // the task types that compiled
+	// subscriptions are the Subscriptions that compiled (the event types
+	// a workflow's wait_for_event step may wait for).
+	subscriptions []*Subscription
 }
 
 // add records a pass 2 error about the value at ptr of d, unless pass 1
@@ -237,6 +240,7 @@ func (c *checker) compile(docs []*document) *Set {
 			set.schedules = append(set.schedules, s)
 		}
 	}
+	c.subscriptions = set.subscriptions // what a wait_for_event may wait for
 	for _, d := range byKind[KindWorkflow] {
 		if w := c.compileWorkflow(d); w != nil {
 			set.workflows = append(set.workflows, w)

@@ -38,6 +38,8 @@ type (
 		Inputs            map[string]string `json:"inputs"`
 		MaxRetries        int               `json:"max_retries"`
 		Priority          int               `json:"priority"`
+		Kind              string            `json:"kind,omitempty"`
+		Wait              *waitJSON         `json:"wait,omitempty"`
 	}
 	taskTypeJSON struct {
 		Name              string          `json:"name"`
@@ -245,12 +247,18 @@ func (w *Workflow) toJSON() workflowJSON {
 	}
 	for _, s := range w.steps {
 		sj := stepJSON{
-			Name: s.name, TaskType: s.taskType.name, DependsOn: s.DependsOn(), When: s.WhenExpr(),
+			Name: s.name, DependsOn: s.DependsOn(), When: s.WhenExpr(),
 			OnUpstreamSkipped: s.onSkipped, ForEach: s.ForEachExpr(), Inputs: s.InputExprs(),
 			MaxRetries: s.MaxRetries(), Priority: s.Priority(),
 		}
 		if sj.DependsOn == nil {
 			sj.DependsOn = []string{}
+		}
+		if s.taskType != nil {
+			sj.TaskType = s.taskType.name
+		}
+		if s.wait != nil {
+			sj.Kind, sj.Wait = s.wait.kind, s.wait.toJSON()
 		}
 		if s.forEach != nil {
 			sj.Concurrency, sj.MaxItems = s.concurrency, s.maxItems

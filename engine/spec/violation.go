@@ -289,6 +289,8 @@ func valueMessage(kw, msg string, sch map[string]any, value any) string {
 		if p, ok := sch["pattern"].(string); ok {
 			return "must match the pattern " + p + got
 		}
+	case "not":
+		return notMessage(sch["not"], value)
 	case "uniqueItems":
 		return "items must be unique (" + strings.Replace(msg, "items at index", "items", 1) + ")"
 	case "format":

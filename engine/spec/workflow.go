@@ -43,8 +43,10 @@ type Workflow struct {
 	inputsDoc  rawSchemas
 	timeout    time.Duration
 	startRoles []string
-	steps      []*Step // in topological order, ties by name
-	stepIndex  map[string]*Step
+	// signalRoles may send a run's approval steps their signals.
+	signalRoles []string
+	steps       []*Step // in topological order, ties by name
+	stepIndex   map[string]*Step
 }
 
 // InputSchema is the JSON Schema of a run's inputs, as JSON.
@@ -58,6 +60,13 @@ func (w *Workflow) StartRoles() []string { return slices.Clone(w.startRoles) }
 
 // CanStart reports whether a token of role may start a run.
 func (w *Workflow) CanStart(role string) bool { return slices.Contains(w.startRoles, role) }
+
+// CanSignal reports whether a token of role may send a run's approval
+// steps their signals (api.signal, default client and admin).
+func (w *Workflow) CanSignal(role string) bool { return slices.Contains(w.signalRoles, role) }
+
+// SignalRoles lists the token roles that may send signals to a run.
+func (w *Workflow) SignalRoles() []string { return slices.Clone(w.signalRoles) }
 
 // Steps lists the steps in topological order (a step after every step it
 // depends on), ties broken by name.
@@ -93,9 +102,11 @@ type Step struct {
 	maxItems    int
 	maxRetries  *int
 	priority    *int
+	wait        *Wait // a sleep, wait_for_event or approval step; nil for a task step
 }
 
-// TaskType is the task type the step's tasks are of.
+// TaskType is the task type the step's tasks are of; nil for a wait step
+// (Kind).
 func (s *Step) TaskType() *TaskType { return s.taskType }
 
 // DependsOn lists the steps that must end before this one starts, sorted.
@@ -137,6 +148,9 @@ func (s *Step) MaxRetries() int {
 	if s.maxRetries != nil {
 		return *s.maxRetries
 	}
+	if s.taskType == nil {
+		return 0 // a wait step
+	}
 	return s.taskType.MaxRetries()
 }
 
@@ -144,6 +158,9 @@ func (s *Step) MaxRetries() int {
 func (s *Step) Priority() int {
 	if s.priority != nil {
 		return *s.priority
+	}
+	if s.taskType == nil {
+		return 0 // a wait step
 	}
 	return s.taskType.Priority()
 }

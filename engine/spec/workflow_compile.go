@@ -22,7 +22,8 @@ type workflowSpec struct {
 	Inputs      json.RawMessage `json:"inputs"`
 	Timeout     string          `json:"timeout"`
 	API         struct {
-		Start *[]string `json:"start"`
+		Start  *[]string `json:"start"`
+		Signal *[]string `json:"signal"`
 	} `json:"api"`
 	Steps map[string]stepSpec `json:"steps"`
 }
@@ -40,6 +41,9 @@ type stepSpec struct {
 	MaxItems          int               `json:"max_items"`
 	MaxRetries        *int              `json:"max_retries"`
 	Priority          *int              `json:"priority"`
+	Sleep             *sleepSpec        `json:"sleep"`
+	WaitForEvent      *eventWaitSpec    `json:"wait_for_event"`
+	Approval          *approvalSpec     `json:"approval"`
 }
 
 // workflowCheck is the state of checking one Workflow document.
@@ -55,18 +59,23 @@ type workflowCheck struct {
 	never    map[string]bool // step → its when can never be true (its schema rules it out)
 	item     any             // the schema of item in the step being checked, nil if unknown
 	itemOf   string          // the for_each that item comes from
+	event    *Wait           // the wait_for_event step whose match is being checked
 }
 
 // compileWorkflow runs pass 2 over a Workflow document.
 func (c *checker) compileWorkflow(d *document) *Workflow {
 	s := decodeDocument[workflowSpec](c, d)
 	w := &Workflow{
-		named:      d.named(s.Name, s.Description),
-		startRoles: []string{RoleClient, RoleAdmin},
-		stepIndex:  map[string]*Step{},
+		named:       d.named(s.Name, s.Description),
+		startRoles:  []string{RoleClient, RoleAdmin},
+		signalRoles: []string{RoleClient, RoleAdmin},
+		stepIndex:   map[string]*Step{},
 	}
 	if s.API.Start != nil {
 		w.startRoles = slices.Clone(*s.API.Start)
+	}
+	if s.API.Signal != nil {
+		w.signalRoles = slices.Clone(*s.API.Signal)
 	}
 	w.timeout, _ = c.duration(d, "/timeout", s.Timeout, DefaultWorkflowTimeout, minWorkflowTimeout, maxWorkflowTimeout)
 	schemaName := "workflow:" + s.Name
@@ -130,6 +139,14 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 	if s.MaxItems > 0 {
 		st.maxItems = s.MaxItems
 	}
+	kind, ok := wc.stepKind(name, s)
+	if ok && kind != StepKindTask {
+		st.wait = wc.waitStep(name, kind, s)
+	}
+	if !ok || kind != StepKindTask {
+		wc.checkDependsOn(name, s)
+		return st
+	}
 	if s.ForEach == "" {
 		for _, field := range []string{"concurrency", "max_items"} {
 			if _, set := d.lookup(stepPtr(name, field)); set {
@@ -145,6 +162,13 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 			c.fail(d, stepPtr(name, "task_type"), "task type %q is SYNCHRONOUS (it runs in front of its caller); a workflow step must be an ASYNCHRONOUS task type", t.name)
 		}
 	}
+	wc.checkDependsOn(name, s)
+	return st
+}
+
+// checkDependsOn fails a depends_on naming no step of the workflow.
+func (wc *workflowCheck) checkDependsOn(name string, s stepSpec) {
+	c, d := wc.c, wc.d
 	for i, dep := range s.DependsOn {
 		if _, ok := wc.specs[dep]; ok {
 			continue
@@ -155,7 +179,6 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 		}
 		c.fail(d, fmt.Sprintf("%s/%d", stepPtr(name, "depends_on"), i), "no step %q in this workflow%s", dep, hint)
 	}
-	return st
 }
 
 // locationOf is the position of the value at ptr of d.
@@ -181,6 +204,10 @@ func (wc *workflowCheck) expressions(st *Step) {
 	outputs := reflect.Type(anyType)
 	if st.taskType != nil {
 		outputs = schemaType(st.taskType.outputsDoc, 0)
+	}
+	if st.wait != nil {
+		outputs = waitOutputs(st.wait)
+		wc.waitExpressions(st, fields)
 	}
 	wc.item, wc.itemOf = nil, ""
 	if s.ForEach != "" {
@@ -211,6 +238,7 @@ func (wc *workflowCheck) expressions(st *Step) {
 		if st.when != nil {
 			wc.never[st.name] = wc.c.checkComparisons(wc.d, ptr, s.When, wc.schemaOf)
 		}
+		wc.checkStatusReads(ptr, s.When)
 	}
 	for _, name := range st.inputNames {
 		ptr := joinPointer(stepPtr(st.name, "inputs"), name)
@@ -220,6 +248,7 @@ func (wc *workflowCheck) expressions(st *Step) {
 			continue
 		}
 		wc.c.checkComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
+		wc.checkStatusReads(ptr, s.Inputs[name])
 		if st.taskType != nil {
 			n := len(wc.c.errs)
 			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
@@ -240,8 +269,13 @@ func (wc *workflowCheck) schemaOf(names []string) (any, bool) {
 		return schemaAt(wc.inputs, names[1:])
 	case len(names) >= 1 && names[0] == "item" && wc.item != nil:
 		return schemaAt(wc.item, names[1:])
+	case len(names) >= 2 && names[0] == "event" && names[1] == "payload" && wc.event != nil && wc.event.payloadVal != nil:
+		return schemaAt(wc.event.payloadVal, names[2:])
 	case len(names) >= 3 && names[0] == "steps" && names[2] == "outputs":
 		st, ok := wc.w.stepIndex[names[1]]
+		if ok && st.wait != nil && st.wait.payloadVal != nil {
+			return schemaAt(st.wait.payloadVal, names[3:])
+		}
 		if !ok || st.taskType == nil || st.taskType.outputsDoc == nil {
 			return nil, false
 		}
@@ -406,12 +440,17 @@ func (wc *workflowCheck) badRead(r read, fields []field) (int, string) {
 		if t.forEach != nil || wc.specs[name].ForEach != "" {
 			return 3, fmt.Sprintf("steps.%s.outputs is a list (step %s runs for_each), so it has no field %s; read an item with [i], or map over it", name, name, r.names[3])
 		}
+		if t.wait != nil && t.wait.payloadVal != nil {
+			return wc.schemaRead(r, 3, t.wait.payloadVal, "steps."+name+".outputs", fmt.Sprintf("the payload schema of step %s", name))
+		}
 		if t.taskType == nil {
 			return 0, ""
 		}
 		return wc.schemaRead(r, 3, t.taskType.outputsDoc, "steps."+name+".outputs", fmt.Sprintf("the outputs schema of task type %s", t.taskType.name))
 	case "inputs":
 		return wc.schemaRead(r, 1, wc.inputs, "inputs", "the workflow's inputs schema")
+	case "event":
+		return wc.eventRead(r)
 	case "item":
 		if wc.item != nil {
 			return wc.schemaRead(r, 1, wc.item, "item", fmt.Sprintf("the items schema of for_each %q", wc.itemOf))

@@ -280,39 +280,18 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		})
 		return out, err
 	}
-	n := len(events)
-	ids := make([]uuid.UUID, n)
-	created := make([]time.Time, n)
-	types, scopes, schemas := make([]string, n), make([]string, n), make([]string, n)
-	payloads := make([][]byte, n)
-	dedups := make([]*string, n)
-	traces := make([]*string, n)
-	sourceIDs := make([]*uuid.UUID, n)
 	for i := range events {
-		e := &events[i]
-		if err := assignID(&e.ID, "inserting event"); err != nil {
+		if err := assignID(&events[i].ID, "inserting event"); err != nil {
 			return nil, err
 		}
-		ids[i], created[i] = e.ID, IDTime(e.ID)
-		types[i], scopes[i], schemas[i] = e.EventType, e.Scope, e.SchemaName
-		payloads[i] = e.Payload
-		if len(payloads[i]) == 0 {
-			payloads[i] = []byte("{}")
-		}
-		if e.DedupKey != "" {
-			k := e.DedupKey
-			dedups[i] = &k
-		}
-		if e.Traceparent != "" {
-			tp := e.Traceparent
-			traces[i] = &tp
-		}
-		if e.SourceTaskID != uuid.Nil {
-			id := e.SourceTaskID
-			sourceIDs[i] = &id
-		}
 	}
-	sql, args := insertEventsSQL, []any{ids, created, types, scopes, schemas, payloads, dedups, s.channels.Events, traces, sourceIDs}
+	cols := eventArraysOf(events)
+	ids, created, n := cols.ids, make([]time.Time, len(events)), len(events)
+	for i := range events {
+		created[i] = IDTime(ids[i])
+	}
+	sql, args := insertEventsSQL, []any{ids, created, cols.types, cols.scopes, cols.schemas, cols.payloads, cols.dedups,
+		s.channels.Events, cols.traces, cols.sources}
 	if sources == 1 {
 		entries := make([][]byte, n)
 		for i := range events {
@@ -356,4 +335,37 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 
 func (s *Store) eventsByDedupKey(ctx context.Context, schemas, keys []string) (map[tenantKey]Event, error) {
 	return holdersByKey(ctx, s.db, "looking up deduplicated events", existingEventsByDedupSQL, scanEvent, schemas, keys)
+}
+
+// eventArrays are the columns of events as the arrays an unnest(…) insert
+// binds: "" and uuid.Nil become NULL, an empty payload {}.
+type eventArrays struct {
+	ids                    []uuid.UUID
+	types, scopes, schemas []string
+	payloads               [][]byte
+	dedups, traces         []*string
+	sources                []*uuid.UUID
+}
+
+// eventArraysOf returns the columns of events (whose ids are set).
+func eventArraysOf(events []NewEvent) eventArrays {
+	n := len(events)
+	c := eventArrays{ids: make([]uuid.UUID, n), types: make([]string, n), scopes: make([]string, n), schemas: make([]string, n),
+		payloads: make([][]byte, n), dedups: make([]*string, n), traces: make([]*string, n), sources: make([]*uuid.UUID, n)}
+	for i, e := range events {
+		c.ids[i], c.types[i], c.scopes[i], c.schemas[i], c.payloads[i] = e.ID, e.EventType, e.Scope, e.SchemaName, e.Payload
+		if len(c.payloads[i]) == 0 {
+			c.payloads[i] = []byte("{}")
+		}
+		if e.DedupKey != "" {
+			c.dedups[i] = &e.DedupKey
+		}
+		if e.Traceparent != "" {
+			c.traces[i] = &e.Traceparent
+		}
+		if e.SourceTaskID != uuid.Nil {
+			c.sources[i] = &e.SourceTaskID
+		}
+	}
+	return c
 }

@@ -11,3 +11,6 @@ func (s *Store) InsertTasksVia(ctx context.Context, tasks []NewTask, viaCopy boo
 
 // TryLeadAndProbeSQL is TryLeadAndProbe's statement, for plan tests.
 func TryLeadAndProbeSQL() string { return tryLeadAndProbeSQL }
+
+// WorkflowWaitsDueSQL is WorkflowWaitsDue's statement, for plan tests.
+func WorkflowWaitsDueSQL() string { return workflowWaitsDueSQL }

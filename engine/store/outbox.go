@@ -22,27 +22,16 @@ func (s *Store) InsertOutbox(ctx context.Context, evs []NewEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	ids := make([]uuid.UUID, len(evs))
-	types, scopes, schemas := make([]string, len(evs)), make([]string, len(evs)), make([]string, len(evs))
-	payloads := make([][]byte, len(evs))
-	dedups := make([]*string, len(evs))
-	for i, e := range evs {
+	for _, e := range evs {
 		if !IsV7(e.ID) {
 			return fmt.Errorf("error recording events in the catalog's outbox: id %s is not a UUIDv7", e.ID)
 		}
-		ids[i], types[i], scopes[i], schemas[i], payloads[i] = e.ID, e.EventType, e.Scope, e.SchemaName, e.Payload
-		if e.DedupKey != "" {
-			k := e.DedupKey
-			dedups[i] = &k
-		}
-		if len(payloads[i]) == 0 {
-			payloads[i] = []byte("{}")
-		}
 	}
+	c := eventArraysOf(evs)
 	const q = `
-INSERT INTO catalog.outbox (event_id, event_type, scope, schema_name, payload, dedup_key)
-SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[])`
-	_, err := s.db.Exec(ctx, q, ids, types, scopes, schemas, payloads, dedups)
+INSERT INTO catalog.outbox (event_id, event_type, scope, schema_name, payload, dedup_key, traceparent, source_task_id)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[], $8::uuid[])`
+	_, err := s.db.Exec(ctx, q, c.ids, c.types, c.scopes, c.schemas, c.payloads, c.dedups, c.traces, c.sources)
 	return wrap("recording events in the catalog's outbox", err)
 }
 
@@ -53,7 +42,8 @@ SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::jsonb[]
 // relay).
 func (s *Store) ClaimOutbox(ctx context.Context, olderThan time.Duration, limit int) ([]NewEvent, error) {
 	const q = `
-SELECT event_id, event_type, scope, schema_name, payload, coalesce(dedup_key, '')
+SELECT event_id, event_type, scope, schema_name, payload, coalesce(dedup_key, ''),
+       coalesce(traceparent, ''), source_task_id
 FROM catalog.outbox
 WHERE created_at <= now() - $1::interval
 ORDER BY event_id
@@ -62,8 +52,12 @@ FOR UPDATE SKIP LOCKED`
 	return queryAll(ctx, s.db, "reading the catalog's outbox", q, func(row pgx.Row) (NewEvent, error) {
 		var e NewEvent
 		var payload []byte
-		err := row.Scan(&e.ID, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.DedupKey)
+		var source *uuid.UUID
+		err := row.Scan(&e.ID, &e.EventType, &e.Scope, &e.SchemaName, &payload, &e.DedupKey, &e.Traceparent, &source)
 		e.Payload = payload
+		if source != nil {
+			e.SourceTaskID = *source
+		}
 		return e, err
 	}, olderThan, limit)
 }

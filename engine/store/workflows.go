@@ -79,15 +79,20 @@ func scanWorkflowRun(row pgx.Row) (wftype.WorkflowRun, error) {
 }
 
 // workflowStepColumns is the column list of a step, in scanWorkflowStep's order.
-const workflowStepColumns = `run_id, step, status, items, started, done, outputs, error, updated_at`
+const workflowStepColumns = `run_id, step, status, items, started, done, outputs, error, updated_at, wake_at, wait_event, wait_signal`
 
 func scanWorkflowStep(row pgx.Row) (wftype.WorkflowStep, error) {
 	var st wftype.WorkflowStep
 	var id [16]byte
 	var status string
 	var outputs []byte
-	err := row.Scan(&id, &st.Step, &status, &st.Items, &st.Started, &st.Done, &outputs, &st.Error, &st.UpdatedAt)
+	err := row.Scan(&id, &st.Step, &status, &st.Items, &st.Started, &st.Done, &outputs, &st.Error, &st.UpdatedAt,
+		&st.WakeAt, &st.WaitEvent, &st.WaitSignal)
 	st.RunID, st.Status, st.Outputs, st.UpdatedAt = id, wftype.StepStatus(status), outputs, st.UpdatedAt.UTC()
+	if st.WakeAt != nil {
+		u := st.WakeAt.UTC()
+		st.WakeAt = &u
+	}
 	return st, err
 }
 
@@ -151,7 +156,10 @@ func (s *Store) SaveWorkflowSteps(ctx context.Context, steps []wftype.WorkflowSt
 	started, done := make([]int32, n), make([]int32, n)
 	outputs := make([][]byte, n)
 	errs := make([]*string, n)
+	wakes := make([]*time.Time, n)
+	waitEvents, waitSignals := make([]*string, n), make([]*string, n)
 	for i, st := range steps {
+		wakes[i], waitEvents[i], waitSignals[i] = st.WakeAt, st.WaitEvent, st.WaitSignal
 		runs[i], names[i], statuses[i] = st.RunID, st.Step, string(st.Status)
 		if st.Items != nil {
 			v := int32(*st.Items)
@@ -163,14 +171,17 @@ func (s *Store) SaveWorkflowSteps(ctx context.Context, steps []wftype.WorkflowSt
 		}
 	}
 	const q = `
-INSERT INTO tasks.workflow_steps AS s (run_id, step, status, items, started, done, outputs, error, updated_at)
+INSERT INTO tasks.workflow_steps AS s (run_id, step, status, items, started, done, outputs, error,
+                                       wake_at, wait_event, wait_signal, updated_at)
 SELECT u.*, coalesce($9::timestamptz, now())
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::jsonb[], $8::text[])
-     AS u(run_id, step, status, items, started, done, outputs, error)
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::jsonb[], $8::text[],
+            $10::timestamptz[], $11::text[], $12::text[])
+     AS u(run_id, step, status, items, started, done, outputs, error, wake_at, wait_event, wait_signal)
 ON CONFLICT (run_id, step) DO UPDATE
 SET status = EXCLUDED.status, items = EXCLUDED.items, started = EXCLUDED.started, done = EXCLUDED.done,
-    outputs = EXCLUDED.outputs, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at`
-	_, err := s.db.Exec(ctx, q, runs, names, statuses, items, started, done, outputs, errs, now)
+    outputs = EXCLUDED.outputs, error = EXCLUDED.error, updated_at = EXCLUDED.updated_at,
+    wake_at = EXCLUDED.wake_at, wait_event = EXCLUDED.wait_event, wait_signal = EXCLUDED.wait_signal`
+	_, err := s.db.Exec(ctx, q, runs, names, statuses, items, started, done, outputs, errs, now, wakes, waitEvents, waitSignals)
 	return wrap("saving workflow steps", err)
 }
 

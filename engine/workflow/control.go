@@ -149,6 +149,7 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 			// more (checked above), so it is run again as well.
 			if s.Status == wftype.StepFailed || s.Status == wftype.StepCancelled || s.Status == wftype.StepRunning {
 				s.Status, s.Items, s.Started, s.Done, s.Outputs, s.Error = wftype.StepWaiting, nil, 0, 0, nil, nil
+				s.WakeAt, s.WaitEvent, s.WaitSignal = nil, nil, nil
 				rs.dirty[name] = true
 			}
 		}

@@ -180,7 +180,7 @@ func (rs *runState) afterFailure(cancelled map[string]bool, msg string) {
 		if s.Status != wftype.StepRunning {
 			continue
 		}
-		if cancelled[name] || (s.Items != nil && s.Started < *s.Items) {
+		if cancelled[name] || (s.Items != nil && s.Started < *s.Items) || waiting(s) {
 			s.Status, s.Error = wftype.StepCancelled, &msg
 			rs.dirty[name] = true
 		}
@@ -218,7 +218,7 @@ func (rs *runState) schedule() {
 		}
 	}
 	for _, st := range rs.steps {
-		if st.Status != wftype.StepCompleted && st.Status != wftype.StepSkipped {
+		if st.Status != wftype.StepCompleted && st.Status != wftype.StepSkipped && st.Status != wftype.StepTimedOut {
 			return
 		}
 	}
@@ -234,7 +234,7 @@ func (rs *runState) startStep(step *spec.Step, st *wftype.WorkflowStep) {
 			return
 		}
 		switch d.Status {
-		case wftype.StepCompleted:
+		case wftype.StepCompleted, wftype.StepTimedOut:
 		case wftype.StepSkipped:
 			skippedUp = true
 		default:
@@ -257,6 +257,10 @@ func (rs *runState) startStep(step *spec.Step, st *wftype.WorkflowStep) {
 	}
 	rs.dirty[st.Step] = true
 	st.Status, st.Started, st.Done, st.Error, st.Outputs = wftype.StepRunning, 0, 0, nil, nil
+	if step.Wait() != nil {
+		rs.startWait(step, st)
+		return
+	}
 	if !step.IsForEach() {
 		st.Items = nil
 		rs.startTask(step, st, nil, -1)
@@ -357,7 +361,7 @@ func (rs *runState) environment() *spec.RunEnv {
 	env := &spec.RunEnv{RunID: rs.run.ID.String(), SchemaName: rs.run.SchemaName, Steps: map[string]spec.StepState{}}
 	_ = json.Unmarshal(rs.run.Inputs, &env.Inputs) // checked against the schema at start
 	for _, st := range rs.steps {
-		if st.Status == wftype.StepCompleted || st.Status == wftype.StepSkipped {
+		if st.Status == wftype.StepCompleted || st.Status == wftype.StepSkipped || st.Status == wftype.StepTimedOut {
 			env.Steps[st.Step] = stepState(st)
 		}
 	}

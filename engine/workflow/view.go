@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"net/url"
+
 	"github.com/wfhq/wf/internal/redact"
 	"github.com/wfhq/wf/wftype"
 )
@@ -38,12 +40,16 @@ func (w *Workflows) View(s Status, statusURL string) wftype.WorkflowRunView {
 		}
 		if wf != nil {
 			if step, ok := wf.Step(row.Step); ok {
-				sv.TaskType = step.TaskType().Name()
+				sv.Kind = step.Kind()
+				if t := step.TaskType(); t != nil {
+					sv.TaskType = t.Name()
+				}
 				if deps := step.DependsOn(); deps != nil {
 					sv.DependsOn = deps
 				}
 			}
 		}
+		sv.Waiting = waitView(row, statusURL)
 		v.Steps = append(v.Steps, sv)
 	}
 	return v
@@ -60,4 +66,23 @@ func RunView(r wftype.WorkflowRun, statusURL string) wftype.WorkflowRunView {
 		Inputs: inputs, Error: redact.Ptr(r.Error), Attempt: r.Attempt,
 		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt, StatusURL: statusURL,
 	}
+}
+
+// waitView is what a RUNNING step with no task waits for, nil for any
+// other step.
+func waitView(row wftype.WorkflowStep, statusURL string) *wftype.WorkflowWaitView {
+	if row.Status != wftype.StepRunning || !waiting(&row) {
+		return nil
+	}
+	v := &wftype.WorkflowWaitView{Until: row.WakeAt}
+	if row.WaitEvent != nil {
+		v.Event = *row.WaitEvent
+	}
+	if row.WaitSignal != nil {
+		v.Signal = *row.WaitSignal
+		if statusURL != "" {
+			v.SignalURL = statusURL + "/signals/" + url.PathEscape(v.Signal)
+		}
+	}
+	return v
 }

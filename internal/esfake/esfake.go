@@ -9,7 +9,8 @@
 // against the index's mapping — numbers, booleans, dates and geo_shape
 // GeoJSON — so a bad document fails alone with mapper_parsing_exception),
 // _refresh (documents become visible to _count and GET _doc only after a
-// refresh, as in Elasticsearch) and _count. Faults can be injected: whole
+// refresh, as in Elasticsearch), _count and GET _mapping (the mappings the
+// index was created with: no dynamic fields are added). Faults can be injected: whole
 // _bulk requests answered 429 or 5xx, and items answered 429 or 5xx.
 //
 // It is not Elasticsearch: no search, no shards, no analysis. What wf was
@@ -161,6 +162,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 2 && parts[1] == "_count":
 		s.withIndex(w, parts[0], func(ix *index) (int, any) {
 			return http.StatusOK, map[string]any{"count": len(ix.visible), "_shards": map[string]any{"total": 1, "successful": 1, "skipped": 0, "failed": 0}}
+		})
+	case len(parts) == 2 && parts[1] == "_mapping" && r.Method == http.MethodGet:
+		s.withIndex(w, parts[0], func(ix *index) (int, any) {
+			return http.StatusOK, map[string]any{parts[0]: map[string]any{"mappings": ix.mappings}}
 		})
 	case len(parts) == 3 && parts[1] == "_doc" && r.Method == http.MethodGet:
 		s.withIndex(w, parts[0], func(ix *index) (int, any) {

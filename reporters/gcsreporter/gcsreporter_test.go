@@ -180,7 +180,9 @@ func TestRoundTripKeepsOrderAndBytes(t *testing.T) {
 // eachBackend runs test, in parallel subtests, on a store over each backend
 // (a folder, the fake GCS server), with and without gzip.
 func eachBackend(t *testing.T, test func(t *testing.T, be backend, store *gcsreporter.Store, gz bool)) {
-	for name, newBackend := range map[string]func(*testing.T) backend{"File": fileBackend, "FakeGCS": gcsBackend} {
+	// "live" is a real bucket under make test-live (liveBackend), skipped
+	// otherwise: the same checks, on the fake and on Cloud Storage.
+	for name, newBackend := range map[string]func(*testing.T) backend{"File": fileBackend, "FakeGCS": gcsBackend, "live": liveBackend} {
 		for _, gz := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/Gzip=%t", name, gz), func(t *testing.T) {
 				t.Parallel()

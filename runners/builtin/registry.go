@@ -30,6 +30,9 @@ type Handler func(ctx context.Context, task *wftype.Task, rep reporters.Reporter
 type Registry struct {
 	mu       sync.RWMutex
 	handlers map[string]Handler
+	// unserved are handler names this process knows but cannot run, with
+	// why (see MarkUnserved).
+	unserved map[string]string
 }
 
 // NewRegistry returns a registry holding the default handlers (see Names).
@@ -56,6 +59,7 @@ func (r *Registry) Register(name string, h Handler) error {
 	if _, ok := r.handlers[name]; ok {
 		return fmt.Errorf("error registering builtin handler %q: a handler with that name is already registered", name)
 	}
+	delete(r.unserved, name)
 	if r.handlers == nil {
 		r.handlers = map[string]Handler{}
 	}
@@ -69,7 +73,7 @@ func (r *Registry) Register(name string, h Handler) error {
 func (r *Registry) Clone() *Registry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return &Registry{handlers: maps.Clone(r.handlers)}
+	return &Registry{handlers: maps.Clone(r.handlers), unserved: maps.Clone(r.unserved)}
 }
 
 // Lookup returns the handler registered under name.

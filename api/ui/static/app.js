@@ -38,7 +38,6 @@ function table(headers, rows, attrs) {
 }
 
 function statusBadge(s) { return h("span", { class: "status " + s }, s); }
-function fmtTime(t) { return t ? new Date(t).toLocaleString() : ""; }
 function fmtAge(seconds) {
   if (seconds === undefined || seconds === null) return "";
   const s = Math.round(seconds);
@@ -207,7 +206,7 @@ async function overviewPage(root) {
   const draw = async () => {
     const s = await api("GET", "/stats");
     root.replaceChildren(renderOverview(s));
-    setStatus("updated " + new Date().toLocaleTimeString());
+    setStatus("updated " + fmtClock(new Date()));
   };
   await draw();
   every(root, 5000, () => draw().catch((e) => setStatus("refresh failed: " + e.message, true)));
@@ -223,7 +222,7 @@ function renderOverview(s) {
     if (!byKey.has(key)) byKey.set(key, { task_type: c.task_type, schema_name: c.schema_name });
     byKey.get(key)[c.status] = c.count;
   }
-  const windowLabel = "finished since " + new Date(s.since).toLocaleTimeString();
+  const windowLabel = "finished since " + fmtClock(new Date(s.since));
   const cards = h("div", { class: "cards" }, STATUSES.map((st) => h("div", { class: "card" },
     h("div", { class: "label" }, st.replace("_", " ") + (["COMPLETED", "FAILED", "CANCELLED"].includes(st) ? " (window)" : "")),
     h("div", { class: "value", "data-testid": "total-" + st }, totals[st].toLocaleString()))));
@@ -271,9 +270,10 @@ function renderOverview(s) {
           h("td", {}, i.role === "api" ? "API only (wf serve)" : i.leader ? h("strong", {}, "leader") : "follower"),
           h("td", {}, fmtTime(i.started_at)))), { "data-testid": "instances" })) : null),
     h("h2", {}, "Schedules"),
-    table(["schedule", "cron", "task type", "next tick", "last tick"], s.schedules.map((x) => h("tr", {},
+    table(["schedule", "cron", "task type", "next tick (its zone)", "last tick (its zone)"], s.schedules.map((x) => h("tr", { "data-schedule": x.name },
       h("td", {}, x.name), h("td", {}, x.cron + " " + x.timezone), h("td", {}, x.task_type),
-      h("td", {}, fmtTime(x.next_tick)), h("td", {}, fmtTime(x.last_tick))))),
+      h("td", { class: "next-tick" }, fmtTime(x.next_tick, x.timezone)), h("td", { class: "last-tick" }, fmtTime(x.last_tick, x.timezone)))),
+      { "data-testid": "schedules" }),
     s.outbox ? h("div", {}, h("h2", {}, "Event outbox"),
       h("div", { class: "cards" },
         card("pending", s.outbox.pending, "outbox-pending"),
@@ -320,7 +320,7 @@ function chart(s) {
     if (b.bad) g.append(svg("rect", { class: "bad", x: x, y: H - 14 - hBad, width: Math.max(1, bw - 1), height: hBad }));
   });
   g.append(svg("text", { x: 2, y: 12 }, String(peak)));
-  g.append(svg("text", { x: pad, y: H - 2 }, new Date(since).toLocaleTimeString()));
+  g.append(svg("text", { x: pad, y: H - 2 }, fmtClock(new Date(since))));
   g.append(svg("text", { x: W - 60, y: H - 2 }, "now"));
   return g;
 }
@@ -333,8 +333,8 @@ async function tasksPage(root, params) {
       STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s }, s)))),
     h("label", {}, "task type", h("input", { name: "task_type", id: "f-type", value: params.get("task_type") || "", size: 16 })),
     h("label", {}, "tenant", h("input", { name: "schema_name", id: "f-tenant", value: params.get("schema_name") || "", size: 12 })),
-    h("label", {}, "created from", h("input", { name: "created_from", type: "datetime-local", value: params.get("created_from") || "" })),
-    h("label", {}, "created before", h("input", { name: "created_to", type: "datetime-local", value: params.get("created_to") || "" })),
+    h("label", {}, "created from (" + viewerZone() + ")", h("input", { name: "created_from", type: "datetime-local", value: params.get("created_from") || "" })),
+    h("label", {}, "created before (" + viewerZone() + ")", h("input", { name: "created_to", type: "datetime-local", value: params.get("created_to") || "" })),
     h("button", { type: "submit", id: "f-apply" }, "Filter"),
     h("label", {}, "live", h("input", { type: "checkbox", id: "f-live", checked: true })));
   form.addEventListener("submit", (ev) => {
@@ -350,13 +350,13 @@ async function tasksPage(root, params) {
   for (const k of ["status", "task_type", "schema_name"]) if (params.get(k)) query.set(k, params.get(k));
   for (const k of ["created_from", "created_to"]) if (params.get(k)) query.set(k, new Date(params.get(k)).toISOString());
   query.set("limit", "50");
-  const pages = pagedList(list, "/tasks", query, (res) =>
+  const pages = pagedList(list, "/tasks", query, (res, short = shortIDs(res.items.map((x) => x.task_id))) =>
     table(["task", "type", "tenant", "status", { label: "attempts", num: true }, "created", "finished", "error"],
       res.items.map((t) => h("tr", { "data-task": t.task_id },
-        h("td", {}, h("a", { href: "#/task/" + t.task_id }, shortID(t.task_id))),
+        idCell(short, t.task_id, "#/task/" + t.task_id),
         h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, statusBadge(t.status), waitingNote(t)),
         h("td", { class: "num" }, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", {}, fmtTime(t.finished_at)),
-        h("td", { class: "error" }, (t.error || "").slice(0, 120)))), { "data-testid": "tasks" }),
+        errorCell(t.error))), { "data-testid": "tasks" }),
     ["prev-page", "← Newer"], ["next-page", "Older →"]);
   await pages.load();
   every(root, 3000, () => {
@@ -383,7 +383,7 @@ function pagedList(list, path, query, rows, [prevID, prevLabel], [nextID, nextLa
         h("button", { type: "button", class: "secondary", id: prevID, disabled: page === 0, onclick: () => { page--; load(); } }, prevLabel), " ",
         h("button", { type: "button", class: "secondary", id: nextID, disabled: !res.next_cursor, onclick: () => { page++; load(); } }, nextLabel),
         " ", h("span", { class: "muted" }, "page " + (page + 1))));
-    setStatus("updated " + new Date().toLocaleTimeString());
+    setStatus("updated " + fmtClock(new Date()));
   };
   return { load, first: () => page === 0 };
 }
@@ -399,7 +399,7 @@ async function taskPage(root, id) {
     const t = await api("GET", "/tasks/" + encodeURIComponent(id));
     main.replaceChildren(renderTask(t));
     await report.refresh(t);
-    setStatus("updated " + new Date().toLocaleTimeString());
+    setStatus("updated " + fmtClock(new Date()));
     return t;
   };
   const t = await draw();
@@ -431,6 +431,7 @@ function renderTask(t) {
     ["dedup key", t.dedup_key], ["created", fmtTime(t.created_at)], ["run after", fmtTime(t.run_after)],
     ["started", fmtTime(t.started_at)], ["finished", fmtTime(t.finished_at)], ["instance", t.owner_id],
   ].filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const eventIDs = shortIDs((t.events || []).map((e) => e.event_id));
   return h("div", { "data-testid": "task", "data-status": t.status },
     h("h1", {}, t.task_type + " ", statusBadge(t.status)),
     actions,
@@ -440,16 +441,16 @@ function renderTask(t) {
       table([{ label: "#", num: true }, "started", "ended", "instance", "outcome", "error"], t.attempt_history.map((a) => h("tr", {},
         h("td", { class: "num" }, a.attempt), h("td", {}, fmtTime(a.started_at)), h("td", {}, fmtTime(a.finished_at)),
         h("td", {}, a.owner_id || ""), h("td", {}, a.outcome ? statusBadge(a.outcome) : ""),
-        h("td", { class: "error" }, a.error || ""))), { "data-testid": "attempts" })) : null,
+        errorCell(a.error))), { "data-testid": "attempts" })) : null,
     h("div", { class: "grid" },
       h("div", {}, h("h2", {}, "Inputs"), h("pre", { id: "task-inputs" }, fmtJSON(t.inputs))),
       h("div", {}, h("h2", {}, "Progress"), h("pre", { id: "task-progress" }, t.progress ? fmtJSON(t.progress) : "none"))),
     h("h2", {}, "Outputs"), h("pre", { id: "task-outputs" }, t.outputs ? fmtJSON(t.outputs) : "none"),
     h("h2", {}, "Events emitted"),
     t.events && t.events.length ? table(["event", "type", "created", "status", "error"], t.events.map((e) => h("tr", { "data-event": e.event_id },
-      h("td", { title: e.event_id }, shortID(e.event_id)), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
+      idCell(eventIDs, e.event_id), h("td", {}, e.event_type), h("td", {}, fmtTime(e.created_at)),
       h("td", {}, e.status === "CONSUMED" ? h("span", { class: "muted", title: "consumed by its subscriptions (deleted from the outbox)" }, "consumed") : statusBadge(e.status)),
-      h("td", { class: "error" }, e.error || ""))), { "data-testid": "task-events" })
+      errorCell(e.error))), { "data-testid": "task-events" })
       : h("p", { class: "muted", "data-testid": "task-events-none" }, "none"));
 }
 
@@ -564,17 +565,18 @@ async function deadLettersPage(root, params) {
   const requeue = async (path) => {
     try { await api("POST", path); setStatus("requeued"); route(); } catch (e) { setStatus("requeue failed: " + e.message, true); }
   };
+  const short = shortIDs(res.items.map((x) => x.task_id || x.event_id));
   const rows = kind === "tasks"
     ? res.items.map((t) => h("tr", { "data-task": t.task_id },
-      h("td", {}, h("a", { href: "#/task/" + t.task_id }, shortID(t.task_id))),
+      idCell(short, t.task_id, "#/task/" + t.task_id),
       h("td", {}, t.task_type), h("td", {}, t.schema_name), h("td", {}, t.attempts), h("td", {}, fmtTime(t.finished_at)),
-      h("td", { class: "error" }, (t.error || "").slice(0, 160)),
+      errorCell(t.error),
       h("td", {}, h("button", { type: "button", class: "secondary requeue", onclick: () => requeue("/admin/tasks/" + t.task_id + "/requeue") }, "Requeue"))))
     : res.items.map((e) => h("tr", { "data-event": e.event_id },
-      h("td", {}, e.event_id.slice(0, 8) + "…"), h("td", {}, e.event_type), h("td", {}, e.schema_name), h("td", {}, e.attempts),
-      h("td", {}, fmtTime(e.dead_lettered_at)), h("td", { class: "error" }, (e.error || "").slice(0, 160)),
+      idCell(short, e.event_id), h("td", {}, e.event_type), h("td", {}, e.schema_name), h("td", {}, e.attempts),
+      h("td", {}, fmtTime(e.dead_lettered_at)), errorCell(e.error),
       h("td", {}, h("button", { type: "button", class: "secondary requeue", onclick: () => requeue("/admin/events/" + e.event_id + "/requeue") }, "Requeue"))));
-  root.replaceChildren(
+  fill(root,
     h("h1", {}, "Dead letters"),
     h("p", {}, h("a", { href: "#/dead-letters?kind=tasks", class: kind === "tasks" ? "current" : "" }, "tasks"), " · ",
       h("a", { href: "#/dead-letters?kind=events" }, "events")),
@@ -589,14 +591,17 @@ async function webhooksPage(root) {
   const parts = [h("h1", {}, "Webhooks")];
   if (isAdmin()) {
     const subs = await api("GET", "/admin/webhooks");
-    parts.push(h("h2", {}, "Subscribers"), table(["subscriber", "url", "event types", "since"], subs.items.map((s) => h("tr", {},
-      h("td", {}, s.subscriber_id.slice(0, 8) + "…"), h("td", {}, s.url), h("td", {}, s.event_types.join(", ")), h("td", {}, fmtTime(s.created_at))))));
+    const short = shortIDs(subs.items.map((s) => s.subscriber_id));
+    parts.push(h("h2", {}, "Subscribers"), table(["subscriber", "url", "event types", "since"], subs.items.map((s) => h("tr", { "data-subscriber": s.subscriber_id },
+      idCell(short, s.subscriber_id), h("td", {}, s.url), h("td", {}, s.event_types.join(", ")), h("td", {}, fmtTime(s.created_at)))),
+    { "data-testid": "subscribers" }));
   }
   const dl = await api("GET", "/tasks?task_type=webhook_delivery&limit=50");
-  parts.push(h("h2", {}, "Recent deliveries"), table(["delivery", "status", "attempts", "created", "error"], dl.items.map((t) => h("tr", {},
-    h("td", {}, h("a", { href: "#/task/" + t.task_id }, t.task_id.slice(0, 8) + "…")), h("td", {}, statusBadge(t.status)),
-    h("td", {}, t.attempts), h("td", {}, fmtTime(t.created_at)), h("td", { class: "error" }, (t.error || "").slice(0, 120))))));
-  root.replaceChildren(...parts);
+  const short = shortIDs(dl.items.map((t) => t.task_id));
+  parts.push(h("h2", {}, "Recent deliveries"), table(["delivery", "status", "attempts", "created", "error"], dl.items.map((t) => h("tr", { "data-task": t.task_id },
+    idCell(short, t.task_id, "#/task/" + t.task_id), h("td", {}, statusBadge(t.status)),
+    h("td", {}, t.attempts), h("td", {}, fmtTime(t.created_at)), errorCell(t.error))), { "data-testid": "deliveries" }));
+  fill(root, ...parts);
 }
 
 // ---- catalogs -------------------------------------------------------------------
@@ -692,8 +697,6 @@ async function collectionMap(el, collectionPath) {
 const RUN_STATUSES = ["RUNNING", "COMPLETED", "FAILED", "CANCELLED"];
 const RUN_FILTERS = [["status", "rf-status"], ["workflow", "rf-workflow"], ["schema_name", "rf-tenant"]];
 
-function shortID(id) { return id.slice(0, 8) + "…" + id.slice(-4); }
-
 // runsPage lists workflow runs, newest first, filtered by status, workflow
 // and tenant, a page at a time (keyset paging on the API's next_cursor).
 // The API keeps a catalog-limited token to its tenants' runs.
@@ -719,13 +722,13 @@ async function runsPage(root, params) {
   const query = new URLSearchParams();
   for (const [k] of RUN_FILTERS) if (params.get(k)) query.set(k, params.get(k));
   query.set("limit", params.get("limit") || "50");
-  const pages = pagedList(list, "/workflows/runs", query, (res) =>
+  const pages = pagedList(list, "/workflows/runs", query, (res, short = shortIDs(res.runs.map((x) => x.run_id))) =>
     table(["run", "workflow", "tenant", "status", { label: "attempt", num: true }, "created", "finished", "error"],
       res.runs.map((r) => h("tr", { "data-run": r.run_id, "data-status": r.status },
-        h("td", {}, h("a", { href: "#/run/" + r.run_id }, shortID(r.run_id))),
+        idCell(short, r.run_id, "#/run/" + r.run_id),
         h("td", {}, r.workflow), h("td", {}, r.schema_name), h("td", {}, statusBadge(r.status)),
         h("td", { class: "num" }, r.attempt), h("td", {}, fmtTime(r.created_at)), h("td", {}, fmtTime(r.finished_at)),
-        h("td", { class: "error" }, (r.error || "").slice(0, 120)))), { "data-testid": "runs" }),
+        errorCell(r.error))), { "data-testid": "runs" }),
     ["runs-prev", "← Newer"], ["runs-next", "Older →"]);
   await pages.load();
   every(root, 5000, () => { if (pages.first()) pages.load().catch((e) => setStatus("refresh failed: " + e.message, true)); });
@@ -738,7 +741,7 @@ async function runPage(root, id) {
   const draw = async () => {
     const r = await api("GET", "/workflows/runs/" + encodeURIComponent(id));
     root.replaceChildren(renderRun(r));
-    setStatus("updated " + new Date().toLocaleTimeString());
+    setStatus("updated " + fmtClock(new Date()));
     return r;
   };
   const r = await draw();
@@ -764,6 +767,9 @@ function renderRun(r) {
   if (isAdmin() && (r.status === "FAILED" || r.status === "CANCELLED")) {
     actions.append(h("button", { type: "button", id: "run-retry", onclick: () => act("retry", base + "/retry") }, "Retry from the failed steps"));
   }
+  if (isAdmin() && r.status === "RUNNING") { // the dashboard's actions take an admin session
+    for (const s of (r.steps || []).filter((x) => x.waiting && x.waiting.signal)) actions.append(signalForm(r, s));
+  }
   const link = (k, v) => h("a", { href: "#/workflows?" + new URLSearchParams({ [k]: v }).toString() }, v);
   const rows = [
     ["run id", r.run_id], ["workflow", link("workflow", r.workflow)], ["tenant", link("schema_name", r.schema_name)],
@@ -771,6 +777,7 @@ function renderRun(r) {
     ["deadline", fmtTime(r.deadline)], ["finished", fmtTime(r.finished_at)],
   ].filter(([, v]) => v !== undefined && v !== null && v !== "");
   const steps = r.steps || [];
+  const short = shortIDs(steps.flatMap((s) => (s.tasks || []).map((t) => t.task_id)));
   return h("div", { "data-testid": "run", "data-status": r.status, "data-attempt": r.attempt },
     h("h1", {}, "Run of " + r.workflow + " ", statusBadge(r.status)),
     actions,
@@ -779,27 +786,54 @@ function renderRun(r) {
     h("h2", {}, "Steps"),
     h("p", { class: "muted" }, "In the workflow's order: a step starts once every step it waits for has ended."),
     table([{ label: "#", num: true }, "step", "task type", "waits for", "status", "progress", "tasks", "error"],
-      steps.map((s, i) => stepRow(s, i)), { "data-testid": "steps", class: "steps" }),
+      steps.map((s, i) => stepRow(s, i, short)), { "data-testid": "steps", class: "steps" }),
     h("h2", {}, "Inputs"), h("pre", { id: "run-inputs" }, fmtJSON(r.inputs)));
+}
+
+// signalForm sends an approval step its signal: a JSON payload (checked
+// against the step's payload schema by the server, which also decides who
+// may send it) and a button.
+function signalForm(r, s) {
+  const name = s.waiting.signal;
+  const payload = h("textarea", { id: "signal-payload-" + name, rows: 2, cols: 40, "aria-label": "payload of signal " + name }, "{}");
+  const send = async () => {
+    let body;
+    try { body = JSON.parse(payload.value || "{}"); } catch (e) { setStatus("the payload is not JSON: " + e.message, true); return; }
+    try {
+      await api("POST", "/workflows/runs/" + encodeURIComponent(r.run_id) + "/signals/" + encodeURIComponent(name), body);
+      setStatus("signal " + name + " sent");
+      route();
+    } catch (e) { setStatus("signal " + name + " failed: " + e.message, true); }
+  };
+  return h("span", { class: "signal", "data-signal": name }, payload,
+    h("button", { type: "button", id: "run-signal-" + name, onclick: send }, "Send signal " + name));
+}
+
+// waitText says what a waiting step waits for, and until when.
+function waitText(w) {
+  const until = w.until ? " until " + fmtTime(w.until) : "";
+  if (w.event) return "waits for event " + w.event + until;
+  if (w.signal) return "waits for signal " + w.signal + until;
+  return "sleeps" + until;
 }
 
 // stepRow is one step of a run: a fan-out shows its items' counts by
 // status, every step links its tasks (the latest first, at most 20).
-function stepRow(s, i) {
+function stepRow(s, i, short) {
   const tasks = s.tasks || [];
   const counts = {};
   for (const t of tasks) counts[t.status] = (counts[t.status] || 0) + 1;
   const fanOut = s.items !== undefined && s.items !== null;
-  const progress = fanOut
+  const progress = s.waiting ? waitText(s.waiting) : fanOut
     ? s.done + " of " + s.items + " items done" + (s.started > s.done ? ", " + (s.started - s.done) + " started" : "")
     : (s.status === "WAITING" || s.status === "SKIPPED" ? "" : s.done + " of 1");
   const shown = tasks.slice(-20).reverse();
   const taskLinks = shown.map((t) => h("a", { href: "#/task/" + t.task_id, "data-task": t.task_id, class: "step-task", title: t.status + " · " + t.task_id },
-    (t.item !== undefined && t.item !== null ? "item " + t.item : shortID(t.task_id)), " ", statusBadge(t.status)));
+    (t.item !== undefined && t.item !== null ? "item " + t.item : short(t.task_id)), " ", statusBadge(t.status)));
   return h("tr", { "data-step": s.step, "data-status": s.status },
     h("td", { class: "num" }, i + 1),
     h("td", {}, s.step),
-    h("td", {}, s.task_type || ""),
+    h("td", {}, s.task_type || s.kind || ""),
     h("td", {}, (s.depends_on || []).join(", ")),
     h("td", {}, statusBadge(s.status)),
     h("td", { class: "progress" }, progress,
@@ -807,7 +841,7 @@ function stepRow(s, i) {
         Object.entries(counts).map(([k, v]) => v + " " + k).join(" · ")) : null),
     h("td", { class: "tasks" }, taskLinks.length ? h("div", { class: "task-links" }, taskLinks) : h("span", { class: "muted" }, "none"),
       tasks.length > shown.length ? h("div", { class: "muted" }, (tasks.length - shown.length) + " older not shown") : null),
-    h("td", { class: "error" }, s.error || ""));
+    errorCell(s.error));
 }
 
 // ---- start -----------------------------------------------------------------------
