@@ -138,7 +138,11 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 		if p := s.PayloadSchema(); p != nil {
 			fmt.Fprintf(b, "    payload schema %s\n", p)
 		}
-		fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		if s.Workflow() != "" {
+			fmt.Fprintf(b, "    starts a run of workflow %s in schema %s, once per start key %s\n", s.Workflow(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		} else {
+			fmt.Fprintf(b, "    creates %s in schema %s, dedup key %s\n", s.TaskType(), s.SchemaNameExpr(), s.DedupKeyExpr())
+		}
 		exprs := s.InputExprs()
 		for _, name := range sortedNames(exprs) {
 			fmt.Fprintf(b, "    input %s = %s\n", name, exprs[name])
@@ -150,7 +154,11 @@ func writeSubscriptionsText(b *strings.Builder, set *spec.Set) {
 func writeSchedulesText(b *strings.Builder, set *spec.Set) {
 	writeSpecsText(b, "schedules", "none", set.Schedules(), func(s *spec.Schedule) {
 		fmt.Fprintf(b, "    cron %q in %s, missed ticks: %s\n", s.Cron(), s.Location(), s.Missed())
-		fmt.Fprintf(b, "    creates %s in schema %s with inputs %s\n", s.TaskType(), s.SchemaName(), s.Inputs())
+		if s.Workflow() != "" {
+			fmt.Fprintf(b, "    starts a run of workflow %s in schema %s with inputs %s, one per tick\n", s.Workflow(), s.SchemaName(), s.Inputs())
+		} else {
+			fmt.Fprintf(b, "    creates %s in schema %s with inputs %s\n", s.TaskType(), s.SchemaName(), s.Inputs())
+		}
 	})
 }
 

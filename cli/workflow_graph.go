@@ -23,6 +23,10 @@ func writeWorkflowsText(b *strings.Builder, set *spec.Set) {
 		fmt.Fprintf(b, "    timeout %s, started over the API by: %s\n", spec.FormatDuration(w.Timeout()), roles)
 		fmt.Fprintf(b, "    inputs: %s\n", w.InputSchema())
 		writeWorkflowGraphText(b, w, "    ")
+		exprs := w.OutputExprs()
+		for _, name := range sortedNames(exprs) {
+			fmt.Fprintf(b, "    output %s = %s\n", name, exprs[name])
+		}
 	})
 }
 

@@ -8,6 +8,9 @@ import (
 // its wait ("sleep 10m", "wait_for_event order.paid", "approval signal
 // approve").
 func stepWhat(s *spec.Step) string {
+	if c := s.Child(); c != nil {
+		return "workflow " + c.Name()
+	}
 	w := s.Wait()
 	if w == nil {
 		return s.TaskType().Name()

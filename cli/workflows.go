@@ -292,6 +292,7 @@ func writeRunText(w io.Writer, s workflow.Status) error {
 		fmt.Fprintf(&b, "  error: %s\n", *redact.Ptr(r.Error))
 	}
 	fmt.Fprintf(&b, "  inputs: %s\n", redact.JSON(r.Inputs))
+	writeRunOrigin(&b, s)
 	tasks := map[string]int{}
 	for _, t := range s.Tasks {
 		tasks[t.Step]++
@@ -316,6 +317,7 @@ func writeRunText(w io.Writer, s workflow.Status) error {
 			fmt.Fprintf(&b, "  %s: %s\n", st.Step, *redact.Ptr(st.Error))
 		}
 	}
+	writeChildRuns(&b, s)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

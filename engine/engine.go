@@ -505,7 +505,7 @@ func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
 		var err error
-		if e.specEvery, e.specLeading, err = e.specServices(cfg.Specs, e.unserved); err != nil {
+		if e.specEvery, e.specLeading, err = e.specServices(cfg.Specs, e.workflows, e.unserved); err != nil {
 			return err
 		}
 		e.services = append(e.services, Service{Name: "spec services", Run: e.runSpecGroup(false)},

@@ -31,10 +31,10 @@ import (
 // types of unserved inactive) and the step pass and waits of its
 // workflows; the scheduler (when any Schedule exists) and the workflow
 // timeouts on the leader.
-func (e *Engine) specServices(set *spec.Set, unserved []runnerset.Unserved) (every, leading []Service, err error) {
+func (e *Engine) specServices(set *spec.Set, wfs *workflow.Workflows, unserved []runnerset.Unserved) (every, leading []Service, err error) {
 	cfg := e.cfg
 	if !cfg.NoEventConsumer {
-		cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: set, Owner: cfg.Owner, Logger: cfg.Logger,
+		cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: set, Runs: wfs, Owner: cfg.Owner, Logger: cfg.Logger,
 			UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider, Inactive: runnerset.Inactive(unserved)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("error creating engine: %w", err)
@@ -45,7 +45,7 @@ func (e *Engine) specServices(set *spec.Set, unserved []runnerset.Unserved) (eve
 		}})
 	}
 	if len(set.Schedules()) > 0 {
-		sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Schedules: set.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
+		sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Runs: wfs, Schedules: set.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
 		if err != nil {
 			return nil, nil, fmt.Errorf("error creating engine: %w", err)
 		}
@@ -141,7 +141,7 @@ func (e *Engine) Reload(ctx context.Context, set *spec.Set) (ReloadResult, error
 	}
 	caps := runners.BuildCapabilityMap(rs.Runners, pairs)
 	unserved := dropServedBy(caps, rs.Unserved)
-	every, leading, err := e.specServices(set, unserved)
+	every, leading, err := e.specServices(set, wfs, unserved)
 	if err != nil {
 		return ReloadResult{}, fmt.Errorf("error reloading the specs: %w", err)
 	}

@@ -61,6 +61,35 @@ type WorkflowRun struct {
 	FinishedAt *time.Time
 	// Attempt is 1, plus one for each retry of the run.
 	Attempt int
+	// ParentRunID is the run whose step started this one (a child run),
+	// nil for a run started otherwise; ParentStep and ParentItem (-1 for a
+	// step that is not for_each) name that step.
+	ParentRunID *uuid.UUID
+	ParentStep  string
+	ParentItem  int
+	// StartedBy says what started the run: nil for the API or the CLI.
+	StartedBy *RunTrigger
+	// Outputs are the run's outputs once it completed (its workflow's
+	// outputs expressions), nil before.
+	Outputs json.RawMessage
+}
+
+// Run trigger kinds: what started a run (WorkflowRun.StartedBy).
+const (
+	TriggerEvent    = "event"
+	TriggerSchedule = "schedule"
+)
+
+// RunTrigger is what started a workflow run: an event through a
+// subscription, or a tick of a schedule.
+type RunTrigger struct {
+	// Kind is TriggerEvent or TriggerSchedule.
+	Kind         string     `json:"kind"`
+	Subscription string     `json:"subscription,omitempty"`
+	EventID      string     `json:"event_id,omitempty"`
+	EventType    string     `json:"event_type,omitempty"`
+	Schedule     string     `json:"schedule,omitempty"`
+	Tick         *time.Time `json:"tick,omitempty"`
 }
 
 // WorkflowStep is one row of tasks.workflow_steps: a step of a run.
@@ -90,18 +119,27 @@ type WorkflowStep struct {
 // WorkflowRunView is a workflow run as the HTTP API shows it (schema
 // WorkflowRun); GET /workflows/runs/{id} adds every step.
 type WorkflowRunView struct {
-	RunID      string             `json:"run_id"`
-	Workflow   string             `json:"workflow"`
-	SchemaName string             `json:"schema_name"`
-	Status     RunStatus          `json:"status"`
-	Inputs     json.RawMessage    `json:"inputs"`
-	Error      *string            `json:"error,omitempty"`
-	Attempt    int                `json:"attempt"`
-	CreatedAt  time.Time          `json:"created_at"`
-	Deadline   time.Time          `json:"deadline"`
-	FinishedAt *time.Time         `json:"finished_at,omitempty"`
-	StatusURL  string             `json:"status_url"`
-	Steps      []WorkflowStepView `json:"steps,omitempty"`
+	RunID      string          `json:"run_id"`
+	Workflow   string          `json:"workflow"`
+	SchemaName string          `json:"schema_name"`
+	Status     RunStatus       `json:"status"`
+	Inputs     json.RawMessage `json:"inputs"`
+	Error      *string         `json:"error,omitempty"`
+	Attempt    int             `json:"attempt"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Deadline   time.Time       `json:"deadline"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	StatusURL  string          `json:"status_url"`
+	// ParentRunID, ParentStep and ParentItem name the step of the run that
+	// started this one (a child run).
+	ParentRunID *string `json:"parent_run_id,omitempty"`
+	ParentStep  string  `json:"parent_step,omitempty"`
+	ParentItem  *int    `json:"parent_item,omitempty"`
+	// StartedBy is the event or schedule tick that started the run.
+	StartedBy *RunTrigger `json:"started_by,omitempty"`
+	// Outputs are the run's outputs once it completed.
+	Outputs json.RawMessage    `json:"outputs,omitempty"`
+	Steps   []WorkflowStepView `json:"steps,omitempty"`
 }
 
 // WorkflowStepView is one step of a run as the HTTP API shows it.
@@ -115,7 +153,7 @@ type WorkflowStepView struct {
 	Done      int             `json:"done"`
 	Outputs   json.RawMessage `json:"outputs,omitempty"`
 	Error     *string         `json:"error,omitempty"`
-	// Kind is the step's kind: task, sleep, wait_for_event or approval.
+	// Kind is the step's kind: task, sleep, wait_for_event, approval or workflow (a child run).
 	Kind string `json:"kind,omitempty"`
 	// Waiting says what a RUNNING sleep, wait_for_event or approval step
 	// waits for, and until when.
@@ -123,6 +161,18 @@ type WorkflowStepView struct {
 	// Tasks are the step's tasks (its items' for a for_each step), oldest
 	// first; a retried run keeps the failed ones.
 	Tasks []WorkflowTaskView `json:"tasks"`
+	// Workflow is the workflow a child workflow step starts ("" for a task
+	// step), Runs its child runs, oldest first.
+	Workflow string              `json:"workflow,omitempty"`
+	Runs     []WorkflowChildView `json:"runs,omitempty"`
+}
+
+// WorkflowChildView is one child run of a child workflow step.
+type WorkflowChildView struct {
+	RunID  string    `json:"run_id"`
+	Item   *int      `json:"item,omitempty"`
+	Status RunStatus `json:"status"`
+	Error  *string   `json:"error,omitempty"`
 }
 
 // WorkflowWaitView is what a waiting step waits for.

@@ -44,6 +44,10 @@ type ConsumerConfig struct {
 	Client *client.Client
 	// Specs holds the Subscription specs.
 	Specs *spec.Set
+	// Runs starts the workflow runs of the subscriptions that name a
+	// workflow (engine/workflow); without it, an event such a subscription
+	// matches fails.
+	Runs RunStarter
 	// Owner identifies this instance on claimed events (required).
 	Owner string
 	// BatchSize is how many events one claim takes. Default 100.
@@ -96,6 +100,8 @@ type ConsumerResult struct {
 	Consumed int
 	// Tasks created (deduplicated ones not counted).
 	Tasks int
+	// Runs of workflows started (deduplicated ones not counted).
+	Runs int
 	// Retried events: failed, back to PENDING with a backoff.
 	Retried int
 	// DeadLettered events: failed for the last time.
@@ -249,7 +255,7 @@ func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, 
 		return res, nil
 	}
 	batch, err := c.process(ctx, claimed)
-	res.Consumed, res.Tasks, res.Retried, res.Lost, res.Held = batch.Consumed, batch.Tasks, batch.Retried, batch.Lost, batch.Held
+	res.Consumed, res.Tasks, res.Runs, res.Retried, res.Lost, res.Held = batch.Consumed, batch.Tasks, batch.Runs, batch.Retried, batch.Lost, batch.Held
 	res.DeadLettered += batch.DeadLettered
 	if err != nil {
 		c.release(ctx, claimed)
@@ -265,8 +271,9 @@ func (c *Consumer) runOnce(ctx context.Context, takeBack bool) (ConsumerResult, 
 type planned struct {
 	event     store.Event
 	reqs      []client.Request
-	unmatched bool  // no subscription's event type matches it
-	err       error // the event fails: no task, retry or dead letter
+	runs      []triggeredRun // the workflow runs it starts (subscription_runs.go)
+	unmatched bool           // no subscription's event type matches it
+	err       error          // the event fails: no task, retry or dead letter
 }
 
 // process evaluates the batch, then writes its outcome in one transaction.
@@ -275,7 +282,7 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 	tasks := false
 	for i, ev := range claimed {
 		plans[i] = c.plan(ev)
-		tasks = tasks || len(plans[i].reqs) > 0
+		tasks = tasks || len(plans[i].reqs) > 0 || len(plans[i].runs) > 0
 		if ev.Traceparent != "" {
 			// The event's span, in the trace it was emitted in: its
 			// tasks keep this span's context.
@@ -354,6 +361,9 @@ func (c *Consumer) process(ctx context.Context, claimed []store.Event) (Consumer
 					res.Tasks++
 				}
 			}
+		}
+		if res.Runs, err = c.startRuns(ctx, st, plans, owned); err != nil {
+			return err
 		}
 		res.Consumed = len(acked)
 		res.Lost = len(good) - len(acked)
@@ -447,6 +457,12 @@ func (c *Consumer) plan(ev store.Event) planned {
 			return p
 		}
 		if !ok {
+			continue
+		}
+		if task.Workflow != "" {
+			if p.err = c.planRun(&p, sub, task); p.err != nil {
+				return p
+			}
 			continue
 		}
 		inputs, err := json.Marshal(task.Inputs)

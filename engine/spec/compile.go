@@ -131,9 +131,10 @@ type checker struct {
 	errs         Errors
 	declarations map[string]map[string]*document // kind → name → declaring document
 	taskTypes    map[string]*TaskType            // the task types that compiled
-	// subscriptions are the Subscriptions that compiled (the event types
-	// a workflow's wait_for_event step may wait for).
+	// subscriptions name the event types of the Subscription documents
+	// (what a workflow's wait_for_event step may wait for).
 	subscriptions []*Subscription
+	workflows     map[string]*Workflow // the workflows that compiled
 }
 
 // add records a pass 2 error about the value at ptr of d, unless pass 1
@@ -229,6 +230,16 @@ func (c *checker) compile(docs []*document) *Set {
 		}
 	}
 	c.checkRunnerTies(set.runners)
+	// Workflows before the subscriptions and schedules that may start them,
+	// each after the workflows its steps start.
+	c.workflows = map[string]*Workflow{}
+	c.subscriptions = subscribedEvents(byKind[KindSubscription]) // what a wait_for_event may wait for
+	for _, d := range c.orderWorkflows(byKind[KindWorkflow]) {
+		if w := c.compileWorkflow(d); w != nil {
+			set.workflows = append(set.workflows, w)
+			c.workflows[w.name] = w
+		}
+	}
 	for _, d := range byKind[KindSubscription] {
 		if s := c.compileSubscription(d); s != nil {
 			set.subscriptions = append(set.subscriptions, s)
@@ -238,12 +249,6 @@ func (c *checker) compile(docs []*document) *Set {
 	for _, d := range byKind[KindSchedule] {
 		if s := c.compileSchedule(d); s != nil {
 			set.schedules = append(set.schedules, s)
-		}
-	}
-	c.subscriptions = set.subscriptions // what a wait_for_event may wait for
-	for _, d := range byKind[KindWorkflow] {
-		if w := c.compileWorkflow(d); w != nil {
-			set.workflows = append(set.workflows, w)
 		}
 	}
 	slices.SortFunc(set.workflows, func(a, b *Workflow) int { return cmp.Compare(a.name, b.name) })
@@ -318,4 +323,19 @@ func FormatDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// subscribedEvents returns, for each Subscription document, a Subscription
+// holding only its event type: the workflows, which compile before the
+// subscriptions that may start them, check a wait_for_event's type
+// against these. Pass 1 checked the documents' shape.
+func subscribedEvents(docs []*document) []*Subscription {
+	subs := make([]*Subscription, 0, len(docs))
+	for _, d := range docs {
+		m, _ := d.value.(map[string]any)
+		if et, ok := m["event_type"].(string); ok && et != "" {
+			subs = append(subs, &Subscription{eventType: et, glob: isGlob(et)})
+		}
+	}
+	return subs
 }

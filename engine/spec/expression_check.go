@@ -111,14 +111,14 @@ func (c *checker) checkInputLiteral(d *document, ptr, source string, t *TaskType
 		for i, a := range allowed {
 			texts[i] = jsonText(a)
 		}
-		c.fail(d, ptr, "input %s of task type %s must be one of %s (its inputs schema), but %s is not, so no task could be created",
-			name, t.name, strings.Join(texts, ", "), text)
+		c.fail(d, ptr, "input %s of %s must be one of %s (its inputs schema), but %s is not, so no %s could be created",
+			name, t.whatBare(), strings.Join(texts, ", "), text, t.creates())
 		return
 	}
 	if f, isNum := lit.(float64); isNum {
 		if r, bounded := boundsOf(schema); bounded && r.rulesOut("==", f) {
-			c.fail(d, ptr, "input %s of task type %s must be %s (its inputs schema), but %s is not, so no task could be created",
-				name, t.name, r, text)
+			c.fail(d, ptr, "input %s of %s must be %s (its inputs schema), but %s is not, so no %s could be created",
+				name, t.whatBare(), r, text, t.creates())
 		}
 	}
 }
@@ -136,8 +136,8 @@ func (c *checker) checkInputType(d *document, ptr, source string, got reflect.Ty
 	if want.Kind() == reflect.String && isNumberLiteral(source) {
 		hint = fmt.Sprintf("; for the text %s write it as a quoted literal inside the YAML value: '\"%s\"'", text, text)
 	}
-	c.fail(d, ptr, "input %s of task type %s must be %s (its inputs schema), but %s gives %s, so no task could be created%s",
-		name, t.name, describeType(want), text, describeType(got), hint)
+	c.fail(d, ptr, "input %s of %s must be %s (its inputs schema), but %s gives %s, so no %s could be created%s",
+		name, t.whatBare(), describeType(want), text, describeType(got), t.creates(), hint)
 }
 
 // isNumberLiteral reports whether source is a number written as a literal.

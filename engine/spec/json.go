@@ -17,18 +17,26 @@ type (
 		Schedules     []scheduleJSON     `json:"schedules"`
 		Workflows     []workflowJSON     `json:"workflows"`
 	}
+	// triggered is what a subscription or schedule creates: a task type,
+	// or runs of a workflow.
+	triggered struct {
+		TaskType string `json:"task_type,omitempty"`
+		Workflow string `json:"workflow,omitempty"`
+	}
 	workflowJSON struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Source      string          `json:"source"`
-		Inputs      json.RawMessage `json:"inputs"`
-		Timeout     string          `json:"timeout"`
-		StartRoles  []string        `json:"start_roles"`
-		Steps       []stepJSON      `json:"steps"`
+		Name        string            `json:"name"`
+		Description string            `json:"description,omitempty"`
+		Source      string            `json:"source"`
+		Inputs      json.RawMessage   `json:"inputs"`
+		Timeout     string            `json:"timeout"`
+		StartRoles  []string          `json:"start_roles"`
+		Steps       []stepJSON        `json:"steps"`
+		Outputs     map[string]string `json:"outputs,omitempty"`
 	}
 	stepJSON struct {
 		Name              string            `json:"name"`
-		TaskType          string            `json:"task_type"`
+		TaskType          string            `json:"task_type,omitempty"`
+		Workflow          string            `json:"workflow,omitempty"`
 		DependsOn         []string          `json:"depends_on"`
 		When              string            `json:"when,omitempty"`
 		OnUpstreamSkipped string            `json:"on_upstream_skipped"`
@@ -114,28 +122,28 @@ type (
 		Handler  HandlerKind `json:"handler,omitempty"`
 	}
 	subscriptionJSON struct {
-		Name        string            `json:"name"`
-		Description string            `json:"description,omitempty"`
-		Source      string            `json:"source"`
-		EventType   string            `json:"event_type"`
-		Glob        bool              `json:"glob"`
-		When        string            `json:"when,omitempty"`
-		TaskType    string            `json:"task_type"`
-		Payload     json.RawMessage   `json:"payload,omitempty"`
-		SchemaName  string            `json:"schema_name"`
-		Inputs      map[string]string `json:"inputs"`
-		DedupKey    string            `json:"dedup_key"`
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Source      string `json:"source"`
+		EventType   string `json:"event_type"`
+		Glob        bool   `json:"glob"`
+		When        string `json:"when,omitempty"`
+		triggered
+		Payload    json.RawMessage   `json:"payload,omitempty"`
+		SchemaName string            `json:"schema_name"`
+		Inputs     map[string]string `json:"inputs"`
+		DedupKey   string            `json:"dedup_key"`
 	}
 	scheduleJSON struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Source      string          `json:"source"`
-		Cron        string          `json:"cron"`
-		Timezone    string          `json:"timezone"`
-		TaskType    string          `json:"task_type"`
-		SchemaName  string          `json:"schema_name"`
-		Inputs      json.RawMessage `json:"inputs"`
-		Missed      MissedPolicy    `json:"missed"`
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		Source      string `json:"source"`
+		Cron        string `json:"cron"`
+		Timezone    string `json:"timezone"`
+		triggered
+		SchemaName string          `json:"schema_name"`
+		Inputs     json.RawMessage `json:"inputs"`
+		Missed     MissedPolicy    `json:"missed"`
 	}
 )
 
@@ -169,14 +177,14 @@ func (s *Set) MarshalJSON() ([]byte, error) {
 	for _, sub := range s.subscriptions {
 		out.Subscriptions = append(out.Subscriptions, subscriptionJSON{
 			Name: sub.name, Description: sub.description, Source: sub.source.String(),
-			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), TaskType: sub.taskType.name,
+			EventType: sub.eventType, Glob: sub.glob, When: sub.WhenExpr(), triggered: triggerJSON(sub.taskType, sub.workflow),
 			Payload: sub.PayloadSchema(), SchemaName: sub.schemaName.source, Inputs: sub.InputExprs(), DedupKey: sub.dedupKey.source,
 		})
 	}
 	for _, sch := range s.schedules {
 		out.Schedules = append(out.Schedules, scheduleJSON{
 			Name: sch.name, Description: sch.description, Source: sch.source.String(),
-			Cron: sch.cronLine, Timezone: sch.location.String(), TaskType: sch.taskType.name,
+			Cron: sch.cronLine, Timezone: sch.location.String(), triggered: triggerJSON(sch.taskType, sch.workflow),
 			SchemaName: sch.schemaName, Inputs: compactJSON(sch.inputs), Missed: sch.missed,
 		})
 	}
@@ -243,7 +251,7 @@ func (w *Workflow) toJSON() workflowJSON {
 	out := workflowJSON{
 		Name: w.name, Description: w.description, Source: w.source.String(),
 		Inputs: compactJSON(w.inputsRaw), Timeout: FormatDuration(w.timeout), StartRoles: w.StartRoles(),
-		Steps: make([]stepJSON, 0, len(w.steps)),
+		Steps: make([]stepJSON, 0, len(w.steps)), Outputs: w.OutputExprs(),
 	}
 	for _, s := range w.steps {
 		sj := stepJSON{
@@ -254,7 +262,9 @@ func (w *Workflow) toJSON() workflowJSON {
 		if sj.DependsOn == nil {
 			sj.DependsOn = []string{}
 		}
-		if s.taskType != nil {
+		if s.child != nil {
+			sj.Workflow = s.child.name
+		} else if s.taskType != nil {
 			sj.TaskType = s.taskType.name
 		}
 		if s.wait != nil {
@@ -266,4 +276,12 @@ func (w *Workflow) toJSON() workflowJSON {
 		out.Steps = append(out.Steps, sj)
 	}
 	return out
+}
+
+// triggerJSON names what a subscription or schedule creates.
+func triggerJSON(t *TaskType, w *Workflow) triggered {
+	if w != nil {
+		return triggered{Workflow: w.name}
+	}
+	return triggered{TaskType: t.name}
 }

@@ -26,7 +26,8 @@ type Schedule struct {
 	cronLine   string
 	cron       cron.Schedule
 	location   *time.Location
-	taskType   *TaskType
+	taskType   *TaskType // for a workflow schedule, the workflow's inputs (Workflow.inputsTarget)
+	workflow   *Workflow // the workflow it starts runs of, nil when it creates tasks
 	schemaName string
 	inputs     json.RawMessage
 	missed     MissedPolicy
@@ -38,7 +39,8 @@ func (s *Schedule) Cron() string { return s.cronLine }
 // Location is the time zone the cron line is read in.
 func (s *Schedule) Location() *time.Location { return s.location }
 
-// TaskType is the name of the task type the schedule creates.
+// TaskType is the name of the task type the schedule creates;
+// "workflow:NAME" for one that starts runs of workflow NAME (Workflow).
 func (s *Schedule) TaskType() string { return s.taskType.name }
 
 // SchemaName is the schema_name of the tasks the schedule creates.

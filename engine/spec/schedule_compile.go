@@ -17,6 +17,7 @@ type scheduleSpec struct {
 	Cron        string          `json:"cron"`
 	Timezone    string          `json:"timezone"`
 	TaskType    string          `json:"task_type"`
+	Workflow    string          `json:"workflow"`
 	SchemaName  string          `json:"schema_name"`
 	Inputs      json.RawMessage `json:"inputs"`
 	Missed      string          `json:"missed"`
@@ -60,7 +61,7 @@ func (c *checker) compileSchedule(d *document) *Schedule {
 		inputs = json.RawMessage(`{}`)
 	}
 	sch.inputs = inputs
-	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
+	t, w := c.triggerTarget(d, s.TaskType, s.Workflow)
 	if t != nil {
 		value, ok := d.lookup("/inputs")
 		if !ok {
@@ -78,7 +79,7 @@ func (c *checker) compileSchedule(d *document) *Schedule {
 	if d.failed || t == nil {
 		return nil
 	}
-	sch.taskType = t
+	sch.taskType, sch.workflow = t, w
 	return sch
 }
 

@@ -26,7 +26,8 @@ type Subscription struct {
 	eventType  string
 	glob       bool
 	when       *program
-	taskType   *TaskType
+	taskType   *TaskType // for a workflow subscription, the workflow's inputs (Workflow.inputsTarget)
+	workflow   *Workflow // the workflow it starts runs of, nil when it creates tasks
 	schemaName *program
 	inputNames []string // sorted
 	inputs     map[string]*program
@@ -40,8 +41,12 @@ type SubscriptionTask struct {
 	TaskType   string
 	SchemaName string
 	Inputs     map[string]any
-	// DedupKey is "" when the task is not deduplicated.
+	// DedupKey is "" when the task is not deduplicated. For a workflow
+	// run it is the run's start key.
 	DedupKey string
+	// Workflow is set, and TaskType "", when the subscription starts a run
+	// of this workflow with Inputs.
+	Workflow string
 }
 
 // EventType is the event type or glob the subscription listens to.
@@ -50,7 +55,8 @@ func (s *Subscription) EventType() string { return s.eventType }
 // IsGlob reports whether EventType is a glob pattern.
 func (s *Subscription) IsGlob() bool { return s.glob }
 
-// TaskType is the name of the task type the subscription creates.
+// TaskType is the name of the task type the subscription creates;
+// "workflow:NAME" for one that starts runs of workflow NAME (Workflow).
 func (s *Subscription) TaskType() string { return s.taskType.name }
 
 // WhenExpr is the source of the when expression, "" if none.
@@ -154,6 +160,12 @@ func (s *Subscription) Evaluate(event map[string]any) (task SubscriptionTask, ok
 	}
 	if task.DedupKey, _, err = checkDedupKey(key.(string), "subscription "+s.name); err != nil {
 		return SubscriptionTask{}, false, err
+	}
+	if s.workflow != nil {
+		task.TaskType, task.Workflow = "", s.workflow.name
+		if task.DedupKey == "" {
+			return SubscriptionTask{}, false, fmt.Errorf("error evaluating dedup_key of subscription %s: a run needs a start key, and %q returned an empty string", s.name, s.dedupKey.source)
+		}
 	}
 	return task, true, nil
 }

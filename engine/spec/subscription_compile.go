@@ -15,6 +15,7 @@ type subscriptionSpec struct {
 	EventType   string            `json:"event_type"`
 	When        string            `json:"when"`
 	TaskType    string            `json:"task_type"`
+	Workflow    string            `json:"workflow"`
 	Payload     json.RawMessage   `json:"payload"`
 	SchemaName  string            `json:"schema_name"`
 	Inputs      map[string]string `json:"inputs"`
@@ -62,7 +63,7 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	} else {
 		sub.dedupKey, _ = compileProgram(defaultSubscriptionDedupKey, eventDedupEnv{}, resultString)
 	}
-	t, _ := c.lookupTaskType(d, "/task_type", s.TaskType, false)
+	t, w := c.triggerTarget(d, s.TaskType, s.Workflow)
 	if t != nil {
 		c.checkMappedInputs(d, "/inputs", t, s.Inputs)
 		for _, name := range sub.inputNames {
@@ -82,7 +83,10 @@ func (c *checker) compileSubscription(d *document) *Subscription {
 	if d.failed || t == nil {
 		return nil
 	}
-	sub.taskType = t
+	sub.taskType, sub.workflow = t, w
+	if w != nil && s.DedupKey == "" {
+		sub.dedupKey, _ = compileProgram(defaultWorkflowSubscriptionKey(s.Name), eventDedupEnv{}, resultString)
+	}
 	return sub
 }
 
@@ -116,7 +120,7 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 				if _, mapped := inputs[name]; !mapped {
 					if typo, found := misspeltAs(name, undeclared(sortedKeys(inputs), schema)); found && !typos[typo] {
 						typos[typo] = true
-						c.failKey(d, joinPointer(ptr, typo), "task type %q requires input %q; did you misspell it as %q?", t.name, name, typo)
+						c.failKey(d, joinPointer(ptr, typo), "%s requires input %q; did you misspell it as %q?", t.what(), name, typo)
 						continue
 					}
 					missing = append(missing, fmt.Sprintf("%q", name))
@@ -128,7 +132,7 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 			if len(missing) > 1 {
 				noun = "inputs"
 			}
-			c.fail(d, ptr, "task type %q requires %s %s", t.name, noun, strings.Join(missing, ", "))
+			c.fail(d, ptr, "%s requires %s %s", t.what(), noun, strings.Join(missing, ", "))
 		}
 	}
 	props, _ := schema["properties"].(map[string]any)
@@ -144,6 +148,6 @@ func (c *checker) checkMappedInputs(d *document, ptr string, t *TaskType, inputs
 		if sug, ok := suggest(name, known); ok {
 			hint = fmt.Sprintf("; did you mean %q?", sug)
 		}
-		c.failKey(d, joinPointer(ptr, name), "task type %q has no input %q%s", t.name, name, hint)
+		c.failKey(d, joinPointer(ptr, name), "%s has no input %q%s", t.what(), name, hint)
 	}
 }

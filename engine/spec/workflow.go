@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"reflect"
+
 	"github.com/expr-lang/expr"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -47,6 +49,11 @@ type Workflow struct {
 	signalRoles []string
 	steps       []*Step // in topological order, ties by name
 	stepIndex   map[string]*Step
+	// outputs are the run's outputs, evaluated when it completes
+	// (workflow_child.go); outputsType types them for a parent's steps.
+	outputNames []string // sorted
+	outputs     map[string]*program
+	outputsType reflect.Type
 }
 
 // InputSchema is the JSON Schema of a run's inputs, as JSON.
@@ -91,8 +98,9 @@ func (w *Workflow) ValidateInputs(v any) error {
 type Step struct {
 	named
 	taskType    *TaskType
-	dependsOn   []string // sorted
-	dependants  []string // sorted
+	child       *Workflow // the workflow a child workflow step starts
+	dependsOn   []string  // sorted
+	dependants  []string  // sorted
 	when        *program
 	onSkipped   string
 	inputNames  []string // sorted
@@ -149,7 +157,7 @@ func (s *Step) MaxRetries() int {
 		return *s.maxRetries
 	}
 	if s.taskType == nil {
-		return 0 // a wait step
+		return 0 // a wait step or a child workflow step has no task
 	}
 	return s.taskType.MaxRetries()
 }
@@ -160,7 +168,7 @@ func (s *Step) Priority() int {
 		return *s.priority
 	}
 	if s.taskType == nil {
-		return 0 // a wait step
+		return 0 // a wait step or a child workflow step has no task
 	}
 	return s.taskType.Priority()
 }
@@ -277,7 +285,11 @@ func (s *Step) Inputs(env RunEnv, item any, index int) (json.RawMessage, error) 
 		}
 		inputs[name] = v
 	}
-	if err := s.taskType.ValidateInputs(inputs); err != nil {
+	if s.child != nil {
+		if err := s.child.ValidateInputs(inputs); err != nil {
+			return nil, fmt.Errorf("error starting the child run of workflow %s of step %s: %w", s.child.name, s.name, err)
+		}
+	} else if err := s.taskType.ValidateInputs(inputs); err != nil {
 		return nil, fmt.Errorf("error creating the %s task of step %s: %w", s.taskType.name, s.name, err)
 	}
 	b, err := json.Marshal(inputs)

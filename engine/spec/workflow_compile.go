@@ -25,13 +25,15 @@ type workflowSpec struct {
 		Start  *[]string `json:"start"`
 		Signal *[]string `json:"signal"`
 	} `json:"api"`
-	Steps map[string]stepSpec `json:"steps"`
+	Steps   map[string]stepSpec `json:"steps"`
+	Outputs map[string]string   `json:"outputs"`
 }
 
 // stepSpec is the shape of one step of a Workflow document.
 type stepSpec struct {
 	Description       string            `json:"description"`
 	TaskType          string            `json:"task_type"`
+	Workflow          string            `json:"workflow"`
 	DependsOn         []string          `json:"depends_on"`
 	When              string            `json:"when"`
 	OnUpstreamSkipped string            `json:"on_upstream_skipped"`
@@ -97,6 +99,7 @@ func (c *checker) compileWorkflow(d *document) *Workflow {
 		wc.expressions(w.stepIndex[name])
 	}
 	wc.unreachable(order)
+	wc.compileOutputs(s.Outputs)
 	if d.failed {
 		return nil
 	}
@@ -140,10 +143,11 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 		st.maxItems = s.MaxItems
 	}
 	kind, ok := wc.stepKind(name, s)
-	if ok && kind != StepKindTask {
+	waits := ok && kind != StepKindTask && kind != StepKindWorkflow
+	if waits {
 		st.wait = wc.waitStep(name, kind, s)
 	}
-	if !ok || kind != StepKindTask {
+	if !ok || waits {
 		wc.checkDependsOn(name, s)
 		return st
 	}
@@ -154,7 +158,15 @@ func (wc *workflowCheck) step(name string, s stepSpec) *Step {
 			}
 		}
 	}
-	t, _ := c.lookupTaskType(d, stepPtr(name, "task_type"), s.TaskType, false)
+	var t *TaskType
+	switch {
+	case s.Workflow != "":
+		wc.childStep(st, name, s)
+	case s.TaskType == "":
+		c.fail(d, stepPtr(name, ""), "a step needs task_type (the task it runs) or workflow (the child run it starts)")
+	default:
+		t, _ = c.lookupTaskType(d, stepPtr(name, "task_type"), s.TaskType, false)
+	}
 	st.taskType = t
 	if t != nil {
 		c.checkMappedInputs(d, stepPtr(name, "inputs"), t, s.Inputs)
@@ -209,6 +221,9 @@ func (wc *workflowCheck) expressions(st *Step) {
 		outputs = waitOutputs(st.wait)
 		wc.waitExpressions(st, fields)
 	}
+	if s.Workflow != "" {
+		outputs = childOutputsType(st.child)
+	}
 	wc.item, wc.itemOf = nil, ""
 	if s.ForEach != "" {
 		ptr := stepPtr(st.name, "for_each")
@@ -249,11 +264,11 @@ func (wc *workflowCheck) expressions(st *Step) {
 		}
 		wc.c.checkComparisons(wc.d, ptr, s.Inputs[name], wc.schemaOf)
 		wc.checkStatusReads(ptr, s.Inputs[name])
-		if st.taskType != nil {
+		if target := st.target(); target != nil {
 			n := len(wc.c.errs)
-			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, st.taskType, name)
+			wc.c.checkInputType(wc.d, ptr, s.Inputs[name], t, target, name)
 			if len(wc.c.errs) == n {
-				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], st.taskType, name)
+				wc.c.checkInputLiteral(wc.d, ptr, s.Inputs[name], target, name)
 			}
 		}
 	}
@@ -442,6 +457,9 @@ func (wc *workflowCheck) badRead(r read, fields []field) (int, string) {
 		}
 		if t.wait != nil && t.wait.payloadVal != nil {
 			return wc.schemaRead(r, 3, t.wait.payloadVal, "steps."+name+".outputs", fmt.Sprintf("the payload schema of step %s", name))
+		}
+		if t.child != nil {
+			return childRead(r, t.child, name)
 		}
 		if t.taskType == nil {
 			return 0, ""

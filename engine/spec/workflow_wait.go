@@ -26,6 +26,9 @@ const (
 	StepKindEvent = "wait_for_event"
 	// StepKindApproval is a step that waits for a named signal.
 	StepKindApproval = "approval"
+	// StepKindWorkflow is a step that starts a child run of another
+	// workflow and ends when it ends (workflow_child.go).
+	StepKindWorkflow = "workflow"
 )
 
 // What a wait_for_event or approval step does when its timeout passes first.
@@ -136,8 +139,11 @@ func (w *Wait) ValidatePayload(v any) error {
 
 // Kind is the step's kind: StepKindTask, or its wait's.
 func (s *Step) Kind() string {
-	if s.wait != nil {
+	switch {
+	case s.wait != nil:
 		return s.wait.kind
+	case s.child != nil:
+		return StepKindWorkflow
 	}
 	return StepKindTask
 }

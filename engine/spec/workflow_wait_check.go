@@ -23,7 +23,7 @@ import (
 var taskOnlyFields = []string{"inputs", "for_each", "concurrency", "max_items", "max_retries", "priority"}
 
 // stepKindFields are the fields that make a step of each kind.
-var stepKindFields = []string{"task_type", StepKindSleep, StepKindEvent, StepKindApproval}
+var stepKindFields = []string{"task_type", StepKindWorkflow, StepKindSleep, StepKindEvent, StepKindApproval}
 
 // stepKind reports which kind a step is, and fails a step of none or of
 // several kinds. ok is false then.
@@ -36,15 +36,18 @@ func (wc *workflowCheck) stepKind(name string, s stepSpec) (string, bool) {
 	}
 	switch len(kinds) {
 	case 0:
-		wc.c.failKey(wc.d, stepPtr(name, ""), "a step needs one of task_type (a task), sleep, wait_for_event or approval")
+		wc.c.failKey(wc.d, stepPtr(name, ""), "a step needs one of task_type (a task), workflow (a child run), sleep, wait_for_event or approval")
 		return "", false
 	case 1:
 	default:
 		wc.c.failKey(wc.d, stepPtr(name, kinds[1]), "a step is one thing: it has %s already, so it cannot also have %s", kinds[0], kinds[1])
 		return "", false
 	}
-	if kinds[0] == "task_type" {
+	switch kinds[0] {
+	case "task_type":
 		return StepKindTask, true
+	case StepKindWorkflow: // a child run takes inputs and for_each as a task does (workflow_child_check.go)
+		return StepKindWorkflow, true
 	}
 	for _, f := range taskOnlyFields {
 		if _, set := wc.d.lookup(stepPtr(name, f)); set {

@@ -32,6 +32,9 @@ type FinishedStep struct {
 	Status  wftype.TaskStatus
 	Outputs json.RawMessage
 	Error   *string
+	// Child is set for the end of a child run (a `workflow:` step): the
+	// child's workflow; TaskID is then the child run's id.
+	Child string
 }
 
 // StepHook is told, inside the transaction of a FinishTasks call or of a
@@ -49,27 +52,33 @@ func (s *Store) WithStepHook(hook StepHook) *Store {
 	return &cp
 }
 
-// NewWorkflowRun is a run to create.
-type NewWorkflowRun struct {
-	ID         uuid.UUID // a UUIDv7
-	Workflow   string
-	SchemaName string
-	Inputs     json.RawMessage
-	Timeout    time.Duration
-	Steps      []string // every step's name: each gets a WAITING row
-	Now        *time.Time
-}
-
 // workflowRunColumns is the column list of a run, in scanWorkflowRun's order.
-const workflowRunColumns = `run_id, workflow, schema_name, status, inputs, error, created_at, deadline, finished_at, attempt`
+const workflowRunColumns = `run_id, workflow, schema_name, status, inputs, error, created_at, deadline, finished_at, attempt,
+    parent_run_id, parent_step, coalesce(parent_item, -1), started_by, outputs`
 
 func scanWorkflowRun(row pgx.Row) (wftype.WorkflowRun, error) {
 	var r wftype.WorkflowRun
 	var id [16]byte
 	var status string
-	var inputs []byte
-	err := row.Scan(&id, &r.Workflow, &r.SchemaName, &status, &inputs, &r.Error, &r.CreatedAt, &r.Deadline, &r.FinishedAt, &r.Attempt)
-	r.ID, r.Status, r.Inputs = id, wftype.RunStatus(status), inputs
+	var inputs, startedBy, outputs []byte
+	var parent *[16]byte
+	var parentStep *string
+	err := row.Scan(&id, &r.Workflow, &r.SchemaName, &status, &inputs, &r.Error, &r.CreatedAt, &r.Deadline, &r.FinishedAt, &r.Attempt,
+		&parent, &parentStep, &r.ParentItem, &startedBy, &outputs)
+	r.ID, r.Status, r.Inputs, r.Outputs = id, wftype.RunStatus(status), inputs, outputs
+	if parent != nil {
+		p := uuid.UUID(*parent)
+		r.ParentRunID = &p
+	}
+	if parentStep != nil {
+		r.ParentStep = *parentStep
+	}
+	if len(startedBy) > 0 && err == nil {
+		r.StartedBy = new(wftype.RunTrigger)
+		if uerr := json.Unmarshal(startedBy, r.StartedBy); uerr != nil {
+			err = fmt.Errorf("error reading what started workflow run %s: %w", uuid.UUID(id), uerr)
+		}
+	}
 	r.CreatedAt, r.Deadline = r.CreatedAt.UTC(), r.Deadline.UTC()
 	if r.FinishedAt != nil {
 		u := r.FinishedAt.UTC()
@@ -94,52 +103,6 @@ func scanWorkflowStep(row pgx.Row) (wftype.WorkflowStep, error) {
 		st.WakeAt = &u
 	}
 	return st, err
-}
-
-// InsertWorkflowRun creates a RUNNING run and a WAITING row for each of its
-// steps, and returns the run.
-func (s *Store) InsertWorkflowRun(ctx context.Context, r NewWorkflowRun) (wftype.WorkflowRun, error) {
-	const q = `
-WITH run AS (
-    INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline)
-    VALUES ($1, $2, $3, 'RUNNING', $4, coalesce($5::timestamptz, now()),
-            coalesce($5::timestamptz, now()) + make_interval(secs => $6))
-    RETURNING ` + workflowRunColumns + `
-),
-steps AS (
-    INSERT INTO tasks.workflow_steps (run_id, step, status, updated_at)
-    SELECT run.run_id, s, 'WAITING', run.created_at FROM run, unnest($7::text[]) AS s
-)
-SELECT ` + workflowRunColumns + ` FROM run`
-	run, err := scanWorkflowRun(s.db.QueryRow(ctx, q, r.ID, r.Workflow, r.SchemaName, []byte(r.Inputs), r.Now, r.Timeout.Seconds(), r.Steps))
-	return run, wrap("creating a workflow run", err)
-}
-
-// LockWorkflowRuns reads the runs among ids with their rows locked until
-// the transaction ends (in id order, so two transactions that lock the
-// same runs cannot deadlock), and every step of each. It must run in a
-// transaction.
-func (s *Store) LockWorkflowRuns(ctx context.Context, ids []uuid.UUID) ([]wftype.WorkflowRun, []wftype.WorkflowStep, error) {
-	if !s.inTx {
-		return nil, nil, errors.New("error locking workflow runs: not in a transaction")
-	}
-	keys := make([][16]byte, len(ids))
-	for i, id := range ids {
-		keys[i] = id
-	}
-	runs, err := queryAll(ctx, s.db, "locking workflow runs", `
-SELECT `+workflowRunColumns+` FROM tasks.workflow_runs
-WHERE run_id = ANY ($1::uuid[])
-ORDER BY run_id
-FOR UPDATE`, scanWorkflowRun, keys)
-	if err != nil {
-		return nil, nil, err
-	}
-	steps, err := queryAll(ctx, s.db, "reading workflow steps", `
-SELECT `+workflowStepColumns+` FROM tasks.workflow_steps
-WHERE run_id = ANY ($1::uuid[])
-ORDER BY run_id, step`, scanWorkflowStep, keys)
-	return runs, steps, err
 }
 
 // SaveWorkflowSteps writes the status, counts, outputs and error of steps
@@ -185,15 +148,21 @@ SET status = EXCLUDED.status, items = EXCLUDED.items, started = EXCLUDED.started
 	return wrap("saving workflow steps", err)
 }
 
-// SaveWorkflowRun writes a run's status, error, attempt and deadline;
-// finished_at is set when the status is an end, cleared when RUNNING.
+// SaveWorkflowRun writes a run's status, error, attempt, deadline and
+// outputs; finished_at is set when the status is an end, cleared when
+// RUNNING.
 func (s *Store) SaveWorkflowRun(ctx context.Context, r wftype.WorkflowRun, now *time.Time) error {
 	const q = `
 UPDATE tasks.workflow_runs
 SET status = $2, error = $3, attempt = $4, deadline = $5,
-    finished_at = CASE WHEN $2 = 'RUNNING' THEN NULL ELSE coalesce($6::timestamptz, now()) END
+    finished_at = CASE WHEN $2 = 'RUNNING' THEN NULL ELSE coalesce($6::timestamptz, now()) END,
+    outputs = $7
 WHERE run_id = $1`
-	_, err := s.db.Exec(ctx, q, r.ID, string(r.Status), r.Error, r.Attempt, r.Deadline, now)
+	var outputs []byte
+	if len(r.Outputs) > 0 {
+		outputs = appendJSONValue(nil, r.Outputs)
+	}
+	_, err := s.db.Exec(ctx, q, r.ID, string(r.Status), r.Error, r.Attempt, r.Deadline, now, outputs)
 	return wrap("saving a workflow run", err)
 }
 
@@ -402,26 +371,6 @@ RETURNING t.task_id, t.workflow_step, coalesce(t.workflow_item, -1)`, func(row p
 		st.TaskID = id
 		return st, err
 	}, run.ID, runTasksFrom(run), reason, now)
-}
-
-// lockRunsOfTasks locks, in the caller's transaction, the workflow runs
-// that tasks among ids (created in [lo, hi], which prunes the partitions)
-// belong to, in run order as LockWorkflowRuns does. A cancel by hand takes
-// them before it locks the tasks: the run's lock comes first everywhere a
-// run's PENDING tasks are locked (CancelPendingWorkflowTasks), so the two
-// cannot deadlock.
-func (s *Store) lockRunsOfTasks(ctx context.Context, keys [][16]byte, lo, hi time.Time) error {
-	const q = `
-SELECT r.run_id FROM tasks.workflow_runs r
-WHERE r.run_id = ANY (ARRAY(
-        SELECT t.workflow_run_id FROM tasks.tasks t
-        WHERE t.task_id = ANY (ARRAY(SELECT unnest($1::uuid[])))
-          AND t."timestamp" BETWEEN $2 AND $3
-          AND t.workflow_run_id IS NOT NULL))
-ORDER BY r.run_id
-FOR UPDATE`
-	_, err := s.db.Exec(ctx, q, keys, lo, hi)
-	return wrap("locking the workflow runs of tasks", err)
 }
 
 // GetWorkflowRun reads a run; wftype.ErrNotFound when there is none.

@@ -16,6 +16,8 @@ type Status struct {
 	Run   wftype.WorkflowRun
 	Steps []wftype.WorkflowStep // in the workflow's order (topological), then steps it no longer declares
 	Tasks []store.WorkflowTask  // oldest first
+	// Children are the runs its child workflow steps started, oldest first.
+	Children []wftype.WorkflowRun
 }
 
 // Get reads a run's status; wftype.ErrNotFound when there is no such run.
@@ -32,7 +34,11 @@ func (w *Workflows) Get(ctx context.Context, st *store.Store, id uuid.UUID) (Sta
 	if err != nil {
 		return Status{}, err
 	}
-	return Status{Run: run, Steps: w.ordered(run.Workflow, steps), Tasks: tasks}, nil
+	children, err := st.ChildWorkflowRuns(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	return Status{Run: run, Steps: w.ordered(run.Workflow, steps), Tasks: tasks, Children: children}, nil
 }
 
 // ordered sorts a run's steps in its workflow's order.
@@ -62,8 +68,8 @@ func (w *Workflows) ordered(workflow string, steps []wftype.WorkflowStep) []wfty
 
 // Cancel cancels a RUNNING run: the run and its unfinished steps become
 // CANCELLED (and workflow.cancelled is emitted) in one transaction, so no
-// step is created after it; then its PENDING tasks are cancelled and its
-// running ones told to stop. A run in another status gives
+// step is created after it; then its PENDING tasks are cancelled, its
+// running ones told to stop, and its running child runs cancelled. A run in another status gives
 // wftype.ErrConflict.
 func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (wftype.WorkflowRun, error) {
 	run, err := w.change(ctx, st, id, "cancelling", func(_ *store.Store, r wftype.WorkflowRun, steps []wftype.WorkflowStep) (*runState, error) {
@@ -81,6 +87,10 @@ func (w *Workflows) Cancel(ctx context.Context, st *store.Store, id uuid.UUID) (
 	// sees every one that is still to stop.
 	if _, err := st.CancelWorkflowTasks(ctx, run); err != nil {
 		return run, fmt.Errorf("error cancelling the tasks of workflow run %s: %w", id, err)
+	}
+	// Its child runs, and theirs, with their tasks (child.go).
+	if _, err := w.cancelChildren(ctx, st, id); err != nil {
+		return run, fmt.Errorf("error cancelling the child runs of workflow run %s: %w", id, err)
 	}
 	return run, nil
 }
@@ -138,6 +148,13 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 				return nil, fmt.Errorf("workflow run %s still has task %s (step %s) %s from its last attempt; retry once it ends: %w",
 					id, t.TaskID, t.Step, t.Status, wftype.ErrConflict)
 			}
+		}
+		if children, err := tx.RunningChildRuns(ctx, id); err != nil || len(children) > 0 {
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("workflow run %s still has child run %s RUNNING from its last attempt; retry once it ends: %w",
+				id, children[0], wftype.ErrConflict)
 		}
 		now := w.cfg.Clock.Now()
 		r.Status, r.Error, r.FinishedAt, r.Attempt = wftype.RunRunning, nil, nil, r.Attempt+1
@@ -232,6 +249,9 @@ func (w *Workflows) failEach(ctx context.Context, st *store.Store, ids []uuid.UU
 		}
 		if run.Status == wftype.RunFailed {
 			n++
+			if _, err := w.cancelChildren(ctx, st, id); err != nil {
+				return n, fmt.Errorf("error cancelling the child runs of workflow run %s: %w", id, err)
+			}
 		}
 	}
 	return n, nil

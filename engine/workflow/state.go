@@ -31,10 +31,12 @@ type runState struct {
 	// (the step pass of a completion: see Workflows.write).
 	refuse bool
 	tasks  []newTask
-	events []events.Event
-	now    time.Time
-	env    *spec.RunEnv     // built on first use
-	items  map[string][]any // for_each lists evaluated in this batch
+	// children are the child runs to start (child.go).
+	children []newChild
+	events   []events.Event
+	now      time.Time
+	env      *spec.RunEnv     // built on first use
+	items    map[string][]any // for_each lists evaluated in this batch
 	// kept: the outputs of the items that completed in this batch, which
 	// the run keeps (store.SaveWorkflowItems, in Workflows.write): the
 	// step gathers them when its last item ends, and by then retention may
@@ -64,6 +66,10 @@ func (rs *runState) apply(ctx context.Context, tx *store.Store, f store.Finished
 	st := rs.steps[f.Step]
 	if st == nil || st.Status != wftype.StepRunning {
 		return nil // the run was cancelled or the step failed already: nothing to record
+	}
+	if f.Child != "" && f.Status != wftype.StatusCompleted {
+		rs.childFailed(f)
+		return nil
 	}
 	if f.Status != wftype.StatusCompleted {
 		what := "its task"
@@ -222,7 +228,7 @@ func (rs *runState) schedule() {
 			return
 		}
 	}
-	rs.end(wftype.RunCompleted, nil)
+	rs.complete()
 }
 
 // startStep starts, skips or leaves waiting a WAITING step.
@@ -320,6 +326,10 @@ func (rs *runState) startTask(step *spec.Step, st *wftype.WorkflowStep, item any
 	inputs, err := step.Inputs(*rs.environment(), item, index)
 	if err != nil {
 		rs.fail(step.Name(), err.Error())
+		return
+	}
+	if step.Child() != nil {
+		rs.startChild(step, st, inputs, index)
 		return
 	}
 	prio := step.Priority()

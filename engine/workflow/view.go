@@ -26,6 +26,7 @@ func (w *Workflows) View(s Status, statusURL string) wftype.WorkflowRunView {
 		}
 		tasks[t.Step] = append(tasks[t.Step], tv)
 	}
+	runs := childViews(s.Children)
 	v.Steps = make([]wftype.WorkflowStepView, 0, len(s.Steps))
 	for _, row := range s.Steps {
 		sv := wftype.WorkflowStepView{
@@ -38,12 +39,11 @@ func (w *Workflows) View(s Status, statusURL string) wftype.WorkflowRunView {
 		if sv.Tasks == nil {
 			sv.Tasks = []wftype.WorkflowTaskView{}
 		}
+		sv.Runs = runs[row.Step]
 		if wf != nil {
 			if step, ok := wf.Step(row.Step); ok {
 				sv.Kind = step.Kind()
-				if t := step.TaskType(); t != nil {
-					sv.TaskType = t.Name()
-				}
+				stepKind(&sv, step)
 				if deps := step.DependsOn(); deps != nil {
 					sv.DependsOn = deps
 				}
@@ -61,11 +61,13 @@ func RunView(r wftype.WorkflowRun, statusURL string) wftype.WorkflowRunView {
 	if len(inputs) == 0 {
 		inputs = []byte("{}")
 	}
-	return wftype.WorkflowRunView{
+	v := wftype.WorkflowRunView{
 		RunID: r.ID.String(), Workflow: r.Workflow, SchemaName: r.SchemaName, Status: r.Status,
 		Inputs: inputs, Error: redact.Ptr(r.Error), Attempt: r.Attempt,
 		CreatedAt: r.CreatedAt, Deadline: r.Deadline, FinishedAt: r.FinishedAt, StatusURL: statusURL,
 	}
+	origin(&v, r)
+	return v
 }
 
 // waitView is what a RUNNING step with no task waits for, nil for any

@@ -98,11 +98,12 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("invalid inputs for workflow %s: %s", e.Workflow, e.Inputs.Error())
 }
 
-// Start creates a run and the tasks of its first steps in one transaction.
-func (w *Workflows) Start(ctx context.Context, st *store.Store, req StartRequest) (wftype.WorkflowRun, error) {
+// checkStart finds a run's workflow and checks its inputs (default {}),
+// which it returns as JSON.
+func (w *Workflows) checkStart(req StartRequest) (*spec.Workflow, json.RawMessage, error) {
 	wf, ok := w.cfg.Specs.Workflow(req.Workflow)
 	if !ok {
-		return wftype.WorkflowRun{}, fmt.Errorf("%w %q", ErrUnknownWorkflow, req.Workflow)
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownWorkflow, req.Workflow)
 	}
 	raw := req.Inputs
 	if len(raw) == 0 {
@@ -110,14 +111,23 @@ func (w *Workflows) Start(ctx context.Context, st *store.Store, req StartRequest
 	}
 	var inputs any
 	if err := json.Unmarshal(raw, &inputs); err != nil {
-		return wftype.WorkflowRun{}, &InputError{Workflow: wf.Name(), Message: "inputs are not valid JSON: " + err.Error()}
+		return nil, nil, &InputError{Workflow: wf.Name(), Message: "inputs are not valid JSON: " + err.Error()}
 	}
 	if err := wf.ValidateInputs(inputs); err != nil {
 		var ie spec.InputErrors
 		if errors.As(err, &ie) {
-			return wftype.WorkflowRun{}, &InputError{Workflow: wf.Name(), Inputs: ie}
+			return nil, nil, &InputError{Workflow: wf.Name(), Inputs: ie}
 		}
-		return wftype.WorkflowRun{}, &InputError{Workflow: wf.Name(), Message: err.Error()}
+		return nil, nil, &InputError{Workflow: wf.Name(), Message: err.Error()}
+	}
+	return wf, raw, nil
+}
+
+// Start creates a run and the tasks of its first steps in one transaction.
+func (w *Workflows) Start(ctx context.Context, st *store.Store, req StartRequest) (wftype.WorkflowRun, error) {
+	wf, raw, err := w.checkStart(req)
+	if err != nil {
+		return wftype.WorkflowRun{}, err
 	}
 	schema := cmp.Or(req.SchemaName, wftype.SystemSchema)
 	id, _, err := store.NewID()
@@ -184,7 +194,11 @@ func (w *Workflows) Sweep(ctx context.Context, st *store.Store, limit int) (int,
 	if len(names) == 0 {
 		return 0, nil
 	}
-	total := 0
+	// The child runs of runs that ended are cancelled here too (child.go).
+	total, err := w.CancelOrphans(ctx, st, limit)
+	if err != nil {
+		return total, err
+	}
 	for {
 		n := 0
 		err := st.InTx(ctx, func(tx *store.Store) error {
@@ -343,7 +357,7 @@ func (w *Workflows) write(ctx context.Context, tx *store.Store, states []*runSta
 			return err
 		}
 	}
-	return nil
+	return w.writeChildren(ctx, tx, states)
 }
 
 // cancelPending cancels the PENDING tasks of a run that failed in this
@@ -377,9 +391,13 @@ func runEvent(r wftype.WorkflowRun) events.Event {
 	if r.SchemaName == wftype.SystemSchema {
 		scope = "PLATFORM"
 	}
-	payload, _ := json.Marshal(map[string]any{ // strings and a pointer always encode
+	fields := map[string]any{
 		"run_id": r.ID.String(), "workflow": r.Workflow, "status": r.Status, "error": r.Error, "attempt": r.Attempt,
-	})
+	}
+	if r.ParentRunID != nil { // a child run: the run whose step started it
+		fields["parent_run_id"], fields["parent_step"] = r.ParentRunID.String(), r.ParentStep
+	}
+	payload, _ := json.Marshal(fields) // strings and a pointer always encode
 	// Every subscriber and webhook receiver sees the event: no credentials.
 	return events.Event{Type: typ, Scope: scope, SchemaName: r.SchemaName, Payload: redact.JSON(payload)}
 }

@@ -775,9 +775,11 @@ function renderRun(r) {
     ["run id", r.run_id], ["workflow", link("workflow", r.workflow)], ["tenant", link("schema_name", r.schema_name)],
     ["status", statusBadge(r.status)], ["attempt", r.attempt], ["created", fmtTime(r.created_at)],
     ["deadline", fmtTime(r.deadline)], ["finished", fmtTime(r.finished_at)],
+    ["parent", r.parent_run_id ? h("a", { href: "#/run/" + r.parent_run_id, id: "run-parent" }, shortIDs([r.parent_run_id])(r.parent_run_id) + " · step " + r.parent_step) : null],
+    ["started by", startedBy(r.started_by)],
   ].filter(([, v]) => v !== undefined && v !== null && v !== "");
   const steps = r.steps || [];
-  const short = shortIDs(steps.flatMap((s) => (s.tasks || []).map((t) => t.task_id)));
+  const short = shortIDs(steps.flatMap((s) => (s.tasks || []).map((t) => t.task_id).concat((s.runs || []).map((c) => c.run_id))));
   return h("div", { "data-testid": "run", "data-status": r.status, "data-attempt": r.attempt },
     h("h1", {}, "Run of " + r.workflow + " ", statusBadge(r.status)),
     actions,
@@ -817,6 +819,15 @@ function waitText(w) {
   return "sleeps" + until;
 }
 
+// startedBy says what started a run: an event through a subscription, or a
+// schedule's tick (nothing for the API or the CLI).
+function startedBy(b) {
+  if (!b) return null;
+  if (b.kind === "event") return "event " + b.event_type + " " + shortIDs([b.event_id])(b.event_id) + " · subscription " + b.subscription;
+  if (b.kind === "schedule") return "schedule " + b.schedule + " · tick " + fmtTime(b.tick);
+  return null;
+}
+
 // stepRow is one step of a run: a fan-out shows its items' counts by
 // status, every step links its tasks (the latest first, at most 20).
 function stepRow(s, i, short) {
@@ -828,12 +839,14 @@ function stepRow(s, i, short) {
     ? s.done + " of " + s.items + " items done" + (s.started > s.done ? ", " + (s.started - s.done) + " started" : "")
     : (s.status === "WAITING" || s.status === "SKIPPED" ? "" : s.done + " of 1");
   const shown = tasks.slice(-20).reverse();
-  const taskLinks = shown.map((t) => h("a", { href: "#/task/" + t.task_id, "data-task": t.task_id, class: "step-task", title: t.status + " · " + t.task_id },
-    (t.item !== undefined && t.item !== null ? "item " + t.item : short(t.task_id)), " ", statusBadge(t.status)));
+  const childLinks = (s.runs || []).slice(-20).reverse().map((c) => h("a", { href: "#/run/" + c.run_id, "data-run": c.run_id, class: "step-task", title: c.status + " · " + c.run_id },
+    (c.item !== undefined && c.item !== null ? "item " + c.item : "run " + short(c.run_id)), " ", statusBadge(c.status)));
+  const taskLinks = childLinks.concat(shown.map((t) => h("a", { href: "#/task/" + t.task_id, "data-task": t.task_id, class: "step-task", title: t.status + " · " + t.task_id },
+    (t.item !== undefined && t.item !== null ? "item " + t.item : short(t.task_id)), " ", statusBadge(t.status))));
   return h("tr", { "data-step": s.step, "data-status": s.status },
     h("td", { class: "num" }, i + 1),
     h("td", {}, s.step),
-    h("td", {}, s.task_type || s.kind || ""),
+    h("td", {}, s.task_type || (s.workflow ? "workflow " + s.workflow : s.kind || "")),
     h("td", {}, (s.depends_on || []).join(", ")),
     h("td", {}, statusBadge(s.status)),
     h("td", { class: "progress" }, progress,

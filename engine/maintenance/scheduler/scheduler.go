@@ -62,6 +62,9 @@ type Config struct {
 	Store *store.Store
 	// Client creates the ticks' tasks.
 	Client *client.Client
+	// Runs starts the workflow runs of the schedules that name a workflow
+	// (engine/workflow); without it, their ticks are refused.
+	Runs RunStarter
 	// Schedules to fire (spec.Set.Schedules()).
 	Schedules []*spec.Schedule
 	// CatchUp: missed ticks younger than this always fire. Default 2m.
@@ -352,6 +355,18 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (fired, refused int
 		made := make([]store.Tick, 0, len(fresh))
 		for _, t := range fresh {
 			sch := bySchedule[t.Schedule]
+			if sch.Workflow() != "" {
+				started, err := s.startRun(ctx, st, sch, t.At)
+				if err != nil {
+					return err
+				}
+				if !started {
+					refusals = append(refusals, refusal{tick: t, err: errNoRunStarter})
+				} else {
+					fired++
+				}
+				continue
+			}
 			req := client.Request{TaskType: sch.TaskType(), SchemaName: sch.SchemaName(), Inputs: sch.Inputs(), DedupKey: sch.DedupKey(t.At)}
 			if err := s.cfg.Client.Check(req); err != nil {
 				refusals = append(refusals, refusal{tick: t, err: err})
@@ -370,7 +385,7 @@ func (s *Scheduler) fire(ctx context.Context, due []pending) (fired, refused int
 		for i, r := range created {
 			ids[i] = r.Task.ID
 		}
-		fired = len(made)
+		fired += len(made)
 		return st.SetTickTasks(ctx, made, ids)
 	})
 	if err != nil {
