@@ -213,16 +213,16 @@ postgres: ## install PostgreSQL, PgBouncer, the PostGIS of the server's major ve
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 .PHONY: python
-python: ## install Debian's python3 with setuptools, wheel, venv and pip when missing: the Python client is pip-installed offline in make test
+python: ## install Debian's python3 with venv (and pip) when missing: the Python client is pip-installed offline into a fresh venv in make test
 	@for p in python3 /usr/bin/python3; do \
-	    $$p -c 'import setuptools, wheel, venv, pip' >/dev/null 2>&1 && exit 0; \
+	    $$p -c 'import venv, ensurepip' >/dev/null 2>&1 && exit 0; \
 	done; \
 	if [ "$$(id -u)" != 0 ]; then \
-	    echo "python3 cannot build the Python client offline: run 'sudo apt-get install -y python3 python3-venv python3-setuptools python3-wheel python3-pip'"; exit 1; \
+	    echo "python3 cannot make a virtual environment with pip: run 'sudo apt-get install -y python3 python3-venv'"; exit 1; \
 	fi; \
-	echo "installing python3 with setuptools, wheel, venv and pip (apt-get install)"; \
+	echo "installing python3 with venv (apt-get install)"; \
 	export DEBIAN_FRONTEND=noninteractive; \
-	apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv python3-setuptools python3-wheel python3-pip >/dev/null
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends python3 python3-venv >/dev/null
 
 .PHONY: chromium
 chromium: ## install Debian's chromium (for the dashboard's browser tests) when it is missing (apt-get, as root)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,21 +87,24 @@ max_retries: 0
 }
 
 // installPythonClient installs clients/python as a user would, with
-// `pip install` into a fresh virtual environment, offline (--no-index: no
-// package index is reachable from our machines) and with the build backend
-// the interpreter already has (--no-build-isolation: setuptools and wheel,
-// Debian's python3-setuptools and python3-wheel, which make test installs).
-// It returns the environment's interpreter, a copy of the unittest suite kept
-// apart from the package's source (so only the installed copy can be
-// imported) and the version pyproject.toml declares.
+// `pip install` into a fresh, plain virtual environment (`python3 -m venv`,
+// no --system-site-packages), offline (--no-index, no find-links and no pip
+// configuration: no package index is reachable from our machines). The
+// package's build backend is its own (backend/wf_build.py, standard library
+// only), so the install needs neither setuptools nor wheel: the test removes
+// the setuptools that some Pythons' venvs bring, to prove it. It returns the
+// environment's interpreter, a copy of the unittest suite kept apart from the
+// package's source (so only the installed copy can be imported) and the
+// version pyproject.toml declares.
 //
-// Without an interpreter that can build the package the test is skipped,
-// unless WF_TEST_REQUIRE_PYTHON is set (make test sets it): then it fails.
+// Without an interpreter that can make a virtual environment with pip the
+// test is skipped, unless WF_TEST_REQUIRE_PYTHON is set (make test sets it):
+// then it fails.
 func installPythonClient(t *testing.T) (python, tests, version string) {
 	t.Helper()
-	base := pythonWithBuildBackend(t)
+	base := pythonWithVenv(t)
 	if base == "" {
-		const why = "no python3 with setuptools, wheel and venv (Debian: python3-setuptools python3-wheel python3-venv; make test installs them)"
+		const why = "no python3 that makes a virtual environment with pip (Debian: python3-venv; make test installs it)"
 		if os.Getenv("WF_TEST_REQUIRE_PYTHON") != "" {
 			t.Fatal(why)
 		}
@@ -114,8 +118,9 @@ func installPythonClient(t *testing.T) (python, tests, version string) {
 	require.NotNil(t, m, "pyproject.toml declares no version")
 	version = string(m[1])
 
-	// pip builds in the source folder (build/, *.egg-info): it gets a copy,
-	// so the checkout stays clean and parallel runs never share one.
+	// A copy of the package without its tests, and the tests apart, so that
+	// parallel runs never share a folder and the tests import the installed
+	// package only.
 	dir := t.TempDir()
 	src, tests := filepath.Join(dir, "src"), filepath.Join(dir, "tests")
 	require.NoError(t, os.CopyFS(src, os.DirFS(root)))
@@ -123,25 +128,44 @@ func installPythonClient(t *testing.T) (python, tests, version string) {
 	require.NoError(t, os.CopyFS(tests, os.DirFS(filepath.Join(root, "tests"))))
 
 	venv := filepath.Join(dir, "venv")
-	run := func(name string, args ...string) {
+	run := func(name string, args ...string) string {
 		cmd := exec.CommandContext(t.Context(), name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=1")
+		cmd.Env = offlinePipEnv()
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s %v:\n%s", name, args, out)
+		return string(out)
 	}
-	// --system-site-packages: the environment sees the interpreter's own
-	// setuptools, wheel and pip, and pip installs into the environment.
-	run(base, "-m", "venv", "--system-site-packages", "--without-pip", venv)
+	run(base, "-m", "venv", venv)
 	python = filepath.Join(venv, "bin", "python")
-	run(python, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-cache-dir", src)
+	run(python, "-m", "pip", "uninstall", "--yes", "setuptools", "wheel")
+	run(python, "-m", "pip", "install", "--no-index", "--no-cache-dir", src)
+	// The build used nothing but the standard library: no setuptools in the
+	// environment, and the package's metadata is the one pyproject.toml says.
+	out := run(python, "-c", "import importlib.util as u, importlib.metadata as m; "+
+		"print(u.find_spec('setuptools') is None, m.version('wf-client'), m.metadata('wf-client')['Requires-Python'])")
+	require.Equal(t, "True "+version+" >=3.9\n", out)
 	return python, tests, version
 }
 
-// pythonWithBuildBackend returns the first python3 that can make a virtual
-// environment and build the package offline (WF_TEST_PYTHON, python3 on the
-// PATH, Debian's /usr/bin/python3), or "" when there is none.
-func pythonWithBuildBackend(t *testing.T) string {
+// offlinePipEnv is this process's environment for pip with no
+// configuration that could reach for packages: no configuration file, no
+// PIP_* variable (a machine's PIP_FIND_LINKS would hand pip a wheel folder),
+// no version check, no bytecode written into the source copy.
+func offlinePipEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PIP_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PIP_CONFIG_FILE="+os.DevNull, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// pythonWithVenv returns the first python3 that can make a virtual
+// environment with pip in it (WF_TEST_PYTHON, python3 on the PATH, Debian's
+// /usr/bin/python3), or "" when there is none.
+func pythonWithVenv(t *testing.T) string {
 	candidates := []string{os.Getenv("WF_TEST_PYTHON")}
 	if p, err := exec.LookPath("python3"); err == nil {
 		candidates = append(candidates, p)
@@ -151,7 +175,7 @@ func pythonWithBuildBackend(t *testing.T) string {
 		if p == "" {
 			continue
 		}
-		cmd := exec.CommandContext(t.Context(), p, "-c", "import setuptools, wheel, venv, pip")
+		cmd := exec.CommandContext(t.Context(), p, "-c", "import venv, ensurepip")
 		if cmd.Run() == nil {
 			return p
 		}

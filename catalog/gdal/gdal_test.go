@@ -216,3 +216,19 @@ func TestRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{}`, string(a.Metadata))
 }
+
+// TestLayerNamedAfterTheFile: GDAL names the layer of a one-layer file
+// after the file, and the task describes the user's file, not wf's scratch
+// copy of it: a GeoJSON called sites.geojson has the layer sites.
+func TestLayerNamedAfterTheFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sites := filepath.Join(b.files, "sites.geojson")
+	require.NoError(t, os.WriteFile(sites, []byte(`{"type": "FeatureCollection", "features": [
+		{"type": "Feature", "properties": {"code": "rome"}, "geometry": {"type": "Point", "coordinates": [12.5, 41.9]}}]}`), 0o644))
+	out, err := b.run("s_cat", map[string]any{"catalog_id": "cat", "uri": sites})
+	require.NoError(t, err)
+	require.Len(t, out.Info.Layers, 1)
+	require.Equal(t, "sites", out.Info.Layers[0].Name)
+	require.EqualValues(t, 1, out.Info.Layers[0].FeatureCount)
+}

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -196,14 +197,15 @@ func (st Stager) Stage(ctx context.Context, schema, prefix, source string) (*Sta
 // the copy and the path GDAL opens.
 func (st Stager) stage(ctx context.Context, dir, source string) (file, open string, err error) {
 	ext := sourceExt(source)
-	dst := filepath.Join(dir, "source"+ext)
+	name := stagedName(source, ext)
+	dst := filepath.Join(dir, name+ext)
 	if err := st.copyObject(ctx, source, dst); err != nil {
 		return "", "", err
 	}
 	if ext == ".shp" && strings.HasSuffix(strings.ToLower(source), ext) {
 		stem := strings.TrimSuffix(source, source[len(source)-len(ext):])
 		for _, side := range shapefileSidecars {
-			err := st.copyObject(ctx, stem+side, filepath.Join(dir, "source"+side))
+			err := st.copyObject(ctx, stem+side, filepath.Join(dir, name+side))
 			if err != nil && !errors.Is(err, objio.ErrNotFound) {
 				return "", "", err
 			}
@@ -217,6 +219,30 @@ func (st Stager) stage(ctx context.Context, dir, source string) (file, open stri
 	}
 	return dst, dst, nil
 }
+
+// stagedName is the name, without its extension ext, of the scratch copy
+// of source: the source's own file name when it is a plain one (letters,
+// digits, '.', '_', '-', not starting with '.' or '-', at most 100 bytes),
+// else "source". GDAL names the layer of a one-layer file (GeoJSON, CSV, a
+// Shapefile) after its file, so the layers described and read are named as
+// the user's file is, not after wf's copy.
+func stagedName(source, ext string) string {
+	p := source
+	if u, err := url.Parse(source); err == nil && u.Scheme != "" {
+		p = u.Path
+	}
+	base := path.Base(p)
+	if ext != "" && strings.EqualFold(path.Ext(base), ext) {
+		base = base[:len(base)-len(ext)]
+	}
+	if !plainName.MatchString(base) {
+		return "source"
+	}
+	return base
+}
+
+// plainName is a file name stagedName keeps.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$`)
 
 // sourceExt returns the lower-case extension of the source's file name
 // (for a URL, of its path), which GDAL's drivers recognise; "" when it has

@@ -89,6 +89,33 @@ RETURNING e.task_id, e.run_id, e.step, e.item, coalesce(e.status, ''), e.outputs
 	if err != nil || len(recorded) == 0 {
 		return nil, err
 	}
+	return s.currentEnds(ctx, recorded)
+}
+
+// TakeRunStepEnds deletes the recorded step task ends of one run, waiting
+// for a step pass that holds some, and returns them as TakeStepEnds does
+// (each read as its task is now). A retry takes them, with the run locked,
+// before it resets the run's steps: they are the last attempt's, and a step
+// pass applying one later would take it for the new attempt's. It must run
+// in a transaction.
+func (s *Store) TakeRunStepEnds(ctx context.Context, runID uuid.UUID) ([]FinishedStep, error) {
+	if !s.inTx {
+		return nil, errors.New("error taking the ends of a workflow run's step tasks: not in a transaction")
+	}
+	recorded, err := queryAll(ctx, s.db, "taking the ends of a workflow run's step tasks", `
+DELETE FROM tasks.workflow_step_ends e
+WHERE e.run_id = $1
+RETURNING e.task_id, e.run_id, e.step, e.item, coalesce(e.status, ''), e.outputs, e.error`, scanFinishedStep, runID)
+	if err != nil || len(recorded) == 0 {
+		return nil, err
+	}
+	return s.currentEnds(ctx, recorded)
+}
+
+// currentEnds reads the recorded ends as their tasks are now: a task no
+// longer at an end is left out, a task whose row is gone is kept as
+// recorded.
+func (s *Store) currentEnds(ctx context.Context, recorded []FinishedStep) ([]FinishedStep, error) {
 	ids := make([]uuid.UUID, len(recorded))
 	for i, f := range recorded {
 		ids[i] = f.TaskID

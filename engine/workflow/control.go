@@ -157,10 +157,28 @@ func (w *Workflows) Retry(ctx context.Context, st *store.Store, id uuid.UUID) (w
 				id, children[0], wftype.ErrConflict)
 		}
 		now := w.cfg.Clock.Now()
+		// The ends of the last attempt's tasks that no step pass applied
+		// yet (recorded by an instance that does not declare the workflow,
+		// or by a cancel outside wf run) are applied now, to the run as it
+		// stands: taken later by a step pass, one would count for the new
+		// attempt (a cancelled task of the last attempt failing it).
+		ends, err := tx.TakeRunStepEnds(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		last := newRunState(r, wf, steps, now)
+		for _, f := range ends {
+			if err := last.apply(ctx, tx, f); err != nil {
+				return nil, err
+			}
+		}
 		r.Status, r.Error, r.FinishedAt, r.Attempt = wftype.RunRunning, nil, nil, r.Attempt+1
 		r.Deadline = now.Add(wf.Timeout())
 		rs := newRunState(r, wf, steps, now)
 		rs.runChanged, rs.refuse = true, true
+		for name := range last.dirty {
+			rs.dirty[name] = true // a step the last attempt's ends completed keeps its outputs
+		}
 		for name, s := range rs.steps {
 			// A step left RUNNING when the run failed has no live task any
 			// more (checked above), so it is run again as well.

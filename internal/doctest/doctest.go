@@ -18,7 +18,11 @@
 //	    last command must succeed, or end with the status `exit=N` names
 //	    (`sh doctest exit=1`).
 //	  - `doctest-background`: the block runs in the background (a daemon, as
-//	    `make run` in terminal 1) until the page's last block has run.
+//	    `make run` in terminal 1) until the page's last block has run, or
+//	    until a block marked `stop-background` (`sh doctest
+//	    stop-background`), which first stops every background block started
+//	    so far, as a reader presses Ctrl-C in terminal 1 before going on
+//	    (the next section starts a daemon of its own).
 //	  - `doctest-output`, right after a `doctest` block: what that block
 //	    prints (standard output and error together). A line `...` stands for
 //	    any number of lines, and `…` within a line for any text.
@@ -53,6 +57,9 @@ type Block struct {
 	WantStatus int
 	// Output is the output it must print (Match), when the page shows it.
 	Output *string
+	// StopBackground stops the background blocks started before this
+	// block, before it runs.
+	StopBackground bool
 }
 
 // Parse returns the marked blocks of a Markdown page in order, or an error
@@ -141,6 +148,11 @@ func marked(info []string, line int) (*Block, bool, error) {
 			b = &Block{Kind: Background, Line: line}
 		case word == "doctest-output":
 			isOutput = true
+		case word == "stop-background":
+			if b == nil || b.Kind != Run {
+				return nil, false, fmt.Errorf("line %d: stop-background follows doctest", line)
+			}
+			b.StopBackground = true
 		case strings.HasPrefix(word, "exit="):
 			code, err := strconv.Atoi(strings.TrimPrefix(word, "exit="))
 			if err != nil || b == nil || b.Kind != Run {

@@ -2,7 +2,11 @@ package doctest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,4 +91,69 @@ func TestExecute(t *testing.T) {
 	require.Equal(t, "two 1", res[2].Output)
 	require.Equal(t, 3, res[2].Status)
 	require.True(t, strings.HasPrefix(Script(blocks), prelude))
+}
+
+// TestStopBackground: a block marked stop-background stops the background
+// blocks started before it (SIGTERM, waited for) before it runs, as a
+// reader's Ctrl-C in the other terminal; a later background block runs on.
+func TestStopBackground(t *testing.T) {
+	t.Parallel()
+	page := "```sh doctest-background\ntrap 'echo stopped > first.txt; exit 0' TERM\ntouch ready\nwhile :; do sleep 0.1; done\n```\n\n" +
+		"```sh doctest\nuntil [ -e ready ]; do sleep 0.1; done\n```\n\n" +
+		"```sh doctest stop-background\ncat first.txt\n```\n" +
+		"```text doctest-output\nstopped\n```\n\n" +
+		"```sh doctest-background\necho second > second.txt; sleep 30\n```\n\n" +
+		"```sh doctest\nuntil [ -s second.txt ]; do sleep 0.1; done; cat second.txt\n```\n"
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	require.True(t, blocks[2].StopBackground)
+	require.False(t, blocks[1].StopBackground)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Execute(ctx, t.TempDir(), nil, blocks)
+	require.NoError(t, err)
+	require.Equal(t, 0, res[2].Status)
+	ok, reason := Match(*blocks[2].Output, res[2].Output)
+	require.True(t, ok, reason)
+	require.Equal(t, "second", res[4].Output, "a background block after the stop runs")
+
+	_, err = Parse([]byte("```sh doctest-background stop-background\nx\n```\n"))
+	require.ErrorContains(t, err, "line 1: stop-background follows doctest")
+}
+
+// TestTimeoutStopsBackground: a session that does not end in time fails
+// with the context's error, and its background blocks are stopped with it
+// (a daemon left running would outlive the test).
+func TestTimeoutStopsBackground(t *testing.T) {
+	t.Parallel()
+	page := "```sh doctest-background\nexec sh -c 'echo $$ > bg.pid; exec sleep 300'\n```\n\n" +
+		"```sh doctest\nuntil [ -s bg.pid ]; do sleep 0.1; done; sh -c 'echo $$ > fg.pid; touch ready; exec sleep 300'\n```\n"
+	blocks, err := Parse([]byte(page))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // polls a file the shell writes
+		}
+	}()
+	_, err = Execute(ctx, dir, nil, blocks)
+	require.ErrorContains(t, err, "the walk-through did not end")
+	for _, name := range []string{"bg.pid", "fg.pid"} {
+		var raw []byte
+		require.Eventually(t, func() bool {
+			raw, err = os.ReadFile(filepath.Join(dir, name))
+			return err == nil && len(raw) > 0
+		}, time.Minute, 50*time.Millisecond, "%s was written", name)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			return syscall.Kill(pid, 0) == syscall.ESRCH
+		}, time.Minute, 50*time.Millisecond, "the process %d of %s still runs", pid, name)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Result is what one run block did.
@@ -56,8 +58,11 @@ func Script(blocks []Block) string {
 		fmt.Fprintf(&s, "\n# block %d (line %d)\n", i, b.Line)
 		switch b.Kind {
 		case Background:
-			fmt.Fprintf(&s, "(\n%s) > background-%d.log 2>&1 &\n__doctest_bg+=($!)\n", b.Script, i)
+			fmt.Fprintf(&s, "(\n%s) > background-%d.log 2>&1 &\n__doctest_bg+=($!)\necho $! >> \"$__DOCTEST_PIDS\"\n", b.Script, i)
 		default:
+			if b.StopBackground {
+				s.WriteString("__doctest_stop\n__doctest_bg=()\n")
+			}
 			fmt.Fprintf(&s, "printf '%s begin %d\\n'\n%s\nprintf '\\n%s end %d %%d\\n' $?\n", marker, i, b.Script, marker, i)
 		}
 	}
@@ -73,8 +78,26 @@ func Execute(ctx context.Context, dir string, env []string, blocks []Block) ([]R
 		return nil, fmt.Errorf("error writing the walk-through's script: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", script)
+	// A session that does not end in time is killed whole: bash, the
+	// process groups of its background blocks (listed in pids) and every
+	// other process of its session (bash runs each job in a group of its
+	// own, which killing bash alone would leave running).
+	pids := filepath.Join(dir, "background.pids")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error {
+		if b, err := os.ReadFile(pids); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+					_ = syscall.Kill(-pid, syscall.SIGKILL)
+				}
+			}
+		}
+		killSession(cmd.Process.Pid)
+		return cmd.Process.Kill()
+	}
+	cmd.WaitDelay = 10 * time.Second // for output pipes a process outside the session may hold
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), "__DOCTEST_PIDS="+pids)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
@@ -128,4 +151,32 @@ func BackgroundLog(dir string, i int) string {
 		return ""
 	}
 	return string(b)
+}
+
+// killSession kills, with SIGKILL, every process of the session sid (Linux:
+// read from /proc/PID/stat).
+func killSession(sid int) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session …; comm may hold spaces.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 3 && f[3] == strconv.Itoa(sid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
