@@ -164,6 +164,7 @@ type Server struct {
 	// maxDepth is the deepest JSON nesting a body may have (http.max_json_depth).
 	maxDepth  int
 	handler   http.Handler
+	live      routesRef // the routes Serve answers with (reload.go)
 	ingestion *spec.TaskType
 	workflows *workflow.Workflows
 	// tiles serves the tile endpoint.
@@ -281,7 +282,7 @@ func (s *Server) Owner() string { return s.cfg.Owner }
 // httpServer builds the net/http server with the configured timeouts.
 func (s *Server) httpServer(ctx context.Context) *http.Server {
 	return &http.Server{
-		Handler:           s.handler,
+		Handler:           http.HandlerFunc(s.serveLive),
 		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
 		ReadHeaderTimeout: min(s.cfg.HTTP.ReadTimeout, 10*time.Second),
 		WriteTimeout:      s.cfg.HTTP.WriteTimeout,

@@ -10,7 +10,7 @@ import (
 
 // heldView is a count of PENDING tasks of one type and tenant that wait for
 // one reason (schema Stats.held): not_due, paused, concurrency_global,
-// concurrency_per_tenant or rate_limit.
+// concurrency_per_tenant, rate_limit or not_served.
 type heldView struct {
 	Reason     string `json:"reason"`
 	TaskType   string `json:"task_type"`
@@ -22,7 +22,8 @@ type heldView struct {
 // type and tenant, in the order a task's waiting_reason gives them: not
 // due yet (the PENDING count less the due count, both from the snapshot),
 // paused (the due tasks of a paused type or tenant), else held by a limit of
-// its type (store.HeldTasks, the statement behind wf_tasks_held, live).
+// its type (store.HeldTasks, the statement behind wf_tasks_held, live),
+// else not served by any live instance (store.NotServedHeld).
 // Only the tenants of sc are counted.
 func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]heldView, error) {
 	out := []heldView{}
@@ -56,7 +57,11 @@ func (s *Server) heldCounts(ctx context.Context, o store.Overview, sc scope) ([]
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range held {
+	notServed, err := s.store.NotServedHeld(ctx, o, held)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range append(held, notServed...) {
 		k := key{h.TaskType, h.SchemaName}
 		if sc.has(k.schema) && !paused(k) {
 			out = append(out, heldView{Reason: h.Reason, TaskType: k.taskType, SchemaName: k.schema, Count: h.Count})

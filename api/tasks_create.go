@@ -98,6 +98,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, p *principal
 	if err != nil {
 		return err
 	}
+	s.warnUnserved(r.Context(), w, res.Task.TaskType)
 	v := s.newSubmissionView(res.Task, res.Duplicate)
 	if res.Replaced != nil { // a task of the same tenant: keys are per tenant
 		v.ReplacedTaskID = res.Replaced.String()

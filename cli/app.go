@@ -67,6 +67,7 @@ func NewAppWith(stdout, stderr io.Writer, opts Options) *cli.App {
 			configCommand(),
 			migrateCommand(),
 			runCommand(),
+			reloadCommand(),
 			enqueueCommand(),
 			tasksCommand(),
 			workflowsCommand(),

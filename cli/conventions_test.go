@@ -171,7 +171,7 @@ func TestNoArgumentsCommands(t *testing.T) {
 		command string
 		flags   []string
 	}{
-		{"run", nil}, {"serve", nil}, {"events list", nil},
+		{"run", nil}, {"reload", nil}, {"serve", nil}, {"events list", nil},
 		{"webhooks add", []string{"--url", "https://example.com/hook", "--event", "catalog.*"}},
 		{"bench burn-down", nil}, {"bench suite", nil}, {"bench chaos", nil},
 	} {

@@ -95,7 +95,8 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := client.New(configuredStore(cfg, pool), specs).WithFiles(files)
+	st := configuredStore(cfg, pool)
+	cl := client.New(st, specs).WithFiles(files)
 	req := client.Request{TaskType: c.Args().First(), SchemaName: c.String("schema-name"), Inputs: inputs, DedupKey: c.String("dedup-key"), RunAfter: runAfter}
 	reqs := make([]client.Request, count)
 	for i := range reqs {
@@ -105,6 +106,7 @@ func runEnqueue(c *cli.Context) error {
 	if err != nil {
 		return enqueueError(c, err)
 	}
+	warnUnserved(c.Context, st, c.App.ErrWriter, req.TaskType)
 	// With --wait, JSON output is one document: the task as it ended.
 	if !c.Bool("wait") || format != formatJSON {
 		if err := printEnqueued(c.App.Writer, format, results, runAfter != nil); err != nil {

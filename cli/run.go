@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -48,21 +49,26 @@ func runEngine(c *cli.Context) error {
 		return err
 	}
 	defer cleanup()
-	ctx := c.Context
+	ctx, hangup := context.WithCancel(c.Context)
+	defer hangup()
 	remote, closeRemote, err := cloudRunRunners(ctx, rt.specs, rt.store, cloudRunOptions(c), rt.log)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
 	defer closeRemote()
+	var apiServer *apiHandle // set before any reload can come (the engine runs after)
+	followReloads(c, rt, func() *apiHandle { return apiServer })
 	eng, err := rt.newEngine(c, "", remote)
 	if err != nil {
 		return err
 	}
 	// The HTTP API serves alongside the engine and stops after it (SIGTERM).
-	apiServer, err := startAPI(ctx, rt, eng)
+	apiServer, err = startAPI(ctx, rt, eng)
 	if err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
 	}
+	stopHUP := reloadOnSIGHUP(ctx, eng, rt.log, hangup)
+	defer stopHUP()
 	runErr := eng.Run(ctx)
 	if err := errors.Join(runErr, apiServer.stop()); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)

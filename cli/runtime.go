@@ -40,12 +40,18 @@ type runtime struct {
 	store *store.Store
 	// reporterHook builds the reporters of one task.
 	reporterHook func(*wftype.Task) (reporters.Reporter, error)
+	// reporters are the task reporters, whose spec set a reload changes.
+	reporters *taskReporterSet
 	// tracer is the OpenTelemetry tracer provider of the OTEL_* variables;
 	// nil when tracing is off (internal/tracing).
 	tracer trace.TracerProvider
 	// secrets are the keys of secrets.keys (WF_SECRET_KEY); nil keeps
 	// secrets clear.
 	secrets *secretbox.Keyring
+	// specSource and onReload, when set, are the engine's
+	// (engine.Config.SpecSource, OnReload): wf run reloads its specs.
+	specSource func() (*spec.Set, error)
+	onReload   func(*spec.Set)
 }
 
 // runtimeOptions is where the commands' start-ups differ.
@@ -110,20 +116,20 @@ func openRuntime(c *cli.Context, o runtimeOptions) (*runtime, func(), error) {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	factory, reporterHook, err := taskReporters(ctx, cfg, st, specs)
+	rs, err := taskReporters(ctx, cfg, st, specs)
 	if err != nil {
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
 	tracer, stopTracing, err := tracing.FromEnv(ctx, cfg.Name, buildinfo.Read().Version)
 	if err != nil {
-		closeReporters(factory, log)
+		closeReporters(rs.factory, log)
 		closeDatabase()
 		return nil, nil, cli.Exit(err.Error(), ExitFailure)
 	}
-	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, catalogPool: catalogPool, store: st, reporterHook: reporterHook, tracer: tracer, secrets: keys}
+	rt := &runtime{cfg: cfg, log: log, specs: specs, pool: pool, catalogPool: catalogPool, store: st, reporterHook: rs.build, reporters: rs, tracer: tracer, secrets: keys}
 	cleanup := func() {
-		closeReporters(factory, log)
+		closeReporters(rs.factory, log)
 		closeDatabase()
 		// The spans still buffered go out now, within a few seconds.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -187,6 +193,7 @@ func (rt *runtime) newEngine(c *cli.Context, owner string, extra []runners.Runne
 			Completed: r.Completed, Failed: r.Failed, DeadLetter: r.DeadLetter, DeadLetterEvents: r.DeadLetterEvents,
 		},
 		Reporters: rt.reporterHook, Logger: rt.log, TracerProvider: rt.tracer,
+		SpecSource: rt.specSource, OnReload: rt.onReload,
 	})
 	if err != nil {
 		return nil, cli.Exit(err.Error(), ExitFailure)

@@ -12,6 +12,7 @@ import (
 	"github.com/wfhq/wf/catalog/gcp"
 	"github.com/wfhq/wf/engine"
 	"github.com/wfhq/wf/engine/readreplica"
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/redact"
 )
@@ -77,6 +78,22 @@ type apiHandle struct {
 	done   chan error
 	err    error
 	once   sync.Once
+	// srv is the server that listens; build makes one for a spec set
+	// (reload).
+	srv   *api.Server
+	build func(*spec.Set) (*api.Server, error)
+}
+
+// reload makes the API answer with routes built for set (the engine's
+// parts as they are after its Reload): POST /tasks knows the new task
+// types, and so on. On error the old routes stay.
+func (h *apiHandle) reload(set *spec.Set) error {
+	next, err := h.build(set)
+	if err != nil {
+		return fmt.Errorf("error rebuilding the HTTP API for the reloaded specs: %w", err)
+	}
+	h.srv.UseRoutesOf(next)
+	return nil
 }
 
 // stop shuts the server down gracefully (requests in flight finish within
@@ -120,17 +137,20 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := api.New(api.Config{
-		Pool: rt.pool, CatalogPool: rt.catalogPool, Specs: rt.specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
-		Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(), Unserved: eng.Unserved(), InstanceRuns: eng.InstanceRuns(),
-		Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
-		Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
-		StoragePush:    push,
-		Files:          files,
-		ReportsURL:     cfg.Report.BucketURL,
-		TracerProvider: rt.tracer,
-		Reads:          reads,
-	})
+	build := func(specs *spec.Set) (*api.Server, error) {
+		return api.New(api.Config{
+			Pool: rt.pool, CatalogPool: rt.catalogPool, Specs: specs, Store: eng.Store(), Client: eng.Client(), Emitter: eng.Emitter(), Workflows: eng.Workflows(),
+			Tokens: cfg.Tokens, HTTP: cfg.HTTP, Owner: eng.Owner(), Runners: eng.Runners(), Rules: eng.Rules(), Unserved: eng.Unserved(), InstanceRuns: eng.InstanceRuns(),
+			Metrics: eng.Metrics(), Logger: rt.log, Reporters: rt.reporterHook, TileCacheURL: cfg.Tiles.CacheURL,
+			Folders:        redact.NewFolders(cfg.Files.LocalRoots, cfg.ServerFolders()),
+			StoragePush:    push,
+			Files:          files,
+			ReportsURL:     cfg.Report.BucketURL,
+			TracerProvider: rt.tracer,
+			Reads:          reads,
+		})
+	}
+	srv, err := build(rt.specs)
 	if err != nil {
 		closeReads()
 		return nil, err
@@ -141,7 +161,7 @@ func startAPI(ctx context.Context, rt *runtime, eng *engine.Engine) (*apiHandle,
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	h := &apiHandle{cancel: cancel, done: make(chan error, 1)}
+	h := &apiHandle{cancel: cancel, done: make(chan error, 1), srv: srv, build: build}
 	if reads != nil {
 		go func() { _ = reads.Run(sctx) }()
 	}

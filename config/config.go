@@ -335,7 +335,7 @@ func Default() *Config {
 		Channels: Channels{
 			TaskQueued:        "new_task_queued",
 			TaskStatusChanged: "task_status_changed",
-			Events:            "dynastore_events_channel",
+			Events:            "wf_events",
 		},
 		Retention: Retention{
 			Completed:        30 * 24 * time.Hour,

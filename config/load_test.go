@@ -66,7 +66,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, time.Hour, c.MaintenanceInterval)
 	require.Equal(t, 5*time.Minute, c.VisibilityTimeout)
 	require.Equal(t, 20*time.Second, c.Grace)
-	require.Equal(t, Channels{TaskQueued: "new_task_queued", TaskStatusChanged: "task_status_changed", Events: "dynastore_events_channel"}, c.Channels)
+	require.Equal(t, Channels{TaskQueued: "new_task_queued", TaskStatusChanged: "task_status_changed", Events: "wf_events"}, c.Channels)
 	require.Equal(t, Retention{Completed: 720 * time.Hour, Failed: 720 * time.Hour, DeadLetter: 2160 * time.Hour, DeadLetterEvents: 720 * time.Hour, PartitionsAhead: 3}, c.Retention)
 	require.Empty(t, c.Tokens)
 	require.Equal(t, HTTP{MaxBodyBytes: 1 << 20, MaxJSONDepth: 64, ReadTimeout: 15 * time.Second, WriteTimeout: 60 * time.Second}, c.HTTP)

@@ -100,7 +100,7 @@ grace: 20s
 channels:
     task_queued: new_task_queued
     task_status_changed: task_status_changed
-    events: dynastore_events_channel
+    events: wf_events
 retention:
     completed: 720h
     failed: 720h

@@ -33,8 +33,8 @@ func (e *Engine) declarationTTL() time.Duration {
 // election connection the leader sees, knows no other).
 func (e *Engine) declareWorkflows(ctx context.Context) error {
 	var names []string
-	if e.workflows != nil {
-		names = e.workflows.Names()
+	if wfs := e.Workflows(); wfs != nil {
+		names = wfs.Names()
 	}
 	if err := e.store.DeclareWorkflows(ctx, e.cfg.Owner, e.cfg.Name, names, e.declarationTTL(), e.cfg.Clock.DBNow()); err != nil {
 		return fmt.Errorf("error stating the workflows this instance declares: %w", err)
@@ -46,9 +46,12 @@ func (e *Engine) declareWorkflows(ctx context.Context) error {
 // declarationInterval of wall time until ctx ends (every instance). The
 // statement is left to run out after a stop, so a restart keeps it.
 func (e *Engine) runDeclarations(ctx context.Context) error {
+	fails := e.newFailureLog("workflow declaration")
 	clock.Every(ctx, clock.Real{}, e.declarationInterval(), func() bool {
 		if err := e.declareWorkflows(ctx); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("workflow declaration", "error", err)
+			fails.failed(err)
+		} else if err == nil {
+			fails.ok()
 		}
 		return true
 	})
@@ -61,5 +64,5 @@ func (e *Engine) runDeclarations(ctx context.Context) error {
 func (e *Engine) runUndeclaredRuns(ctx context.Context) error {
 	return e.workflowPass(ctx, e.declarationInterval(), "undeclared workflows",
 		"workflow runs failed: no running instance declares their workflow", "runs",
-		func() (int, error) { return e.workflows.FailUndeclared(ctx, e.store, 100) })
+		func() (int, error) { return e.Workflows().FailUndeclared(ctx, e.store, 100) })
 }

@@ -37,7 +37,6 @@ import (
 	"github.com/wfhq/wf/engine/leader"
 	"github.com/wfhq/wf/engine/maintenance"
 	"github.com/wfhq/wf/engine/maintenance/janitor"
-	"github.com/wfhq/wf/engine/maintenance/scheduler"
 	"github.com/wfhq/wf/engine/metrics"
 	"github.com/wfhq/wf/engine/presence"
 	"github.com/wfhq/wf/engine/runnerset"
@@ -175,6 +174,13 @@ type Config struct {
 	// Services run on every instance for the engine's lifetime, beside the
 	// ones New builds.
 	Services []Service
+	// SpecSource, when set, reads the specs again (the spec files, as
+	// `wf run` read them at start): ReloadSpecs, which a SIGHUP or
+	// `wf reload` calls, swaps in what it returns. Nil: reloads fail.
+	SpecSource func() (*spec.Set, error)
+	// OnReload, when set, is called after each successful Reload with the
+	// new set (wf run rebuilds the HTTP API's routes for it).
+	OnReload func(*spec.Set)
 	// LeaderServices run while this instance leads, beside the ones New builds.
 	LeaderServices []Service
 	Clock          clock.Clock
@@ -215,6 +221,19 @@ type Engine struct {
 	workflows    *workflow.Workflows
 	services     []Service // every instance
 	leading      []Service // leader only
+
+	// mu guards what Reload swaps (reload.go): specs, rules, runners,
+	// capability, workflows, the spec services and reloaded.
+	mu       sync.Mutex
+	reloadMu sync.Mutex // one Reload at a time
+	specs    *spec.Set
+	registry *builtin.Registry // the handlers, bound once (Bind)
+	// specEvery and specLeading are the services the specs call for, run
+	// by runSpecGroup and rebuilt by Reload.
+	specEvery, specLeading []Service
+	reloaded               chan struct{} // closed at each Reload
+	served                 servedState   // served.go
+	reloadRequests         chan string   // ids of `wf reload` requests (served.go)
 }
 
 // fairness is the claims' store.Fairness, nil when Unfair.
@@ -249,7 +268,8 @@ func New(cfg Config) (*Engine, error) {
 	cfg.PartitionsAhead = cmp.Or(cfg.PartitionsAhead, DefaultPartitionsAhead)
 	cfg.Clock = clock.Or(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels).WithSecrets(cfg.Secrets)}
+	e := &Engine{cfg: cfg, bus: signalbus.New(), store: store.New(cfg.Pool).WithChannels(cfg.Channels).WithSecrets(cfg.Secrets),
+		specs: cfg.Specs, reloaded: make(chan struct{}), reloadRequests: make(chan string, 8)}
 	if cfg.CatalogPool != nil {
 		e.store = e.store.WithCatalog(store.New(cfg.CatalogPool).WithChannels(cfg.Channels))
 	}
@@ -263,13 +283,8 @@ func New(cfg Config) (*Engine, error) {
 	if err := e.buildWorkflows(); err != nil {
 		return nil, err
 	}
-	for pair, r := range e.rules {
-		// One late or failed heartbeat must not cost a lease (a run whose
-		// lease ran out by its own reckoning is cancelled).
-		if r.Lease > 0 && r.Lease < 2*cfg.HeartbeatInterval {
-			return nil, fmt.Errorf("error creating engine: task type %s has a visibility timeout of %s, less than twice the heartbeat interval %s: one late heartbeat would lose its lease; raise visibility_timeout or lower heartbeat_interval",
-				pair.TaskType, r.Lease, cfg.HeartbeatInterval)
-		}
+	if err := e.checkLeases(e.rules); err != nil {
+		return nil, err
 	}
 	e.metrics = cfg.Metrics
 	if e.metrics == nil {
@@ -293,7 +308,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.janitor = janitor.New(janitor.Config{
-		Store: e.store, Interval: cfg.JanitorInterval, Clock: cfg.Clock, Logger: cfg.Logger, Backoff: e.rules.Backoff,
+		Store: e.store, Interval: cfg.JanitorInterval, Clock: cfg.Clock, Logger: cfg.Logger,
+		Backoff: func(taskType string) func(int) time.Duration { return e.Rules().Backoff(taskType) },
 	})
 	if err := e.buildServices(); err != nil {
 		return nil, err
@@ -344,6 +360,7 @@ func (e *Engine) buildRunners() error {
 			return fmt.Errorf("error creating engine: %w", err)
 		}
 	}
+	e.registry = reg
 	set, err := runnerset.Build(cfg.Specs, runnerset.Options{
 		Registry: reg, DefaultVisibilityTimeout: cfg.DefaultVisibilityTimeout, Logger: cfg.Logger, Extra: cfg.Runners,
 	})
@@ -372,14 +389,22 @@ func (e *Engine) buildWorkflows() error {
 	}
 	e.workflows = wfs
 	if len(e.cfg.Specs.Workflows()) > 0 {
-		e.store = e.store.WithStepHook(wfs.Advance)
+		// The workflows of the set the engine follows now (Reload). A
+		// reload that declares the first workflow relies on the step pass.
+		e.store = e.store.WithStepHook(func(ctx context.Context, tx *store.Store, finished []store.FinishedStep) error {
+			return e.Workflows().Advance(ctx, tx, finished)
+		})
 	}
 	return nil
 }
 
 // Workflows starts, shows, cancels and retries workflow runs; nil for an
 // engine built without specs.
-func (e *Engine) Workflows() *workflow.Workflows { return e.workflows }
+func (e *Engine) Workflows() *workflow.Workflows {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.workflows
+}
 
 // runStepPass advances, every poll interval of wall time, the runs of the
 // engine's workflows whose step tasks ended where they could not be
@@ -388,27 +413,32 @@ func (e *Engine) Workflows() *workflow.Workflows { return e.workflows }
 // instance with workflows runs it; they share the work by SKIP LOCKED.
 func (e *Engine) runStepPass(ctx context.Context) error {
 	return e.workflowPass(ctx, e.cfg.PollInterval, "workflow step pass", "workflow runs advanced from steps ended elsewhere", "task_ends",
-		func() (int, error) { return e.workflows.Sweep(ctx, e.store, 500) })
+		func() (int, error) { return e.Workflows().Sweep(ctx, e.store, 500) })
 }
 
 // runWorkflowTimeouts fails the runs that passed their deadline, every
 // janitor interval of wall time (leader only).
 func (e *Engine) runWorkflowTimeouts(ctx context.Context) error {
 	return e.workflowPass(ctx, cmp.Or(e.cfg.JanitorInterval, 30*time.Second), "workflow timeouts", "workflow runs timed out", "runs",
-		func() (int, error) { return e.workflows.Expire(ctx, e.store, 100) })
+		func() (int, error) { return e.Workflows().Expire(ctx, e.store, 100) })
 }
 
 // workflowPass calls pass every interval of wall time until ctx ends; a
 // failure is logged as a warning under name, a pass that changed n > 0
 // things at info as did, with n as key.
 func (e *Engine) workflowPass(ctx context.Context, every time.Duration, name, did, key string, pass func() (int, error)) error {
+	fails := e.newFailureLog(name)
 	clock.Every(ctx, clock.Real{}, every, func() bool {
 		n, err := pass()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.cfg.Logger.Warn(name, "error", err)
+			fails.failed(err)
+			return true
 		case n > 0:
 			e.cfg.Logger.Info(did, key, n)
+		}
+		if err == nil {
+			fails.ok()
 		}
 		return true
 	})
@@ -474,24 +504,13 @@ func (e *Engine) pairs() []runners.Pair {
 func (e *Engine) buildServices() error {
 	cfg := e.cfg
 	if cfg.Specs != nil {
-		if !cfg.NoEventConsumer {
-			cons, err := events.NewConsumer(events.ConsumerConfig{Store: e.store, Client: e.client, Specs: cfg.Specs, Runs: e.workflows, Owner: cfg.Owner, Logger: cfg.Logger,
-				UnmatchedGrace: cfg.UnmatchedEventGrace, TracerProvider: cfg.TracerProvider, Inactive: runnerset.Inactive(e.unserved)})
-			if err != nil {
-				return fmt.Errorf("error creating engine: %w", err)
-			}
-			e.services = append(e.services, Service{Name: "event consumer", Run: func(ctx context.Context) error {
-				cons.Run(ctx, e.bus)
-				return nil
-			}})
+		var err error
+		if e.specEvery, e.specLeading, err = e.specServices(cfg.Specs, e.workflows, e.unserved); err != nil {
+			return err
 		}
-		if len(cfg.Specs.Schedules()) > 0 {
-			sched, err := scheduler.New(scheduler.Config{Store: e.store, Client: e.client, Runs: e.workflows, Schedules: cfg.Specs.Schedules(), Clock: cfg.Clock, Logger: cfg.Logger})
-			if err != nil {
-				return fmt.Errorf("error creating engine: %w", err)
-			}
-			e.leading = append(e.leading, Service{Name: "scheduler", Run: func(ctx context.Context) error { sched.Run(ctx); return nil }})
-		}
+		e.services = append(e.services, Service{Name: "spec services", Run: e.runSpecGroup(false)},
+			Service{Name: "reload requests", Run: e.runReloadRequests})
+		e.leading = append(e.leading, Service{Name: "spec services (leader)", Run: e.runSpecGroup(true)})
 		sup, err := maintenance.New(maintenance.Config{
 			Store: e.store, Interval: cfg.MaintenanceInterval, PartitionsAhead: cfg.PartitionsAhead,
 			Retention: cfg.Retention, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -500,11 +519,6 @@ func (e *Engine) buildServices() error {
 			return fmt.Errorf("error configuring maintenance: %w", err)
 		}
 		e.leading = append(e.leading, Service{Name: "maintenance", Run: func(ctx context.Context) error { sup.Run(ctx); return nil }})
-		if len(cfg.Specs.Workflows()) > 0 {
-			e.leading = append(e.leading, Service{Name: "workflow timeouts", Run: e.runWorkflowTimeouts})
-			e.services = append(e.services, Service{Name: "workflow step pass", Run: e.runStepPass},
-				Service{Name: "workflow waits", Run: e.runWaits})
-		}
 	}
 	snap, err := maintenance.NewSnapshotter(maintenance.SnapshotConfig{
 		Store: e.store, Interval: cfg.SnapshotInterval, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -513,7 +527,8 @@ func (e *Engine) buildServices() error {
 		return fmt.Errorf("error creating engine: %w", err)
 	}
 	e.leading = append(e.leading, Service{Name: "pending snapshot", Run: func(ctx context.Context) error { snap.Run(ctx); return nil }})
-	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor}, Service{Name: "workflow declaration", Run: e.runDeclarations})
+	e.services = append(e.services, Service{Name: "janitor", Run: e.runJanitor}, Service{Name: "workflow declaration", Run: e.runDeclarations},
+		Service{Name: "served task types", Run: e.runServed})
 	if e.workflows != nil {
 		e.leading = append(e.leading, Service{Name: "undeclared workflows", Run: e.runUndeclaredRuns})
 	}
@@ -537,10 +552,18 @@ func (e *Engine) Emitter() *events.Emitter { return e.emitter }
 func (e *Engine) Metrics() *metrics.Metrics { return e.metrics }
 
 // Rules are the rules of every pair the engine serves.
-func (e *Engine) Rules() execution.Rules { return e.rules }
+func (e *Engine) Rules() execution.Rules {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rules
+}
 
 // Runners are the engine's runners, remote ones included.
-func (e *Engine) Runners() []runners.Runner { return e.runners }
+func (e *Engine) Runners() []runners.Runner {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runners
+}
 
 // InstanceRuns is this instance's count of runs against each task type's
 // concurrency.per_instance, which its dispatcher takes room from: give it
@@ -549,7 +572,11 @@ func (e *Engine) Runners() []runners.Runner { return e.runners }
 func (e *Engine) InstanceRuns() *execution.InstanceRuns { return e.instanceRuns }
 
 // Capabilities returns which runner serves each pair.
-func (e *Engine) Capabilities() runners.CapabilityMap { return e.capability }
+func (e *Engine) Capabilities() runners.CapabilityMap {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.capability
+}
 
 // Bus is the engine's signal bus.
 func (e *Engine) Bus() *signalbus.Bus { return e.bus }
@@ -623,14 +650,17 @@ func (e *Engine) runJanitor(ctx context.Context) error {
 	unsub := e.bus.Subscribe(signalbus.TaskQueued, func(string) { w.Wake() })
 	defer unsub()
 	w.Wake()
+	fails := e.newFailureLog("janitor run")
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.C():
 		}
-		if _, _, err := e.janitor.MaybeRun(ctx); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("janitor run failed", "err", err)
+		if ran, _, err := e.janitor.MaybeRun(ctx); err != nil && ctx.Err() == nil {
+			fails.failed(err)
+		} else if ran && err == nil {
+			fails.ok()
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/wfhq/wf/engine/runnerset"
+	"github.com/wfhq/wf/runners"
 )
 
 // Unserved are the task types of the specs that this instance cannot run
@@ -12,6 +13,8 @@ import (
 // sorted by task type. The instance never claims their tasks, and the
 // subscriptions that create them are inactive on its event consumer.
 func (e *Engine) Unserved() []runnerset.Unserved {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	return append([]runnerset.Unserved(nil), e.unserved...)
 }
 
@@ -28,8 +31,13 @@ func (e *Engine) logUnserved() {
 // engine serves all the same (a remote job runner such as Cloud Run, whose
 // worker may have the settings this instance lacks).
 func (e *Engine) dropServed(unserved []runnerset.Unserved) []runnerset.Unserved {
+	return dropServedBy(e.capability, unserved)
+}
+
+// dropServedBy removes from unserved the task types caps serves.
+func dropServedBy(caps runners.CapabilityMap, unserved []runnerset.Unserved) []runnerset.Unserved {
 	return slices.DeleteFunc(unserved, func(u runnerset.Unserved) bool {
-		for pair := range e.capability {
+		for pair := range caps {
 			if pair.TaskType == u.TaskType {
 				return true
 			}

@@ -27,7 +27,7 @@ func (e *Engine) runWaits(ctx context.Context) error {
 	defer unsub()
 	fallback := cmp.Or(e.cfg.JanitorInterval, 30*time.Second)
 	for ctx.Err() == nil {
-		res, err := e.workflows.Wake(ctx, e.store, waitBatch)
+		res, err := e.Workflows().Wake(ctx, e.store, waitBatch)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.cfg.Logger.Warn("workflow waits", "error", err)

@@ -45,8 +45,9 @@ type TaskView struct {
 	AttemptHistory []Attempt `json:"attempt_history,omitempty"`
 	// WaitingReason says why a PENDING task is not running: not_due (its
 	// run_after is ahead), paused (its type or tenant), concurrency_global,
-	// concurrency_per_tenant or rate_limit (a limit of its type); absent
-	// when it only waits for a free slot, and for a task not PENDING.
+	// concurrency_per_tenant or rate_limit (a limit of its type),
+	// not_served (no live instance serves its type); absent when it only
+	// waits for a free slot, and for a task not PENDING.
 	WaitingReason string `json:"waiting_reason,omitempty"`
 	// Events are shown by GET /tasks/{id} only: the events the task
 	// emitted (its handler's, and its task.failed or task.dead_lettered),

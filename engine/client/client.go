@@ -86,8 +86,9 @@ type Result struct {
 
 // Client enqueues tasks of the spec set's types.
 type Client struct {
-	store  *store.Store
-	specs  *spec.Set
+	store *store.Store
+	// specs is shared by the copies With… make, so SetSpecs reaches them all.
+	specs  *specsRef
 	files  Files // nil: file inputs are checked only when the task runs
 	tracer trace.Tracer
 	traced bool // a tracer provider was given: store trace contexts
@@ -123,7 +124,9 @@ func (c *Client) CheckFile(tenant, loc string) error {
 
 // New returns a client that writes through st (on a pool) for specs.
 func New(st *store.Store, specs *spec.Set) *Client {
-	return &Client{store: st, specs: specs, tracer: tracing.Tracer(nil)}
+	ref := &specsRef{}
+	ref.Store(specs)
+	return &Client{store: st, specs: ref, tracer: tracing.Tracer(nil)}
 }
 
 // WithTracerProvider returns a copy of the client that traces each enqueue
@@ -140,7 +143,7 @@ func (c *Client) WithTracerProvider(tp trace.TracerProvider) *Client {
 func (c *Client) Traced() bool { return c.traced }
 
 // Specs returns the spec set the client validates against.
-func (c *Client) Specs() *spec.Set { return c.specs }
+func (c *Client) Specs() *spec.Set { return c.specs.Load() }
 
 // Enqueue creates one task in its own transaction.
 func (c *Client) Enqueue(ctx context.Context, req Request) (Result, error) {
@@ -287,7 +290,7 @@ func onDuplicate(tt *spec.TaskType) store.OnDuplicate {
 // prepare validates a request against its task type and fills what the
 // spec decides. last, when not nil, is the inputs the call checked last.
 func (c *Client) prepare(req Request, last *lastInputs) (store.NewTask, error) {
-	tt, ok := c.specs.TaskType(req.TaskType)
+	tt, ok := c.specs.Load().TaskType(req.TaskType)
 	if !ok {
 		return store.NewTask{}, fmt.Errorf("%w %q", ErrUnknownTaskType, req.TaskType)
 	}

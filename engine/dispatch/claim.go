@@ -142,7 +142,7 @@ func (d *Dispatcher) freeCount() int {
 // tasks are running (and so counted in running), and settles the
 // per-instance room it reserved: its started tasks keep theirs until their
 // runs end (freeSlot, forget), the rest is free again.
-func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int, started map[runners.Pair]int) {
+func (d *Dispatcher) unreserve(sv *serving, slots []store.ClaimSlot, total int, started map[runners.Pair]int) {
 	if total == 0 {
 		return
 	}
@@ -151,7 +151,7 @@ func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int, started map[r
 	d.reserved -= total
 	for _, sl := range slots {
 		pair := runners.Pair{Mode: sl.Mode, TaskType: sl.TaskType}
-		if d.rules[pair].PerInstance > 0 {
+		if sv.rules[pair].PerInstance > 0 {
 			d.instance.Settle(pair, sl.Max, started[pair])
 		}
 	}
@@ -162,9 +162,10 @@ func (d *Dispatcher) unreserve(slots []store.ClaimSlot, total int, started map[r
 // for. Claims may run at once (see claimUntilIdle): the slots a claim asks
 // for are reserved until its tasks run.
 func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, error) {
-	slots, total := d.freeSlots(limit)
+	sv := d.serving.Load() // what this claim is for, whatever a reload swaps in
+	slots, total := d.freeSlots(sv, limit)
 	var started map[runners.Pair]int // tasks of the claim that started, per pair
-	defer func() { d.unreserve(slots, total, started) }()
+	defer func() { d.unreserve(sv, slots, total, started) }()
 	if total == 0 {
 		d.mu.Lock()
 		d.backlog = true
@@ -182,8 +183,8 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 		fc = d.census.begin(slots, start)
 	}
 	claimed, err := d.cfg.Store.Claim(claimCtx, store.ClaimParams{
-		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(slots), Now: d.cfg.Clock.DBNow(),
-		Fair: fair, Limits: d.typeLimits(slots),
+		Owner: d.cfg.Owner, Slots: slots, Total: total, Global: d.globalLimits(sv, slots), Now: d.cfg.Clock.DBNow(),
+		Fair: fair, Limits: d.typeLimits(sv, slots),
 	})
 	cancel()
 	if fair != nil {
@@ -236,7 +237,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	// Tasks held back by a per-tenant cap may start when a run of their
 	// type ends: let finishing runs wake the dispatcher.
 	for _, s := range slots {
-		if d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}].PerTenant > 0 {
+		if sv.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}].PerTenant > 0 {
 			backlog = true
 		}
 	}
@@ -244,7 +245,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 	d.backlog = backlog
 	d.mu.Unlock()
 	for i := range tasks {
-		d.start(runsCtx, tasks[i], start)
+		d.start(runsCtx, sv, tasks[i], start)
 	}
 	started = got
 	return full, nil
@@ -256,7 +257,7 @@ func (d *Dispatcher) claimOnce(ctx, runsCtx context.Context, limit int) (bool, e
 // per-instance cap gets the room Config.InstanceRuns leaves, which the runs
 // of this dispatcher and the instance's SYNCHRONOUS runs share; when the cap
 // leaves it short, the dispatcher is woken once a run of the pair ends.
-func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
+func (d *Dispatcher) freeSlots(sv *serving, limit int) ([]store.ClaimSlot, int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	free := d.cfg.Slots - d.busy() - d.reserved // slots free now
@@ -264,8 +265,8 @@ func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 	if total <= 0 {
 		return nil, 0
 	}
-	slots := make([]store.ClaimSlot, 0, len(d.rules))
-	for pair, r := range d.rules {
+	slots := make([]store.ClaimSlot, 0, len(sv.rules))
+	for pair, r := range sv.rules {
 		max := total
 		if limited(r) {
 			max = min(max, free) // never claimed ahead (ahead.go)
@@ -290,10 +291,10 @@ func (d *Dispatcher) freeSlots(limit int) ([]store.ClaimSlot, int) {
 // a capped type under the type's advisory lock, in one transaction, so that
 // claims of several instances at the same instant take turns and never
 // overshoot the cap (store.ClaimParams.Global).
-func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
+func (d *Dispatcher) globalLimits(sv *serving, slots []store.ClaimSlot) map[string]int {
 	var caps map[string]int
 	for _, s := range slots {
-		if r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]; r.Global > 0 {
+		if r := sv.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]; r.Global > 0 {
 			if caps == nil {
 				caps = map[string]int{}
 			}
@@ -305,10 +306,10 @@ func (d *Dispatcher) globalLimits(slots []store.ClaimSlot) map[string]int {
 
 // typeLimits returns the per-tenant and rate limits of the types among
 // slots, or nil when none has one (global caps go in globalLimits).
-func (d *Dispatcher) typeLimits(slots []store.ClaimSlot) map[string]store.TypeLimits {
+func (d *Dispatcher) typeLimits(sv *serving, slots []store.ClaimSlot) map[string]store.TypeLimits {
 	var lims map[string]store.TypeLimits
 	for _, s := range slots {
-		r := d.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]
+		r := sv.rules[runners.Pair{Mode: s.Mode, TaskType: s.TaskType}]
 		if r.PerTenant == 0 && r.RateInterval == 0 {
 			continue
 		}

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,9 +105,10 @@ type Dispatcher struct {
 	log    *slog.Logger
 	tracer trace.Tracer
 	waker  *signalbus.Waker
-	rules  execution.Rules
-	types  []string
-	done   chan result
+	// serving is what the dispatcher claims and how (serving.go), swapped
+	// whole when the specs are reloaded (SetCapabilities).
+	serving atomic.Pointer[serving]
+	done    chan result
 
 	mu      sync.Mutex
 	running map[uuid.UUID]*run
@@ -162,6 +162,7 @@ func (d *Dispatcher) releaseInstance(r *run) {
 type run struct {
 	task      wftype.Task
 	rule      execution.Rule
+	runner    runners.Runner  // the runner of the claim's capability map
 	ctx       context.Context // the run's context, cancelled by cancel
 	cancel    context.CancelCauseFunc
 	queued    bool      // claimed, waiting for a slot (ahead.go)
@@ -218,7 +219,6 @@ func New(cfg Config) (*Dispatcher, error) {
 		log:     cfg.Logger.With("owner", cfg.Owner),
 		tracer:  tracing.Tracer(cfg.TracerProvider),
 		waker:   signalbus.NewWaker(),
-		rules:   execution.Rules{},
 		done:    make(chan result, cfg.FlushSize*2),
 		running: map[uuid.UUID]*run{},
 		lost:    map[*run]struct{}{},
@@ -234,25 +234,12 @@ func New(cfg Config) (*Dispatcher, error) {
 		d.instance = execution.NewInstanceRuns()
 	}
 	d.wake = d.waker.Wake
-	seen := map[string]bool{}
-	for pair := range cfg.Capabilities {
-		r, ok := cfg.Rules[pair]
-		if !ok {
-			r = execution.Rule{Pair: pair}
-		}
-		r.Pair = pair
-		d.rules[pair] = r.WithDefaults()
-		if !seen[pair.TaskType] {
-			seen[pair.TaskType] = true
-			d.types = append(d.types, pair.TaskType)
-		}
-	}
-	sort.Strings(d.types)
+	d.serving.Store(newServing(cfg.Capabilities, cfg.Rules))
 	return d, nil
 }
 
-// TaskTypes lists the task types this dispatcher can claim.
-func (d *Dispatcher) TaskTypes() []string { return append([]string(nil), d.types...) }
+// TaskTypes lists the task types this dispatcher can claim now.
+func (d *Dispatcher) TaskTypes() []string { return append([]string(nil), d.serving.Load().types...) }
 
 // Running returns how many tasks run now (not those claimed ahead).
 func (d *Dispatcher) Running() int {
@@ -323,11 +310,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // start runs one claimed task on a worker goroutine of its own, or queues
-// it for the next free slot when every slot is taken (claimed ahead).
-func (d *Dispatcher) start(runsCtx context.Context, task wftype.Task, claimedAt time.Time) {
+// it for the next free slot when every slot is taken (claimed ahead). sv
+// is what the claim was made for: the task keeps its rule and runner
+// whatever SetCapabilities swaps in meanwhile.
+func (d *Dispatcher) start(runsCtx context.Context, sv *serving, task wftype.Task, claimedAt time.Time) {
 	pair := runners.Pair{Mode: task.ExecutionMode, TaskType: task.TaskType}
 	runCtx, cancel := context.WithCancelCause(runsCtx)
-	r := &run{task: task, rule: d.rules[pair], ctx: runCtx, cancel: cancel, leaseUntil: claimedAt.Add(d.rules[pair].Lease)}
+	rule := sv.rules[pair]
+	r := &run{task: task, rule: rule, runner: sv.caps[pair], ctx: runCtx, cancel: cancel, leaseUntil: claimedAt.Add(rule.Lease)}
 	d.mu.Lock()
 	// A run of an earlier claim of this task that has not returned lost its
 	// lease (the task went back to PENDING), though the row names this
@@ -393,7 +383,7 @@ func (d *Dispatcher) arm(r *run) (earlier bool) {
 func (d *Dispatcher) launch(r *run, earlier bool) {
 	// r.task, not a copy of it: a copy the closure below used would be a
 	// heap object per run.
-	runner := d.cfg.Capabilities[runners.Pair{Mode: r.task.ExecutionMode, TaskType: r.task.TaskType}]
+	runner := r.runner
 	if earlier {
 		d.deadlineWaker.Wake()
 	}

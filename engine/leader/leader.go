@@ -218,7 +218,12 @@ func (e *Elector) forwardReceived(conn *pgx.Conn) {
 // lead holds leadership on conn until the connection fails or ctx ends.
 func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, st *store.Store, log *slog.Logger) error {
 	ch := e.cfg.Channels
-	if err := st.Listen(ctx, ch.TaskQueued, ch.TaskStatusChanged, ch.Events); err != nil {
+	listen := []string{ch.TaskQueued, ch.TaskStatusChanged, ch.Events}
+	if ch.Events == store.DefaultChannels.Events {
+		// Instances of an earlier wf notify on the old default.
+		listen = append(listen, store.LegacyEventsChannel)
+	}
+	if err := st.Listen(ctx, listen...); err != nil {
 		return err
 	}
 	leaderCtx, cancel := context.WithCancel(ctx)
@@ -353,6 +358,8 @@ func (e *Elector) forward(channel, payload string) {
 	case e.cfg.Channels.TaskStatusChanged:
 		e.cfg.Bus.Publish(signalbus.TaskStatusChanged, payload)
 	case e.cfg.Channels.Events:
+		e.cfg.Bus.Publish(signalbus.EventQueued, payload)
+	case store.LegacyEventsChannel: // listened on only beside the default (lead)
 		e.cfg.Bus.Publish(signalbus.EventQueued, payload)
 	}
 }

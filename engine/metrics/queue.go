@@ -156,7 +156,13 @@ func (c *queueCollector) read() {
 		c.cfg.Logger.Warn("reading the held tasks for metrics failed", "err", err)
 		return
 	}
-	c.overview, c.heldNow, c.lastRead = o, held, true
+	notServed, err := c.cfg.Store.NotServedHeld(ctx, o, held)
+	if err != nil {
+		c.lastRead = false
+		c.cfg.Logger.Warn("reading the task types no instance serves for metrics failed", "err", err)
+		return
+	}
+	c.overview, c.heldNow, c.lastRead = o, append(held, notServed...), true
 	n, err := c.cfg.Store.CountUnreadableWebhookSecrets(ctx)
 	if err != nil {
 		c.cfg.Logger.Warn("counting unreadable webhook secrets for metrics failed", "err", err)

@@ -37,12 +37,20 @@ type Channels struct {
 	Events            string
 }
 
-// DefaultChannels are the seed's channel names.
+// DefaultChannels are the default channel names: the seed's for tasks,
+// wf_events for the outbox.
 var DefaultChannels = Channels{
 	TaskQueued:        "new_task_queued",
 	TaskStatusChanged: "task_status_changed",
-	Events:            "dynastore_events_channel",
+	Events:            "wf_events",
 }
+
+// LegacyEventsChannel is the outbox's channel until it was renamed
+// wf_events (the seed's name, another product's). A deployment that sets it
+// (channels.events) keeps it; a leader on the default channel also listens
+// on it, so that instances of an earlier wf still wake it during a rolling
+// upgrade.
+const LegacyEventsChannel = "dynastore_events_channel"
 
 // Store runs wf's statements on a DBTX.
 type Store struct {

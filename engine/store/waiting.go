@@ -18,6 +18,10 @@ const (
 	WaitingNotDue = "not_due"
 	// WaitingPaused: its task type or its tenant is paused.
 	WaitingPaused = "paused"
+	// WaitingNotServed: no live instance serves its task type (none has it
+	// in its specs: see served.go); it waits for one that does to start,
+	// or for the specs to be reloaded.
+	WaitingNotServed = "not_served"
 )
 
 // waitingSQL says why each given PENDING task ($1 ids, $2 types, $3
@@ -26,7 +30,9 @@ const (
 // or held by a limit of its type ($5…$10, as limitedArgs gives them; the
 // same counts the claim reads: ACTIVE tasks of the capped types from the
 // lease index, the current rate windows), else NULL (it waits for a free
-// slot, or is about to be claimed). The first that applies, in that order.
+// slot, or is about to be claimed), else not served by any live instance
+// (notServedSQL: last, since a limit holds the task whoever serves it).
+// The first that applies, in that order.
 // Due and the current rate windows are reckoned at $11, the caller's
 // clock as its claims read it (ClaimParams.Now; NULL: the database's now()).
 var waitingSQL = `
@@ -42,6 +48,7 @@ SELECT i.task_id, CASE
         WHEN l.tenant_cap > 0 AND l.tenant_cap <= coalesce(a.n, 0) THEN '` + HeldPerTenant + `'
         WHEN l.type_rate > 0 AND l.type_rate <= coalesce((SELECT s.starts FROM started s WHERE s.task_type = i.task_type AND s.schema_name = ''), 0) THEN '` + HeldRate + `'
         WHEN l.tenant_rate > 0 AND l.tenant_rate <= coalesce(s.starts, 0) THEN '` + HeldRate + `'
+        WHEN ` + notServedSQL("i.task_type") + ` THEN '` + WaitingNotServed + `'
     END
 FROM input i
 LEFT JOIN limits l ON l.task_type = i.task_type
@@ -49,7 +56,7 @@ LEFT JOIN active a ON a.task_type = i.task_type AND a.schema_name = i.schema_nam
 LEFT JOIN started s ON s.task_type = i.task_type AND s.schema_name = i.schema_name`
 
 // WaitingReasons says why each PENDING task of tasks waits (see
-// waitingSQL): WaitingNotDue, WaitingPaused, HeldGlobal, HeldPerTenant or
+// waitingSQL): WaitingNotDue, WaitingPaused, WaitingNotServed, HeldGlobal, HeldPerTenant or
 // HeldRate, by task id; a PENDING task that only waits its turn, and any
 // task not PENDING, is absent. limits are the task types' claim-time
 // limits; now is the caller's clock as its claims read it

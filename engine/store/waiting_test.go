@@ -18,6 +18,7 @@ import (
 func TestWaitingReasons(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.serve(t, "w", "capped", "tenanted", "rated", "paused_type", "free") // a live instance serves them
 	// A window far longer than any test run: no boundary is crossed.
 	const window = 100 * 365 * 24 * time.Hour
 	limits := map[string]store.TypeLimits{
@@ -94,6 +95,7 @@ VALUES ('rated', '', to_timestamp(floor(extract(epoch FROM now()) / $1) * $1), 2
 func TestWaitingReasonsOnTheCallersClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.serve(t, "w", "clocked_ahead", "clocked_behind")
 	var dbNow time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT now()`).Scan(&dbNow))
 	for _, tc := range []struct {

@@ -58,6 +58,7 @@ const WAITING = {
   concurrency_global: "held by concurrency.global",
   concurrency_per_tenant: "held by concurrency.per_tenant",
   rate_limit: "held by rate_limit",
+  not_served: "no running instance serves its task type",
 };
 function waitingLabel(reason) { return WAITING[reason] || reason; }
 // waitingNote is the small note beside a PENDING task's status.
