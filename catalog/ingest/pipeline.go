@@ -25,7 +25,8 @@ import (
 // and another builds and reports the envelopes of a merged batch while the
 // next one merges. At most three batches and a few chunks are held at
 // once, so memory does not grow with the source; the first error cancels
-// every stage.
+// every stage. Every batch is merged in the load's one transaction, which
+// the caller commits or rolls back.
 
 // chunkSize is how many records a processing worker takes at once.
 const chunkSize = 128
@@ -60,7 +61,7 @@ type merged struct {
 
 // run reads, checks, writes and reports every record (see the pipeline
 // above). It returns the counts of what was reported.
-func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
+func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: no stage outlives the run
 	ctx, cancel := context.WithCancel(ctx)
@@ -80,7 +81,7 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 			}
 			var outcomes []store.MergeOutcome
 			if len(b.versions) > 0 {
-				if outcomes, _, err = h.cfg.Store.MergeFeatures(ctx, t, b.versions); err != nil {
+				if outcomes, _, err = load.Merge(ctx, b.versions); err != nil {
 					cancel() // stop the other stages
 					continue
 				}

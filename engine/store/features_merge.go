@@ -114,6 +114,23 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return nil, time.Time{}, err
 	}
+	var out []MergeOutcome
+	var txTime time.Time
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		out, txTime, err = mergeTx(ctx, tx, t, versions, true)
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, wrap("merging features into "+t.String(), err)
+	}
+	return out, txTime.UTC(), nil
+}
+
+// mergeTx is MergeFeatures inside tx. bump says whether writing rows records a new
+// version of t's content (bumpFeaturesVersion); a FeatureLoad does that
+// once for all its batches. The outcomes' times are in UTC.
+func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, bump bool) ([]MergeOutcome, time.Time, error) {
 	ids := make([]string, len(versions))
 	wkbs := make([][]byte, len(versions))
 	for i := range versions {
@@ -123,7 +140,7 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	reasons := make([]string, 0, len(versions))
 	out := make([]MergeOutcome, len(versions))
 	var txTime time.Time
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	err := func() error {
 		cur := make(map[string]current, len(versions))
 		b := &pgx.Batch{}
 		b.Queue(`SELECT clock_timestamp() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
@@ -188,14 +205,16 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
 				return fmt.Errorf("copying new versions: %w", err)
 			}
-			if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
-				return err
+			if bump {
+				if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
-		return nil, time.Time{}, wrap("merging features into "+t.String(), err)
+		return nil, time.Time{}, err
 	}
 	for i := range out {
 		out[i].ValidFrom = out[i].ValidFrom.UTC()
