@@ -12,18 +12,20 @@ import (
 	"github.com/wfhq/wf/reporters"
 )
 
-// The pipeline of one ingestion, four stages joined by bounded channels:
+// The pipeline of one ingestion, stages joined by bounded channels:
 //
-//	read ──chunks──▶ process (one worker per CPU) ──in order──▶ batch ──▶ merge ──▶ report
+//	read ──chunks──▶ process (one worker per CPU) ──in order──▶ batch ──▶ check ──▶ merge ──▶ report
 //
 // One goroutine reads records from the source in chunks; workers check
 // and measure the records of a chunk (parsing, validation, WKB, hashes,
 // stats: the bulk of wf's own CPU time per record); this goroutine takes
 // the chunks back in source order, gives each accepted record its geoid
 // (so geoids follow the source order, as UUIDv7s do) and cuts batches; one
-// goroutine merges each batch on its connection while the next is cut,
+// goroutine has PostGIS check a batch's geometries on a connection of its
+// own while the batch before is merged; one merges each batch on the
+// load's connection while the next is cut and checked,
 // and another builds and reports the envelopes of a merged batch while the
-// next one merges. At most three batches and a few chunks are held at
+// next one merges. At most four batches and a few chunks are held at
 // once, so memory does not grow with the source; the first error cancels
 // every stage. Every batch is merged in the load's one transaction, which
 // the caller commits or rolls back.
@@ -51,6 +53,8 @@ type batch struct {
 	index    []int // versions[k] belongs to items[index[k]]
 	ids      map[string]bool
 	bytes    int
+	// checked is PostGIS's verdict on each version's geometry.
+	checked []string
 }
 
 // merged is a batch with the outcomes of its versions.
@@ -69,19 +73,40 @@ func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordRea
 
 	ordered := h.process(ctx, &wg, rr, p)
 
-	// Unbuffered: one batch is cut, one merged and one reported at a time.
+	// Unbuffered: one batch is cut, one checked, one merged and one
+	// reported at a time.
 	batches := make(chan *batch)
+	checked := make(chan *batch)
 	reports := make(chan merged)
-	mergeDone := make(chan error, 1)
+	checkDone := make(chan error, 1)
 	go func() {
+		// PostGIS checks the geometries of the next batch on a connection
+		// of its own while the load's connection writes this one: the
+		// check is most of a merge's server time, and it needs no lock.
 		var err error
 		for b := range batches {
 			if err != nil {
 				continue // drain what the batcher already sent
 			}
+			if b.checked, err = h.cfg.Store.CheckGeometries(ctx, b.versions); err != nil {
+				cancel() // stop the other stages
+				continue
+			}
+			checked <- b
+		}
+		close(checked)
+		checkDone <- err
+	}()
+	mergeDone := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range checked {
+			if err != nil {
+				continue // drain what the checker already sent
+			}
 			var outcomes []store.MergeOutcome
 			if len(b.versions) > 0 {
-				if outcomes, _, err = load.Merge(ctx, b.versions); err != nil {
+				if outcomes, _, err = load.Merge(ctx, b.versions, b.checked); err != nil {
 					cancel() // stop the other stages
 					continue
 				}
@@ -111,8 +136,12 @@ func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordRea
 
 	readErr := h.cut(ctx, ordered, batches)
 	close(batches)
+	checkErr := <-checkDone
 	mergeErr := <-mergeDone
 	res := <-reportDone
+	if checkErr != nil {
+		return res.counts, checkErr
+	}
 	if mergeErr != nil {
 		return res.counts, mergeErr
 	}

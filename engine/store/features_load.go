@@ -51,14 +51,17 @@ func (s *Store) BeginFeatureLoad(ctx context.Context, t FeatureTable) (*FeatureL
 // Merge merges one batch of the load, as MergeFeatures does (same rules,
 // outcomes and transaction time per batch), inside the load's transaction:
 // a later batch of the same load sees the versions of the earlier ones.
-func (l *FeatureLoad) Merge(ctx context.Context, versions []FeatureVersion) ([]MergeOutcome, time.Time, error) {
+// checked, when not nil, is CheckGeometries' answer for the batch's
+// geometries, asked beforehand on another connection (so PostGIS checks
+// the next batch while this one is written); nil asks it here.
+func (l *FeatureLoad) Merge(ctx context.Context, versions []FeatureVersion, checked []string) ([]MergeOutcome, time.Time, error) {
 	if l.done {
 		return nil, time.Time{}, fmt.Errorf("error merging features into %s: the load has ended", l.t)
 	}
 	if len(versions) == 0 {
 		return nil, time.Time{}, nil
 	}
-	out, txTime, err := mergeTx(ctx, l.tx, l.t, versions, !l.written)
+	out, txTime, err := mergeTx(ctx, l.tx, l.t, versions, checked, !l.written)
 	if err != nil {
 		return nil, time.Time{}, wrap("merging features into "+l.t.String(), err)
 	}
@@ -96,6 +99,47 @@ func (l *FeatureLoad) Rollback(ctx context.Context) error {
 		err = nil
 	}
 	return wrap("rolling back the load into "+l.t.String(), err)
+}
+
+// CheckGeometries asks PostGIS whether each version's geometry is valid,
+// on a connection of its own: "" for a valid one, else ST_IsValidReason's
+// answer, in the order given. Its answer is what FeatureLoad.Merge takes.
+func (s *Store) CheckGeometries(ctx context.Context, versions []FeatureVersion) ([]string, error) {
+	reasons := make([]string, 0, len(versions))
+	if len(versions) == 0 {
+		return reasons, nil
+	}
+	rows, err := s.db.Query(ctx, checkGeometriesSQL, versionWKBs(versions))
+	if err == nil {
+		reasons, err = scanReasons(rows, reasons)
+	}
+	if err == nil && len(reasons) != len(versions) {
+		err = fmt.Errorf("PostGIS checked %d geometries of %d", len(reasons), len(versions))
+	}
+	return reasons, wrap("checking geometries", err)
+}
+
+// versionWKBs returns the versions' WKB geometries, the parameter of
+// checkGeometriesSQL.
+func versionWKBs(versions []FeatureVersion) [][]byte {
+	wkbs := make([][]byte, len(versions))
+	for i := range versions {
+		wkbs[i] = versions[i].WKB
+	}
+	return wkbs
+}
+
+// scanReasons appends the verdicts checkGeometriesSQL returned and closes rows.
+func scanReasons(rows pgx.Rows, reasons []string) ([]string, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return reasons, err
+		}
+		reasons = append(reasons, r)
+	}
+	return reasons, rows.Err()
 }
 
 // rollbackTimeout bounds a rollback on a cancelled context.

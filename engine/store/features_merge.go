@@ -118,7 +118,7 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	var txTime time.Time
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
-		out, txTime, err = mergeTx(ctx, tx, t, versions, true)
+		out, txTime, err = mergeTx(ctx, tx, t, versions, nil, true)
 		return err
 	})
 	if err != nil {
@@ -127,17 +127,20 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	return out, txTime.UTC(), nil
 }
 
-// mergeTx is MergeFeatures inside tx. bump says whether writing rows records a new
+// mergeTx is MergeFeatures inside tx. checked, when not nil, holds
+// PostGIS's verdict on each version's geometry (CheckGeometries), which is
+// then not asked again. bump says whether writing rows records a new
 // version of t's content (bumpFeaturesVersion); a FeatureLoad does that
 // once for all its batches. The outcomes' times are in UTC.
-func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, bump bool) ([]MergeOutcome, time.Time, error) {
+func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, checked []string, bump bool) ([]MergeOutcome, time.Time, error) {
+	if checked != nil && len(checked) != len(versions) {
+		return nil, time.Time{}, fmt.Errorf("%d geometry verdicts for %d versions", len(checked), len(versions))
+	}
 	ids := make([]string, len(versions))
-	wkbs := make([][]byte, len(versions))
 	for i := range versions {
 		ids[i] = versions[i].ExternalID
-		wkbs[i] = versions[i].WKB
 	}
-	reasons := make([]string, 0, len(versions))
+	reasons := checked
 	out := make([]MergeOutcome, len(versions))
 	var txTime time.Time
 	err := func() error {
@@ -146,16 +149,14 @@ func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureV
 		b.Queue(`SELECT clock_timestamp() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&txTime)
 		})
-		b.Queue(checkGeometriesSQL, wkbs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var r string
-				if err := rows.Scan(&r); err != nil {
-					return err
-				}
-				reasons = append(reasons, r)
-			}
-			return rows.Err()
-		})
+		if checked == nil {
+			reasons = make([]string, 0, len(versions))
+			b.Queue(checkGeometriesSQL, versionWKBs(versions)).Query(func(rows pgx.Rows) error {
+				var err error
+				reasons, err = scanReasons(rows, reasons)
+				return err
+			})
+		}
 		b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
