@@ -48,7 +48,7 @@ type chunk struct {
 
 // batch is a run of items merged in one transaction.
 type batch struct {
-	items    []item
+	items    []*item // in their chunks' slices: not copied
 	versions []store.FeatureVersion
 	index    []int // versions[k] belongs to items[index[k]]
 	ids      map[string]bool
@@ -230,7 +230,7 @@ func readChunk(ctx context.Context, rr recordReader) *chunk {
 func (h *Handler) cut(ctx context.Context, ordered <-chan *chunk, batches chan<- *batch) error {
 	newBatch := func() *batch {
 		n := h.cfg.BatchSize
-		return &batch{items: make([]item, 0, n), versions: make([]store.FeatureVersion, 0, n), index: make([]int, 0, n),
+		return &batch{items: make([]*item, 0, n), versions: make([]store.FeatureVersion, 0, n), index: make([]int, 0, n),
 			ids: make(map[string]bool, n)}
 	}
 	cur := newBatch()
@@ -252,7 +252,8 @@ read:
 			readErr = ctx.Err()
 			break read
 		}
-		for _, it := range c.items {
+		for i := range c.items {
+			it := &c.items[i]
 			if it.rejected == nil {
 				id, _, err := store.NewID()
 				if err != nil {
@@ -301,7 +302,7 @@ func (h *Handler) report(ctx context.Context, m merged, rep reporters.Reporter, 
 		byItem[b.index[k]] = o
 	}
 	for i := range b.items {
-		it := &b.items[i]
+		it := b.items[i]
 		c.Read++
 		var env reporters.Envelope
 		if it.rejected != nil {

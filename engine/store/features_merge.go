@@ -29,6 +29,8 @@ type FeatureVersion struct {
 	AttributesHash string
 	// ValidFrom starts the version's validity.
 	ValidFrom time.Time
+	// copyRow is the row encoded for COPY (EncodeCopyRow), or nil.
+	copyRow []byte
 }
 
 // MergeAction is what merging did with one FeatureVersion.
@@ -202,9 +204,15 @@ func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureV
 			}
 		}
 		if len(write) > 0 {
-			src := &versionSource{versions: versions, out: out, write: write, txTime: txTime, i: -1}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
-				return fmt.Errorf("copying new versions: %w", err)
+			if allEncoded(versions, write) {
+				if err := copyEncoded(ctx, tx, t, versions, out, write, txTime); err != nil {
+					return fmt.Errorf("copying new versions: %w", err)
+				}
+			} else {
+				src := &versionSource{versions: versions, out: out, write: write, txTime: txTime, i: -1}
+				if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
+					return fmt.Errorf("copying new versions: %w", err)
+				}
 			}
 			if bump {
 				if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
