@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfhq/wf/catalog/ingest"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/reporters"
 )
@@ -114,4 +116,28 @@ func TestCancelledIngestionLeavesCollection(t *testing.T) {
 			require.Equal(t, n, current)
 		})
 	}
+}
+
+// TestRepeatedIDsInOneLoad: into an empty collection, where a load looks up
+// only the external ids its earlier batches wrote, a record whose id came
+// batches before merges against it: unchanged when equal, refused when it
+// changes without a later validity start.
+func TestRepeatedIDsInOneLoad(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 1200 // the bundle's batches hold 500 records
+	var lines []string
+	for i := range n {
+		lines = append(lines, squareFeature(i, 0.1, fmt.Sprintf("region %d", i), "1000", false, false))
+	}
+	for i := range 5 {
+		lines = append(lines, squareFeature(i, 0.1, fmt.Sprintf("region %d", i), "1000", false, false))
+		lines = append(lines, squareFeature(100+i, 0.2, "moved", "1000", false, false))
+	}
+	src := writeFile(t, "repeats.ndjson", strings.Join(lines, "\n")+"\n")
+	out, _ := b.ingestFile(t, map[string]any{"source": src, "format": "ndjson", "id_attribute": "code"})
+	require.Equal(t, ingest.Counts{Read: n + 10, Created: n, Unchanged: 5, Rejected: 5}, out.Features)
+	rows, current := b.count(t)
+	require.Equal(t, n, rows)
+	require.Equal(t, n, current)
 }

@@ -29,6 +29,10 @@ type FeatureLoad struct {
 	tx      pgx.Tx
 	written bool
 	done    bool
+	// ids holds the external ids written so far when the table was empty
+	// as the load began (nil otherwise): an id not in it has no current
+	// version, so it is not looked up.
+	ids *idFilter
 }
 
 // BeginFeatureLoad starts a load into t: it opens the transaction and takes
@@ -41,11 +45,17 @@ func (s *Store) BeginFeatureLoad(ctx context.Context, t FeatureTable) (*FeatureL
 	if err != nil {
 		return nil, wrap("beginning a load into "+t.String(), err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey()); err != nil {
+	var empty bool
+	if err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM `+t.ident()+`) FROM pg_advisory_xact_lock($1)`,
+		t.lockKey()).Scan(&empty); err != nil {
 		rollbackQuietly(tx)
 		return nil, wrap("beginning a load into "+t.String(), err)
 	}
-	return &FeatureLoad{t: t, tx: tx}, nil
+	l := &FeatureLoad{t: t, tx: tx}
+	if empty {
+		l.ids = newIDFilter()
+	}
+	return l, nil
 }
 
 // Merge merges one batch of the load, as MergeFeatures does (same rules,
@@ -61,7 +71,7 @@ func (l *FeatureLoad) Merge(ctx context.Context, versions []FeatureVersion, chec
 	if len(versions) == 0 {
 		return nil, time.Time{}, nil
 	}
-	out, txTime, err := mergeTx(ctx, l.tx, l.t, versions, checked, !l.written)
+	out, txTime, err := mergeTx(ctx, l.tx, l.t, versions, checked, !l.written, l.ids)
 	if err != nil {
 		return nil, time.Time{}, wrap("merging features into "+l.t.String(), err)
 	}

@@ -120,7 +120,7 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	var txTime time.Time
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
-		out, txTime, err = mergeTx(ctx, tx, t, versions, nil, true)
+		out, txTime, err = mergeTx(ctx, tx, t, versions, nil, true, nil)
 		return err
 	})
 	if err != nil {
@@ -134,13 +134,19 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 // then not asked again. bump says whether writing rows records a new
 // version of t's content (bumpFeaturesVersion); a FeatureLoad does that
 // once for all its batches. The outcomes' times are in UTC.
-func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, checked []string, bump bool) ([]MergeOutcome, time.Time, error) {
+//
+// written, when not nil, holds every external id that t can have a current
+// version of (the ids a load into an empty table wrote so far): only those
+// are looked up, and the ids this batch writes are added to it.
+func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, checked []string, bump bool, written *idFilter) ([]MergeOutcome, time.Time, error) {
 	if checked != nil && len(checked) != len(versions) {
 		return nil, time.Time{}, fmt.Errorf("%d geometry verdicts for %d versions", len(checked), len(versions))
 	}
-	ids := make([]string, len(versions))
+	ids := make([]string, 0, len(versions))
 	for i := range versions {
-		ids[i] = versions[i].ExternalID
+		if written == nil || written.mayHold(versions[i].ExternalID) {
+			ids = append(ids, versions[i].ExternalID)
+		}
 	}
 	reasons := checked
 	out := make([]MergeOutcome, len(versions))
@@ -159,17 +165,19 @@ func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureV
 				return err
 			})
 		}
-		b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				var c current
-				if err := rows.Scan(&id, &c.geoid, &c.geometryHash, &c.attributesHash, &c.validFrom, &c.transactionTime); err != nil {
-					return err
+		if len(ids) > 0 {
+			b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id string
+					var c current
+					if err := rows.Scan(&id, &c.geoid, &c.geometryHash, &c.attributesHash, &c.validFrom, &c.transactionTime); err != nil {
+						return err
+					}
+					cur[id] = c
 				}
-				cur[id] = c
-			}
-			return rows.Err()
-		})
+				return rows.Err()
+			})
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("checking geometries and looking up current versions: %w", err)
 		}
@@ -217,6 +225,11 @@ func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureV
 			if bump {
 				if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
 					return err
+				}
+			}
+			if written != nil {
+				for _, k := range write {
+					written.add(versions[k].ExternalID)
 				}
 			}
 		}
