@@ -38,7 +38,8 @@ func pgMicros(t time.Time) int64 {
 
 // EncodeCopyRow encodes v's row for COPY (see above) and keeps it in v, for
 // MergeFeatures and FeatureLoad.Merge to send; the geoid and transaction
-// time are filled in when the row is written. Safe for concurrent use on
+// time are filled in when the row is written. v.Properties and v.Stats
+// then share the row's bytes (same contents; do not write to them). Safe for concurrent use on
 // distinct versions. A version that is not encoded is encoded by the merge.
 func EncodeCopyRow(v *FeatureVersion) error {
 	ewkb, err := ewkb4326(v.WKB)
@@ -70,8 +71,14 @@ func EncodeCopyRow(v *FeatureVersion) error {
 	field(ewkb)
 	b = binary.BigEndian.AppendUint32(b, uint32(1+len(v.Properties)))
 	b = append(b, 1) // jsonb's binary format version
+	props := len(b)
 	b = append(b, v.Properties...)
+	stats := len(b) + 4
 	field(v.Stats)
+	// The version's attributes and stats become views of the row, so that
+	// their bytes are held once (and a source record's text not at all).
+	v.Properties = b[props : props+len(v.Properties) : props+len(v.Properties)]
+	v.Stats = b[stats : stats+len(v.Stats) : stats+len(v.Stats)]
 	text(v.GeometryHash)
 	text(v.AttributesHash)
 	const lowerInclusive, upperInfinite = 0x02, 0x10
