@@ -145,17 +145,22 @@ func (p *processor) process(rec *record) item {
 	}
 	stats.S2Cell = stats.Stats.S2Cell(p.s2Level)
 	stats.Centroid = stats.CentroidHex()
+	version := store.FeatureVersion{
+		ExternalID:     extID,
+		AssetID:        p.assetID,
+		WKB:            wkb,
+		Properties:     stored,
+		Stats:          appendStatsJSON(make([]byte, 0, 320), stats),
+		GeometryHash:   stats.GeometryHash,
+		AttributesHash: stats.AttributesHash,
+		ValidFrom:      p.validFrom,
+	}
+	// Encoded here, on a worker: the merge only sends it.
+	if err := store.EncodeCopyRow(&version); err != nil {
+		return p.reject(rec, props, system(), echo, "invalid geometry: "+err.Error())
+	}
 	return item{
-		version: store.FeatureVersion{
-			ExternalID:     extID,
-			AssetID:        p.assetID,
-			WKB:            wkb,
-			Properties:     stored,
-			Stats:          appendStatsJSON(make([]byte, 0, 320), stats),
-			GeometryHash:   stats.GeometryHash,
-			AttributesHash: stats.AttributesHash,
-			ValidFrom:      p.validFrom,
-		},
+		version: version,
 		// About 22 bytes a vertex: sized once, not grown.
 		geometry: geom.AppendGeoJSON(make([]byte, 0, 48+22*stats.Vertices), g),
 		props:    props,
@@ -181,6 +186,9 @@ func (rec *record) attributes() (map[string]any, []byte, error) {
 	}
 	if raw[0] != '{' {
 		return nil, nil, errors.New(`the feature's "properties" is not a JSON object`)
+	}
+	if m, ok := decodeFlatObject(raw); ok {
+		return m, raw, nil
 	}
 	m, err := decodeObject(raw)
 	if err != nil {

@@ -201,9 +201,9 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 	if err != nil {
 		return nil, err
 	}
-	counts, runErr := h.run(ctx, table, rr, p, rep, sum)
+	counts, runErr := h.load(ctx, table, rr, p, rep, sum)
 	if bulk {
-		// Built even when the run was cancelled: the rows it wrote stay.
+		// Built whatever the outcome (a rolled-back load leaves the table empty).
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexBuildTimeout)
 		err := h.cfg.Store.EndBulkLoad(bctx, table)
 		cancel()
@@ -232,6 +232,33 @@ func (h *Handler) Handle(ctx context.Context, task *wftype.Task, rep reporters.R
 		return nil, fmt.Errorf("error encoding the ingestion outputs: %w", err)
 	}
 	return b, nil
+}
+
+// load runs the pipeline in one transaction (store.FeatureLoad): it commits
+// when every record was read, or when the source broke off (what was read
+// is kept, as a retry could not read more); a cancelled or failed run rolls
+// back, leaving the collection as it was.
+func (h *Handler) load(ctx context.Context, table store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
+	l, err := h.cfg.Store.BeginFeatureLoad(ctx, table)
+	if err != nil {
+		return Counts{}, err
+	}
+	counts, runErr := h.run(ctx, l, rr, p, rep, sum)
+	if runErr != nil && ctx.Err() != nil && !errors.Is(runErr, ctx.Err()) {
+		// A statement cut short by the cancellation fails on its closed
+		// connection: say why it was closed.
+		runErr = fmt.Errorf("error ingesting into %s: %w (then: %v)", table, context.Cause(ctx), runErr)
+	}
+	if runErr != nil && !errors.Is(runErr, errSource) {
+		if err := l.Rollback(ctx); err != nil {
+			h.cfg.Logger.WarnContext(ctx, "rolling back a failed ingestion", "table", table.String(), "error", err)
+		}
+		return counts, runErr
+	}
+	if err := l.Commit(ctx); err != nil {
+		return counts, err
+	}
+	return counts, runErr
 }
 
 // recordSource records the source as the catalog's asset in.AssetID (kind

@@ -12,20 +12,23 @@ import (
 	"github.com/wfhq/wf/reporters"
 )
 
-// The pipeline of one ingestion, four stages joined by bounded channels:
+// The pipeline of one ingestion, stages joined by bounded channels:
 //
-//	read ──chunks──▶ process (one worker per CPU) ──in order──▶ batch ──▶ merge ──▶ report
+//	read ──chunks──▶ process (one worker per CPU) ──in order──▶ batch ──▶ check ──▶ merge ──▶ report
 //
 // One goroutine reads records from the source in chunks; workers check
 // and measure the records of a chunk (parsing, validation, WKB, hashes,
 // stats: the bulk of wf's own CPU time per record); this goroutine takes
 // the chunks back in source order, gives each accepted record its geoid
 // (so geoids follow the source order, as UUIDv7s do) and cuts batches; one
-// goroutine merges each batch on its connection while the next is cut,
+// goroutine has PostGIS check a batch's geometries on a connection of its
+// own while the batch before is merged; one merges each batch on the
+// load's connection while the next is cut and checked,
 // and another builds and reports the envelopes of a merged batch while the
-// next one merges. At most three batches and a few chunks are held at
+// next one merges. At most four batches and a few chunks are held at
 // once, so memory does not grow with the source; the first error cancels
-// every stage.
+// every stage. Every batch is merged in the load's one transaction, which
+// the caller commits or rolls back.
 
 // chunkSize is how many records a processing worker takes at once.
 const chunkSize = 128
@@ -45,11 +48,13 @@ type chunk struct {
 
 // batch is a run of items merged in one transaction.
 type batch struct {
-	items    []item
+	items    []*item // in their chunks' slices: not copied
 	versions []store.FeatureVersion
 	index    []int // versions[k] belongs to items[index[k]]
 	ids      map[string]bool
 	bytes    int
+	// checked is PostGIS's verdict on each version's geometry.
+	checked []string
 }
 
 // merged is a batch with the outcomes of its versions.
@@ -60,7 +65,7 @@ type merged struct {
 
 // run reads, checks, writes and reports every record (see the pipeline
 // above). It returns the counts of what was reported.
-func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
+func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: no stage outlives the run
 	ctx, cancel := context.WithCancel(ctx)
@@ -68,19 +73,40 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 
 	ordered := h.process(ctx, &wg, rr, p)
 
-	// Unbuffered: one batch is cut, one merged and one reported at a time.
+	// Unbuffered: one batch is cut, one checked, one merged and one
+	// reported at a time.
 	batches := make(chan *batch)
+	checked := make(chan *batch)
 	reports := make(chan merged)
-	mergeDone := make(chan error, 1)
+	checkDone := make(chan error, 1)
 	go func() {
+		// PostGIS checks the geometries of the next batch on a connection
+		// of its own while the load's connection writes this one: the
+		// check is most of a merge's server time, and it needs no lock.
 		var err error
 		for b := range batches {
 			if err != nil {
 				continue // drain what the batcher already sent
 			}
+			if b.checked, err = h.cfg.Store.CheckGeometries(ctx, b.versions); err != nil {
+				cancel() // stop the other stages
+				continue
+			}
+			checked <- b
+		}
+		close(checked)
+		checkDone <- err
+	}()
+	mergeDone := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range checked {
+			if err != nil {
+				continue // drain what the checker already sent
+			}
 			var outcomes []store.MergeOutcome
 			if len(b.versions) > 0 {
-				if outcomes, _, err = h.cfg.Store.MergeFeatures(ctx, t, b.versions); err != nil {
+				if outcomes, _, err = load.Merge(ctx, b.versions, b.checked); err != nil {
 					cancel() // stop the other stages
 					continue
 				}
@@ -110,8 +136,12 @@ func (h *Handler) run(ctx context.Context, t store.FeatureTable, rr recordReader
 
 	readErr := h.cut(ctx, ordered, batches)
 	close(batches)
+	checkErr := <-checkDone
 	mergeErr := <-mergeDone
 	res := <-reportDone
+	if checkErr != nil {
+		return res.counts, checkErr
+	}
 	if mergeErr != nil {
 		return res.counts, mergeErr
 	}
@@ -200,7 +230,7 @@ func readChunk(ctx context.Context, rr recordReader) *chunk {
 func (h *Handler) cut(ctx context.Context, ordered <-chan *chunk, batches chan<- *batch) error {
 	newBatch := func() *batch {
 		n := h.cfg.BatchSize
-		return &batch{items: make([]item, 0, n), versions: make([]store.FeatureVersion, 0, n), index: make([]int, 0, n),
+		return &batch{items: make([]*item, 0, n), versions: make([]store.FeatureVersion, 0, n), index: make([]int, 0, n),
 			ids: make(map[string]bool, n)}
 	}
 	cur := newBatch()
@@ -222,7 +252,8 @@ read:
 			readErr = ctx.Err()
 			break read
 		}
-		for _, it := range c.items {
+		for i := range c.items {
+			it := &c.items[i]
 			if it.rejected == nil {
 				id, _, err := store.NewID()
 				if err != nil {
@@ -271,7 +302,7 @@ func (h *Handler) report(ctx context.Context, m merged, rep reporters.Reporter, 
 		byItem[b.index[k]] = o
 	}
 	for i := range b.items {
-		it := &b.items[i]
+		it := b.items[i]
 		c.Read++
 		var env reporters.Envelope
 		if it.rejected != nil {

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,8 +103,12 @@ func ingestBench(ctx context.Context, e *env, res *Result) error {
 		{"GeoJSON path: a FeatureCollection in EPSG:4326 (`format: geojson`)", src.geojson, "geojson", "", false},
 	}
 	var runs atomic.Int64
-	for _, p := range paths {
+	for k, p := range paths {
 		ip := IngestPath{Name: p.name}
+		stopProfile, err := startIngestProfile(e.cfg.CPUProfile, k, p.format)
+		if err != nil {
+			return err
+		}
 		for round := range e.cfg.Rounds {
 			wf := func() error {
 				coll := fmt.Sprintf("wf%d", runs.Add(1))
@@ -142,12 +148,15 @@ func ingestBench(ctx context.Context, e *env, res *Result) error {
 				first, second = ogr, wf
 			}
 			if err := first(); err != nil {
+				stopProfile()
 				return err
 			}
 			if err := second(); err != nil {
+				stopProfile()
 				return err
 			}
 		}
+		stopProfile()
 		ip.WFRate, ip.OgrRate = medianRate(ip.WF), medianRate(ip.Ogr2ogr)
 		if ip.OgrRate > 0 {
 			ip.Ratio = ip.WFRate / ip.OgrRate
@@ -156,6 +165,35 @@ func ingestBench(ctx context.Context, e *env, res *Result) error {
 	}
 	res.Ingest = out
 	return nil
+}
+
+// startIngestProfile starts a CPU profile of the k-th path's loads when
+// base is set (base itself for the first path, base.<format> for the
+// others: ogr2ogr's runs cost this process nothing, so the profile is
+// wf's); the returned function stops it and is safe to call twice.
+func startIngestProfile(base string, k int, format string) (func(), error) {
+	if base == "" {
+		return func() {}, nil
+	}
+	name := base
+	if k > 0 {
+		name = base + "." + format
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("error starting the CPU profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }
 
 // measureIngestRun times one load after a checkpoint, with the CPU of each

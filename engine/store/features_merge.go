@@ -29,6 +29,8 @@ type FeatureVersion struct {
 	AttributesHash string
 	// ValidFrom starts the version's validity.
 	ValidFrom time.Time
+	// copyRow is the row encoded for COPY (EncodeCopyRow), or nil.
+	copyRow []byte
 }
 
 // MergeAction is what merging did with one FeatureVersion.
@@ -114,42 +116,68 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 	if _, err := NewFeatureTable(t.Schema, t.Collection); err != nil {
 		return nil, time.Time{}, err
 	}
-	ids := make([]string, len(versions))
-	wkbs := make([][]byte, len(versions))
-	for i := range versions {
-		ids[i] = versions[i].ExternalID
-		wkbs[i] = versions[i].WKB
-	}
-	reasons := make([]string, 0, len(versions))
-	out := make([]MergeOutcome, len(versions))
+	var out []MergeOutcome
 	var txTime time.Time
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var err error
+		out, txTime, err = mergeTx(ctx, tx, t, versions, nil, true, nil)
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, wrap("merging features into "+t.String(), err)
+	}
+	return out, txTime.UTC(), nil
+}
+
+// mergeTx is MergeFeatures inside tx. checked, when not nil, holds
+// PostGIS's verdict on each version's geometry (CheckGeometries), which is
+// then not asked again. bump says whether writing rows records a new
+// version of t's content (bumpFeaturesVersion); a FeatureLoad does that
+// once for all its batches. The outcomes' times are in UTC.
+//
+// written, when not nil, holds every external id that t can have a current
+// version of (the ids a load into an empty table wrote so far): only those
+// are looked up, and the ids this batch writes are added to it.
+func mergeTx(ctx context.Context, tx pgx.Tx, t FeatureTable, versions []FeatureVersion, checked []string, bump bool, written *idFilter) ([]MergeOutcome, time.Time, error) {
+	if checked != nil && len(checked) != len(versions) {
+		return nil, time.Time{}, fmt.Errorf("%d geometry verdicts for %d versions", len(checked), len(versions))
+	}
+	ids := make([]string, 0, len(versions))
+	for i := range versions {
+		if written == nil || written.mayHold(versions[i].ExternalID) {
+			ids = append(ids, versions[i].ExternalID)
+		}
+	}
+	reasons := checked
+	out := make([]MergeOutcome, len(versions))
+	var txTime time.Time
+	err := func() error {
 		cur := make(map[string]current, len(versions))
 		b := &pgx.Batch{}
 		b.Queue(`SELECT clock_timestamp() FROM pg_advisory_xact_lock($1)`, t.lockKey()).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&txTime)
 		})
-		b.Queue(checkGeometriesSQL, wkbs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var r string
-				if err := rows.Scan(&r); err != nil {
-					return err
+		if checked == nil {
+			reasons = make([]string, 0, len(versions))
+			b.Queue(checkGeometriesSQL, versionWKBs(versions)).Query(func(rows pgx.Rows) error {
+				var err error
+				reasons, err = scanReasons(rows, reasons)
+				return err
+			})
+		}
+		if len(ids) > 0 {
+			b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var id string
+					var c current
+					if err := rows.Scan(&id, &c.geoid, &c.geometryHash, &c.attributesHash, &c.validFrom, &c.transactionTime); err != nil {
+						return err
+					}
+					cur[id] = c
 				}
-				reasons = append(reasons, r)
-			}
-			return rows.Err()
-		})
-		b.Queue(fmt.Sprintf(lookupCurrentSQL, t.ident()), ids).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				var c current
-				if err := rows.Scan(&id, &c.geoid, &c.geometryHash, &c.attributesHash, &c.validFrom, &c.transactionTime); err != nil {
-					return err
-				}
-				cur[id] = c
-			}
-			return rows.Err()
-		})
+				return rows.Err()
+			})
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("checking geometries and looking up current versions: %w", err)
 		}
@@ -184,18 +212,31 @@ func (s *Store) MergeFeatures(ctx context.Context, t FeatureTable, versions []Fe
 			}
 		}
 		if len(write) > 0 {
-			src := &versionSource{versions: versions, out: out, write: write, txTime: txTime, i: -1}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
-				return fmt.Errorf("copying new versions: %w", err)
+			if allEncoded(versions, write) {
+				if err := copyEncoded(ctx, tx, t, versions, out, write, txTime); err != nil {
+					return fmt.Errorf("copying new versions: %w", err)
+				}
+			} else {
+				src := &versionSource{versions: versions, out: out, write: write, txTime: txTime, i: -1}
+				if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Collection}, featureColumns, src); err != nil {
+					return fmt.Errorf("copying new versions: %w", err)
+				}
 			}
-			if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
-				return err
+			if bump {
+				if err := bumpFeaturesVersion(ctx, tx, t); err != nil {
+					return err
+				}
+			}
+			if written != nil {
+				for _, k := range write {
+					written.add(versions[k].ExternalID)
+				}
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
-		return nil, time.Time{}, wrap("merging features into "+t.String(), err)
+		return nil, time.Time{}, err
 	}
 	for i := range out {
 		out[i].ValidFrom = out[i].ValidFrom.UTC()
