@@ -72,7 +72,9 @@ func TestLargeIngestAndExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the 200,000-feature round trip takes several seconds")
 	}
-	t.Parallel()
+	// Not parallel: the live heap it bounds is the whole test process's,
+	// so it runs while no other test of the package allocates (go test
+	// starts the parallel tests after the sequential ones).
 	n := 200_000
 	if raceEnabled {
 		n = 20_000
