@@ -34,7 +34,11 @@ INSERT INTO tasks.workflow_deliveries (run_id, step, event_id, event_type, schem
 VALUES (gen_random_uuid(), 'w', gen_random_uuid(), 'order.paid', 'system', '{}', now());
 ANALYZE tasks.workflow_steps; ANALYZE tasks.workflow_runs`)
 	require.NoError(t, err)
-	now := time.Now().Add(time.Hour + 10*time.Second + 500*time.Millisecond)
+	// The database's clock wrote the wake times (now() of the insert,
+	// which updated_at holds): the process's may differ (a date sweep).
+	var inserted time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT updated_at FROM tasks.workflow_steps LIMIT 1`).Scan(&inserted))
+	now := inserted.Add(time.Hour + 10*time.Second + 500*time.Millisecond)
 	plan := dbtest.Explain(t, ctx, pool, "ANALYZE, COSTS OFF", store.WorkflowWaitsDueSQL(), []string{"order"}, now, 500)
 	require.Contains(t, plan, "workflow_steps_wake_idx")
 	require.NotContains(t, plan, "Seq Scan on workflow_steps")
