@@ -152,25 +152,21 @@ func (s *Step) InputExprs() map[string]string {
 }
 
 // MaxRetries is the step's retries: its override, else its task type's.
-func (s *Step) MaxRetries() int {
-	if s.maxRetries != nil {
-		return *s.maxRetries
-	}
-	if s.taskType == nil {
-		return 0 // a wait step or a child workflow step has no task
-	}
-	return s.taskType.MaxRetries()
-}
+func (s *Step) MaxRetries() int { return s.orTaskType(s.maxRetries, (*TaskType).MaxRetries) }
 
 // Priority is the step's claim priority: its override, else its task type's.
-func (s *Step) Priority() int {
-	if s.priority != nil {
-		return *s.priority
+func (s *Step) Priority() int { return s.orTaskType(s.priority, (*TaskType).Priority) }
+
+// orTaskType is the step's override when set, else of its task type, else
+// 0 (a wait step or a child workflow step has no task).
+func (s *Step) orTaskType(override *int, of func(*TaskType) int) int {
+	if override != nil {
+		return *override
 	}
 	if s.taskType == nil {
-		return 0 // a wait step or a child workflow step has no task
+		return 0
 	}
-	return s.taskType.Priority()
+	return of(s.taskType)
 }
 
 // text is a program's source, "" for none.
