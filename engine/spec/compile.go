@@ -305,6 +305,21 @@ func (c *checker) duration(d *document, ptr, text string, def, lo, hi time.Durat
 	return v, true
 }
 
+// wholeDuration is duration for a setting with no default that must be a
+// whole number of unit (units names it in the message): ok is false when
+// the setting is absent (0) or wrong (reported).
+func (c *checker) wholeDuration(d *document, ptr, text string, lo, hi, unit time.Duration, units string) (v time.Duration, ok bool) {
+	v, ok = c.duration(d, ptr, text, 0, lo, hi)
+	if !ok || v == 0 {
+		return 0, false
+	}
+	if v%unit != 0 {
+		c.fail(d, ptr, "must be a whole number of %s; got %s", units, text)
+		return 0, false
+	}
+	return v, true
+}
+
 // optionalDuration is FormatDuration, or "" for zero (not set).
 func optionalDuration(d time.Duration) string {
 	if d == 0 {
