@@ -268,18 +268,29 @@ func (s *Step) Items(env RunEnv) ([]any, error) {
 	return items, nil
 }
 
+// runAll runs the programs named names, in that order, on vals, and returns
+// their values by name; an error names the failed program as the kind
+// ("input") NAME of owner ("step x").
+func runAll(progs map[string]*program, names []string, vals map[string]any, kind, owner string) (map[string]any, error) {
+	out := make(map[string]any, len(progs))
+	for _, name := range names {
+		v, err := progs[name].run(vals)
+		if err != nil {
+			return nil, fmt.Errorf("error evaluating %s %s of %s: %w", kind, name, owner, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
 // Inputs evaluates the step's inputs (for item number index of a for_each
 // step; item nil otherwise), checks them against its task type's schema and
 // returns them as JSON.
 func (s *Step) Inputs(env RunEnv, item any, index int) (json.RawMessage, error) {
 	vals := env.values(item, index)
-	inputs := make(map[string]any, len(s.inputs))
-	for _, name := range s.inputNames {
-		v, err := s.inputs[name].run(vals)
-		if err != nil {
-			return nil, fmt.Errorf("error evaluating input %s of step %s: %w", name, s.name, err)
-		}
-		inputs[name] = v
+	inputs, err := runAll(s.inputs, s.inputNames, vals, "input", "step "+s.name)
+	if err != nil {
+		return nil, err
 	}
 	if s.child != nil {
 		if err := s.child.ValidateInputs(inputs); err != nil {
