@@ -155,14 +155,7 @@ func TestEnqueueUniqueOverride(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)
 	}
-	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 2,
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "resize", Max: 2, Lease: time.Minute}}})
-	require.NoError(t, err)
-	require.Len(t, claimed, 2)
-	for _, c := range claimed {
-		_, err := st.FinishTasks(ctx, store.FinishParams{Owner: "w"}, []store.Finish{{ID: c.ID, Status: wftype.StatusCompleted}})
-		require.NoError(t, err)
-	}
+	dbtest.CompleteTasks(t, ctx, st, "resize", 2)
 	kept, err := cl.Enqueue(ctx, req(1, nil))
 	require.NoError(t, err)
 	require.True(t, kept.Duplicate, "the key was taken with a period")

@@ -32,14 +32,7 @@ func TestDedupKeysKept(t *testing.T) {
 	}
 	_, err := st.InsertTasks(ctx, tasks)
 	require.NoError(t, err)
-	claimed, err := st.ClaimTasks(ctx, store.ClaimParams{Owner: "w", Total: 2,
-		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 2, Lease: time.Minute}}})
-	require.NoError(t, err)
-	require.Len(t, claimed, 2)
-	for _, c := range claimed {
-		_, err := st.FinishTasks(ctx, store.FinishParams{Owner: "w"}, []store.Finish{{ID: c.ID, Status: wftype.StatusCompleted}})
-		require.NoError(t, err)
-	}
+	dbtest.CompleteTasks(t, ctx, st, "noop", 2)
 
 	kept := func(leader bool) []float64 {
 		m := metrics.New(metrics.Config{Store: st})

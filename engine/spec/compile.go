@@ -210,6 +210,16 @@ func decodeDocument[T any](c *checker, d *document) T {
 	return s
 }
 
+// compileEach compiles each of ds in order and hands each that compiled
+// (not nil) to add before it compiles the next.
+func compileEach[T any](ds []*document, compile func(*document) *T, add func(*T)) {
+	for _, d := range ds {
+		if v := compile(d); v != nil {
+			add(v)
+		}
+	}
+}
+
 // compile runs pass 2 over the documents that passed pass 1 and builds the set.
 func (c *checker) compile(docs []*document) *Set {
 	byKind := map[string][]*document{}
@@ -217,40 +227,26 @@ func (c *checker) compile(docs []*document) *Set {
 		byKind[d.kind] = append(byKind[d.kind], d)
 	}
 	set := &Set{taskTypeIndex: map[string]*TaskType{}}
-	for _, d := range byKind[KindTaskType] {
-		if t := c.compileTaskType(d); t != nil {
-			c.taskTypes[t.name] = t
-			set.taskTypes = append(set.taskTypes, t)
-			set.taskTypeIndex[t.name] = t
-		}
-	}
-	for _, d := range byKind[KindRunner] {
-		if r := c.compileRunner(d); r != nil {
-			set.runners = append(set.runners, r)
-		}
-	}
+	compileEach(byKind[KindTaskType], c.compileTaskType, func(t *TaskType) {
+		c.taskTypes[t.name] = t
+		set.taskTypes = append(set.taskTypes, t)
+		set.taskTypeIndex[t.name] = t
+	})
+	compileEach(byKind[KindRunner], c.compileRunner, func(r *Runner) { set.runners = append(set.runners, r) })
 	c.checkRunnerTies(set.runners)
 	// Workflows before the subscriptions and schedules that may start them,
 	// each after the workflows its steps start.
 	c.workflows = map[string]*Workflow{}
 	c.subscriptions = subscribedEvents(byKind[KindSubscription]) // what a wait_for_event may wait for
-	for _, d := range c.orderWorkflows(byKind[KindWorkflow]) {
-		if w := c.compileWorkflow(d); w != nil {
-			set.workflows = append(set.workflows, w)
-			c.workflows[w.name] = w
-		}
-	}
-	for _, d := range byKind[KindSubscription] {
-		if s := c.compileSubscription(d); s != nil {
-			set.subscriptions = append(set.subscriptions, s)
-		}
-	}
+	compileEach(c.orderWorkflows(byKind[KindWorkflow]), c.compileWorkflow, func(w *Workflow) {
+		set.workflows = append(set.workflows, w)
+		c.workflows[w.name] = w
+	})
+	compileEach(byKind[KindSubscription], c.compileSubscription, func(s *Subscription) {
+		set.subscriptions = append(set.subscriptions, s)
+	})
 	c.checkSubscriptionOverlaps(set.subscriptions)
-	for _, d := range byKind[KindSchedule] {
-		if s := c.compileSchedule(d); s != nil {
-			set.schedules = append(set.schedules, s)
-		}
-	}
+	compileEach(byKind[KindSchedule], c.compileSchedule, func(s *Schedule) { set.schedules = append(set.schedules, s) })
 	slices.SortFunc(set.workflows, func(a, b *Workflow) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(set.taskTypes, func(a, b *TaskType) int { return cmp.Compare(a.name, b.name) })
 	slices.SortFunc(set.subscriptions, func(a, b *Subscription) int { return cmp.Compare(a.name, b.name) })
@@ -301,6 +297,21 @@ func (c *checker) duration(d *document, ptr, text string, def, lo, hi time.Durat
 	if err != nil || v < lo || v > hi { // pass 1 checked the syntax: an error is an overflow
 		c.fail(d, ptr, "must be between %s and %s; got %s", FormatDuration(lo), FormatDuration(hi), text)
 		return def, false
+	}
+	return v, true
+}
+
+// wholeDuration is duration for a setting with no default that must be a
+// whole number of unit (units names it in the message): ok is false when
+// the setting is absent (0) or wrong (reported).
+func (c *checker) wholeDuration(d *document, ptr, text string, lo, hi, unit time.Duration, units string) (v time.Duration, ok bool) {
+	v, ok = c.duration(d, ptr, text, 0, lo, hi)
+	if !ok || v == 0 {
+		return 0, false
+	}
+	if v%unit != 0 {
+		c.fail(d, ptr, "must be a whole number of %s; got %s", units, text)
+		return 0, false
 	}
 	return v, true
 }

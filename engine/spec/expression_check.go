@@ -232,12 +232,10 @@ type readNames map[string]readNames
 
 // readNamesOf parses source and collects its chains of reads.
 func readNamesOf(source string) readNames {
-	tree, err := parser.Parse(source)
-	if err != nil {
+	v := &readChains{}
+	if !walkSource(source, v) {
 		return nil
 	}
-	v := &readChains{}
-	ast.Walk(&tree.Node, v)
 	out := readNames{}
 	for _, r := range v.reads {
 		level := out
@@ -324,4 +322,15 @@ func (c *checker) checkTypedDedupKey(d *document, source string, schema any) {
 		}
 		return schemaAt(schema, names[1:])
 	})
+}
+
+// walkSource walks the expression source with v; false, without a walk,
+// when source does not parse (its compile reports that).
+func walkSource(source string, v ast.Visitor) bool {
+	tree, err := parser.Parse(source)
+	if err != nil {
+		return false
+	}
+	ast.Walk(&tree.Node, v)
+	return true
 }

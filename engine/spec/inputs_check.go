@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -36,12 +35,10 @@ func (c *checker) checkInputReads(d *document, ptr, source string, schema any) {
 	if !closed {
 		return
 	}
-	tree, err := parser.Parse(source)
-	if err != nil {
+	v := &inputReads{}
+	if !walkSource(source, v) {
 		return
 	}
-	v := &inputReads{}
-	ast.Walk(&tree.Node, v)
 	for _, r := range v.reads {
 		if slices.Contains(props, r.name) {
 			continue

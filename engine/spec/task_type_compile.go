@@ -386,12 +386,8 @@ func (c *checker) rateLimit(d *document, s *taskTypeSpec) RateLimit {
 	if r.Starts > 0 && r.PerTenant > r.Starts {
 		c.fail(d, "/rate_limit/per_tenant", "must not exceed rate_limit.starts (%d); got %d", r.Starts, r.PerTenant)
 	}
-	iv, ok := c.duration(d, "/rate_limit/interval", r.Interval, 0, minRateInterval, maxRateInterval)
-	if !ok || iv == 0 {
-		return RateLimit{}
-	}
-	if iv%time.Second != 0 {
-		c.fail(d, "/rate_limit/interval", "must be a whole number of seconds; got %s", r.Interval)
+	iv, ok := c.wholeDuration(d, "/rate_limit/interval", r.Interval, minRateInterval, maxRateInterval, time.Second, "seconds")
+	if !ok {
 		return RateLimit{}
 	}
 	return RateLimit{Starts: r.Starts, PerTenant: r.PerTenant, Interval: iv}

@@ -45,12 +45,9 @@ func (c *checker) unique(d *document, u *uniqueSpec) Unique {
 	if u == nil {
 		return Unique{}
 	}
-	period, ok := c.duration(d, "/unique/period", u.Period, 0, minUniquePeriod, maxUniquePeriod)
-	if !ok || period == 0 {
-		return Unique{}
-	}
-	if period%time.Millisecond != 0 {
-		c.fail(d, "/unique/period", "must be a whole number of milliseconds (task creation times are); got %s", u.Period)
+	period, ok := c.wholeDuration(d, "/unique/period", u.Period, minUniquePeriod, maxUniquePeriod,
+		time.Millisecond, "milliseconds (task creation times are)")
+	if !ok {
 		return Unique{}
 	}
 	out := Unique{Period: period, States: []wftype.TaskStatus{wftype.StatusCompleted}}

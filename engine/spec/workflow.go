@@ -152,25 +152,21 @@ func (s *Step) InputExprs() map[string]string {
 }
 
 // MaxRetries is the step's retries: its override, else its task type's.
-func (s *Step) MaxRetries() int {
-	if s.maxRetries != nil {
-		return *s.maxRetries
-	}
-	if s.taskType == nil {
-		return 0 // a wait step or a child workflow step has no task
-	}
-	return s.taskType.MaxRetries()
-}
+func (s *Step) MaxRetries() int { return s.orTaskType(s.maxRetries, (*TaskType).MaxRetries) }
 
 // Priority is the step's claim priority: its override, else its task type's.
-func (s *Step) Priority() int {
-	if s.priority != nil {
-		return *s.priority
+func (s *Step) Priority() int { return s.orTaskType(s.priority, (*TaskType).Priority) }
+
+// orTaskType is the step's override when set, else of its task type, else
+// 0 (a wait step or a child workflow step has no task).
+func (s *Step) orTaskType(override *int, of func(*TaskType) int) int {
+	if override != nil {
+		return *override
 	}
 	if s.taskType == nil {
-		return 0 // a wait step or a child workflow step has no task
+		return 0
 	}
-	return s.taskType.Priority()
+	return of(s.taskType)
 }
 
 // text is a program's source, "" for none.
@@ -272,18 +268,29 @@ func (s *Step) Items(env RunEnv) ([]any, error) {
 	return items, nil
 }
 
+// runAll runs the programs named names, in that order, on vals, and returns
+// their values by name; an error names the failed program as the kind
+// ("input") NAME of owner ("step x").
+func runAll(progs map[string]*program, names []string, vals map[string]any, kind, owner string) (map[string]any, error) {
+	out := make(map[string]any, len(progs))
+	for _, name := range names {
+		v, err := progs[name].run(vals)
+		if err != nil {
+			return nil, fmt.Errorf("error evaluating %s %s of %s: %w", kind, name, owner, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
 // Inputs evaluates the step's inputs (for item number index of a for_each
 // step; item nil otherwise), checks them against its task type's schema and
 // returns them as JSON.
 func (s *Step) Inputs(env RunEnv, item any, index int) (json.RawMessage, error) {
 	vals := env.values(item, index)
-	inputs := make(map[string]any, len(s.inputs))
-	for _, name := range s.inputNames {
-		v, err := s.inputs[name].run(vals)
-		if err != nil {
-			return nil, fmt.Errorf("error evaluating input %s of step %s: %w", name, s.name, err)
-		}
-		inputs[name] = v
+	inputs, err := runAll(s.inputs, s.inputNames, vals, "input", "step "+s.name)
+	if err != nil {
+		return nil, err
 	}
 	if s.child != nil {
 		if err := s.child.ValidateInputs(inputs); err != nil {

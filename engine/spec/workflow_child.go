@@ -52,13 +52,9 @@ func (w *Workflow) RunOutputs(env RunEnv) (json.RawMessage, error) {
 		return nil, nil
 	}
 	vals := env.values(nil, 0)
-	out := make(map[string]any, len(w.outputNames))
-	for _, name := range w.outputNames {
-		v, err := w.outputs[name].run(vals)
-		if err != nil {
-			return nil, fmt.Errorf("error evaluating output %s of workflow %s: %w", name, w.name, err)
-		}
-		out[name] = v
+	out, err := runAll(w.outputs, w.outputNames, vals, "output", "workflow "+w.name)
+	if err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -399,12 +399,10 @@ func (v *readChains) Visit(n *ast.Node) {
 // cannot satisfy: a step that is not upstream, a property the schema does
 // not declare. It reports false when it found any.
 func (wc *workflowCheck) checkReads(ptr, source string, fields []field) bool {
-	tree, err := parser.Parse(source)
-	if err != nil {
+	v := &readChains{}
+	if !walkSource(source, v) {
 		return true // the compile reports it
 	}
-	v := &readChains{}
-	ast.Walk(&tree.Node, v)
 	ok := true
 	seen := map[string]bool{}
 	for _, r := range v.reads {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
 )
 
 // This file holds the checks of a workflow's graph: cycles (reported at the
@@ -239,12 +238,10 @@ func (wc *workflowCheck) unreachable(order []string) {
 // 1 > 2, true && false: it reads no variable and calls no function), and
 // which.
 func constantBool(source string) (value, ok bool) {
-	tree, err := parser.Parse(source)
-	if err != nil {
+	v := &variableUse{}
+	if !walkSource(source, v) {
 		return false, false
 	}
-	v := &variableUse{}
-	ast.Walk(&tree.Node, v)
 	if v.used {
 		return false, false
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -248,12 +247,10 @@ var stepStatuses = []string{"COMPLETED", "SKIPPED", "TIMED_OUT"}
 // cannot time out and go on (no timeout, or on_timeout: fail), or a
 // status no step downstream ever sees.
 func (wc *workflowCheck) checkStatusReads(ptr, source string) {
-	tree, err := parser.Parse(source)
-	if err != nil {
+	v := &statusComparisons{}
+	if !walkSource(source, v) {
 		return
 	}
-	v := &statusComparisons{}
-	ast.Walk(&tree.Node, v)
 	for _, sc := range v.found {
 		st, ok := wc.w.stepIndex[sc.step]
 		if !ok {

@@ -88,14 +88,21 @@ func (b *bundle) endedTask(t *testing.T, host string, status wftype.TaskStatus, 
 	return id
 }
 
+// endedOnce is endedTask, checked: its history is the one attempt, read
+// from the task's row, none of it stored.
+func (b *bundle) endedOnce(t *testing.T, host string, status wftype.TaskStatus, errText string) (uuid.UUID, []wftype.Attempt) {
+	t.Helper()
+	id := b.endedTask(t, host, status, errText)
+	got := b.attempts(t, id, wantAttempt{1, host, status, errText})
+	b.requireFromRow(t, id, got[0])
+	require.Zero(t, b.storedAttempts(t, id), "a single ended attempt stores none")
+	return id, got
+}
+
 func TestAttemptHistoryOfOneSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.endedTask(t, "host-a", wftype.StatusCompleted, "")
-
-	got := b.attempts(t, id, wantAttempt{1, "host-a", wftype.StatusCompleted, ""})
-	b.requireFromRow(t, id, got[0])
-	require.Zero(t, b.storedAttempts(t, id), "a completion stores no attempt")
+	b.endedOnce(t, "host-a", wftype.StatusCompleted, "")
 }
 
 func TestAttemptHistoryOfRetriesThenSuccess(t *testing.T) {
@@ -139,10 +146,7 @@ func TestAttemptHistoryOfSnoozeThenFailure(t *testing.T) {
 func TestAttemptHistoryOfDeadLetterRequeueSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.endedTask(t, "host-a", wftype.StatusDeadLetter, "gone for good")
-	dead := b.attempts(t, id, wantAttempt{1, "host-a", wftype.StatusDeadLetter, "gone for good"})
-	b.requireFromRow(t, id, dead[0])
-	require.Zero(t, b.storedAttempts(t, id))
+	id, dead := b.endedOnce(t, "host-a", wftype.StatusDeadLetter, "gone for good")
 
 	// The requeue clears the columns that held the dead-lettered attempt:
 	// it is stored first, in the same write, exactly as it was read.

@@ -55,6 +55,18 @@ func claimParams(owner string, batch int) store.ClaimParams {
 	}
 }
 
+// claimedAs inserts n pending tasks, claims them as w1 and returns of each.
+func claimedAs[T any](b *testing.B, bb *benchBundle, n int, of func(wftype.Task) T) []T {
+	b.Helper()
+	bb.insertPending(b, n)
+	tasks := bb.claim(b, "w1", n)
+	out := make([]T, len(tasks))
+	for i, t := range tasks {
+		out[i] = of(t)
+	}
+	return out
+}
+
 // claim claims exactly batch tasks or fails the benchmark.
 func (bb *benchBundle) claim(b *testing.B, owner string, batch int) []wftype.Task {
 	b.Helper()
@@ -181,12 +193,9 @@ func BenchmarkFinishTasks(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					b.StopTimer()
-					bb.insertPending(b, batch)
-					tasks := bb.claim(b, "w1", batch)
-					outcomes := make([]store.Finish, len(tasks))
-					for i, t := range tasks {
-						outcomes[i] = store.Finish{ID: t.ID, Status: wftype.StatusCompleted}
-					}
+					outcomes := claimedAs(b, bb, batch, func(t wftype.Task) store.Finish {
+						return store.Finish{ID: t.ID, Status: wftype.StatusCompleted}
+					})
 					b.StartTimer()
 					done, err := st.FinishTasks(bb.ctx, store.FinishParams{Owner: "w1"}, outcomes)
 					if err != nil {
@@ -209,12 +218,9 @@ func BenchmarkFinishTasks(b *testing.B) {
 func BenchmarkHeartbeat(b *testing.B) {
 	const n = 1000
 	bb := setupBench(b)
-	bb.insertPending(b, n)
-	tasks := bb.claim(b, "w1", n)
-	leases := make([]store.Lease, len(tasks))
-	for i, t := range tasks {
-		leases[i] = store.Lease{ID: t.ID, Lease: time.Minute}
-	}
+	leases := claimedAs(b, bb, n, func(t wftype.Task) store.Lease {
+		return store.Lease{ID: t.ID, Lease: time.Minute}
+	})
 	b.ResetTimer()
 	for i := range b.N {
 		if i > 0 && i%10 == 0 {

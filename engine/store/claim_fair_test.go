@@ -14,6 +14,17 @@ import (
 	"github.com/wfhq/wf/wftype"
 )
 
+// setupTenants is setup with counts[i] noop tasks of priority 0 for
+// tenant i of ta, tb, tc, td and te, enqueued in that order.
+func setupTenants(t *testing.T, counts ...int) *bundle {
+	t.Helper()
+	b := setup(t)
+	for i, n := range counts {
+		tenantTasks(t, b, "t"+string(rune('a'+i)), "noop", n, 0)
+	}
+	return b
+}
+
 // tenantTasks enqueues n tasks of taskType for tenant (its catalog created
 // when missing), of the given priority, in one insert: each later call's
 // tasks are younger.
@@ -72,10 +83,7 @@ func TestClaimFair(t *testing.T) {
 	})
 	t.Run("weights", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t)
-		tenantTasks(t, b, "ta", "noop", 100, 0)
-		tenantTasks(t, b, "tb", "noop", 100, 0)
-		tenantTasks(t, b, "tc", "noop", 100, 0)
+		b := setupTenants(t, 100, 100, 100)
 		require.Equal(t, map[string]int{"ta": 6, "tb": 12, "tc": 6},
 			claimByTenant(t, b, &store.Fairness{Weights: map[string]float64{"tb": 2}}, 24))
 	})
@@ -91,9 +99,7 @@ func TestClaimFair(t *testing.T) {
 	})
 	t.Run("paused tenant", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t)
-		tenantTasks(t, b, "ta", "noop", 30, 0)
-		tenantTasks(t, b, "tb", "noop", 30, 0)
+		b := setupTenants(t, 30, 30)
 		_, _, err := b.store.PauseQueue(b.ctx, store.PauseParams{Kind: store.PauseTenant, Name: "ta"})
 		require.NoError(t, err)
 		require.Equal(t, map[string]int{"tb": 10}, claimByTenant(t, b, &store.Fairness{}, 10))
@@ -326,9 +332,7 @@ func TestClaimFairRotates(t *testing.T) {
 // the unfair fill.
 func TestClaimFairSkipPastEveryTenant(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tenantTasks(t, b, "ta", "noop", 10, 0)
-	tenantTasks(t, b, "tb", "noop", 10, 0)
+	b := setupTenants(t, 10, 10)
 	c, err := b.store.Claim(b.ctx, store.ClaimParams{
 		Owner: "w", Total: 4, Fair: &store.Fairness{},
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "noop", Max: 4, Lease: time.Minute, FairSkip: 100}},

@@ -37,10 +37,7 @@ func claimLimited(t *testing.T, b *bundle, lim store.TypeLimits, fair *store.Fai
 // global cap too, both hold.
 func TestClaimPerTenantCap(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tenantTasks(t, b, "ta", "noop", 20, 0)
-	tenantTasks(t, b, "tb", "noop", 20, 0)
-	tenantTasks(t, b, "tc", "noop", 1, 0)
+	b := setupTenants(t, 20, 20, 1)
 	lim := store.TypeLimits{PerTenant: 3}
 	got, ids := claimLimited(t, b, lim, &store.Fairness{}, 100, nil)
 	require.Equal(t, map[string]int{"ta": 3, "tb": 3, "tc": 1}, got)
@@ -77,10 +74,7 @@ func TestClaimPerTenantCap(t *testing.T) {
 // date.
 func TestClaimRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	tenantTasks(t, b, "ta", "noop", 30, 0)
-	tenantTasks(t, b, "tb", "noop", 30, 0)
-	tenantTasks(t, b, "tc", "noop", 2, 0)
+	b := setupTenants(t, 30, 30, 2)
 	lim := store.TypeLimits{RateStarts: 9, RatePerTenant: 4, RateInterval: time.Hour}
 	// The start of the next hour: after the tasks were created, so they are due.
 	window := clock.Now().Truncate(time.Hour).Add(time.Hour)

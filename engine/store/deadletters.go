@@ -26,28 +26,28 @@ func (p DeadLetterPage) limit() int { return pageLimit(p.Limit) }
 // first (keyset pagination on (finished_at, task_id)). It reads the partial
 // index on finished rows, never the whole table.
 func (s *Store) ListDeadLetterTasks(ctx context.Context, p DeadLetterPage) ([]wftype.Task, error) {
-	const q = `
-SELECT ` + taskColumns + `
-FROM tasks.tasks
-WHERE status = 'DEAD_LETTER'
-  AND ($1::timestamptz IS NULL OR (finished_at, task_id) < ($1, $2::uuid))
-ORDER BY finished_at DESC, task_id DESC
-LIMIT $3`
-	return queryAll(ctx, s.db, "listing dead-letter tasks", q, scanTask, p.AfterTime, p.AfterID, p.limit())
+	return listDeadLetters(ctx, s, "tasks", taskColumns, "tasks.tasks", "finished_at", "task_id", scanTask, p)
 }
 
 // ListDeadLetterEvents returns DEAD_LETTER events, most recently
 // dead-lettered first (keyset pagination on (dead_lettered_at, event_id)),
 // from the partial index on dead letters.
 func (s *Store) ListDeadLetterEvents(ctx context.Context, p DeadLetterPage) ([]Event, error) {
-	const q = `
-SELECT ` + eventColumns + `
-FROM tasks.events
+	return listDeadLetters(ctx, s, "events", eventColumns, "tasks.events", "dead_lettered_at", "event_id", scanEvent, p)
+}
+
+// listDeadLetters returns page p of the DEAD_LETTER rows of table (its
+// columns, scanned with scan), newest first: keyset pagination on
+// (at, id); what names the rows in errors.
+func listDeadLetters[T any](ctx context.Context, s *Store, what, columns, table, at, id string, scan func(pgx.Row) (T, error), p DeadLetterPage) ([]T, error) {
+	q := `
+SELECT ` + columns + `
+FROM ` + table + `
 WHERE status = 'DEAD_LETTER'
-  AND ($1::timestamptz IS NULL OR (dead_lettered_at, event_id) < ($1, $2::uuid))
-ORDER BY dead_lettered_at DESC, event_id DESC
+  AND ($1::timestamptz IS NULL OR (` + at + `, ` + id + `) < ($1, $2::uuid))
+ORDER BY ` + at + ` DESC, ` + id + ` DESC
 LIMIT $3`
-	return queryAll(ctx, s.db, "listing dead-letter events", q, scanEvent, p.AfterTime, p.AfterID, p.limit())
+	return queryAll(ctx, s.db, "listing dead-letter "+what, q, scan, p.AfterTime, p.AfterID, p.limit())
 }
 
 // GetEvent returns one event by id; the id's embedded time prunes the look-up

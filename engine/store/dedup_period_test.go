@@ -29,6 +29,15 @@ func (b *bundle) insertPeriod(t *testing.T, nt store.NewTask) store.InsertResult
 	return res[0]
 }
 
+// setupSpan is setup with the partitions from t0 to t0+span in place.
+func setupSpan(t *testing.T, t0 time.Time, span time.Duration) *bundle {
+	t.Helper()
+	b := setup(t)
+	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(span))
+	require.NoError(t, err)
+	return b
+}
+
 // finishAll claims every due noop task and ends each with status.
 func (b *bundle) finishAll(t *testing.T, status wftype.TaskStatus) int {
 	t.Helper()
@@ -45,10 +54,8 @@ func (b *bundle) finishAll(t *testing.T, status wftype.TaskStatus) int {
 // task that ended in a status not kept frees its key at once.
 func TestUniquePeriodKeepsFinishedKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	t0 := time.Date(2031, 3, 31, 23, 40, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(3*time.Hour))
-	require.NoError(t, err)
+	b := setupSpan(t, t0, 3*time.Hour)
 
 	first := b.insertPeriod(t, periodTask("p", t0, time.Hour, wftype.StatusCompleted))
 	require.False(t, first.Duplicate)
@@ -97,10 +104,8 @@ func TestUniquePeriodKeepsFinishedKey(t *testing.T) {
 // task without a period takes over a stale key too.
 func TestUniquePeriodTenantsAndPlainKeys(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	t0 := time.Date(2031, 6, 10, 12, 0, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(2*time.Hour))
-	require.NoError(t, err)
+	b := setupSpan(t, t0, 2*time.Hour)
 
 	a := b.insertPeriod(t, periodTask("k", t0, time.Hour, wftype.StatusCompleted))
 	other := periodTask("k", t0.Add(time.Minute), time.Hour, wftype.StatusCompleted)
@@ -127,12 +132,10 @@ func TestUniquePeriodTenantsAndPlainKeys(t *testing.T) {
 // per period.
 func TestUniquePeriodRace(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	const clients, keys, periods = 100, 5, 3
 	period := time.Hour
 	t0 := time.Date(2031, 8, 31, 22, 0, 0, 0, time.UTC) // the periods straddle a month boundary
-	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(2*periods*period))
-	require.NoError(t, err)
+	b := setupSpan(t, t0, 2*periods*period)
 
 	for p := range periods {
 		// Each period starts two periods after the last one did: the
@@ -184,10 +187,8 @@ func TestUniquePeriodRace(t *testing.T) {
 // key back, and one whose key another task holds is refused.
 func TestUniquePeriodPruneAndRequeue(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	t0 := time.Date(2031, 9, 15, 8, 0, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(3*time.Hour))
-	require.NoError(t, err)
+	b := setupSpan(t, t0, 3*time.Hour)
 
 	kept := b.insertPeriod(t, periodTask("kept", t0, time.Hour, wftype.StatusCompleted, wftype.StatusDeadLetter))
 	require.Equal(t, 1, b.finishAll(t, wftype.StatusDeadLetter))
@@ -232,10 +233,8 @@ func TestUniquePeriodPruneAndRequeue(t *testing.T) {
 // takes over period keys as the statement does.
 func TestUniquePeriodCopy(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	t0 := time.Date(2031, 10, 31, 23, 30, 0, 0, time.UTC)
-	_, err := b.store.EnsurePartitionsSpan(b.ctx, t0, t0.Add(2*time.Hour))
-	require.NoError(t, err)
+	b := setupSpan(t, t0, 2*time.Hour)
 	batch := func(at time.Time) []store.NewTask {
 		out := make([]store.NewTask, 600)
 		for i := range out {

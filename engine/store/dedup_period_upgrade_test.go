@@ -4,15 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/clock"
 	"github.com/wfhq/wf/engine/store"
-	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/dbtest"
-	"github.com/wfhq/wf/migrations"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -24,19 +20,12 @@ import (
 func TestDedupPeriodUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.NewEmptyDatabase(t)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, dbmigrate.VersionTable)
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(migrations.FS))
-	require.NoError(t, m.MigrateTo(ctx, 32), "the version before 033")
+	_, conn, m, seq := dbtest.MigratedBefore(t, ctx, "_dedup_period.sql")
 
 	// The previous code's writes: two keyed tasks and their keys, one of
 	// them then finished (its trigger deletes its key).
 	now := clock.Now().UTC()
-	_, err = store.New(conn).EnsurePartitionsSpan(ctx, now, now)
+	_, err := store.New(conn).EnsurePartitionsSpan(ctx, now, now)
 	require.NoError(t, err)
 	live, done := store.NewTask{}, store.NewTask{}
 	for _, nt := range []*store.NewTask{&live, &done} {
@@ -54,7 +43,7 @@ VALUES ($2, $3, 'system', 'SYSTEM', 'ASYNCHRONOUS', 'noop', $1, '{}', 3)`, key, 
 	_, err = conn.Exec(ctx, `UPDATE tasks.tasks SET status = 'COMPLETED', finished_at = now() WHERE task_id = $1`, done.ID)
 	require.NoError(t, err)
 
-	require.NoError(t, m.MigrateTo(ctx, 33))
+	require.NoError(t, m.MigrateTo(ctx, seq))
 	st := store.New(conn)
 	again := func(key string) store.InsertResult {
 		nt := newTask("noop")

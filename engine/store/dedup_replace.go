@@ -56,13 +56,7 @@ const replaceAttempts = 10
 // duplicate of the key's last holder.
 func (s *Store) insertReplacing(ctx context.Context, tasks []NewTask) ([]InsertResult, error) {
 	if !s.inTx {
-		var out []InsertResult
-		err := s.InTx(ctx, func(tx *Store) error {
-			var err error
-			out, err = tx.insertReplacing(ctx, tasks)
-			return err
-		})
-		return out, err
+		return inTxValue(ctx, s, func(tx *Store) ([]InsertResult, error) { return tx.insertReplacing(ctx, tasks) })
 	}
 	out := make([]InsertResult, len(tasks))
 	todo := make([]int, len(tasks)) // indexes into tasks still to insert

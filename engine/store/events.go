@@ -272,13 +272,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []NewEvent) ([]EventIns
 		// The events and their source tasks' records commit together: one
 		// statement for one source (insertEventsRecordedSQL), a
 		// transaction for more.
-		var out []EventInsertResult
-		err := s.InTx(ctx, func(tx *Store) error {
-			var err error
-			out, err = tx.InsertEvents(ctx, events)
-			return err
-		})
-		return out, err
+		return inTxValue(ctx, s, func(tx *Store) ([]EventInsertResult, error) { return tx.InsertEvents(ctx, events) })
 	}
 	for i := range events {
 		if err := assignID(&events[i].ID, "inserting event"); err != nil {

@@ -450,13 +450,7 @@ func (s *Store) ReleaseTasks(ctx context.Context, owner string, ids []uuid.UUID)
 		return nil, nil
 	}
 	if !s.inTx {
-		var out []uuid.UUID
-		err := s.InTx(ctx, func(tx *Store) error {
-			var err error
-			out, err = tx.ReleaseTasks(ctx, owner, ids)
-			return err
-		})
-		return out, err
+		return inTxValue(ctx, s, func(tx *Store) ([]uuid.UUID, error) { return tx.ReleaseTasks(ctx, owner, ids) })
 	}
 	// Read by primary key, as in finishTasksSQL.
 	const q = `

@@ -19,12 +19,7 @@ WHERE event_id BETWEEN $1 AND $2
   AND created_at BETWEEN $3 AND $4
 ORDER BY event_id
 LIMIT $5`
-	rows, err := s.db.Query(ctx, q, lo, hi, IDTime(lo), IDTime(hi), limit)
-	if err != nil {
-		return nil, wrap("looking up event ids", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, wrap("looking up event ids", err)
+	return queryIDs(ctx, s.db, "looking up event ids", q, lo, hi, IDTime(lo), IDTime(hi), limit)
 }
 
 // WebhookSubscriberIDsBetween returns up to limit subscriber ids in
@@ -36,10 +31,16 @@ FROM tasks.webhook_subscribers
 WHERE subscriber_id BETWEEN $1 AND $2
 ORDER BY subscriber_id
 LIMIT $3`
-	rows, err := s.db.Query(ctx, q, lo, hi, limit)
+	return queryIDs(ctx, s.db, "looking up webhook subscriber ids", q, lo, hi, limit)
+}
+
+// queryIDs runs q, which selects one uuid column, and returns the ids it
+// selects (empty, not nil, for none); doing names the work in errors.
+func queryIDs(ctx context.Context, db DBTX, doing, q string, args ...any) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, wrap("looking up webhook subscriber ids", err)
+		return nil, wrap(doing, err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, wrap("looking up webhook subscriber ids", err)
+	return ids, wrap(doing, err)
 }

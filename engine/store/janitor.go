@@ -80,13 +80,7 @@ func (s *Store) DeadLetterOrphans(ctx context.Context, limit int) (int, error) {
 // it moved.
 func (s *Store) deadLetterOrphansWhere(ctx context.Context, limit int, cond string, args ...any) (int, error) {
 	if !s.inTx {
-		var moved int
-		err := s.InTx(ctx, func(tx *Store) error {
-			var err error
-			moved, err = tx.deadLetterOrphansWhere(ctx, limit, cond, args...)
-			return err
-		})
-		return moved, err
+		return inTxValue(ctx, s, func(tx *Store) (int, error) { return tx.deadLetterOrphansWhere(ctx, limit, cond, args...) })
 	}
 	ids, err := collectIDs(ctx, s, "finding orphaned tasks", `
 SELECT t.task_id

@@ -50,13 +50,7 @@ func TestDisableJIT(t *testing.T) {
 // connection made with store.ConnectConfig on the URL (the CLI's
 // connectSetting: catalog.database_url's schema check and migrations).
 func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	// A bounded wait: a client past the bouncer's server sessions waits for one.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := bouncerTest(t)
 	// Session mode: one server session per client (the pool, its settings', one).
 	bounced := dbtest.PgBouncerSized(t, dbtest.NewEmptyDatabase(t), "session", 6)
 	for _, c := range []struct{ query, jit string }{
@@ -103,12 +97,7 @@ func TestConnectWithoutJITBehindSessionPooler(t *testing.T) {
 // returns (conn.Config()) connect again, with the setting, through the
 // pooler; and it leaves the settings it was given as they were.
 func TestConnectConfigKeepsItsSettings(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := bouncerTest(t)
 	url := dbtest.NewEmptyDatabase(t)
 	bounced := dbtest.PgBouncerSized(t, url, "session", 4)
 	cc, err := pgx.ParseConfig(bounced + sep(bounced) + "options=-c%20work_mem%3D8MB&jit=off")
@@ -138,6 +127,21 @@ func TestConnectConfigKeepsItsSettings(t *testing.T) {
 // querier is what runs a query: a pool or a connection.
 type querier interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// bouncerTest starts a test through PgBouncer (skipped with -short, it
+// starts processes; parallel) and returns its context, bounded to 2
+// minutes.
+func bouncerTest(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	// A bounded wait: a client past the bouncer's server sessions waits for one.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // jitAndWorkMem reads the session's jit and work_mem on q.

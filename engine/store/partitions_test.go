@@ -18,13 +18,7 @@ import (
 // another's retention, keeping a partition it should have dropped.
 func TestListPartitionsWhileOneIsDropped(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	old := clock.Now().UTC().AddDate(0, -6, 0)
-	_, err := b.store.EnsurePartitions(b.ctx, old, 1)
-	require.NoError(t, err)
-	before, err := b.store.ListPartitions(b.ctx, "tasks.events")
-	require.NoError(t, err)
-	gone := "tasks.events_p" + old.Format("2006_01")
+	b, before, gone := setupOldEventPartition(t)
 	require.Contains(t, tables(before), gone)
 
 	dropper, err := b.pool.Begin(b.ctx)
@@ -55,6 +49,20 @@ func TestListPartitionsWhileOneIsDropped(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the listing did not return")
 	}
+}
+
+// setupOldEventPartition is setup with an events partition six months old:
+// it returns the bundle, the events partitions listed then and the old
+// one's name.
+func setupOldEventPartition(t *testing.T) (*bundle, []store.Partition, string) {
+	t.Helper()
+	b := setup(t)
+	old := clock.Now().UTC().AddDate(0, -6, 0)
+	_, err := b.store.EnsurePartitions(b.ctx, old, 1)
+	require.NoError(t, err)
+	parts, err := b.store.ListPartitions(b.ctx, "tasks.events")
+	require.NoError(t, err)
+	return b, parts, "tasks.events_p" + old.Format("2006_01")
 }
 
 // tables are the names of parts.
@@ -88,13 +96,7 @@ SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = ANY ($1)
 // lock, and the run that failed so abandoned the rest of its retention.
 func TestDropPartitionDroppedWhileItWaits(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	old := clock.Now().UTC().AddDate(0, -6, 0)
-	_, err := b.store.EnsurePartitions(b.ctx, old, 1)
-	require.NoError(t, err)
-	parts, err := b.store.ListPartitions(b.ctx, "tasks.events")
-	require.NoError(t, err)
-	gone := "tasks.events_p" + old.Format("2006_01")
+	b, parts, gone := setupOldEventPartition(t)
 	require.Equal(t, gone, parts[0].Table)
 
 	// The other run's drop, under the parent's lock as dropPartition takes it.

@@ -70,17 +70,7 @@ func notServedSQL(typ string) string {
 // UnservedTaskTypes returns those of types that no live instance serves
 // now (see notServedSQL), in the order given.
 func (s *Store) UnservedTaskTypes(ctx context.Context, types []string) ([]string, error) {
-	if len(types) == 0 {
-		return nil, nil
-	}
-	return queryAll(ctx, s.db, "checking which task types a live instance serves", `
-SELECT t.task_type
-FROM unnest($1::text[]) WITH ORDINALITY AS t(task_type, n)
-WHERE `+notServedSQL("t.task_type")+`
-ORDER BY t.n`, func(r pgx.Row) (string, error) {
-		var tt string
-		return tt, r.Scan(&tt)
-	}, types)
+	return s.unserved(ctx, types, "")
 }
 
 // UnservedWhileRunning returns those of types that no live instance serves
@@ -88,15 +78,22 @@ ORDER BY t.n`, func(r pgx.Row) (string, error) {
 // may be enqueued before its worker starts): `wf enqueue` and POST /tasks
 // warn about them.
 func (s *Store) UnservedWhileRunning(ctx context.Context, types []string) ([]string, error) {
+	return s.unserved(ctx, types, `EXISTS (SELECT 1 FROM pg_stat_activity a
+              WHERE a.datname = current_database() AND a.application_name LIKE 'wf-serves:%')
+  AND `)
+}
+
+// unserved returns those of types that no live instance serves now and that
+// meet the condition cond heads the WHERE clause with (ending in AND; ""
+// for none), in the order given.
+func (s *Store) unserved(ctx context.Context, types []string, cond string) ([]string, error) {
 	if len(types) == 0 {
 		return nil, nil
 	}
 	return queryAll(ctx, s.db, "checking which task types a live instance serves", `
 SELECT t.task_type
 FROM unnest($1::text[]) WITH ORDINALITY AS t(task_type, n)
-WHERE EXISTS (SELECT 1 FROM pg_stat_activity a
-              WHERE a.datname = current_database() AND a.application_name LIKE 'wf-serves:%')
-  AND `+notServedSQL("t.task_type")+`
+WHERE `+cond+notServedSQL("t.task_type")+`
 ORDER BY t.n`, func(r pgx.Row) (string, error) {
 		var tt string
 		return tt, r.Scan(&tt)

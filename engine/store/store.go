@@ -142,6 +142,18 @@ func (s *Store) WithTx(tx pgx.Tx) *Store {
 	return &cp
 }
 
+// inTxValue runs fn in a transaction, as InTx does, and returns what fn
+// returned.
+func inTxValue[T any](ctx context.Context, s *Store, fn func(tx *Store) (T, error)) (T, error) {
+	var out T
+	err := s.InTx(ctx, func(tx *Store) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // InTx runs fn in one transaction, committed when fn returns nil.
 func (s *Store) InTx(ctx context.Context, fn func(*Store) error) error {
 	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error { return fn(s.WithTx(tx)) })

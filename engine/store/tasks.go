@@ -306,12 +306,7 @@ WHERE task_id BETWEEN $1 AND $2
   AND "timestamp" BETWEEN $3 AND $4
 ORDER BY task_id
 LIMIT $5`
-	rows, err := s.db.Query(ctx, q, lo, hi, IDTime(lo), IDTime(hi), limit)
-	if err != nil {
-		return nil, wrap("looking up task ids", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, wrap("looking up task ids", err)
+	return queryIDs(ctx, s.db, "looking up task ids", q, lo, hi, IDTime(lo), IDTime(hi), limit)
 }
 
 // TaskFilter selects tasks for ListTasks. Zero fields do not filter.

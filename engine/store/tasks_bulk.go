@@ -177,13 +177,7 @@ func (s *Store) cancelTasks(ctx context.Context, ids []uuid.UUID) ([]wftype.Task
 	if s.inTx {
 		return s.cancelTasksIn(ctx, ids, false)
 	}
-	var out []wftype.Task
-	err := s.InTx(ctx, func(tx *Store) error {
-		var err error
-		out, err = tx.cancelTasksIn(ctx, ids, false)
-		return err
-	})
-	return out, err
+	return inTxValue(ctx, s, func(tx *Store) ([]wftype.Task, error) { return tx.cancelTasksIn(ctx, ids, false) })
 }
 
 // cancelTasksIn is cancelTasks on the store as it is (a transaction when

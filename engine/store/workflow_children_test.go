@@ -6,14 +6,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/dbtest"
-	"github.com/wfhq/wf/migrations"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -26,17 +23,10 @@ import (
 func TestMigration032KeepsRunsWrittenBefore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.NewEmptyDatabase(t)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	m, err := migrate.NewMigrator(ctx, conn, dbmigrate.VersionTable)
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(migrations.FS))
-	require.NoError(t, m.MigrateTo(ctx, 31))
+	url, conn, _, _ := dbtest.MigratedBefore(t, ctx, "_workflow_triggers_children.sql")
 
 	running, failed := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	_, err = conn.Exec(ctx, `
+	_, err := conn.Exec(ctx, `
 INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, error, created_at, deadline, finished_at)
 VALUES ($1, 'old', 'system', 'RUNNING', '{"n": 1}', NULL, now(), now() + interval '1 hour', NULL),
        ($2, 'old', 'system', 'FAILED', '{}', 'step a failed', now(), now() + interval '1 hour', now())`,

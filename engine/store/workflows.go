@@ -481,10 +481,5 @@ SELECT run_id FROM tasks.workflow_runs
 WHERE run_id BETWEEN $1 AND $2
 ORDER BY run_id
 LIMIT $3`
-	rows, err := s.db.Query(ctx, q, lo, hi, limit)
-	if err != nil {
-		return nil, wrap("looking up workflow run ids", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, wrap("looking up workflow run ids", err)
+	return queryIDs(ctx, s.db, "looking up workflow run ids", q, lo, hi, limit)
 }

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfhq/wf/engine"
@@ -18,9 +15,7 @@ import (
 	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/store"
 	"github.com/wfhq/wf/engine/workflow"
-	"github.com/wfhq/wf/internal/dbmigrate"
 	"github.com/wfhq/wf/internal/dbtest"
-	"github.com/wfhq/wf/migrations"
 	"github.com/wfhq/wf/wftype"
 )
 
@@ -34,26 +29,10 @@ import (
 func TestMigration034KeepsRunsInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.NewEmptyDatabase(t)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, dbmigrate.VersionTable)
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(migrations.FS))
-	// The migration's number is read from its name, so that renumbering
-	// it at a merge leaves the test right.
-	var seq int32
-	for _, mig := range m.Migrations {
-		if strings.HasSuffix(mig.Name, "_workflow_waits.sql") {
-			seq = mig.Sequence
-		}
-	}
-	require.NotZero(t, seq, "no migration *_workflow_waits.sql")
-	require.NoError(t, m.MigrateTo(ctx, seq-1))
+	url, conn, m, seq := dbtest.MigratedBefore(t, ctx, "_workflow_waits.sql")
 
 	id := uuid.Must(uuid.NewV7())
-	_, err = conn.Exec(ctx, `
+	_, err := conn.Exec(ctx, `
 INSERT INTO tasks.workflow_runs (run_id, workflow, schema_name, status, inputs, created_at, deadline)
 VALUES ($1, 'legacy', 'system', 'RUNNING', '{"order_id": "A"}', now(), now() + interval '1 day')`, id)
 	require.NoError(t, err)
