@@ -70,14 +70,9 @@ func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows
 		if c.NArg() != 1 {
 			return Usagef("%s takes one RUN_ID argument, got %d arguments", c.Command.Name, c.NArg())
 		}
-		arg := c.Args().First()
-		id, err := uuid.Parse(arg)
-		var lo, hi uuid.UUID
+		ref, err := parseRunRef(c.Args().First())
 		if err != nil {
-			var ok bool
-			if lo, hi, ok = idPrefixRange(arg); !ok {
-				return Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
-			}
+			return err
 		}
 		if _, err := checkFormat(c, formatText, formatJSON); err != nil {
 			return err
@@ -86,13 +81,43 @@ func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows
 		if err != nil {
 			return err
 		}
-		if id == uuid.Nil {
-			if id, err = resolvePrefix(c.Context, "run", st.WorkflowRunIDsBetween, arg, lo, hi); err != nil {
-				return err
-			}
+		id, err := ref.resolve(c.Context, st)
+		if err != nil {
+			return err
 		}
 		return run(c, wfs, st, id)
 	})
+}
+
+// runRef is a RUN_ID argument: a full run id, or the range of ids a
+// prefix of one stands for.
+type runRef struct {
+	arg        string
+	id, lo, hi uuid.UUID
+}
+
+// parseRunRef reads a RUN_ID argument; it looks nothing up yet.
+func parseRunRef(arg string) (runRef, error) {
+	r := runRef{arg: arg}
+	id, err := uuid.Parse(arg)
+	if err == nil {
+		r.id = id
+		return r, nil
+	}
+	var ok bool
+	if r.lo, r.hi, ok = idPrefixRange(arg); !ok {
+		return r, Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
+	}
+	return r, nil
+}
+
+// resolve is the run id r stands for: its id, or the one run whose id
+// starts with its prefix.
+func (r runRef) resolve(ctx context.Context, st *store.Store) (uuid.UUID, error) {
+	if r.id != uuid.Nil {
+		return r.id, nil
+	}
+	return resolvePrefix(ctx, "run", st.WorkflowRunIDsBetween, r.arg, r.lo, r.hi)
 }
 
 // workflowRuntime builds the workflow runtime on the database, from the
