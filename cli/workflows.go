@@ -74,19 +74,29 @@ func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows
 		if err != nil {
 			return err
 		}
-		if _, err := checkFormat(c, formatText, formatJSON); err != nil {
-			return err
-		}
-		wfs, st, err := workflowRuntime(c, cfg, pool)
-		if err != nil {
-			return err
-		}
-		id, err := ref.resolve(c.Context, st)
+		wfs, st, id, err := runRuntime(c, cfg, pool, ref)
 		if err != nil {
 			return err
 		}
 		return run(c, wfs, st, id)
 	})
+}
+
+// runRuntime checks --format (text or json), builds the workflow runtime
+// and resolves ref to its run id.
+func runRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool, ref runRef) (*workflow.Workflows, *store.Store, uuid.UUID, error) {
+	if _, err := checkFormat(c, formatText, formatJSON); err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	wfs, st, err := workflowRuntime(c, cfg, pool)
+	if err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	id, err := ref.resolve(c.Context, st)
+	if err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	return wfs, st, id, nil
 }
 
 // runRef is a RUN_ID argument: a full run id, or the range of ids a

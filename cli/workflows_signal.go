@@ -47,14 +47,7 @@ func workflowsSignal(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) err
 		}
 		payload = json.RawMessage(p)
 	}
-	if _, err := checkFormat(c, formatText, formatJSON); err != nil {
-		return err
-	}
-	wfs, st, err := workflowRuntime(c, cfg, pool)
-	if err != nil {
-		return err
-	}
-	id, err := ref.resolve(c.Context, st)
+	wfs, st, id, err := runRuntime(c, cfg, pool, ref)
 	if err != nil {
 		return err
 	}
