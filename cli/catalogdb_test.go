@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -85,13 +84,7 @@ func TestCatalogInItsOwnDatabase(t *testing.T) {
 	require.NoError(t, err)
 	inputsFile := filepath.Join(t.TempDir(), "inputs.json")
 	require.NoError(t, os.WriteFile(inputsFile, inputs, 0o600))
-	code, out, errOut = e.run("enqueue", "--schema-name", "s_acme", "--format", "json", "--json", inputsFile, "ingestion")
-	require.Equal(t, ExitOK, code, errOut)
-	var sub struct {
-		TaskID uuid.UUID `json:"task_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &sub), out)
-	task := e.waitEnded(sub.TaskID)
+	task := e.waitEnded(e.runID("task_id", "enqueue", "--schema-name", "s_acme", "--format", "json", "--json", inputsFile, "ingestion"))
 	require.Equal(t, wftype.StatusCompleted, task.Status, "%s", deref(task.Error))
 
 	// The features are in the catalog's database, in the tenant's schema

@@ -291,6 +291,25 @@ func number(t *testing.T, s string) int {
 	return n
 }
 
+// browserWithin is browser whose context ends after timeout (or with the
+// test).
+func browserWithin(t *testing.T, timeout time.Duration) (context.Context, func() []string) {
+	t.Helper()
+	ctx, consoleProblems := browser(t)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancel)
+	return ctx, consoleProblems
+}
+
+// signedInBrowser is browserWithin, signed in to the dashboard at base
+// with token.
+func signedInBrowser(t *testing.T, timeout time.Duration, base, token string) (context.Context, func() []string) {
+	t.Helper()
+	ctx, consoleProblems := browserWithin(t, timeout)
+	signInBrowser(t, ctx, base, token)
+	return ctx, consoleProblems
+}
+
 func signInBrowser(t *testing.T, ctx context.Context, base, token string) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(ctx,
@@ -326,10 +345,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	env.waitSettled()
 	require.Equal(t, 1, env.count(`SELECT count(*) FROM tasks.tasks WHERE status = 'DEAD_LETTER'`))
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	ctx, consoleProblems := browserWithin(t, 3*time.Minute)
 
 	// Sign in; the overview's counts match the database.
 	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
@@ -443,11 +459,7 @@ func TestDashboardAssetsInBrowser(t *testing.T) {
 	env.call("POST", "/catalogs/cat-a/assets", map[string]any{"asset_id": "gone", "collection_id": "roads", "uri": "gs://bucket/gone.tif"})
 	env.call("DELETE", "/catalogs/cat-a/assets/gone", nil)
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 3*time.Minute, env.base, "browser-admin-token-1")
 	assetRows := func() []string {
 		t.Helper()
 		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="assets"] tbody tr[data-asset]`)))
@@ -532,10 +544,7 @@ func TestDashboardReportInBrowser(t *testing.T) {
 		return dbtest.Strings(t, context.Background(), env.pool, `SELECT e ->> 'n' FROM tasks.tasks t, jsonb_array_elements(t.kept_records) e
 WHERE t.task_id = $1 AND ($2 = '' OR e ->> 'status' = $2) AND (e ->> 'n')::int > $3 ORDER BY (e ->> 'n')::int LIMIT $4`, id, outcome, after, limit)
 	}
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	ctx, consoleProblems := browserWithin(t, 3*time.Minute)
 	rowsShown := func(outcome string) []string {
 		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`[data-testid="records"] tbody tr[data-record]`)))
 		require.NoError(t, err)
@@ -616,11 +625,7 @@ func TestDashboardWaitingInBrowser(t *testing.T) {
 	}
 	require.Nil(t, env.call("GET", "/tasks/"+running, nil)["waiting_reason"], "an ACTIVE task waits for nothing")
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 3*time.Minute, env.base, "browser-admin-token-1")
 	// The overview counts them by reason (its PENDING counts come from a
 	// snapshot a few seconds old: the page refreshes until they show).
 	require.Eventually(t, func() bool {
@@ -674,11 +679,7 @@ func TestDashboardMapInBrowser(t *testing.T) {
 	env.waitSettled()
 	require.Equal(t, 3, env.count(`SELECT count(*) FROM s_cat_a.places`))
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-client-a-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 3*time.Minute, env.base, "browser-client-a-token-1")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(env.base+"/ui/#/catalog/cat-a?collection_id=places"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="map"][data-features="3"][data-rendered="1"] canvas`)),

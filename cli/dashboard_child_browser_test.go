@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -25,11 +24,7 @@ steps:
 	call := env.call("GET", "/workflows/runs/"+parent, nil)["steps"].([]any)[0].(map[string]any)
 	child := call["runs"].([]any)[0].(map[string]any)["run_id"].(string)
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 3*time.Minute, env.base, "browser-admin-token-1")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(env.base+"/ui/#/run/"+parent),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-step="call"] a[data-run="`+child+`"]`)),

@@ -54,11 +54,7 @@ func TestDashboardRunsInBrowser(t *testing.T) {
 	env.waitRun(other, "COMPLETED")
 	env.waitSettled()
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 4*time.Minute, env.base, "browser-admin-token-1")
 
 	// Every run, newest first; two to a page: the second page holds the oldest.
 	require.NoError(t, chromedp.Do(ctx,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ func TestDashboardSignalInBrowser(t *testing.T) {
 	env.call("POST", "/catalogs", map[string]any{"catalog_id": "cat-a"})
 	id := env.call("POST", "/workflows/browser_approval/runs", map[string]any{"schema_name": "s_cat_a"})["run_id"].(string)
 
-	ctx, consoleProblems := browser(t)
-	var cancel context.CancelFunc
-	ctx, cancel = context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	signInBrowser(t, ctx, env.base, "browser-admin-token-1")
+	ctx, consoleProblems := signedInBrowser(t, 4*time.Minute, env.base, "browser-admin-token-1")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(env.base+"/ui/#/run/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-step="approve"][data-status="RUNNING"]`)),

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -115,21 +114,16 @@ func TestExecKeepsThePerTenantCap(t *testing.T) {
 func TestExecHonoursPauses(t *testing.T) {
 	t.Parallel()
 	e, st := execLimitsEnv(t)
-	code, out, errOut := e.run("enqueue", "--in", "1h", "--format", "json", "plain")
-	require.Equal(t, ExitOK, code, errOut)
-	var later struct {
-		ID uuid.UUID `json:"task_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &later), out)
+	later := e.runID("task_id", "enqueue", "--in", "1h", "--format", "json", "plain")
 
 	for _, pause := range [][]string{{"--type", "plain"}, {"--tenant", "system"}} {
-		code, _, errOut = e.run(append([]string{"tasks", "pause", "--reason", "bucket quota"}, pause...)...)
+		code, _, errOut := e.run(append([]string{"tasks", "pause", "--reason", "bucket quota"}, pause...)...)
 		require.Equal(t, ExitOK, code, errOut)
 
-		code, _, errOut = e.exec("--task-id", later.ID.String())
+		code, _, errOut = e.exec("--task-id", later.String())
 		require.Equal(t, ExitFailure, code, "wf exec --task-id ran a task while %v is paused", pause)
 		require.Contains(t, errOut, "is paused (bucket quota)")
-		requirePending(t, e, later.ID)
+		requirePending(t, e, later)
 		code, _, errOut = e.exec("plain", `{}`)
 		require.Equal(t, ExitFailure, code, "wf exec ran a new task while %v is paused", pause)
 		require.Contains(t, errOut, "--force")
@@ -139,9 +133,9 @@ func TestExecHonoursPauses(t *testing.T) {
 		require.Equal(t, ExitOK, code, errOut)
 	}
 
-	code, _, errOut = e.run("tasks", "pause", "--type", "plain")
+	code, _, errOut := e.run("tasks", "pause", "--type", "plain")
 	require.Equal(t, ExitOK, code, errOut)
-	code, task, errOut := e.execJSON("--force", "--task-id", later.ID.String())
+	code, task, errOut := e.execJSON("--force", "--task-id", later.String())
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, wftype.StatusCompleted, task.Status, "forced, an hour before its run_after")
 }

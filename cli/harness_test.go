@@ -88,13 +88,20 @@ func (e *wfEnv) enqueue(taskType string, inputs map[string]any) uuid.UUID {
 	require.NoError(e.t, err)
 	path := filepath.Join(e.t.TempDir(), "inputs.json")
 	require.NoError(e.t, os.WriteFile(path, b, 0o644))
-	code, out, errOut := e.run("enqueue", "--json", path, "--format", "json", taskType)
+	return e.runID("task_id", "enqueue", "--json", path, "--format", "json", taskType)
+}
+
+// runID runs a wf command that prints a JSON object, requires it to
+// succeed and returns the id in the object's field.
+func (e *wfEnv) runID(field string, args ...string) uuid.UUID {
+	e.t.Helper()
+	code, out, errOut := e.run(args...)
 	require.Equal(e.t, ExitOK, code, errOut)
-	var got struct {
-		TaskID uuid.UUID `json:"task_id"`
-	}
+	var got map[string]json.RawMessage
 	require.NoError(e.t, json.Unmarshal([]byte(out), &got), out)
-	return got.TaskID
+	var id uuid.UUID
+	require.NoError(e.t, json.Unmarshal(got[field], &id), out)
+	return id
 }
 
 // show reads a task with `wf tasks show --format json`.

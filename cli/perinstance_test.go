@@ -230,13 +230,8 @@ func TestSyncDuplicateAnsweredWhileTheDispatcherRunsIt(t *testing.T) {
 	r := startPerInstanceRun(t)
 	path := filepath.Join(t.TempDir(), "inputs.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{}`), 0o644))
-	code, out, errOut := r.e.run("enqueue", "--json", path, "--format", "json", "--dedup-key", "one-key", "held_one")
-	require.Equal(t, ExitOK, code, errOut)
-	var got struct {
-		TaskID uuid.UUID `json:"task_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
-	require.Equal(t, got.TaskID, r.waitStart("the queued task"))
+	queued := r.e.runID("task_id", "enqueue", "--json", path, "--format", "json", "--dedup-key", "one-key", "held_one")
+	require.Equal(t, queued, r.waitStart("the queued task"))
 
 	answer := r.syncRunBody(`{"task_type": "held_one", "inputs": {}, "dedup_key": "one-key"}`)
 	var a syncAnswer
@@ -251,7 +246,7 @@ func TestSyncDuplicateAnsweredWhileTheDispatcherRunsIt(t *testing.T) {
 		t.Fatalf("the duplicate request was not answered; wf run said: %s", r.log)
 	}
 	r.h.release <- struct{}{}
-	require.Equal(t, wftype.StatusCompleted, r.e.waitEnded(got.TaskID).Status)
+	require.Equal(t, wftype.StatusCompleted, r.e.waitEnded(queued).Status)
 	require.Equal(t, http.StatusOK, a.status, "the duplicate should be answered with the live task: %s", a.body)
-	require.Contains(t, a.body, got.TaskID.String())
+	require.Contains(t, a.body, queued.String())
 }

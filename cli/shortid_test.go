@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,21 +17,15 @@ import (
 func TestShortIDAsDashboardShowsIt(t *testing.T) {
 	t.Parallel()
 	e := newWFEnv(t, map[string]string{"flow.yaml": twoStepFlow})
-	code, out, errOut := e.run("workflows", "start", "--format", "json", "two")
-	require.Equal(t, ExitOK, code, errOut)
-	var started struct {
-		RunID uuid.UUID `json:"run_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &started), out)
-	id := started.RunID.String()
+	id := e.runID("run_id", "workflows", "start", "--format", "json", "two").String()
 	for _, shown := range []string{id[:13] + "…", id[:8] + "...", id[:23] + "…"} {
-		code, out, errOut = e.run("workflows", "show", "--format", "json", shown)
+		code, out, errOut := e.run("workflows", "show", "--format", "json", shown)
 		require.Equal(t, ExitOK, code, "%s: %s", shown, errOut)
 		require.Contains(t, out, id, shown)
 	}
 	// The ellipsis alone, or in the middle, is no prefix.
 	for _, bad := range []string{"…", id[:8] + "…" + id[len(id)-4:]} {
-		code, _, errOut = e.run("workflows", "show", bad)
+		code, _, errOut := e.run("workflows", "show", bad)
 		require.Equal(t, ExitUsage, code, "%s: %s", bad, errOut)
 		require.Contains(t, errOut, "is neither a run id")
 	}
@@ -49,17 +42,11 @@ func TestEventAndSubscriberPrefixes(t *testing.T) {
 	t.Cleanup(pool.Close)
 
 	// A dead-lettered event, requeued by the prefix the dashboard shows.
-	code, out, errOut := e.run("events", "emit", "--format", "json", "shortid.test")
-	require.Equal(t, ExitOK, code, errOut)
-	var emitted struct {
-		ID uuid.UUID `json:"event_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &emitted), out)
-	event := emitted.ID.String()
-	require.NotEqual(t, uuid.Nil.String(), event, out)
+	event := e.runID("event_id", "events", "emit", "--format", "json", "shortid.test").String()
+	require.NotEqual(t, uuid.Nil.String(), event)
 	_, err = pool.Exec(t.Context(), `UPDATE tasks.events SET status = 'DEAD_LETTER', dead_lettered_at = now(), error = 'boom' WHERE event_id = $1`, event)
 	require.NoError(t, err)
-	code, out, errOut = e.run("events", "requeue", event[:13]+"…")
+	code, out, errOut := e.run("events", "requeue", event[:13]+"…")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "requeued event "+event)
 	var status string
@@ -69,13 +56,7 @@ func TestEventAndSubscriberPrefixes(t *testing.T) {
 	// A subscriber, removed by a prefix.
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("very-secret-signing-key-0123456789\n"), 0o600))
-	code, out, errOut = e.run("webhooks", "add", "--format", "json", "--url", "http://127.0.0.1:9/hook", "--event", "catalog.*", "--secret-file", secretFile)
-	require.Equal(t, ExitOK, code, errOut)
-	var added struct {
-		ID uuid.UUID `json:"subscriber_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &added), out)
-	sub := added.ID.String()
+	sub := e.runID("subscriber_id", "webhooks", "add", "--format", "json", "--url", "http://127.0.0.1:9/hook", "--event", "catalog.*", "--secret-file", secretFile).String()
 	code, out, errOut = e.run("webhooks", "remove", sub[:8])
 	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "removed webhook subscriber "+sub)

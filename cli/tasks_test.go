@@ -133,21 +133,16 @@ WHERE r.run_id = $1 AND s.step = 'first'`, run).Scan(&status, &step))
 func TestRunIDPrefix(t *testing.T) {
 	t.Parallel()
 	e := newWFEnv(t, map[string]string{"flow.yaml": twoStepFlow})
-	code, out, errOut := e.run("workflows", "start", "--format", "json", "two")
-	require.Equal(t, ExitOK, code, errOut)
-	var started struct {
-		RunID uuid.UUID `json:"run_id"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &started), out)
-	require.NotEqual(t, uuid.Nil, started.RunID, out)
-	prefix := started.RunID.String()[:13]
+	run := e.runID("run_id", "workflows", "start", "--format", "json", "two")
+	require.NotEqual(t, uuid.Nil, run)
+	prefix := run.String()[:13]
 
-	code, out, errOut = e.run("workflows", "show", "--format", "json", prefix)
+	code, out, errOut := e.run("workflows", "show", "--format", "json", prefix)
 	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, started.RunID.String())
+	require.Contains(t, out, run.String())
 	code, out, errOut = e.run("workflows", "cancel", prefix)
 	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, out, started.RunID.String())
+	require.Contains(t, out, run.String())
 
 	code, _, errOut = e.run("workflows", "show", "ffffffff-ffff")
 	require.Equal(t, ExitFailure, code)

@@ -70,29 +70,64 @@ func runAction(access dbAccess, run func(c *cli.Context, wfs *workflow.Workflows
 		if c.NArg() != 1 {
 			return Usagef("%s takes one RUN_ID argument, got %d arguments", c.Command.Name, c.NArg())
 		}
-		arg := c.Args().First()
-		id, err := uuid.Parse(arg)
-		var lo, hi uuid.UUID
-		if err != nil {
-			var ok bool
-			if lo, hi, ok = idPrefixRange(arg); !ok {
-				return Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
-			}
-		}
-		if _, err := checkFormat(c, formatText, formatJSON); err != nil {
-			return err
-		}
-		wfs, st, err := workflowRuntime(c, cfg, pool)
+		ref, err := parseRunRef(c.Args().First())
 		if err != nil {
 			return err
 		}
-		if id == uuid.Nil {
-			if id, err = resolvePrefix(c.Context, "run", st.WorkflowRunIDsBetween, arg, lo, hi); err != nil {
-				return err
-			}
+		wfs, st, id, err := runRuntime(c, cfg, pool, ref)
+		if err != nil {
+			return err
 		}
 		return run(c, wfs, st, id)
 	})
+}
+
+// runRuntime checks --format (text or json), builds the workflow runtime
+// and resolves ref to its run id.
+func runRuntime(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool, ref runRef) (*workflow.Workflows, *store.Store, uuid.UUID, error) {
+	if _, err := checkFormat(c, formatText, formatJSON); err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	wfs, st, err := workflowRuntime(c, cfg, pool)
+	if err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	id, err := ref.resolve(c.Context, st)
+	if err != nil {
+		return nil, nil, uuid.Nil, err
+	}
+	return wfs, st, id, nil
+}
+
+// runRef is a RUN_ID argument: a full run id, or the range of ids a
+// prefix of one stands for.
+type runRef struct {
+	arg        string
+	id, lo, hi uuid.UUID
+}
+
+// parseRunRef reads a RUN_ID argument; it looks nothing up yet.
+func parseRunRef(arg string) (runRef, error) {
+	r := runRef{arg: arg}
+	id, err := uuid.Parse(arg)
+	if err == nil {
+		r.id = id
+		return r, nil
+	}
+	var ok bool
+	if r.lo, r.hi, ok = idPrefixRange(arg); !ok {
+		return r, Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
+	}
+	return r, nil
+}
+
+// resolve is the run id r stands for: its id, or the one run whose id
+// starts with its prefix.
+func (r runRef) resolve(ctx context.Context, st *store.Store) (uuid.UUID, error) {
+	if r.id != uuid.Nil {
+		return r.id, nil
+	}
+	return resolvePrefix(ctx, "run", st.WorkflowRunIDsBetween, r.arg, r.lo, r.hi)
 }
 
 // workflowRuntime builds the workflow runtime on the database, from the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
@@ -36,14 +35,10 @@ func workflowsSignal(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) err
 	if len(args) != 2 {
 		return Usagef("signal takes RUN_ID and NAME, got %d arguments", len(args))
 	}
-	arg, name := args[0], args[1]
-	id, perr := uuid.Parse(arg)
-	var lo, hi uuid.UUID
-	if perr != nil {
-		var ok bool
-		if lo, hi, ok = idPrefixRange(arg); !ok {
-			return Usagef("%q is neither a run id (a UUID) nor a prefix of one (%d hex digits at least)", arg, minIDPrefix)
-		}
+	name := args[1]
+	ref, err := parseRunRef(args[0])
+	if err != nil {
+		return err
 	}
 	var payload json.RawMessage
 	if p := payloadText; p != "" {
@@ -52,17 +47,9 @@ func workflowsSignal(c *cli.Context, cfg *config.Config, pool *pgxpool.Pool) err
 		}
 		payload = json.RawMessage(p)
 	}
-	if _, err := checkFormat(c, formatText, formatJSON); err != nil {
-		return err
-	}
-	wfs, st, err := workflowRuntime(c, cfg, pool)
+	wfs, st, id, err := runRuntime(c, cfg, pool, ref)
 	if err != nil {
 		return err
-	}
-	if id == uuid.Nil {
-		if id, err = resolvePrefix(c.Context, "run", st.WorkflowRunIDsBetween, arg, lo, hi); err != nil {
-			return err
-		}
 	}
 	if _, err := wfs.Signal(c.Context, st.WithStepHook(wfs.Advance), id, name, payload); err != nil {
 		return cli.Exit(err.Error(), ExitFailure)
