@@ -36,15 +36,10 @@ on_duplicate: replace_queued
 // its own and shows nothing of the first.
 func TestCreateTaskUniquePeriod(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{specs: uniqueSpecs})
-	b.createCatalog("cat-a")
-	b.createCatalog("cat-b")
 	body := func(schema string) map[string]any {
 		return map[string]any{"task_type": "daily_job", "schema_name": schema, "inputs": map[string]any{"day": "2026-12-07"}}
 	}
-	first := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
-	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
-	id := first.json(t)["task_id"].(string)
+	b, id := setupUnique(t, body)
 
 	claimed, err := b.store.ClaimTasks(b.ctx, store.ClaimParams{Owner: "w", Total: 1,
 		Slots: []store.ClaimSlot{{Mode: wftype.ModeAsync, TaskType: "daily_job", Max: 1, Lease: time.Minute}}})
@@ -76,15 +71,10 @@ func TestCreateTaskUniquePeriod(t *testing.T) {
 // replaces nothing of the first's.
 func TestCreateTaskReplacesQueued(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{specs: uniqueSpecs})
-	b.createCatalog("cat-a")
-	b.createCatalog("cat-b")
 	body := func(schema string) map[string]any {
 		return map[string]any{"task_type": "sync_account", "schema_name": schema, "inputs": map[string]any{"account": 7}}
 	}
-	first := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
-	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
-	id := first.json(t)["task_id"].(string)
+	b, id := setupUnique(t, body)
 	second := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
 	require.Equal(t, http.StatusAccepted, second.status, string(second.body))
 	got := second.json(t)
@@ -97,4 +87,16 @@ func TestCreateTaskReplacesQueued(t *testing.T) {
 	other := b.do("POST", "/tasks", tokClientLimited, body("s_cat_a"))
 	require.Equal(t, http.StatusAccepted, other.status, string(other.body))
 	require.NotContains(t, other.json(t), "replaced_task_id")
+}
+
+// setupUnique is a bundle with uniqueSpecs and catalogs cat-a and cat-b,
+// and the id of a first task created with body("s_cat_b") (202).
+func setupUnique(t *testing.T, body func(schema string) map[string]any) (*bundle, string) {
+	t.Helper()
+	b := setup(t, options{specs: uniqueSpecs})
+	b.createCatalog("cat-a")
+	b.createCatalog("cat-b")
+	first := b.do("POST", "/tasks", tokClientB, body("s_cat_b"))
+	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
+	return b, first.json(t)["task_id"].(string)
 }

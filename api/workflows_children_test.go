@@ -33,22 +33,16 @@ func TestChildRunOverHTTP(t *testing.T) {
 	b := setup(t, options{specs: childWorkflowSpecs})
 	cat := b.createCatalog("cat-a")
 	b.createCatalog("cat-b")
-	res := b.do("POST", "/workflows/mom/runs", tokClientLimited, map[string]any{"schema_name": cat["schema_name"]})
-	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-	id := res.json(t)["run_id"].(string)
+	id := b.startRun(t, "mom", tokClientLimited, map[string]any{"schema_name": cat["schema_name"]})
 
-	res = b.do("GET", "/workflows/runs/"+id, tokClientLimited, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	call := res.json(t)["steps"].([]any)[0].(map[string]any)
+	call := b.runStatus(t, id, tokClientLimited)["steps"].([]any)[0].(map[string]any)
 	require.Equal(t, "kid", call["workflow"])
 	require.Equal(t, "RUNNING", call["status"])
 	runs := call["runs"].([]any)
 	require.Len(t, runs, 1)
 	child := runs[0].(map[string]any)["run_id"].(string)
 
-	res = b.do("GET", "/workflows/runs/"+child, tokClientLimited, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	kid := res.json(t)
+	kid := b.runStatus(t, child, tokClientLimited)
 	require.Equal(t, id, kid["parent_run_id"])
 	require.Equal(t, "call", kid["parent_step"])
 	require.Equal(t, cat["schema_name"], kid["schema_name"], "a child runs in its parent's tenant")
@@ -60,9 +54,7 @@ func TestChildRunOverHTTP(t *testing.T) {
 		}
 	})
 
-	res = b.do("POST", "/workflows/runs/"+id+"/cancel", tokClientLimited, nil)
+	res := b.do("POST", "/workflows/runs/"+id+"/cancel", tokClientLimited, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	res = b.do("GET", "/workflows/runs/"+child, tokClientLimited, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	require.Equal(t, "CANCELLED", res.json(t)["status"], "cancelling the parent cancels its child")
+	require.Equal(t, "CANCELLED", b.runStatus(t, child, tokClientLimited)["status"], "cancelling the parent cancels its child")
 }

@@ -24,9 +24,15 @@ func (s *Server) getWorkflowRun(w http.ResponseWriter, r *http.Request, p *princ
 	if _, err := s.visibleRun(r, p, id.UUID); err != nil {
 		return err
 	}
-	st, err := s.workflows.Get(r.Context(), s.store, id.UUID)
+	return s.writeRunStatus(w, r, id.UUID)
+}
+
+// writeRunStatus answers 200 with the run id's status view (404 where it is
+// gone).
+func (s *Server) writeRunStatus(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	st, err := s.workflows.Get(r.Context(), s.store, id)
 	if err != nil {
-		return s.runNotFound(id.UUID, err)
+		return s.runNotFound(id, err)
 	}
 	writeJSON(w, http.StatusOK, s.newRunStatusView(st))
 	return nil

@@ -51,22 +51,10 @@ func (s *Server) signalWorkflowRun(w http.ResponseWriter, r *http.Request, p *pr
 	_, err = s.workflows.Signal(r.Context(), s.store, id.UUID, name, payload)
 	var se *workflow.SignalError
 	if errors.As(err, &se) {
-		if se.Message != "" {
-			return validationOne("/payload", se.Message)
-		}
-		prob := validationFailed("%s", se.Error())
-		for _, e := range se.Inputs {
-			prob.Errors = append(prob.Errors, pointerError("/payload"+e.Pointer, e.Message))
-		}
-		return prob
+		return inputsProblem("/payload", se.Message, se.Error(), se.Inputs)
 	}
 	if err != nil {
 		return err
 	}
-	st, err := s.workflows.Get(r.Context(), s.store, id.UUID)
-	if err != nil {
-		return s.runNotFound(id.UUID, err)
-	}
-	writeJSON(w, http.StatusOK, s.newRunStatusView(st))
-	return nil
+	return s.writeRunStatus(w, r, id.UUID)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/wfhq/wf/engine/spec"
 	"github.com/wfhq/wf/engine/workflow"
 	"github.com/wfhq/wf/wftype"
 )
@@ -53,14 +54,7 @@ func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *pri
 	run, err := s.workflows.Start(r.Context(), s.store, workflow.StartRequest{Workflow: wf.Name(), SchemaName: schema, Inputs: req.Inputs})
 	var ie *workflow.InputError
 	if errors.As(err, &ie) {
-		if ie.Message != "" {
-			return validationOne("/inputs", ie.Message)
-		}
-		prob := validationFailed("%s", ie.Error())
-		for _, e := range ie.Inputs {
-			prob.Errors = append(prob.Errors, pointerError("/inputs"+e.Pointer, e.Message))
-		}
-		return prob
+		return inputsProblem("/inputs", ie.Message, ie.Error(), ie.Inputs)
 	}
 	if err != nil {
 		return err
@@ -74,4 +68,18 @@ func (s *Server) startWorkflowRun(w http.ResponseWriter, r *http.Request, p *pri
 // newRunView converts a run row.
 func (s *Server) newRunView(r wftype.WorkflowRun) wftype.WorkflowRunView {
 	return workflow.RunView(r, s.url("/workflows/runs/"+r.ID.String()))
+}
+
+// inputsProblem is the 400 for a body's object at base that failed
+// validation: one error at base for message, else summary with an error for
+// each of inputs (their pointers below base).
+func inputsProblem(base, message, summary string, inputs spec.InputErrors) *problem {
+	if message != "" {
+		return validationOne(base, message)
+	}
+	prob := validationFailed("%s", summary)
+	for _, e := range inputs {
+		prob.Errors = append(prob.Errors, pointerError(base+e.Pointer, e.Message))
+	}
+	return prob
 }

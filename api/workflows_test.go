@@ -96,9 +96,7 @@ func TestWorkflowRunsStayInTheirTenant(t *testing.T) {
 	b := setup(t, options{specs: workflowSpecs})
 	cat := b.createCatalog("cat-a")
 	b.createCatalog("cat-b")
-	res := b.do("POST", "/workflows/tenant_pipeline/runs", tokClientLimited, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
-	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-	id := res.json(t)["run_id"].(string)
+	id := b.startRun(t, "tenant_pipeline", tokClientLimited, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
 
 	b.unchanged(func() {
 		for _, req := range [][2]string{{"GET", "/workflows/runs/" + id}, {"POST", "/workflows/runs/" + id + "/cancel"}, {"POST", "/workflows/runs/" + id + "/retry"}} {
@@ -111,7 +109,7 @@ func TestWorkflowRunsStayInTheirTenant(t *testing.T) {
 		res = b.do("POST", "/workflows/tenant_pipeline/runs", tokClientB, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
 		require.Equal(t, http.StatusNotFound, res.status, string(res.body))
 	})
-	res = b.do("GET", "/workflows/runs", tokAdmin, nil)
+	res := b.do("GET", "/workflows/runs", tokAdmin, nil)
 	require.Len(t, res.json(t)["runs"], 1)
 
 	// The tenant filter: another tenant's name lists nothing, and a limited
@@ -136,18 +134,13 @@ func TestCancellingAStepTaskFailsItsRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{specs: workflowSpecs})
 	cat := b.createCatalog("cat-a")
-	res := b.do("POST", "/workflows/tenant_pipeline/runs", tokClientLimited, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
-	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
-	id := res.json(t)["run_id"].(string)
-	res = b.do("GET", "/workflows/runs/"+id, tokClientLimited, nil)
-	first := res.json(t)["steps"].([]any)[0].(map[string]any)
+	id := b.startRun(t, "tenant_pipeline", tokClientLimited, map[string]any{"schema_name": cat["schema_name"], "inputs": map[string]any{"n": 1}})
+	first := b.runStatus(t, id, tokClientLimited)["steps"].([]any)[0].(map[string]any)
 	taskID := first["tasks"].([]any)[0].(map[string]any)["task_id"].(string)
 
-	res = b.do("POST", "/tasks/"+taskID+"/cancel", tokClientLimited, nil)
+	res := b.do("POST", "/tasks/"+taskID+"/cancel", tokClientLimited, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	res = b.do("GET", "/workflows/runs/"+id, tokClientLimited, nil)
-	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	run := res.json(t)
+	run := b.runStatus(t, id, tokClientLimited)
 	require.Equal(t, "FAILED", run["status"])
 	require.Contains(t, run["error"], "step first was cancelled")
 	steps := run["steps"].([]any)
@@ -159,4 +152,20 @@ func TestCancellingAStepTaskFailsItsRun(t *testing.T) {
 	res = b.do("POST", "/workflows/runs/"+id+"/retry", tokClientLimited, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, "RUNNING", res.json(t)["status"])
+}
+
+// startRun starts a run of workflow (202) and answers its run_id.
+func (b *bundle) startRun(t *testing.T, workflow, token string, body map[string]any) string {
+	t.Helper()
+	res := b.do("POST", "/workflows/"+workflow+"/runs", token, body)
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	return res.json(t)["run_id"].(string)
+}
+
+// runStatus answers GET /workflows/runs/{id} (200).
+func (b *bundle) runStatus(t *testing.T, id, token string) map[string]any {
+	t.Helper()
+	res := b.do("GET", "/workflows/runs/"+id, token, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	return res.json(t)
 }

@@ -63,6 +63,32 @@ type merged struct {
 	outcomes []store.MergeOutcome
 }
 
+// stage sends fn of each value of in to out, in a goroutine of its own,
+// until fn's first error: then it cancels the run (the other stages stop)
+// and drains in (what the stage before already sent). It closes out when in
+// is closed, and then sends the error (nil: none) on the channel it
+// returns.
+func stage[I, O any](in <-chan I, out chan<- O, cancel context.CancelFunc, fn func(I) (O, error)) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for v := range in {
+			if err != nil {
+				continue // drain what the stage before already sent
+			}
+			var o O
+			if o, err = fn(v); err != nil {
+				cancel() // stop the other stages
+				continue
+			}
+			out <- o
+		}
+		close(out)
+		done <- err
+	}()
+	return done
+}
+
 // run reads, checks, writes and reports every record (see the pipeline
 // above). It returns the counts of what was reported.
 func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordReader, p *processor, rep reporters.Reporter, sum *summarizer) (Counts, error) {
@@ -78,44 +104,21 @@ func (h *Handler) run(ctx context.Context, load *store.FeatureLoad, rr recordRea
 	batches := make(chan *batch)
 	checked := make(chan *batch)
 	reports := make(chan merged)
-	checkDone := make(chan error, 1)
-	go func() {
-		// PostGIS checks the geometries of the next batch on a connection
-		// of its own while the load's connection writes this one: the
-		// check is most of a merge's server time, and it needs no lock.
+	// PostGIS checks the geometries of the next batch on a connection of
+	// its own while the load's connection writes this one: the check is
+	// most of a merge's server time, and it needs no lock.
+	checkDone := stage(batches, checked, cancel, func(b *batch) (*batch, error) {
 		var err error
-		for b := range batches {
-			if err != nil {
-				continue // drain what the batcher already sent
-			}
-			if b.checked, err = h.cfg.Store.CheckGeometries(ctx, b.versions); err != nil {
-				cancel() // stop the other stages
-				continue
-			}
-			checked <- b
+		b.checked, err = h.cfg.Store.CheckGeometries(ctx, b.versions)
+		return b, err
+	})
+	mergeDone := stage(checked, reports, cancel, func(b *batch) (merged, error) {
+		if len(b.versions) == 0 {
+			return merged{b, nil}, nil
 		}
-		close(checked)
-		checkDone <- err
-	}()
-	mergeDone := make(chan error, 1)
-	go func() {
-		var err error
-		for b := range checked {
-			if err != nil {
-				continue // drain what the checker already sent
-			}
-			var outcomes []store.MergeOutcome
-			if len(b.versions) > 0 {
-				if outcomes, _, err = load.Merge(ctx, b.versions, b.checked); err != nil {
-					cancel() // stop the other stages
-					continue
-				}
-			}
-			reports <- merged{b, outcomes}
-		}
-		close(reports)
-		mergeDone <- err
-	}()
+		outcomes, _, err := load.Merge(ctx, b.versions, b.checked)
+		return merged{b, outcomes}, err
+	})
 	type result struct {
 		counts Counts
 		err    error

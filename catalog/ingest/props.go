@@ -102,12 +102,7 @@ func validNumber(b []byte) bool {
 		return false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(b, i+1); i < 0 {
 			return false
 		}
 	}
@@ -116,13 +111,22 @@ func validNumber(b []byte) bool {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = digits(b, i); i < 0 {
 			return false
 		}
 	}
 	return i == len(b)
+}
+
+// digits is the index past the run of one or more digits of b at i, or -1
+// where there is none.
+func digits(b []byte, i int) int {
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
 }

@@ -112,6 +112,22 @@ func (b *bundle) children(t *testing.T, parent uuid.UUID) []wftype.WorkflowRun {
 	return runs
 }
 
+// startBlockedParent starts a parent run whose child, of its step call, is
+// blocked; it answers the bundle, the parent and that child.
+func startBlockedParent(t *testing.T) (*bundle, wftype.WorkflowRun, wftype.WorkflowRun) {
+	t.Helper()
+	b := setupSpecs(t, childSpecs, true)
+	run := b.start(t, "parent", `{"block": true}`)
+	b.waitBlocked(t)
+	var blocked wftype.WorkflowRun
+	for _, k := range b.children(t, run.ID) {
+		if k.ParentStep == "call" {
+			blocked = k
+		}
+	}
+	return b, run, blocked
+}
+
 // TestChildRunCompletesItsStep: a parent's child step completes with its
 // child run's outputs, a for_each child step with the list of its
 // children's, and the next step reads them as typed; every child shows
@@ -193,16 +209,7 @@ func TestFailedChildFailsItsStep(t *testing.T) {
 func TestCancellingAParentCancelsItsChild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupSpecs(t, childSpecs, true)
-	run := b.start(t, "parent", `{"block": true}`)
-	b.waitBlocked(t)
-	kids := b.children(t, run.ID)
-	var blocked wftype.WorkflowRun
-	for _, k := range kids {
-		if k.ParentStep == "call" {
-			blocked = k
-		}
-	}
+	b, run, blocked := startBlockedParent(t)
 	require.Equal(t, wftype.RunRunning, blocked.Status)
 
 	_, err := b.e.Workflows().Cancel(ctx, b.st, run.ID)
@@ -233,16 +240,8 @@ func TestCancellingAParentCancelsItsChild(t *testing.T) {
 func TestCancellingAChildFailsItsParent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupSpecs(t, childSpecs, true)
-	run := b.start(t, "parent", `{"block": true}`)
-	b.waitBlocked(t)
-	var blocked uuid.UUID
-	for _, k := range b.children(t, run.ID) {
-		if k.ParentStep == "call" {
-			blocked = k.ID
-		}
-	}
-	_, err := b.e.Workflows().Cancel(ctx, b.st, blocked)
+	b, run, blocked := startBlockedParent(t)
+	_, err := b.e.Workflows().Cancel(ctx, b.st, blocked.ID)
 	require.NoError(t, err)
 	s := b.wait(t, run.ID, wftype.RunFailed)
 	require.Equal(t, wftype.StepFailed, step(t, s, "call").Status)

@@ -75,11 +75,7 @@ func gcsBackend(t *testing.T) backend {
 		},
 		read: func(t *testing.T, reportURL string) []byte {
 			t.Helper()
-			u, err := url.Parse(reportURL)
-			require.NoError(t, err)
-			require.Equal(t, "gs", u.Scheme)
-			require.Equal(t, testBucket, u.Host)
-			obj, err := srv.GetObject(testBucket, strings.TrimPrefix(u.Path, "/"))
+			obj, err := srv.GetObject(testBucket, objectName(t, reportURL, testBucket))
 			require.NoError(t, err, "object %s", reportURL)
 			return obj.Content
 		},
@@ -318,4 +314,14 @@ func TestFinishCancelledDuringUpload(t *testing.T) {
 	require.Positive(t, uploads.Load(), "the upload had started")
 	_, err = srv.GetObject(testBucket, store.Key(task))
 	require.Error(t, err, "a cancelled upload leaves no object")
+}
+
+// objectName is the name of the object reportURL (gs://bucket/…) points to.
+func objectName(t *testing.T, reportURL, bucket string) string {
+	t.Helper()
+	u, err := url.Parse(reportURL)
+	require.NoError(t, err)
+	require.Equal(t, "gs", u.Scheme)
+	require.Equal(t, bucket, u.Host)
+	return strings.TrimPrefix(u.Path, "/")
 }

@@ -3,8 +3,6 @@ package gcsreporter_test
 import (
 	"context"
 	"io"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +54,7 @@ func liveBackend(t *testing.T) backend {
 		cfg: gcsreporter.Config{BucketURL: "gs://" + bucket + "/reports/v1", TempDir: t.TempDir()},
 		read: func(t *testing.T, reportURL string) []byte {
 			t.Helper()
-			u, err := url.Parse(reportURL)
-			require.NoError(t, err)
-			require.Equal(t, "gs", u.Scheme)
-			require.Equal(t, bucket, u.Host)
-			res, err := svc.Objects.Get(bucket, strings.TrimPrefix(u.Path, "/")).Download()
+			res, err := svc.Objects.Get(bucket, objectName(t, reportURL, bucket)).Download()
 			require.NoError(t, err, "object %s", reportURL)
 			defer func() { _ = res.Body.Close() }()
 			b, err := io.ReadAll(res.Body)

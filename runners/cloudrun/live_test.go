@@ -169,15 +169,7 @@ func executionsWithoutWorker(t *testing.T, c jobsBackend) {
 	}()
 	require.Eventually(t, func() bool { return len(c.executions(t, c.jobs["sleep"])) == 1 },
 		5*time.Minute, c.poll, "the sleep job's execution did not start")
-	cause := errors.New("run timeout exceeded")
-	cancel(cause)
-	select {
-	case err = <-done:
-	case <-time.After(5 * time.Minute):
-		t.Fatal("Run did not return after its context was cancelled")
-	}
-	require.ErrorIs(t, err, cause)
-	require.ErrorContains(t, err, "was cancelled")
+	requireCancelled(t, cancel, done, 5*time.Minute)
 	require.Eventually(t, func() bool {
 		e := c.executions(t, c.jobs["sleep"])
 		return len(e) == 1 && e[0].cancelled && e[0].done

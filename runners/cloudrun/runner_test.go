@@ -226,16 +226,7 @@ func TestCancelStopsExecution(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := b.runInBackground(ctx)
 	<-started
-	cause := errors.New("run timeout exceeded")
-	cancel(cause)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context was cancelled")
-	}
-	require.ErrorIs(t, err, cause)
-	require.ErrorContains(t, err, "was cancelled")
+	requireCancelled(t, cancel, done, 10*time.Second)
 	execs := b.srv.Executions()
 	require.Len(t, execs, 1)
 	require.Equal(t, []string{execs[0].Name}, b.srv.Cancelled())
@@ -295,4 +286,20 @@ func TestNewValidates(t *testing.T) {
 	}
 	_, err = cloudrun.New(t.Context(), cloudrun.Config{Name: "n", Tasks: &tasks{}})
 	require.ErrorContains(t, err, "no task type is mapped to a job")
+}
+
+// requireCancelled cancels a Run's context with a cause and requires the Run
+// (its error on done) to return within timeout, cancelled by that cause.
+func requireCancelled(t *testing.T, cancel context.CancelCauseFunc, done <-chan error, timeout time.Duration) {
+	t.Helper()
+	cause := errors.New("run timeout exceeded")
+	cancel(cause)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(timeout):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	require.ErrorIs(t, err, cause)
+	require.ErrorContains(t, err, "was cancelled")
 }
